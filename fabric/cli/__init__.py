@@ -1,0 +1,1 @@
+"""The ``fabric`` command line: a thin layer over the library functions."""

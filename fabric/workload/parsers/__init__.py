@@ -1,0 +1,1 @@
+"""Trace parsers; each module exposes FORMAT, sniff(head, name) and parse(files)."""

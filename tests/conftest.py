@@ -1,0 +1,27 @@
+"""Shared fixtures: where the real public traces live (../shared/traces), skipping cleanly when absent."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TRACES_DIR = Path(os.environ.get("FABRIC_TRACES_DIR", REPO_ROOT.parent / "shared" / "traces"))
+
+
+@pytest.fixture(scope="session")
+def traces_dir() -> Path:
+    """The folder of real third-party traces; tests using it skip when it is not there."""
+    if not TRACES_DIR.is_dir():
+        pytest.skip(f"real traces folder {TRACES_DIR} not present")
+    return TRACES_DIR
+
+
+def trace_path(rel: str) -> Path:
+    """Path of one real trace file, skipping the calling test when it is absent."""
+    p = TRACES_DIR / rel
+    if not p.exists():
+        pytest.skip(f"trace {rel} not present under {TRACES_DIR}")
+    return p
