@@ -1,0 +1,90 @@
+"""``fabric build``: build a design (file or preset) and print its bill of materials."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from fabric.errors import DesignError
+
+__all__ = ["register", "run"]
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "build",
+        help="build a design and print its switches, links, cables, optics, cost and power",
+        description=(
+            "Build the fabric of a design and print its bill of materials: switches per tier, links per tier "
+            "pair, cables and transceivers, NICs, network capex (USD) and power (W). The design comes from a "
+            "JSON/YAML file (see docs/design-schema.md) or from a named preset."
+        ),
+        epilog=("examples:\n  fabric build --preset dgx-h100-superpod --gpus 504\n"
+                "  fabric build my_design.yaml --json\n  fabric build --list-presets"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("design", nargs="?", help="design file (.json, .yaml or .yml)")
+    p.add_argument("--preset", help="start from a named reference design (see --list-presets)")
+    p.add_argument("--gpus", type=int, help="GPU count for --preset (default: the preset's own)")
+    p.add_argument("--catalog", metavar="FILE", help="hardware catalog override file (CSV, JSON or YAML)")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON instead of tables")
+    p.add_argument("--list-presets", action="store_true", help="list the presets with their sources and exit")
+    p.set_defaults(func=run)
+
+
+def _design_from_args(args, catalog):
+    from fabric.design import load_design
+    from fabric.design.presets import preset_design
+
+    if args.design and args.preset:
+        raise DesignError("give either a design file or --preset, not both")
+    if args.preset:
+        return preset_design(args.preset, args.gpus)
+    if args.gpus is not None:
+        raise DesignError("--gpus only applies with --preset; set 'gpus' in the design file instead")
+    if not args.design:
+        raise DesignError("no design given: pass a design file or --preset NAME (see --list-presets)")
+    return load_design(args.design, catalog=catalog)
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    fmt = lambda r: "  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+    return "\n".join([fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
+
+
+def run(args) -> int:
+    from fabric.catalog import default_catalog, load_catalog
+    from fabric.cost import bill_of_materials
+    from fabric.design.presets import list_presets
+    from fabric.topology import build_fabric
+
+    if args.list_presets:
+        for p in list_presets():
+            print(f"{p.name:20s} {p.title}\n{'':20s} default {p.default_gpus:,} GPUs; source: {p.source}")
+        return 0
+    catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
+    design = _design_from_args(args, catalog)
+    fabric = build_fabric(design, catalog)
+    bom = bill_of_materials(fabric, catalog)
+    if args.json:
+        out = {"design": design.name, **bom.to_dict()}
+        print(json.dumps(out, indent=2, default=float))
+        return 0
+    s = fabric.structure
+    print(f"{design.name}: {design.family}, {fabric.n_gpus:,} GPUs, {fabric.tiers} tier(s), {fabric.planes} plane(s), "
+          f"radix {s.get('radix')} at {fabric.link_speed_bps / 1e9:g} Gb/s")
+    print()
+    print(_table([[t, f"{n:,}"] for t, n in bom.switches.items()], ["switch tier", "count"]))
+    print()
+    print(_table([[k, f"{n:,}"] for k, n in bom.links.items()], ["links", "count"]))
+    print()
+    print(_table([[i.category, i.model, i.where, f"{i.count:,}", f"{i.unit_price_usd:,.0f}", f"{i.price_usd:,.0f}",
+                   f"{i.power_w:,.0f}"] for i in bom.items],
+                 ["item", "model", "where", "count", "unit USD", "total USD", "power W"]))
+    print()
+    print(f"network capex: ${bom.cost_usd:,.0f} (${bom.cost_usd / fabric.n_gpus:,.0f} per GPU); "
+          f"network power: {bom.power_w / 1e3:,.1f} kW; cables: {bom.cable_count:,}")
+    print(f"servers (for scale): ${bom.compute_cost_usd:,.0f}, {bom.compute_power_w / 1e3:,.1f} kW; "
+          f"network share of capex {bom.to_dict()['network_share_of_capex']:.1%}")
+    return 0

@@ -1,0 +1,184 @@
+"""Bill of materials, capex and power of a built fabric.
+
+Counting rules (documented in docs/cost.md):
+
+- switches per tier at the catalog price and power of the design's switch model;
+- one NIC per NIC slot (``nics_per_gpu`` x GPUs);
+- every optical link has a fibre cable and a transceiver at each end: NIC ends take one NIC-side module per port,
+  switch ends take switch-side modules counted per switch (a twin-port module serves two ports of one switch);
+- every copper link is one DAC cable (no transceivers, no power);
+- NVLink/NVSwitch and the PCIe GPU-NIC attachment are part of the server and are not network items;
+- ports of reserved node slots (e.g. a SuperPOD's UFM node) are counted as used on the leaves, not costed.
+
+The network capex (``cost_usd``) and power (``power_w``) are what the search minimizes; the servers' price and
+power are reported beside them (``compute_cost_usd``, ``compute_power_w``) for the network's share of the cluster.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fabric.topology.fabric import LINK_KINDS, MEDIA, SWITCH, Fabric
+
+__all__ = ["BomItem", "BillOfMaterials", "bill_of_materials"]
+
+_OPTICS = MEDIA.index("optics")
+_COPPER = MEDIA.index("copper")
+_NETWORK_KINDS = [k for k in LINK_KINDS if k not in ("nvlink", "pcie")]
+
+
+@dataclass(frozen=True)
+class BomItem:
+    """One line of the bill of materials."""
+
+    category: str           # switch | nic | transceiver | cable
+    model: str
+    where: str              # tier or link kind the item serves
+    count: int
+    unit_price_usd: float
+    unit_power_w: float
+    source: str = ""
+
+    @property
+    def price_usd(self) -> float:
+        return self.count * self.unit_price_usd
+
+    @property
+    def power_w(self) -> float:
+        return self.count * self.unit_power_w
+
+    def to_dict(self) -> dict:
+        return {"category": self.category, "model": self.model, "where": self.where, "count": self.count,
+                "unit_price_usd": self.unit_price_usd, "unit_power_w": self.unit_power_w,
+                "price_usd": self.price_usd, "power_w": self.power_w, "source": self.source}
+
+
+@dataclass(frozen=True)
+class BillOfMaterials:
+    """Counts, items, network capex and power of one fabric (plus the servers' cost and power for context)."""
+
+    items: tuple[BomItem, ...]
+    switches: dict
+    links: dict
+    cables: dict
+    transceivers: dict
+    nics: int
+    compute_cost_usd: float
+    compute_power_w: float
+    gpus: int
+    structure: dict = field(default_factory=dict)
+
+    @property
+    def cost_usd(self) -> float:
+        """Network capex in dollars."""
+        return float(sum(i.price_usd for i in self.items))
+
+    @property
+    def power_w(self) -> float:
+        """Network power in watts."""
+        return float(sum(i.power_w for i in self.items))
+
+    @property
+    def cable_count(self) -> int:
+        return int(sum(self.cables.values()))
+
+    def by_category(self) -> dict[str, dict[str, float]]:
+        """``{category: {"cost_usd": .., "power_w": ..}}``."""
+        out: dict[str, dict[str, float]] = {}
+        for i in self.items:
+            row = out.setdefault(i.category, {"cost_usd": 0.0, "power_w": 0.0})
+            row["cost_usd"] += i.price_usd
+            row["power_w"] += i.power_w
+        return out
+
+    def to_dict(self) -> dict:
+        """The ``fabric build --json`` form."""
+        total = self.cost_usd + self.compute_cost_usd
+        return {
+            "switches": dict(self.switches),
+            "links": dict(self.links),
+            "cables": dict(self.cables),
+            "transceivers": dict(self.transceivers),
+            "nics": self.nics,
+            "cost_usd": self.cost_usd,
+            "power_w": self.power_w,
+            "cost_per_gpu_usd": self.cost_usd / self.gpus,
+            "by_category": self.by_category(),
+            "compute_cost_usd": self.compute_cost_usd,
+            "compute_power_w": self.compute_power_w,
+            "network_share_of_capex": self.cost_usd / total if total else 0.0,
+            "items": [i.to_dict() for i in self.items],
+            "structure": {k: v for k, v in self.structure.items()},
+        }
+
+
+def _switch_end_modules(fabric: Fabric, optical: np.ndarray, ports_per_module: int):
+    """Switch-side modules per switch tier: optical link ends on each switch, rounded up per switch."""
+    ends = np.concatenate([fabric.link_a[optical], fabric.link_b[optical]])
+    ends = ends[(ends >= fabric.switch_base) & (ends < fabric.switch_base + fabric.n_switches)]
+    per_switch = np.bincount(ends - fabric.switch_base, minlength=fabric.n_switches)
+    modules = -(-per_switch // ports_per_module)
+    tiers = fabric.node_tier[fabric.switch_base:fabric.switch_base + fabric.n_switches]
+    return {fabric.tier_names[t]: int(modules[tiers == t].sum()) for t in np.unique(tiers)}
+
+
+def bill_of_materials(fabric: Fabric, catalog=None) -> BillOfMaterials:
+    """Count and price everything the fabric needs."""
+    from fabric.catalog import default_catalog
+
+    cat = catalog or default_catalog()
+    design = fabric.design
+    sw = cat.switch(design.switch_model)
+    nic = cat.nic(design.nic_model)
+    gpu = cat.gpu(design.gpu_model)
+    speed = fabric.link_speed_bps
+    items: list[BomItem] = []
+
+    switches = fabric.switch_counts()
+    for tier, n in switches.items():
+        items.append(BomItem("switch", sw.model, tier, n, sw.price_usd, sw.power_w, sw.source))
+    items.append(BomItem("nic", nic.model, "server", fabric.n_nics, nic.price_usd, nic.power_w, nic.source))
+
+    cables: dict[str, int] = {}
+    transceivers: dict[str, int] = {}
+    links = fabric.link_counts()
+    for kind in _NETWORK_KINDS:
+        kcode = LINK_KINDS.index(kind)
+        sel = fabric.link_kind == kcode
+        if not sel.any():
+            continue
+        for medium_code, medium in ((_OPTICS, "optics"), (_COPPER, "copper")):
+            m = sel & (fabric.link_medium == medium_code)
+            n = int(m.sum())
+            if not n:
+                continue
+            reach = float(fabric.link_reach_m[m].max())
+            if medium == "copper":
+                cable = cat.cable_for("dac", speed, reach)
+            else:
+                cable = cat.cable_for("fibre", speed, reach)
+                # NIC ends: one NIC-side module per port
+                if kind == "nic-leaf":
+                    tx = cat.transceiver_for(speed, reach, "nic")
+                    items.append(BomItem("transceiver", tx.model, f"{kind} (NIC end)", n, tx.price_usd,
+                                         tx.power_w, tx.source))
+                    transceivers[tx.model] = transceivers.get(tx.model, 0) + n
+                tx = cat.transceiver_for(speed, reach, "switch")
+                for tier, modules in _switch_end_modules(fabric, m, tx.ports_per_module).items():
+                    if modules:
+                        items.append(BomItem("transceiver", tx.model, f"{kind} ({tier} end)", modules,
+                                             tx.price_usd, tx.power_w, tx.source))
+                        transceivers[tx.model] = transceivers.get(tx.model, 0) + modules
+            items.append(BomItem("cable", cable.model, kind, n, cable.price_usd, cable.power_w, cable.source))
+            cables[cable.kind] = cables.get(cable.kind, 0) + n
+
+    per_gpu_server = gpu.server_price_usd / gpu.server_gpus
+    per_gpu_power = gpu.server_power_w / gpu.server_gpus
+    return BillOfMaterials(
+        items=tuple(items), switches=switches, links=links, cables=cables, transceivers=transceivers,
+        nics=fabric.n_nics, compute_cost_usd=fabric.n_gpus * per_gpu_server,
+        compute_power_w=fabric.n_gpus * per_gpu_power, gpus=fabric.n_gpus, structure=dict(fabric.structure),
+    )

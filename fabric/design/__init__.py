@@ -1,0 +1,11 @@
+"""Design descriptions: the schema, its validation and loading."""
+
+from fabric.design.schema import (
+    CABLING, FAMILIES, PLACEMENTS, ROUTING_POLICIES, TRANSPORTS,
+    Design, design_from_dict, design_to_dict, dump_design, load_design,
+)
+
+__all__ = [
+    "Design", "design_from_dict", "design_to_dict", "dump_design", "load_design",
+    "FAMILIES", "ROUTING_POLICIES", "TRANSPORTS", "PLACEMENTS", "CABLING",
+]

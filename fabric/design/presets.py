@@ -1,0 +1,95 @@
+"""Named reference designs a user can start from and compare against, each with its source."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from fabric.design.schema import Design
+from fabric.errors import DesignError
+
+__all__ = ["Preset", "PRESETS", "list_presets", "preset_design"]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A reference design: ``make(gpus)`` returns the :class:`Design` for a GPU count."""
+
+    name: str
+    title: str
+    source: str
+    default_gpus: int
+    make: Callable[[int], Design]
+
+    def design(self, gpus: int | None = None) -> Design:
+        return self.make(self.default_gpus if gpus is None else gpus)
+
+
+def _superpod(gpus: int) -> Design:
+    # 32-node scalable units, one node slot taken by the UFM management node, 8 rails, 1:1, QM9700-class switches.
+    return Design(name=f"DGX H100 SuperPOD ({gpus:,} GPUs)", family="rail_optimized", gpus=gpus,
+                  gpu_model="h100-sxm", gpus_per_node=8, nic_model="nic-cx7-400", switch_model="ib-ndr-64x400",
+                  oversubscription=(1.0, 1.0), nodes_per_su=32, reserved_node_slots=1, routing="adaptive",
+                  transport="infiniband", placement="rail_aligned")
+
+
+def _meta_zone(gpus: int) -> Design:
+    # Rail-optimized RoCE "AI zone": non-blocking rail leaves -> spines inside a zone, ~7:1 above the zone.
+    return Design(name=f"Meta-style RoCE AI zones ({gpus:,} GPUs)", family="rail_optimized", gpus=gpus,
+                  gpu_model="h100-sxm", gpus_per_node=8, nic_model="nic-eth-400", switch_model="eth-25t-64x400",
+                  tiers=3, oversubscription=(1.0, 7.0), routing="ecmp", qps_per_connection=4, transport="roce",
+                  placement="rail_aligned")
+
+
+def _hpn(gpus: int) -> Design:
+    # Dual-plane: each 2 x 200G NIC sends one port to each plane; 51.2T switches as 256 x 200G; 2 tiers.
+    return Design(name=f"Alibaba HPN-style dual-plane pod ({gpus:,} GPUs)", family="rail_optimized", gpus=gpus,
+                  gpu_model="h100-sxm", gpus_per_node=8, nic_model="nic-2x200-dual", switch_model="eth-51t-64x800",
+                  planes=2, tiers=2, oversubscription=(1.0, 1.0), routing="ecmp", qps_per_connection=8,
+                  transport="roce", placement="rail_aligned")
+
+
+def _rail_only(gpus: int) -> Design:
+    # No spine joining rails: cross-rail traffic goes through NVLink inside the node (arXiv 2307.12169).
+    return Design(name=f"Rail-only network ({gpus:,} GPUs)", family="rail_only", gpus=gpus, gpu_model="h100-sxm",
+                  gpus_per_node=8, nic_model="nic-cx7-400", switch_model="ib-ndr-64x400",
+                  oversubscription=(1.0, 1.0), routing="adaptive", transport="infiniband", placement="rail_aligned")
+
+
+def _fat_tree(gpus: int) -> Design:
+    # The design a person draws first: a full-bisection top-of-rack Clos.
+    return Design(name=f"Full-bisection fat tree ({gpus:,} GPUs)", family="clos", gpus=gpus, gpu_model="h100-sxm",
+                  gpus_per_node=8, nic_model="nic-cx7-400", switch_model="ib-ndr-64x400",
+                  oversubscription=(1.0, 1.0), routing="ecmp", transport="infiniband", placement="packed")
+
+
+PRESETS: dict[str, Preset] = {p.name: p for p in [
+    Preset("dgx-h100-superpod", "NVIDIA DGX H100 SuperPOD compute fabric (rail-optimized, 1:1, 64 x 400G NDR)",
+           "NVIDIA DGX SuperPOD reference architecture (DGX H100), network fabrics, Table 4", 1016, _superpod),
+    Preset("meta-roce-zone", "Meta-style RoCE cluster: rail-optimized AI zones, non-blocking inside, 7:1 above",
+           "Gangidi et al., 'RDMA over Ethernet for Distributed AI Training at Meta Scale', SIGCOMM 2024", 24576,
+           _meta_zone),
+    Preset("alibaba-hpn", "Alibaba HPN-style dual-plane pod (2 x 200G NICs, 51.2T switches, 2 tiers)",
+           "Qian et al., 'Alibaba HPN: A Data Center Network for Large Language Model Training', SIGCOMM 2024",
+           15360, _hpn),
+    Preset("rail-only", "Rail-only network: one switch network per rail, cross-rail traffic over NVLink",
+           "Wang et al., 'Rail-only: A Low-Cost High-Performance Network for Training LLMs', arXiv 2307.12169",
+           512, _rail_only),
+    Preset("fat-tree", "Full-bisection top-of-rack fat tree (the design a person draws first)",
+           "Al-Fares, Loukissas, Vahdat, 'A Scalable, Commodity Data Center Network Architecture', SIGCOMM 2008",
+           1024, _fat_tree),
+]}
+
+
+def list_presets() -> list[Preset]:
+    """All presets, in a stable order."""
+    return list(PRESETS.values())
+
+
+def preset_design(name: str, gpus: int | None = None) -> Design:
+    """The design of preset ``name`` at ``gpus`` GPUs (its default size when ``None``)."""
+    if name not in PRESETS:
+        raise DesignError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus <= 0):
+        raise DesignError(f"--gpus must be a positive whole number, got {gpus!r}")
+    return PRESETS[name].design(gpus)

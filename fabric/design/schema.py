@@ -1,0 +1,286 @@
+"""The design description: one documented schema (JSON or YAML) for a cluster network design.
+
+A :class:`Design` names hardware by catalog model id and says how it is wired (topology family, tiers,
+per-tier oversubscription, planes, scalable units) and how it is operated (routing policy, queue pairs,
+transport, placement, storage isolation). ``docs/design-schema.md`` documents every field.
+
+Validation here is structural (types, ranges, known names). Whether the endpoints fit the chosen radix and tiers
+is checked by :func:`fabric.design.capacity.check_capacity`, which needs the catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fabric.errors import DesignError
+
+__all__ = [
+    "FAMILIES", "ROUTING_POLICIES", "TRANSPORTS", "PLACEMENTS", "CABLING",
+    "MAX_OVERSUBSCRIPTION", "Design", "design_from_dict", "design_to_dict", "load_design", "dump_design",
+]
+
+#: Topology families a builder exists for.
+FAMILIES = ("clos", "rail_optimized", "rail_only", "dragonfly")
+#: Routing policies: per-flow ECMP hashing, adaptive (load-aware, near-even), per-packet spraying (even split).
+ROUTING_POLICIES = ("ecmp", "adaptive", "spray")
+#: Transport profiles (efficiency and latency parameters live in the evaluator).
+TRANSPORTS = ("infiniband", "roce", "spray_ethernet")
+#: Job placement policies.
+PLACEMENTS = ("packed", "rail_aligned", "scattered")
+#: How endpoint (NIC-to-leaf) links are cabled: "auto" = copper when the leaf sits in the nodes' rack.
+CABLING = ("auto", "copper", "optics")
+#: Oversubscription above this is rejected as a mistake (Meta's AI zones run ~7:1 above the zone).
+MAX_OVERSUBSCRIPTION = 16.0
+#: Upper bound on GPUs in one design (also capped by fabric.limits at run time).
+MAX_GPUS = 4_194_304
+
+
+@dataclass(frozen=True)
+class Design:
+    """A cluster network design. Every field has a default so a design file may give only what differs.
+
+    Sizes: ``gpus`` in total, ``gpus_per_node`` per server, ``scale_up_size`` GPUs per NVLink domain (a multiple
+    of ``gpus_per_node``; 72 for an NVL72 rack of 4-GPU trays). ``nics_per_gpu`` may be fractional (0.5: two GPUs
+    share a NIC) as long as NICs per node is whole. ``oversubscription`` is down:up per switch tier, leaf first.
+    ``tiers`` is 1, 2, 3 or ``None`` (the fewest that fit). ``planes`` > 1 splits each NIC's ports over that many
+    independent planes (NIC ports must be a multiple of ``planes``). ``reserved_node_slots`` are node slots
+    taken by appliances that use leaf ports like a server (NVIDIA's UFM node in a SuperPOD), placed first.
+    """
+
+    name: str = "design"
+    family: str = "clos"
+    gpus: int = 1024
+    gpu_model: str = "h100-sxm"
+    gpus_per_node: int = 8
+    scale_up_size: int | None = None
+    nics_per_gpu: float = 1.0
+    nic_model: str = "nic-cx7-400"
+    switch_model: str = "ib-ndr-64x400"
+    tiers: int | None = None
+    oversubscription: tuple[float, ...] = (1.0, 1.0)
+    planes: int = 1
+    nodes_per_su: int | None = None
+    reserved_node_slots: int = 0
+    dragonfly_terminals: int | None = None
+    dragonfly_routers: int | None = None
+    dragonfly_globals: int | None = None
+    routing: str = "ecmp"
+    qps_per_connection: int = 1
+    transport: str = "infiniband"
+    in_network_reduction: bool = False
+    pxn: bool = False
+    placement: str = "packed"
+    storage_isolation: bool = False
+    endpoint_cabling: str = "auto"
+
+    def __post_init__(self):
+        validate_design(self)
+
+    @property
+    def nics_per_node(self) -> int:
+        """NICs in one server."""
+        return int(round(self.gpus_per_node * self.nics_per_gpu))
+
+    @property
+    def nodes(self) -> int:
+        """Servers (the last one may be partly filled only if gpus is not a multiple of gpus_per_node: rejected)."""
+        return self.gpus // self.gpus_per_node
+
+    @property
+    def domain_size(self) -> int:
+        """GPUs per scale-up (NVLink) domain."""
+        return self.scale_up_size or self.gpus_per_node
+
+    def oversub(self, tier: int) -> float:
+        """Oversubscription (down:up) at switch tier ``tier`` (0 = leaf); 1.0 past the given list."""
+        return float(self.oversubscription[tier]) if tier < len(self.oversubscription) else 1.0
+
+    def replace(self, **changes) -> "Design":
+        """A validated copy with ``changes`` applied."""
+        return replace(self, **changes)
+
+
+def _err(fld: str, msg: str):
+    raise DesignError(f"design field '{fld}': {msg}")
+
+
+def _int_in(d: Design, fld: str, lo: int, hi: int, *, allow_none=False):
+    v = getattr(d, fld)
+    if v is None and allow_none:
+        return
+    if isinstance(v, bool) or not isinstance(v, int):
+        _err(fld, f"expected a whole number, got {v!r}")
+    if v < lo or v > hi:
+        _err(fld, f"must be between {lo:,} and {hi:,}, got {v:,}")
+
+
+def _choice(d: Design, fld: str, choices):
+    v = getattr(d, fld)
+    if v not in choices:
+        _err(fld, f"unknown value {v!r}; choose one of {', '.join(choices)}")
+
+
+def validate_design(d: Design) -> None:
+    """Structural checks with one-line fix-it messages (raises :class:`DesignError`)."""
+    if not isinstance(d.name, str) or not d.name.strip():
+        _err("name", "expected a non-empty string")
+    _choice(d, "family", FAMILIES)
+    if isinstance(d.gpus, int) and not isinstance(d.gpus, bool) and d.gpus <= 0:
+        _err("gpus", f"a design needs at least one GPU, got {d.gpus}")
+    _int_in(d, "gpus", 1, MAX_GPUS)
+    _int_in(d, "gpus_per_node", 1, 256)
+    if d.gpus % d.gpus_per_node:
+        _err("gpus", f"{d.gpus:,} GPUs is not a whole number of {d.gpus_per_node}-GPU nodes; "
+                     f"use a multiple of {d.gpus_per_node}")
+    _int_in(d, "scale_up_size", 1, 4096, allow_none=True)
+    if d.scale_up_size is not None:
+        if d.scale_up_size % d.gpus_per_node:
+            _err("scale_up_size", f"must be a multiple of gpus_per_node ({d.gpus_per_node}), got {d.scale_up_size}")
+        if d.gpus % d.scale_up_size:
+            _err("scale_up_size", f"{d.gpus:,} GPUs do not fill whole {d.scale_up_size}-GPU scale-up domains")
+    if isinstance(d.nics_per_gpu, bool) or not isinstance(d.nics_per_gpu, (int, float)) \
+            or not math.isfinite(d.nics_per_gpu) or d.nics_per_gpu <= 0 or d.nics_per_gpu > 8:
+        _err("nics_per_gpu", f"must be a number in (0, 8], got {d.nics_per_gpu!r}")
+    per_node = d.gpus_per_node * d.nics_per_gpu
+    if abs(per_node - round(per_node)) > 1e-9 or round(per_node) < 1:
+        _err("nics_per_gpu", f"{d.nics_per_gpu} NICs per GPU x {d.gpus_per_node} GPUs per node is not a whole "
+                             f"number of NICs per node")
+    for fld in ("gpu_model", "nic_model", "switch_model"):
+        v = getattr(d, fld)
+        if not isinstance(v, str) or not v:
+            _err(fld, f"expected a catalog model id, got {v!r}")
+    _int_in(d, "tiers", 1, 3, allow_none=True)
+    if not isinstance(d.oversubscription, tuple) or not d.oversubscription:
+        _err("oversubscription", "expected a non-empty list of down:up ratios, leaf tier first")
+    if len(d.oversubscription) > 2:
+        _err("oversubscription", f"give at most 2 ratios (leaf, spine); got {len(d.oversubscription)}")
+    for i, o in enumerate(d.oversubscription):
+        if isinstance(o, bool) or not isinstance(o, (int, float)) or not math.isfinite(o):
+            _err("oversubscription", f"ratio {i} must be a number, got {o!r}")
+        if o < 1.0:
+            _err("oversubscription", f"ratio {i} is {o:g}: down:up below 1 buys uplinks nobody can fill; use >= 1")
+        if o > MAX_OVERSUBSCRIPTION:
+            _err("oversubscription", f"ratio {i} is {o:g}: above {MAX_OVERSUBSCRIPTION:g}:1 is not a usable fabric")
+    _int_in(d, "planes", 1, 8)
+    _int_in(d, "nodes_per_su", 1, 4096, allow_none=True)
+    _int_in(d, "reserved_node_slots", 0, 4096)
+    for fld in ("dragonfly_terminals", "dragonfly_routers", "dragonfly_globals"):
+        _int_in(d, fld, 1, 1024, allow_none=True)
+    _choice(d, "routing", ROUTING_POLICIES)
+    _int_in(d, "qps_per_connection", 1, 256)
+    _choice(d, "transport", TRANSPORTS)
+    _choice(d, "placement", PLACEMENTS)
+    _choice(d, "endpoint_cabling", CABLING)
+    for fld in ("in_network_reduction", "pxn", "storage_isolation"):
+        if not isinstance(getattr(d, fld), bool):
+            _err(fld, f"expected true or false, got {getattr(d, fld)!r}")
+    if d.family == "dragonfly" and d.planes != 1:
+        _err("planes", "dragonfly designs have one plane")
+    if d.family != "dragonfly" and any(
+            getattr(d, f) is not None for f in ("dragonfly_terminals", "dragonfly_routers", "dragonfly_globals")):
+        _err("family", f"dragonfly_* fields only apply to family 'dragonfly', not {d.family!r}")
+    if d.in_network_reduction and d.transport != "infiniband":
+        _err("in_network_reduction", "in-network reduction (SHARP-like) needs the 'infiniband' transport")
+
+
+_FIELD_NAMES = [f.name for f in fields(Design)]
+#: Accepted in files as an alternative to nic_model: resolved against the catalog by fabric.design.resolve.
+_EXTRA_KEYS = {"nic_speed_gbps", "schema"}
+SCHEMA_VERSION = "fabric.design/1"
+
+
+def design_from_dict(d: dict[str, Any], *, catalog=None) -> Design:
+    """Build a validated :class:`Design` from a dict (the JSON/YAML form).
+
+    Unknown keys are errors (typos must not be ignored). ``nic_speed_gbps`` may stand in for ``nic_model``: the
+    cheapest catalog NIC of that port speed is chosen (needs ``catalog``, defaults to the built-in one).
+    """
+    if not isinstance(d, dict):
+        raise DesignError(f"a design must be an object of fields, got {type(d).__name__}")
+    unknown = sorted(set(d) - set(_FIELD_NAMES) - _EXTRA_KEYS)
+    if unknown:
+        raise DesignError(f"unknown design field(s) {', '.join(unknown)}; known fields: {', '.join(_FIELD_NAMES)}")
+    schema = d.get("schema", SCHEMA_VERSION)
+    if schema != SCHEMA_VERSION:
+        raise DesignError(f"design field 'schema': unsupported {schema!r}; expected {SCHEMA_VERSION!r}")
+    kw = {k: v for k, v in d.items() if k in _FIELD_NAMES}
+    if "oversubscription" in kw:
+        o = kw["oversubscription"]
+        if isinstance(o, (int, float)) and not isinstance(o, bool):
+            o = [o]
+        if isinstance(o, dict):  # {"leaf": 2, "spine": 1}
+            bad = sorted(set(o) - {"leaf", "spine"})
+            if bad:
+                raise DesignError(f"design field 'oversubscription': unknown tier(s) {', '.join(bad)}; use leaf, spine")
+            o = [o.get("leaf", 1.0), o.get("spine", 1.0)]
+        if not isinstance(o, (list, tuple)):
+            raise DesignError(f"design field 'oversubscription': expected a number or a list, got {o!r}")
+        kw["oversubscription"] = tuple(o)
+    if kw.get("tiers") == "auto":
+        kw["tiers"] = None
+    if "nic_speed_gbps" in d:
+        from fabric.catalog import default_catalog
+
+        cat = catalog or default_catalog()
+        speed = d["nic_speed_gbps"]
+        if isinstance(speed, bool) or not isinstance(speed, (int, float)) or speed <= 0:
+            raise DesignError(f"design field 'nic_speed_gbps': expected a positive number, got {speed!r}")
+        candidates = [n for n in cat.nics.values() if abs(n.port_speed_bps - speed * 1e9) < 1]
+        if "nic_model" in kw:
+            nic = cat.nic(kw["nic_model"])
+            if abs(nic.port_speed_bps - speed * 1e9) > 1:
+                raise DesignError(f"design fields 'nic_model' ({nic.model}, {nic.port_speed_bps / 1e9:g} Gb/s) and "
+                                  f"'nic_speed_gbps' ({speed:g}) disagree")
+        elif not candidates:
+            speeds = sorted({n.port_speed_bps / 1e9 for n in cat.nics.values()})
+            raise DesignError(f"design field 'nic_speed_gbps': no catalog NIC has {speed:g} Gb/s ports; "
+                              f"available: {', '.join(f'{s:g}' for s in speeds)}")
+        else:
+            kw["nic_model"] = min(candidates, key=lambda n: (n.price_usd, n.model)).model
+    try:
+        return Design(**kw)
+    except TypeError as err:  # defensive: wrong types that dataclass construction rejects
+        raise DesignError(f"invalid design: {err}") from err
+
+
+def design_to_dict(design: Design) -> dict[str, Any]:
+    """The JSON/YAML form of a design (every field, plus the schema version)."""
+    d = asdict(design)
+    d["oversubscription"] = list(design.oversubscription)
+    return {"schema": SCHEMA_VERSION, **d}
+
+
+def load_design(path_or_text: str | Path, *, catalog=None) -> Design:
+    """Read a design from a ``.json``/``.yaml``/``.yml`` file (or JSON/YAML text). Errors name the file."""
+    p = Path(path_or_text) if not str(path_or_text).lstrip().startswith(("{", "name:", "family:")) else None
+    src = str(p) if p is not None else "design text"
+    if p is not None:
+        if not p.exists():
+            raise DesignError(f"design file {p} not found")
+        if p.stat().st_size > 1_000_000:
+            raise DesignError(f"design file {p} is larger than 1 MB; a design is a small JSON/YAML object")
+        text = p.read_text(encoding="utf-8", errors="replace")
+    else:
+        text = str(path_or_text)
+    try:
+        if p is not None and p.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            data = yaml.safe_load(text)  # JSON is YAML too; safe_load never builds objects
+    except (json.JSONDecodeError, yaml.YAMLError) as err:
+        raise DesignError(f"{src}: not valid JSON/YAML ({' '.join(str(err).split())})") from err
+    try:
+        return design_from_dict(data, catalog=catalog)
+    except DesignError as err:
+        raise DesignError(f"{src}: {err}") from err
+
+
+def dump_design(design: Design) -> str:
+    """JSON text of a design."""
+    return json.dumps(design_to_dict(design), indent=2)

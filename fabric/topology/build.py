@@ -1,0 +1,453 @@
+"""Topology builders: plain functions from a design (+ catalog) to a :class:`~fabric.topology.fabric.Fabric`.
+
+- :func:`build_fabric` dispatches on ``design.family``;
+- ``clos``: 1/2/3-tier Clos (fat tree) whose leaves hold whole nodes (top-of-rack style);
+- ``rail_optimized``: NIC port r of every node of a scalable unit goes to that unit's rail-r leaf; Clos above;
+- ``rail_only``: one independent network per rail, no spine joining rails (cross-rail traffic uses NVLink);
+- ``dragonfly``: groups of routers, all-to-all local links, global links spread evenly over group pairs;
+- ``planes > 1`` (dual-plane): each NIC's ports are split over independent copies of the network.
+
+Cabling rules: every lower switch spreads its uplinks evenly over all switches of the layer above (equal bundles);
+a spine count that cannot split the uplinks evenly is rounded up to one that can; partly filled scalable units /
+leaves / pods keep the uplinks of a full one, so growing the cluster needs no recabling of the upper tiers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fabric.design.schema import Design
+from fabric.errors import DesignError
+from fabric.limits import current_limits
+from fabric.topology import sizing
+from fabric.topology.fabric import GPU, LINK_KINDS, MEDIA, NIC, NVSWITCH, SWITCH, Fabric
+
+__all__ = ["build_fabric", "required_tiers"]
+
+# Reach of each link kind in metres (drives optics vs copper and the cable/transceiver choice).
+#: in-rack copper from a server to its top-of-rack leaf
+REACH_IN_RACK_M = 2.0
+#: a server to a leaf in another rack of its row (rail-optimized leaves sit in a network rack)
+REACH_ENDPOINT_OPTICS_M = 30.0
+#: leaf to spine within a hall
+REACH_LEAF_SPINE_M = 50.0
+#: spine to core across halls (single-mode optics)
+REACH_SPINE_CORE_M = 300.0
+#: dragonfly links inside a group (a few adjacent racks)
+REACH_DFLY_LOCAL_M = 20.0
+#: dragonfly links between groups
+REACH_DFLY_GLOBAL_M = 100.0
+#: propagation delay in fibre or copper
+PROPAGATION_S_PER_M = 5e-9
+
+_K = {name: i for i, name in enumerate(LINK_KINDS)}
+_M = {name: i for i, name in enumerate(MEDIA)}
+
+
+@dataclass
+class _Links:
+    """Accumulates link arrays chunk by chunk."""
+
+    a: list
+    b: list
+    kind: list
+    medium: list
+    cap: list
+    reach: list
+
+    @classmethod
+    def new(cls):
+        return cls([], [], [], [], [], [])
+
+    def add(self, a, b, kind: str, medium: str, cap_bps: float, reach_m: float):
+        a = np.asarray(a, dtype=np.int64)
+        b = np.asarray(b, dtype=np.int64)
+        n = a.shape[0]
+        if n == 0:
+            return
+        self.a.append(a)
+        self.b.append(b)
+        self.kind.append(np.full(n, _K[kind], np.int8))
+        self.medium.append(np.full(n, _M[medium], np.int8))
+        self.cap.append(np.full(n, float(cap_bps)))
+        self.reach.append(np.full(n, float(reach_m)))
+
+    def arrays(self):
+        cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
+        return (cat(self.a, np.int64), cat(self.b, np.int64), cat(self.kind, np.int8), cat(self.medium, np.int8),
+                cat(self.cap, np.float64), cat(self.reach, np.float64))
+
+
+@dataclass
+class _Plane:
+    """Switch-level plan of one plane, in plane-local switch indices (leaves first, then spines, then cores)."""
+
+    n_leaves: int
+    n_spines: int
+    n_cores: int
+    ep_leaf: np.ndarray          # leaf index of endpoint (slot, rail), shape (slots, Q)
+    leaf_spine: tuple            # (leaf idx, spine idx) arrays, one row per physical link
+    spine_core: tuple            # (spine idx, core idx)
+    leaf_group: np.ndarray       # scalable unit / pod / rail id of each leaf (for layout)
+    spine_group: np.ndarray
+    info: dict
+
+
+def _ratio_text(o1: float, o2: float | None = None) -> str:
+    if o2 is None or o1 == o2:
+        return f"at {sizing.format_ratio(o1)}"
+    return f"at {sizing.format_ratio(o1)} (leaf) / {sizing.format_ratio(o2)} (spine)"
+
+
+def _capacity_error(label: str, tiers: int, radix: int, o1: float, o2: float, endpoints: int, hint: str = ""):
+    if tiers == 1:
+        cap = radix
+        ratio = ""
+    elif tiers == 2:
+        cap = sizing.clos2_max_endpoints(radix, o1)
+        ratio = " " + _ratio_text(o1)
+    else:
+        cap = sizing.clos3_max_endpoints(radix, o1, o2)
+        ratio = " " + _ratio_text(o1, o2)
+    tier_word = {1: "1-tier", 2: "2-tier", 3: "3-tier"}[tiers]
+    raise DesignError(f"{tier_word} {label} with radix {radix} holds at most {cap:,} endpoints{ratio}; "
+                      f"got {endpoints:,}{hint}")
+
+
+def _upper(n_leaves: int, u1: int, radix: int, o2: float, tiers: int, unit: int, label: str,
+           o1: float, endpoints: int):
+    """Spine (and core) layer above ``n_leaves`` leaves of ``u1`` uplinks each. Returns link index arrays."""
+    if tiers == 2:
+        spread = sizing.spread_over_spines(u1, n_leaves, radix)
+        if spread is None:
+            _capacity_error(label, 2, radix, o1, o2, endpoints, "; use 3 tiers, a larger radix or more "
+                                                              "oversubscription")
+        s, b = spread
+        leaf = np.repeat(np.arange(n_leaves), s * b)
+        spine = np.tile(np.repeat(np.arange(s), b), n_leaves)
+        info = {"spines": s, "leaf_spine_bundle": b, "spine_ports_used": n_leaves * b}
+        return s, 0, (leaf, spine), (np.zeros(0, int), np.zeros(0, int)), np.zeros(s, int), info
+    # 3 tiers: pods of whole units; every leaf has one link to each of its pod's u1 spines.
+    d2, _ = sizing.split_ports(radix, o2)
+    per_pod = (d2 // unit) * unit
+    if per_pod == 0:
+        raise DesignError(f"a spine of radix {radix} at {sizing.format_ratio(o2)} has {d2} downlinks, fewer than "
+                          f"the {unit} leaves of one scalable unit; lower the spine oversubscription")
+    per_pod = min(per_pod, n_leaves)
+    pods = math.ceil(n_leaves / per_pod)
+    s1 = u1
+    u2 = sizing.uplinks_for(per_pod, o2)
+    spread = sizing.spread_over_spines(u2, pods, radix)
+    if spread is None:
+        _capacity_error(label, 3, radix, o1, o2, endpoints, "; use a larger radix or more oversubscription")
+    c, b2 = spread
+    leaf = np.repeat(np.arange(n_leaves), s1)
+    spine = (np.arange(n_leaves) // per_pod)[:, None] * s1 + np.arange(s1)[None, :]
+    n_spines = pods * s1
+    # spine (pod q, index j) -> cores of group j, b2 links to each of its c cores
+    sp = np.repeat(np.arange(n_spines), c * b2)
+    j = sp % s1
+    core = j * c + np.tile(np.repeat(np.arange(c), b2), n_spines)
+    info = {"pods": pods, "leaves_per_pod": per_pod, "spines_per_pod": s1, "spines": n_spines,
+            "spine_uplinks": u2, "cores_per_group": c, "cores": s1 * c, "spine_core_bundle": b2,
+            "leaf_spine_bundle": 1}
+    spine_group = np.arange(n_spines) // s1
+    return n_spines, s1 * c, (leaf, spine.ravel()), (sp, core), spine_group, info
+
+
+def _tiers_needed(fits_one: bool, fits_two: bool) -> int:
+    return 1 if fits_one else (2 if fits_two else 3)
+
+
+def _plan_clos(design: Design, slots: int, Q: int, radix: int, endpoints: int) -> _Plane:
+    """Top-of-rack Clos: each leaf holds whole nodes."""
+    o1, o2 = design.oversub(0), design.oversub(1)
+    label = "Clos"
+    d1, _ = sizing.split_ports(radix, o1)
+    per_leaf = d1 // Q
+    fits_one = slots * Q <= radix
+    if per_leaf == 0 and not (fits_one and design.tiers in (None, 1)):
+        raise DesignError(f"a node's {Q} NIC ports do not fit on one leaf: radix {radix} at "
+                          f"{sizing.format_ratio(o1)} leaves {d1} downlinks; use a larger switch or family "
+                          f"'rail_optimized'")
+    n_leaves_2 = math.ceil(slots / per_leaf) if per_leaf else 0
+    u1 = sizing.uplinks_for(min(slots, per_leaf) * Q, o1) if per_leaf else 0
+    fits_two = per_leaf > 0 and sizing.spread_over_spines(u1, n_leaves_2, radix) is not None
+    tiers = design.tiers or _tiers_needed(fits_one, fits_two)
+    if tiers == 1:
+        if not fits_one:
+            _capacity_error(label, 1, radix, o1, o2, endpoints, "; use 2 or 3 tiers")
+        ep_leaf = np.zeros((slots, Q), np.int64)
+        return _Plane(1, 0, 0, ep_leaf, (np.zeros(0, int),) * 2, (np.zeros(0, int),) * 2, np.zeros(1, int),
+                      np.zeros(0, int), {"tiers": 1, "radix": radix, "leaf_down": slots * Q, "leaf_up": 0,
+                                         "nodes_per_leaf": slots})
+    ep_leaf = np.repeat((np.arange(slots) // per_leaf)[:, None], Q, axis=1)
+    s, c, ls, sc, sg, info = _upper(n_leaves_2, u1, radix, o2, tiers, 1, label, o1, endpoints)
+    leaf_group = np.arange(n_leaves_2) // info.get("leaves_per_pod", n_leaves_2)
+    info.update({"tiers": tiers, "radix": radix, "leaf_down": min(slots, per_leaf) * Q, "leaf_up": u1,
+                 "nodes_per_leaf": per_leaf, "leaves": n_leaves_2})
+    return _Plane(n_leaves_2, s, c, ep_leaf, ls, sc, leaf_group, sg, info)
+
+
+def _plan_rail_optimized(design: Design, slots: int, Q: int, radix: int, endpoints: int) -> _Plane:
+    """Scalable units of ``nodes_per_su`` nodes; one leaf per (unit, rail); Clos above."""
+    o1, o2 = design.oversub(0), design.oversub(1)
+    label = "rail-optimized Clos"
+    d1, _ = sizing.split_ports(radix, o1)
+    nps = design.nodes_per_su or d1
+    if nps > d1:
+        raise DesignError(f"nodes_per_su {nps} needs {nps} leaf downlinks, but a radix-{radix} leaf at "
+                          f"{sizing.format_ratio(o1)} has {d1}")
+    sus = math.ceil(slots / nps)
+    n_leaves = sus * Q
+    u1 = sizing.uplinks_for(min(slots, nps), o1)
+    fits_two = sizing.spread_over_spines(u1, n_leaves, radix) is not None
+    tiers = design.tiers or (2 if fits_two else 3)
+    if tiers == 1:
+        raise DesignError("a rail-optimized fabric needs at least 2 tiers (rail leaves joined by spines); "
+                          "use family 'rail_only' for one switch per rail")
+    slot = np.arange(slots)
+    ep_leaf = (slot // nps)[:, None] * Q + np.arange(Q)[None, :]
+    s, c, ls, sc, sg, info = _upper(n_leaves, u1, radix, o2, tiers, Q, label, o1, endpoints)
+    info.update({"tiers": tiers, "radix": radix, "leaf_down": min(slots, nps), "leaf_up": u1,
+                 "nodes_per_su": nps, "scalable_units": sus, "rails": Q, "leaves": n_leaves})
+    return _Plane(n_leaves, s, c, ep_leaf, ls, sc, np.arange(n_leaves) // Q, sg, info)
+
+
+def _plan_rail_only(design: Design, slots: int, Q: int, radix: int, endpoints: int) -> _Plane:
+    """One network per rail: a single switch when a rail fits, else a per-rail Clos."""
+    o1, o2 = design.oversub(0), design.oversub(1)
+    label = "rail-only network (per rail)"
+    fits_one = slots <= radix
+    d1, _ = sizing.split_ports(radix, o1)
+    per_rail_leaves = math.ceil(slots / d1)
+    u1 = sizing.uplinks_for(min(slots, d1), o1)
+    fits_two = sizing.spread_over_spines(u1, per_rail_leaves, radix) is not None
+    tiers = design.tiers or _tiers_needed(fits_one, fits_two)
+    slot = np.arange(slots)
+    if tiers == 1:
+        if not fits_one:
+            _capacity_error(label, 1, radix, o1, o2, slots, "; use 2 tiers per rail")
+        ep_leaf = np.repeat(np.arange(Q)[None, :], slots, axis=0)
+        return _Plane(Q, 0, 0, ep_leaf, (np.zeros(0, int),) * 2, (np.zeros(0, int),) * 2, np.arange(Q),
+                      np.zeros(0, int), {"tiers": 1, "radix": radix, "rails": Q, "leaves": Q,
+                                         "leaf_down": slots, "leaf_up": 0})
+    ep_leaf = np.arange(Q)[None, :] * per_rail_leaves + (slot // d1)[:, None]
+    s, c, (l1, s1), (s2, c2), sg, info = _upper(per_rail_leaves, u1, radix, o2, tiers, 1, label, o1, slots)
+    # tile the per-rail structure over the Q rails
+    off = lambda x, n: (np.arange(Q)[:, None] * n + np.asarray(x)[None, :]).ravel()  # noqa: E731
+    ls = (off(l1, per_rail_leaves), off(s1, s))
+    sc = (off(s2, s), off(c2, c)) if c else (np.zeros(0, int),) * 2
+    info.update({"tiers": tiers, "radix": radix, "rails": Q, "leaves": Q * per_rail_leaves,
+                 "leaves_per_rail": per_rail_leaves, "leaf_down": min(slots, d1), "leaf_up": u1,
+                 "spines_per_rail": s, "spines": Q * s, "cores": Q * c})
+    return _Plane(Q * per_rail_leaves, Q * s, Q * c, ep_leaf, ls, sc,
+                  np.repeat(np.arange(Q), per_rail_leaves), np.repeat(np.arange(Q), s), info)
+
+
+_PLANNERS = {"clos": _plan_clos, "rail_optimized": _plan_rail_optimized, "rail_only": _plan_rail_only}
+
+
+def required_tiers(design: Design, catalog=None) -> int:
+    """The number of switch tiers the design's endpoints need (or its explicit ``tiers``)."""
+    return build_fabric(design, catalog).tiers
+
+
+def _resolve_hw(design: Design, catalog):
+    from fabric.catalog import default_catalog
+
+    cat = catalog or default_catalog()
+    sw, nic, gpu = cat.switch(design.switch_model), cat.nic(design.nic_model), cat.gpu(design.gpu_model)
+    if nic.ports % design.planes:
+        raise DesignError(f"{design.planes} planes need NICs with a multiple of {design.planes} ports; "
+                          f"{nic.model} has {nic.ports}")
+    link_speed = nic.port_speed_bps
+    radix = sw.radix_at(link_speed)
+    if radix < 2:
+        raise DesignError(f"switch {sw.model} ({sw.ports} x {sw.port_speed_bps / 1e9:g}G) cannot serve "
+                          f"{link_speed / 1e9:g}G NIC ports")
+    nic_fabric = getattr(nic, "fabric", sw.fabric)
+    if nic_fabric not in (sw.fabric, "vpi", "any"):
+        raise DesignError(f"NIC {nic.model} is {nic_fabric} but switch {sw.model} is {sw.fabric}")
+    transport_fabric = "infiniband" if design.transport == "infiniband" else "ethernet"
+    if sw.fabric != transport_fabric:
+        raise DesignError(f"transport '{design.transport}' needs {transport_fabric} switches; "
+                          f"{sw.model} is {sw.fabric}")
+    dom = design.domain_size
+    if dom > gpu.scale_up_domain_max:
+        raise DesignError(f"{gpu.model} supports NVLink domains of at most {gpu.scale_up_domain_max} GPUs; "
+                          f"scale_up_size is {dom}")
+    return sw, nic, gpu, link_speed, radix
+
+
+def build_fabric(design: Design, catalog=None) -> Fabric:
+    """Build the fabric of ``design`` with hardware from ``catalog`` (default: the built-in catalog)."""
+    limits = current_limits()
+    if design.gpus > limits.max_design_gpus:
+        raise DesignError(f"{design.gpus:,} GPUs exceeds the limit max_design_gpus = {limits.max_design_gpus:,} "
+                          f"(set FABRIC_LIMIT_MAX_DESIGN_GPUS to raise it)")
+    sw, nic, gpu, link_speed, radix = _resolve_hw(design, catalog)
+    G, gpn = design.gpus, design.gpus_per_node
+    nodes = design.nodes
+    npn = design.nics_per_node
+    n_nics = nodes * npn
+    P = design.planes
+    ppp = nic.ports // P                      # NIC ports per plane
+    Q = npn * ppp                             # endpoint ports of a node in one plane (= rails)
+    slots = nodes + design.reserved_node_slots
+    endpoints = slots * Q
+
+    nic_base = G
+    switch_base = nic_base + n_nics
+    links = _Links.new()
+
+    # --- scale-out planes
+    if design.family == "dragonfly":
+        plane_plans = [_plan_dragonfly(design, slots, Q, radix)]
+    else:
+        planner = _PLANNERS[design.family]
+        plan = planner(design, slots, Q, radix, endpoints)
+        plane_plans = [plan] * P  # planes are identical copies
+    tier_names = ("router",) if design.family == "dragonfly" else ("leaf", "spine", "core")
+    node_tier, node_plane, node_group = [], [], []
+    endpoint_medium = design.endpoint_cabling
+    if endpoint_medium == "auto":
+        endpoint_medium = "copper" if design.family in ("clos", "dragonfly") else "optics"
+    ep_reach = REACH_IN_RACK_M if endpoint_medium == "copper" else REACH_ENDPOINT_OPTICS_M
+    nic_ports = np.empty((n_nics, nic.ports), np.int64)
+    reserved_ports = []
+    base = switch_base
+    node_slot = np.arange(nodes) + design.reserved_node_slots
+    for p, plan in enumerate(plane_plans):
+        leaf0, spine0 = base, base + plan.n_leaves
+        core0 = spine0 + plan.n_spines
+        n_sw = plan.n_leaves + plan.n_spines + plan.n_cores
+        node_tier.append(np.repeat(np.array([0, 1, 2], np.int8), [plan.n_leaves, plan.n_spines, plan.n_cores]))
+        node_plane.append(np.full(n_sw, p, np.int16))
+        node_group.append(np.concatenate([plan.leaf_group, plan.spine_group, np.zeros(plan.n_cores, int)]))
+        # endpoint links: node n, rail r -> NIC n*npn + r // ppp, NIC port p*ppp + r % ppp
+        leaf_of = plan.ep_leaf[node_slot]                               # (nodes, Q)
+        rail = np.arange(Q)
+        nic_id = np.arange(nodes)[:, None] * npn + (rail // ppp)[None, :]
+        port = p * ppp + rail % ppp
+        nic_ports[nic_id.ravel(), np.tile(port, nodes)] = (leaf0 + leaf_of).ravel()
+        kind = "nic-leaf"
+        links.add(nic_base + nic_id.ravel(), leaf0 + leaf_of.ravel(), kind, endpoint_medium, link_speed, ep_reach)
+        if design.reserved_node_slots:
+            res_leaf = plan.ep_leaf[: design.reserved_node_slots].ravel()
+            reserved_ports.append((leaf0 + res_leaf))
+        if design.family == "dragonfly":
+            (la, lb), (ga, gb) = plan.leaf_spine, plan.spine_core
+            links.add(leaf0 + la, leaf0 + lb, "router-local", "optics", link_speed, REACH_DFLY_LOCAL_M)
+            links.add(leaf0 + ga, leaf0 + gb, "router-global", "optics", link_speed, REACH_DFLY_GLOBAL_M)
+        else:
+            la, lb = plan.leaf_spine
+            links.add(leaf0 + la, spine0 + lb, "leaf-spine", "optics", link_speed, REACH_LEAF_SPINE_M)
+            sa, sb = plan.spine_core
+            links.add(spine0 + sa, core0 + sb, "spine-core", "optics", link_speed, REACH_SPINE_CORE_M)
+        base += n_sw
+    n_switches = base - switch_base
+
+    # --- scale-up domains and GPU-NIC attachment
+    dom = design.domain_size
+    n_domains = G // dom if dom > 1 else 0
+    nvswitch_base = base
+    gpu_ids = np.arange(G)
+    if n_domains:
+        links.add(gpu_ids, nvswitch_base + gpu_ids // dom, "nvlink", "nvlink", gpu.scale_up_bps, 1.0)
+    if design.nics_per_gpu >= 1:
+        k = int(round(design.nics_per_gpu))
+        gpu_nics = nic_base + gpu_ids[:, None] * k + np.arange(k)[None, :]
+    else:
+        local = gpu_ids % gpn
+        gpu_nics = (nic_base + (gpu_ids // gpn) * npn + (local * npn) // gpn)[:, None]
+    attach_a = np.repeat(gpu_ids, gpu_nics.shape[1])
+    links.add(attach_a, gpu_nics.ravel(), "pcie", "pcie", nic.ports * nic.port_speed_bps, 0.3)
+
+    a, b, kind, medium, cap, reach = links.arrays()
+    if a.shape[0] > limits.max_design_links:
+        raise DesignError(f"the design has {a.shape[0]:,} links, above the limit max_design_links = "
+                          f"{limits.max_design_links:,} (set FABRIC_LIMIT_MAX_DESIGN_LINKS to raise it)")
+    n_nodes = nvswitch_base + n_domains
+    node_kind = np.empty(n_nodes, np.int8)
+    node_kind[:G] = GPU
+    node_kind[nic_base:switch_base] = NIC
+    node_kind[switch_base:nvswitch_base] = SWITCH
+    node_kind[nvswitch_base:] = NVSWITCH
+    node_tier_all = np.full(n_nodes, -1, np.int8)
+    node_tier_all[switch_base:nvswitch_base] = np.concatenate(node_tier)
+    node_plane_all = np.full(n_nodes, -1, np.int16)
+    node_plane_all[switch_base:nvswitch_base] = np.concatenate(node_plane)
+    node_group_all = np.full(n_nodes, -1, np.int32)
+    node_group_all[switch_base:nvswitch_base] = np.concatenate(node_group)
+    node_group_all[:G] = gpu_ids // gpn
+    latency = np.zeros(n_nodes)
+    latency[nic_base:switch_base] = nic.latency_s
+    latency[switch_base:nvswitch_base] = sw.latency_s
+
+    reserved = {}
+    if reserved_ports:
+        rp = np.concatenate(reserved_ports) - switch_base
+        reserved = {"ports_per_switch": np.bincount(rp, minlength=n_switches), "links": int(rp.shape[0])}
+    info = dict(plane_plans[0].info)
+    info.update({"planes": P, "endpoint_ports_per_node_per_plane": Q, "nodes": nodes,
+                 "reserved_node_slots": design.reserved_node_slots, "link_speed_gbps": link_speed / 1e9,
+                 "switch_model": sw.model, "nic_model": nic.model, "scale_up_size": dom})
+    return Fabric(
+        design=design, family=design.family, tier_names=tier_names, link_speed_bps=link_speed,
+        n_gpus=G, nic_base=nic_base, n_nics=n_nics, switch_base=switch_base, n_switches=n_switches,
+        nvswitch_base=nvswitch_base, n_domains=n_domains,
+        node_kind=node_kind, node_tier=node_tier_all, node_plane=node_plane_all, node_group=node_group_all,
+        node_latency_s=latency,
+        link_a=a, link_b=b, link_kind=kind, link_medium=medium, link_capacity_bps=cap,
+        link_latency_s=reach * PROPAGATION_S_PER_M, link_reach_m=reach,
+        gpu_node=gpu_ids // gpn, gpu_domain=gpu_ids // dom, gpu_nics=gpu_nics, nic_ports=nic_ports,
+        structure=info, reserved_links=reserved,
+    )
+
+
+def _plan_dragonfly(design: Design, slots: int, Q: int, radix: int) -> _Plane:
+    """Dragonfly (Kim et al. 2008): routers of p terminals, a routers per group, h global ports per router."""
+    bp, ba, bh = sizing.dragonfly_balanced(radix)
+    p = design.dragonfly_terminals or bp
+    a = design.dragonfly_routers or ba
+    h = design.dragonfly_globals or bh
+    k = p + a - 1 + h
+    if k > radix:
+        raise DesignError(f"dragonfly router needs p + a - 1 + h = {p} + {a} - 1 + {h} = {k} ports; "
+                          f"the switch has {radix} at the link speed")
+    per_router = p // Q
+    if per_router == 0:
+        raise DesignError(f"a node's {Q} NIC ports do not fit on one dragonfly router with {p} terminal ports")
+    routers_needed = math.ceil(slots / per_router)
+    g = math.ceil(routers_needed / a)
+    gmax = a * h + 1
+    if g > gmax:
+        cap = sizing.dragonfly_max_endpoints(p, a, h)
+        raise DesignError(f"dragonfly with radix {radix} (p={p}, a={a}, h={h}) holds at most {cap:,} endpoints "
+                          f"({gmax} groups); got {slots * Q:,}")
+    n_routers = g * a
+    ep_leaf = np.repeat((np.arange(slots) // per_router)[:, None], Q, axis=1)
+    # local: all pairs inside each group
+    i, j = np.triu_indices(a, 1)
+    grp = np.arange(g)[:, None] * a
+    la, lb = (grp + i[None, :]).ravel(), (grp + j[None, :]).ravel()
+    # global: every pair of groups gets the same number of links, spread round-robin over routers
+    if g > 1:
+        lpp = (a * h) // (g - 1)
+        gi, gj = np.triu_indices(g, 1)
+        kk = np.arange(lpp)
+        gi_r, gj_r, k_r = np.repeat(gi, lpp), np.repeat(gj, lpp), np.tile(kk, gi.shape[0])
+        ti = (gj_r - 1) * lpp + k_r          # position of the link among group gi's globals (gj > gi)
+        tj = gi_r * lpp + k_r                # position among group gj's globals (gi < gj)
+        ga, gb = gi_r * a + ti % a, gj_r * a + tj % a
+    else:
+        lpp = 0
+        ga = gb = np.zeros(0, int)
+    info = {"tiers": 1, "radix": radix, "terminals_per_router": p, "routers_per_group": a,
+            "globals_per_router": h, "groups": g, "routers": n_routers, "global_links_per_group_pair": lpp,
+            "nodes_per_router": per_router}
+    return _Plane(n_routers, 0, 0, ep_leaf, (la, lb), (ga, gb), np.arange(n_routers) // a, np.zeros(0, int), info)
