@@ -1,0 +1,129 @@
+"""The rows of the hardware catalog as plain frozen dataclasses, in SI units (bits/s, seconds, dollars, watts).
+
+Reading, checking and converting the edge-unit CSV columns lives in :mod:`fabric.catalog.schema` and
+:mod:`fabric.catalog.loader`; these classes only hold values and answer small questions about themselves.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from fabric.errors import DesignError
+
+__all__ = ["SwitchModel", "NicModel", "Transceiver", "Cable", "GpuModel", "MAX_BREAKOUT_LANES"]
+
+#: Most links one switch port can be split into (an 800G OSFP breaks out to at most 8 x 100G lanes).
+MAX_BREAKOUT_LANES = 8
+
+
+@dataclass(frozen=True)
+class SwitchModel:
+    """A switch: ``ports`` ports of ``port_speed_bps`` each, its price, power, and cut-through hop latency."""
+
+    model: str
+    vendor: str
+    fabric: str
+    ports: int
+    port_speed_bps: float
+    price_usd: float
+    power_w: float
+    latency_s: float
+    source: str
+
+    def radix_at(self, link_speed_bps: float) -> int:
+        """Number of links of ``link_speed_bps`` this switch can terminate, using port breakout.
+
+        A port splits into ``port_speed / link_speed`` links when that ratio is a whole number (at most
+        :data:`MAX_BREAKOUT_LANES`): 64 x 800G gives 128 links at 400G. A port slower than the link gives 0;
+        a ratio that is not a whole number means no breakout, so each port carries one slower link.
+        """
+        if not link_speed_bps > 0:
+            raise DesignError(f"link speed must be a positive number of bits/s, got {link_speed_bps!r}")
+        ratio = self.port_speed_bps / link_speed_bps
+        if ratio < 1 - 1e-9:
+            return 0
+        lanes = round(ratio)
+        if not math.isclose(ratio, lanes, rel_tol=1e-9):
+            return self.ports
+        return self.ports * min(lanes, MAX_BREAKOUT_LANES)
+
+    @property
+    def capacity_bps(self) -> float:
+        """Total switching capacity, ports x port speed (one direction)."""
+        return self.ports * self.port_speed_bps
+
+
+@dataclass(frozen=True)
+class NicModel:
+    """A network adapter: ``ports`` ports of ``port_speed_bps``, price, power and one-side latency."""
+
+    model: str
+    fabric: str
+    ports: int
+    port_speed_bps: float
+    price_usd: float
+    power_w: float
+    latency_s: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Transceiver:
+    """An optical module serving ``ports_per_module`` ports of ``speed_bps`` each (2 for a twin-port OSFP).
+
+    ``side`` is where it plugs in ("nic", "switch" or "any"); ``medium`` is the fibre it needs.
+    """
+
+    model: str
+    speed_bps: float
+    ports_per_module: int
+    reach_m: float
+    side: str
+    medium: str
+    price_usd: float
+    power_w: float
+    source: str
+
+    @property
+    def price_per_port_usd(self) -> float:
+        """Price divided by the ports one module serves."""
+        return self.price_usd / self.ports_per_module
+
+
+@dataclass(frozen=True)
+class Cable:
+    """A cable: ``kind`` dac, aoc or fibre, up to ``reach_m`` long; ``speed_bps`` 0 means any speed (fibre)."""
+
+    model: str
+    kind: str
+    speed_bps: float
+    reach_m: float
+    price_usd: float
+    power_w: float
+    source: str
+
+    def fits_speed(self, speed_bps: float) -> bool:
+        """True when this cable carries links of ``speed_bps`` (passive fibre, speed 0, carries any)."""
+        return self.speed_bps == 0 or math.isclose(self.speed_bps, speed_bps, rel_tol=1e-9)
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """An accelerator and the server (or rack) it is sold in.
+
+    ``scale_up_bps`` is the NVLink-class bandwidth per GPU per direction; ``scale_up_domain_max`` the most GPUs
+    one scale-up domain can hold; ``bf16_flops`` the dense BF16 rate in FLOP/s; ``server_price_usd`` and
+    ``server_power_w`` are for a whole server of ``server_gpus`` GPUs, GPUs included.
+    """
+
+    model: str
+    price_usd: float
+    power_w: float
+    scale_up_bps: float
+    scale_up_domain_max: int
+    bf16_flops: float
+    server_gpus: int
+    server_price_usd: float
+    server_power_w: float
+    source: str
