@@ -66,7 +66,7 @@ def test_qm9700_class_in_si(cat):
     sw = cat.switch("ib-ndr-64x400")
     assert (sw.fabric, sw.ports, sw.port_speed_bps) == ("infiniband", 64, 400e9)
     assert sw.radix_at(400e9) == 64
-    assert sw.price_usd == 42_000 and sw.power_w == 1_720
+    assert sw.price_usd == 42_000 and sw.power_w == 750
     assert math.isclose(sw.latency_s, 130e-9)
     assert cat.tables()["switches"].set_index("model").loc["ib-ndr-64x400", "latency_ns"] == 130
 
