@@ -296,6 +296,7 @@ class _Call:
     end: float
     uneven: bool = False
     reason: str = ""           # why it is unparsed, when kind == ""
+    per_rank_input: bool = False  # nbytes is the per-rank input of an all_gather: x group size when merged
     step: int = -1
     kernel_us: float = 0.0
     overlap_us: float = 0.0
@@ -595,13 +596,8 @@ def _old_format_call(args: dict, tid, ts: float, end: float, name: str, world) -
         call.reason = f"unknown dtype {types[:1]!r}: element size unknown, bytes not computed"
         return call
     call.dtype = label
-    if kind == "all_gather":
-        if not world:
-            call.kind = ""
-            call.reason = "all_gather in an old-format trace without world_size: output size unknown"
-            return call
-        total *= world
     call.nbytes = total
+    call.per_rank_input = kind == "all_gather"  # the annotation records the input; x group size when merged
     return call
 
 
@@ -844,8 +840,12 @@ def _group_display_names(keys: list[str], info: dict[str, dict]) -> dict[str, st
     return names
 
 
-def merge_ranks(traces: list[RankTrace], job_name: str) -> Workload:
-    """Merge the rank traces of one job into a one-job :class:`Workload` (see the module docstring)."""
+def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | None = None,
+                trace_label: str = "Kineto", world_hint: str = "distributedInfo.world_size") -> Workload:
+    """Merge the rank traces of one job into a one-job :class:`Workload` (see the module docstring).
+
+    Also used by the Chakra parser, which passes its own ``compute_note``, ``trace_label`` and ``world_hint``.
+    """
     if not traces:
         raise ParseError("no Kineto trace to merge")
     names = [t.name for t in traces]
@@ -866,14 +866,15 @@ def merge_ranks(traces: list[RankTrace], job_name: str) -> Workload:
     if world is None:
         ranks_seen = [t.rank for t in traces if t.rank is not None]
         world = max([len(traces), max_group, (max(ranks_seen) + 1) if ranks_seen else 1])
-        warnings.append(f"{names[0]}: distributedInfo.world_size missing: world size assumed {world} "
+        warnings.append(f"{names[0]}: {world_hint} not recorded: world size assumed {world} "
                         f"(from the rank files and group sizes given)")
     elif max_group > world:
         raise ParseError(f"a process group of {max_group} ranks is larger than world_size {world}",
-                         source=names[0], line="distributedInfo.world_size")
+                         source=names[0], line=world_hint)
     old_format = any(c.group == "" for t in traces for c in t.calls)
     if old_format:
-        notes.append("old-format trace: process groups are not recorded; every collective is put on the world group")
+        notes.append(f"{trace_label} trace without process-group information: those collectives are put on the "
+                     f"world group")
 
     # -- process groups
     info: dict[str, dict] = {}
@@ -941,6 +942,12 @@ def merge_ranks(traces: list[RankTrace], job_name: str) -> Workload:
         if ov is not None:
             rec[1] += ov * weight
             rec[2] += weight
+
+    for t in traces:
+        for c in t.calls:
+            if c.per_rank_input and c.nbytes is not None and c.kind not in ("", "recv"):
+                c.nbytes *= info[c.group]["size"] or 1
+                c.per_rank_input = False
 
     recv_calls = 0
     for k in keys:
@@ -1028,15 +1035,18 @@ def merge_ranks(traces: list[RankTrace], job_name: str) -> Workload:
     if has_steps and len({len(t.steps) for t in traces}) > 1:
         warnings.append(f"{names[0]}: rank files hold different numbers of ProfilerSteps "
                         f"({sorted({len(t.steps) for t in traces})}); counts are per step of each rank")
-    if has_steps:
+    if compute_note:
+        notes.append(compute_note)
+    elif has_steps:
         notes.append("compute_time_s = ProfilerStep duration minus exposed NCCL kernel time, mean over steps and "
                      "ranks")
+    if has_steps:
         window = sum(t.window_us for t in traces)
         busy = sum(t.busy_us for t in traces)
         if window > 0:
             notes.append(f"GPU compute-kernel busy time: {busy / window:.1%} of the step time "
                          f"({busy / max(sum(len(t.steps) for t in traces), 1) * 1e-3:.3f} ms per step)")
-    else:
+    elif not compute_note:
         notes.append("no ProfilerStep markers: one request window per trace; compute_time_s = GPU activity span "
                      "minus exposed NCCL time")
     if groups:
@@ -1053,7 +1063,7 @@ def merge_ranks(traces: list[RankTrace], job_name: str) -> Workload:
         validate_job(job, f"job {job_name!r}")
     except FabricError as err:
         raise ParseError(f"the trace does not make a valid job: {err}", source=names[0]) from err
-    facts = [("kineto ranks", _ranges(ranks_present) or "unknown"), ("kineto world size", str(world))]
+    facts = [(f"{trace_label} ranks", _ranges(ranks_present) or "unknown"), (f"{trace_label} world size", str(world))]
     if traces[0].backend:
         facts.append(("distributed backend", traces[0].backend))
     return Workload(jobs=(job,), sources=tuple(names), unparsed=tuple(unparsed), warnings=tuple(warnings),
