@@ -254,6 +254,7 @@ def test_cost_and_counts_grow_with_gpus(d, extra, small_catalog):
     ({"switch_model": "eth-12t-32x400", "transport": "roce", "nic_model": "nic-eth-400", "nics_per_gpu": 4,
       "gpus": 64}, "do not fit on one leaf"),
     ({"colour": "red"}, "unknown design field(s) colour"),
+    ({"routing": "spray", "transport": "roce"}, "plain RoCEv2 NICs"),
 ])
 def test_bad_designs_give_one_line_errors(tmp_path, capsys, fields, needle):
     from fabric.design import design_from_dict

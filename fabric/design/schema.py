@@ -185,6 +185,9 @@ def validate_design(d: Design) -> None:
     if d.family != "dragonfly" and any(
             getattr(d, f) is not None for f in ("dragonfly_terminals", "dragonfly_routers", "dragonfly_globals")):
         _err("family", f"dragonfly_* fields only apply to family 'dragonfly', not {d.family!r}")
+    if d.routing == "spray" and d.transport == "roce":
+        _err("routing", "per-packet spraying reorders packets, which plain RoCEv2 NICs (go-back-N) cannot absorb; "
+                        "use transport 'spray_ethernet' or 'infiniband', or routing 'ecmp'/'adaptive'")
     if d.in_network_reduction and d.transport != "infiniband":
         _err("in_network_reduction", "in-network reduction (SHARP-like) needs the 'infiniband' transport")
 
