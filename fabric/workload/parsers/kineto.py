@@ -37,9 +37,10 @@ sequence (e.g. down-sampled traces) counts are averaged over ranks and a warning
 Process-group roles (``role_source="inferred"``)
 ------------------------------------------------
 all_to_all(v) on a group -> "ep" (expert / embedding parallel), except a world-spanning group that also carries
-other collectives -> "world"; send/recv only -> "pp"; a world-spanning group -> "dp"; a contiguous sub-group
-(stride 1) with all_reduce -> "tp"; a contiguous sub-group with only all_gather/reduce_scatter (FSDP/ZeRO shard)
-or a strided sub-group -> "dp"; otherwise "unknown".
+other collectives -> "world"; send/recv only -> "pp"; a world-spanning group -> "dp"; a sub-group of contiguous
+ranks (stride 1, e.g. Megatron tensor parallel; an FSDP/HSDP shard group looks the same and also lives inside a
+node) -> "tp"; a strided sub-group (one rank per model-parallel slice) -> "dp"; otherwise "unknown". When the
+members differ from rank to rank (one group per slice) the common stride is still used.
 """
 
 from __future__ import annotations
@@ -759,7 +760,10 @@ def _exposed(spans, compute_merged) -> float:
 
 def infer_group_role(size: int, world: int, kinds: set[str], ranks: tuple[int, ...] | None,
                      stride: int | None = None) -> str:
-    """Parallelism role of a process group from what runs on it (rule in the module docstring)."""
+    """Parallelism role of a process group from what runs on it (rule in the module docstring).
+
+    ``stride`` is the spacing of the group's global ranks (1: contiguous), taken from ``ranks`` when omitted.
+    """
     a2a = bool(kinds & {"all_to_all", "all_to_allv"})
     others = kinds - {"all_to_all", "all_to_allv", "barrier"}
     if a2a:
@@ -774,11 +778,7 @@ def infer_group_role(size: int, world: int, kinds: set[str], ranks: tuple[int, .
         diffs = {b - a for a, b in zip(ranks, ranks[1:])}
         stride = diffs.pop() if len(diffs) == 1 else None
     if stride == 1:
-        if "all_reduce" in kinds:
-            return "tp"
-        if kinds & {"all_gather", "reduce_scatter"}:
-            return "dp"
-        return "unknown"
+        return "tp"
     if stride is not None and stride > 1:
         return "dp"
     return "unknown"
@@ -916,16 +916,18 @@ def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | N
             notes.append(f"group {disp[k]!r} has different members on different ranks (one group per slice): "
                          f"ranks not listed")
         group_ranks[k] = ranks
-        stride = None
-        if ranks and len(ranks) > 1:
-            diffs = {b - a for a, b in zip(ranks, ranks[1:])}
-            stride = diffs.pop() if len(diffs) == 1 else None
+        strides = set()
+        for rl in ([ranks] if ranks else list(g["ranks"])):
+            if len(rl) > 1:
+                diffs = {b - a for a, b in zip(rl, rl[1:])}
+                strides.add(diffs.pop() if len(diffs) == 1 else None)
+        stride = strides.pop() if len(strides) == 1 else None
         role = infer_group_role(size, world, g["kinds"], ranks, stride)
         strided = bool(ranks) and (len(ranks) == 1 or (stride is not None and stride >= 1))
         groups.append(ProcessGroup(
             name=disp[k], size=size, role=role, ranks=None if strided else ranks,
             rank_start=ranks[0] if strided else None,
-            rank_stride=(stride or 1) if strided else None,
+            rank_stride=(stride or 1) if strided else (stride if stride and stride >= 1 else None),
             role_source="inferred"))
 
     # -- ops: pair calls across ranks by position within each group
