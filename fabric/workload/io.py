@@ -156,7 +156,7 @@ def check_json_depth(obj: Any, max_depth: int, source: str, *, start_depth: int 
             )
         children = node.values() if isinstance(node, dict) else node
         for child in children:
-            if isinstance(child, (list, dict)) and child:
+            if isinstance(child, (list, dict)):
                 stack.append((child, depth + 1))
 
 
@@ -253,7 +253,10 @@ def stream_json_object(
                 header[key] = value
             pos = ws(text, pos).end()
     except json.JSONDecodeError as err:
-        raise _syntax(text, err.pos, err.msg, source) from err
+        msg = err.msg
+        if ws(text, err.pos).end() >= len(text):
+            msg += " (unexpected end of data: file truncated?)"
+        raise _syntax(text, err.pos, msg, source) from err
     except RecursionError as err:
         raise ParseError(
             f"JSON nested deeper than the limit max_json_depth={max_depth}; {limit_hint('max_json_depth')}",

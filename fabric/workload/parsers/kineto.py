@@ -789,7 +789,11 @@ _COMPRESS_EXT = re.compile(r"\.(gz|gzip)$", re.I)
 
 
 def job_key(name: str) -> str:
-    """The grouping key of a rank file: its path with every run of digits masked and .gz dropped."""
+    """The grouping key of a rank file: its path with every run of digits masked and .gz dropped.
+
+    (Sets under one key that repeat a rank are split by folder when that makes each part consistent, so
+    ``run1/rank0.json`` and ``run2/rank0.json`` become two jobs.)
+    """
     return _DIGITS.sub("#", _COMPRESS_EXT.sub("", name))
 
 
@@ -797,7 +801,7 @@ def job_name_for(names: list[str], default: str = "job") -> str:
     """A readable job name from the file names of its ranks (common prefix of the base names)."""
     stems = []
     for n in names:
-        b = os.path.basename(_COMPRESS_EXT.sub("", n))
+        b = os.path.basename(_COMPRESS_EXT.sub("", re.sub(r" \(\d+\)$", "", n)))
         for ext in (".json", ".pt.trace", ".trace", ".et"):
             if b.lower().endswith(ext):
                 b = b[: -len(ext)]
@@ -1147,6 +1151,18 @@ def parse_groups(files: list[tuple[str, bytes]], limits: Limits | None = None) -
     by_key: dict[str, list[RankTrace]] = {}
     for name, tr in loaded:
         by_key.setdefault(job_key(name), []).append(tr)
+    for key in list(by_key):
+        # the same rank twice under one pattern: maybe two runs in numbered folders (run1/, run2/) -> split by folder
+        trs = by_key[key]
+        ranks = [t.rank for t in trs]
+        if len(set(ranks)) < len(ranks):
+            by_dir: dict[str, list[RankTrace]] = {}
+            for t in trs:
+                by_dir.setdefault(os.path.dirname(t.name), []).append(t)
+            if len(by_dir) > 1 and all(len({t.rank for t in v}) == len(v) for v in by_dir.values()):
+                del by_key[key]
+                for d, v in by_dir.items():
+                    by_key[f"{key}\0{d}"] = v
     for key, trs in by_key.items():
         group_names = tuple(t.name for t in trs)
         try:
