@@ -1,0 +1,236 @@
+"""Well-known workload shapes, each with its sources and a default parallelism plan for a GPU count.
+
+>>> [p.name for p in list_presets()]
+['llama3-70b', 'mixtral-8x7b', 'dlrm-dcnv2', 'llama3-70b-serving']
+>>> wl = preset_workload("llama3-70b", gpus=256)
+>>> wl.jobs[0].world_size
+256
+
+``preset_workload(name, gpus=..., **overrides)`` accepts overrides of the model (``layers=40``), of the plan
+(``tp=4``, ``pp=2``, ``zero_stage=3``, ``global_batch=1024`` ...) and of the synthesis (``gpu_flops``, ``mfu``,
+``checkpoint_period_s``); when tp/pp/cp change without ``dp``, dp is recomputed as gpus / (tp x pp x cp) and the
+preset's global batch is kept.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Callable
+
+from fabric.errors import WorkloadError
+from fabric.workload.model import Workload
+from fabric.workload.synth import (
+    InferencePlan, ModelSpec, ParallelPlan, RecSpec, checkpoint_job, replace_known, synthesize,
+    synthesize_dlrm, synthesize_inference,
+)
+
+__all__ = ["Preset", "list_presets", "get_preset", "preset_workload", "H100_BF16_FLOPS", "H100_HBM_BYTES_PER_S"]
+
+#: Dense BF16 peak of an H100 SXM (NVIDIA H100 datasheet: 1,979 TFLOPS with sparsity, half without).
+H100_BF16_FLOPS = 989e12
+#: HBM3 bandwidth of an H100 SXM (NVIDIA H100 datasheet: 3.35 TB/s).
+H100_HBM_BYTES_PER_S = 3.35e12
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named workload shape: what it is, where its numbers come from, and how it is split for ``gpus`` GPUs."""
+
+    name: str
+    kind: str                       # "training", "inference" or "recommendation"
+    description: str
+    sources: tuple[str, ...]
+    default_gpus: int
+    gpu_multiple: int               # gpus must be a multiple of this for the default plan
+    model: ModelSpec | RecSpec
+    build: Callable[..., Workload]
+
+    def workload(self, gpus: int | None = None, **overrides) -> Workload:
+        """The preset's workload for ``gpus`` GPUs (default ``default_gpus``) with ``overrides`` applied."""
+        gpus = self.default_gpus if gpus is None else gpus
+        if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+            raise WorkloadError(f"gpus: must be a whole number >= 1, got {gpus!r}")
+        if gpus % self.gpu_multiple:
+            raise WorkloadError(f"gpus: preset {self.name!r} needs a multiple of {self.gpu_multiple} GPUs for its "
+                                f"default plan, got {gpus}; override the plan (e.g. tp=..., pp=...) or pick "
+                                f"{self.gpu_multiple * max(1, round(gpus / self.gpu_multiple))}")
+        return self.build(self, gpus, dict(overrides))
+
+
+# ---------------------------------------------------------------- helpers
+
+_MODEL_FIELDS_T = {f.name for f in fields(ModelSpec)}
+_PLAN_FIELDS = {f.name for f in fields(ParallelPlan)}
+_IPLAN_FIELDS = {f.name for f in fields(InferencePlan)}
+_REC_FIELDS = {f.name for f in fields(RecSpec)}
+
+
+def _split(overrides: dict, groups: dict[str, set[str]], preset: str) -> dict[str, dict]:
+    out = {k: {} for k in groups}
+    for key, val in overrides.items():
+        for gname, names in groups.items():
+            if key in names:
+                out[gname][key] = val
+                break
+        else:
+            allowed = sorted(set().union(*groups.values()))
+            raise WorkloadError(f"preset {preset!r}: unknown override {key!r}; allowed: {', '.join(allowed)}")
+    return out
+
+
+def _training_plan(gpus: int, base: dict, over: dict, target_sequences: int, preset: str,
+                   layers: int) -> ParallelPlan:
+    """Default degrees in ``base`` with ``over`` applied; dp follows from gpus unless given; the global batch is
+    kept near ``target_sequences`` unless global_batch or grad_accum is given."""
+    kw = {**base, **over}
+    if "dp" not in over:
+        denom = kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1)
+        if gpus % denom:
+            raise WorkloadError(f"preset {preset!r}: tp x pp x cp = {denom} does not divide gpus {gpus}")
+        kw["dp"] = gpus // denom
+    if "global_batch" not in over and "grad_accum" not in over:
+        kw.pop("global_batch", None)
+        per = kw.get("micro_batch", 1) * kw["dp"]
+        kw["grad_accum"] = max(1, math.ceil(target_sequences / per))
+    if "virtual_stages" not in over and (kw.get("pp", 1) == 1
+                                         or layers % (kw.get("pp", 1) * kw.get("virtual_stages", 1))):
+        kw["virtual_stages"] = 1
+    return ParallelPlan(**kw)
+
+
+def _build_transformer(preset: Preset, gpus: int, overrides: dict, *, base_plan: dict, target_sequences: int,
+                       mfu: float) -> Workload:
+    parts = _split(overrides, {"model": _MODEL_FIELDS_T, "plan": _PLAN_FIELDS,
+                               "synth": {"gpu_flops", "mfu", "attention_flops", "compute_cv",
+                                         "checkpoint_period_s", "name"}}, preset.name)
+    model = replace_known(preset.model, parts["model"], "model")
+    plan = _training_plan(gpus, base_plan, parts["plan"], target_sequences, preset.name, model.layers)
+    syn = {"gpu_flops": H100_BF16_FLOPS, "mfu": mfu, "name": preset.name, **parts["synth"]}
+    wl = synthesize(model, plan, gpus=gpus, **syn)
+    return _with_sources(wl, preset)
+
+
+def _with_sources(wl: Workload, preset: Preset) -> Workload:
+    facts = (("preset", preset.name),) + tuple(("source", s) for s in preset.sources) + wl.facts
+    return replace(wl, facts=facts, sources=(f"preset:{preset.name}",))
+
+
+# ---------------------------------------------------------------- the presets
+
+LLAMA3_70B = ModelSpec(
+    name="llama3-70b", parameters=70.6e9, layers=80, hidden=8192, ffn_hidden=28672, heads=64, kv_heads=8,
+    seq_len=8192, vocab=128256, dtype_bytes=2)
+
+MIXTRAL_8X7B = ModelSpec(
+    name="mixtral-8x7b", parameters=46.7e9, layers=32, hidden=4096, ffn_hidden=14336, heads=32, kv_heads=8,
+    seq_len=4096, vocab=32000, dtype_bytes=2, experts=8, top_k=2)
+
+#: DLRM-DCNv2-like: 26 sparse features of dim 128 (MLPerf Training recommendation, Criteo 1TB multi-hot). Dense
+#: parameters estimated from the reference layer sizes (bottom MLP 13-512-256-128, 3 low-rank-512 cross layers on the
+#: 3,456-wide interaction, top MLP 1024-1024-512-256-1): ~16 M. Embedding rows: ~2e8 (estimate; tables capped at
+#: 40 M rows each).
+DLRM_DCNV2 = RecSpec(name="dlrm-dcnv2", dense_parameters=16e6, embedding_tables=26, embedding_dim=128,
+                     embedding_rows=2.0e8, dtype_bytes=4, grad_dtype_bytes=4)
+
+
+def _llama_build(preset, gpus, overrides):
+    pp = 4 if gpus % 32 == 0 else 2 if gpus % 16 == 0 else 1
+    base = dict(tp=8, pp=pp, zero_stage=1, sequence_parallel=True, micro_batch=1, virtual_stages=5)
+    return _build_transformer(preset, gpus, overrides, base_plan=base, target_sequences=512, mfu=0.40)
+
+
+def _mixtral_build(preset, gpus, overrides):
+    base = dict(tp=2, pp=1, ep=8, zero_stage=1, sequence_parallel=True, micro_batch=1)
+    return _build_transformer(preset, gpus, overrides, base_plan=base, target_sequences=1024, mfu=0.35)
+
+
+def _dlrm_build(preset, gpus, overrides):
+    syn_keys = {"global_batch", "gpu_flops", "mfu", "bucket_bytes", "dp_overlap", "gpus_per_node", "compute_cv",
+                "name", "checkpoint_period_s"}
+    parts = _split(overrides, {"model": _REC_FIELDS, "synth": syn_keys}, preset.name)
+    model = replace_known(preset.model, parts["model"], "model")
+    syn = {"global_batch": 65536, "gpu_flops": H100_BF16_FLOPS, "mfu": 0.1, "name": preset.name, **parts["synth"]}
+    period = syn.pop("checkpoint_period_s", None)
+    wl = synthesize_dlrm(model, gpus=gpus, **syn)
+    if period is not None:
+        wl = wl.with_jobs(wl.jobs + (checkpoint_job(model, world_size=gpus, period_s=period,
+                                                    name=f"{wl.jobs[0].name}-checkpoint"),))
+    return _with_sources(wl, preset)
+
+
+def _serving_build(preset, gpus, overrides):
+    syn_keys = {"gpu_flops", "mfu", "hbm_bytes_per_s", "name"}
+    parts = _split(overrides, {"model": _MODEL_FIELDS_T, "plan": _IPLAN_FIELDS, "synth": syn_keys}, preset.name)
+    model = replace_known(preset.model, parts["model"], "model")
+    pk = {"tp": 8, "pp": 1, "prompt_tokens": 1024, "output_tokens": 256, "decode_batch": 64, **parts["plan"]}
+    per_replica = pk["tp"] * pk["pp"]
+    if gpus % per_replica:
+        raise WorkloadError(f"preset {preset.name!r}: tp x pp = {per_replica} does not divide gpus {gpus}")
+    pk.setdefault("replicas", gpus // per_replica)
+    pk.setdefault("request_rate_per_s", 1.0 * pk["replicas"])
+    # MLPerf Inference llama2-70b server scenario: time to first token <= 2 s, time per output token <= 200 ms
+    pk.setdefault("latency_slo_s", 2.0 + 0.2 * pk["output_tokens"])
+    plan = InferencePlan(**pk)
+    syn = {"gpu_flops": H100_BF16_FLOPS, "mfu": 0.4, "hbm_bytes_per_s": H100_HBM_BYTES_PER_S,
+           "name": preset.name, **parts["synth"]}
+    return _with_sources(synthesize_inference(model, plan, **syn), preset)
+
+
+_PRESETS = (
+    Preset(
+        name="llama3-70b", kind="training",
+        description="Llama-3-70B-like dense decoder, 8K context, TP 8 (sequence parallel) x PP 4 (interleaved, 5 "
+                    "chunks) x DP, distributed optimizer (ZeRO-1), ~4M-token global batch, H100 at 40 % MFU",
+        sources=("shape: Meta Llama 3 70B config (80 layers, hidden 8192, ffn 28672, 64 heads, 8 KV heads, "
+                 "vocab 128256, 8192 context); 70.6e9 parameters",
+                 "parallelism and MFU: 'The Llama 3 Herd of Models' (Meta, 2024), section 3.3: TP 8, PP, "
+                 "interleaved schedule, 38-43 % BF16 MFU on H100",
+                 "GPU: NVIDIA H100 SXM datasheet, 989 TFLOPS dense BF16"),
+        default_gpus=1024, gpu_multiple=8, model=LLAMA3_70B, build=_llama_build),
+    Preset(
+        name="mixtral-8x7b", kind="training",
+        description="Mixtral-8x7B-like mixture of experts (8 experts, top-2), 4K context, TP 2 (sequence "
+                    "parallel) x EP 8 x DP, ZeRO-1, ~4M-token global batch, H100 at 35 % MFU",
+        sources=("shape: Mistral AI, 'Mixtral of Experts' (arXiv 2401.04088) and its config: 32 layers, hidden "
+                 "4096, ffn 14336, 32 heads, 8 KV heads, 8 experts, top-2; 46.7e9 parameters, 12.9e9 active",
+                 "parallelism: a Megatron-Core MoE layout (EP within DP); MFU 35 % is an assumption",
+                 "GPU: NVIDIA H100 SXM datasheet, 989 TFLOPS dense BF16"),
+        default_gpus=256, gpu_multiple=16, model=MIXTRAL_8X7B, build=_mixtral_build),
+    Preset(
+        name="dlrm-dcnv2", kind="recommendation",
+        description="DLRM-DCNv2-like recommender: 26 embedding tables of dim 128 sharded table-wise (all-to-all), "
+                    "~16M replicated MLP parameters (all-reduce), global batch 65,536, H100 at 10 % MFU (small "
+                    "MLPs; an assumption)",
+        sources=("shape: MLPerf Training recommendation benchmark (DLRM-DCNv2 on Criteo 1TB multi-hot): 26 sparse "
+                 "features, embedding dim 128, global batch 65,536; dense parameter count estimated from the "
+                 "reference layer sizes",
+                 "communication pattern: Naumov et al., 'Deep Learning Recommendation Model' (arXiv 1906.00091)"),
+        default_gpus=256, gpu_multiple=1, model=DLRM_DCNV2, build=_dlrm_build),
+    Preset(
+        name="llama3-70b-serving", kind="inference",
+        description="Llama-3-70B-like inference service: replicas of TP 8, 1,024-token prompts, 256 output tokens, "
+                    "decode batch 64, 1 request/s per replica, latency SLO 2 s + 256 x 0.2 s = 53.2 s",
+        sources=("shape: Meta Llama 3 70B config",
+                 "latency SLO: MLPerf Inference llama2-70b server scenario (TTFT 2 s, TPOT 200 ms)",
+                 "GPU: NVIDIA H100 SXM datasheet (989 TFLOPS BF16, 3.35 TB/s HBM3)"),
+        default_gpus=256, gpu_multiple=8, model=LLAMA3_70B, build=_serving_build),
+)
+
+
+def list_presets() -> list[Preset]:
+    """Every preset, in a fixed order."""
+    return list(_PRESETS)
+
+
+def get_preset(name: str) -> Preset:
+    """The preset called ``name``; WorkloadError lists the names when it is unknown."""
+    for p in _PRESETS:
+        if p.name == name:
+            return p
+    raise WorkloadError(f"unknown preset {name!r}; choose one of {', '.join(p.name for p in _PRESETS)}")
+
+
+def preset_workload(name: str, gpus: int | None = None, **overrides) -> Workload:
+    """The workload of preset ``name`` on ``gpus`` GPUs with ``overrides`` (see the module docstring)."""
+    return get_preset(name).workload(gpus, **overrides)
