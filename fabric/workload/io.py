@@ -243,7 +243,9 @@ def stream_json_object(
             if pos >= len(text) or text[pos] != ":":
                 raise _syntax(text, pos, "expected ':' after a field name", source)
             pos = ws(text, pos + 1).end()
-            if key == array_key and pos < len(text) and text[pos] == "[":
+            if key == array_key:
+                if pos >= len(text) or text[pos] != "[":
+                    raise _syntax(text, pos, f"'{array_key}' must be a JSON array", source)
                 pos, n_items = _stream_array(text, pos, source, on_item, raw_decode, ws, max_depth, max_items,
                                              item_limit_name)
                 header[key] = n_items
