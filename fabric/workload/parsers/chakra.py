@@ -279,11 +279,13 @@ def decode_et(data: bytes, source: str = "trace.et", limits: Limits | None = Non
     nodes: list[dict] = []
     idx = 0
     try:
-        for idx, s, e in _messages(data, lim.max_trace_events):
-            if idx == 0:
+        for i, s, e in _messages(data, lim.max_trace_events):
+            idx = i
+            if i == 0:
                 meta = _metadata(data, s, e)
             else:
                 nodes.append(_node(data, s, e, lambda t: True))
+            idx = i + 1  # an error while reading the next length belongs to the next message
     except _WireError as err:
         what = "GlobalMetadata" if idx == 0 else f"node message #{idx}"
         raise ParseError(f"malformed Chakra protobuf in {what}: {err}", source=source, line=f"message {idx}") from err

@@ -905,12 +905,14 @@ def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | N
     group_ranks: dict[str, tuple[int, ...] | None] = {}
     for k in keys:
         g = info[k]
-        size = g["size"] or 1
+        if not g["size"]:
+            notes.append(f"size of group {disp[k]!r} not recorded in the trace: assumed the world size ({world})")
+        size = g["size"] or world
         if size > world:
             raise ParseError(f"process group {disp[k]!r} has {size} ranks, more than world_size {world}",
                              source=names[0], line="Group size")
         ranks = None
-        if k == "":
+        if k == "" or (size == world and not g["ranks"]):
             ranks = tuple(range(world))
         elif len(g["ranks"]) == 1:
             ranks = next(iter(g["ranks"]))
