@@ -1,0 +1,410 @@
+"""evaluate(): p50/p95/p99 step time of a workload on a design, with the per-op breakdown and hot spots.
+
+A pure function of (design, workload, scenario, seed, samples): deterministic, cacheable, picklable. Each Monte
+Carlo sample is one job launch (fresh ECMP hash outcomes, fault choices drawn from the seed) and one step of it
+(compute jitter, whether a checkpoint burst overlaps).
+
+Step time of a training job in one sample:
+
+    compute x (1 + cv x max(0, Z_max(world)))                 slowest rank sets the pace (straggler effect)
+  + sum over ops of count x max(0, T_op - overlap x T_op_lb)   exposed communication
+  + checkpoint interference                                   unless the design isolates storage traffic
+
+``T_op`` = size x (seconds per byte of the op's traffic in this sample) + latency steps x per-step latency, never
+below the small-message floor. Overlap hides at most ``overlap_fraction`` of the op's bandwidth-optimal time
+``T_op_lb``: a trace's overlap was measured on a working network, and what a slower network adds is exposed.
+``lower_bound_s`` = compute + sum of count x (1 - overlap) x T_op_lb, with T_op_lb the bandwidth-optimal term of
+facts.md section 1 at line rate (NVLink and NIC), so no sample can fall below it.
+Inference jobs report request latency percentiles (a "step" is one request).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from statistics import NormalDist
+
+import numpy as np
+
+from fabric.cost import bill_of_materials
+from fabric.errors import WorkloadError
+from fabric.evaluate.collectives import bandwidth_factor, lower_bound_time
+from fabric.evaluate.flows import op_traffic
+from fabric.evaluate.network import NetworkModel, phase_load, sample_phase_factor
+from fabric.evaluate.placement import group_instances, place_jobs
+from fabric.evaluate.scenario import Scenario
+from fabric.evaluate.transport import profile_for, small_message_floor_s
+from fabric.topology import build_fabric
+from fabric.topology.fabric import LINK_KINDS
+from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
+
+__all__ = ["Evaluation", "OpResult", "evaluate", "scale_workload", "DEFAULT_SAMPLES"]
+
+DEFAULT_SAMPLES = 256
+_PERCENTILES = (50, 95, 99)
+
+
+@dataclass(frozen=True)
+class OpResult:
+    """One op of a job: its time distribution and its part of the p99 sample."""
+
+    job: str
+    name: str
+    kind: str
+    group: str
+    group_size: int
+    bytes: int
+    count_per_step: float
+    algorithm: str
+    time_p50_s: float
+    time_p99_s: float
+    lower_bound_s: float
+    exposed_in_p99_sample_s: float
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The result of :func:`evaluate`. ``step_time_s`` is the primary job's (the largest training job)."""
+
+    design_name: str
+    scenario: str
+    seed: int
+    samples: int
+    step_time_s: dict
+    step_samples_s: np.ndarray
+    lower_bound_s: float
+    compute_s: float
+    ops: tuple
+    hot_links: tuple
+    jobs: dict
+    cost_usd: float
+    power_w: float
+    p99_breakdown: dict = field(default_factory=dict)
+    notes: tuple = ()
+
+    def to_dict(self, *, include_samples: bool = False) -> dict:
+        d = {
+            "design": self.design_name, "scenario": self.scenario, "seed": self.seed, "samples": self.samples,
+            "step_time_s": dict(self.step_time_s), "lower_bound_s": self.lower_bound_s,
+            "compute_s": self.compute_s, "ops": [o.to_dict() for o in self.ops],
+            "hot_links": [dict(h) for h in self.hot_links], "jobs": self.jobs,
+            "cost_usd": self.cost_usd, "power_w": self.power_w, "p99_breakdown": self.p99_breakdown,
+            "notes": list(self.notes),
+        }
+        if include_samples:
+            d["step_samples_s"] = self.step_samples_s.tolist()
+        return d
+
+
+def _stats(x: np.ndarray) -> dict:
+    p = np.percentile(x, _PERCENTILES)
+    return {"p50": float(p[0]), "p95": float(p[1]), "p99": float(p[2]), "mean": float(x.mean())}
+
+
+def _zmax_samples(n: int, u: np.ndarray) -> np.ndarray:
+    """Max of n standard normals by inversion: Phi^-1(u^(1/n))."""
+    nd = NormalDist()
+    q = np.clip(u ** (1.0 / max(n, 1)), 1e-12, 1 - 1e-16)
+    return np.array([nd.inv_cdf(float(v)) for v in q])
+
+
+# ------------------------------------------------------------------ workload transformations
+
+
+def scale_workload(workload: Workload, factor: int) -> Workload:
+    """Weak scaling: every training/inference job's data-parallel degree (and world) grows ``factor`` times."""
+    if factor == 1:
+        return workload
+    jobs = []
+    for job in workload.jobs:
+        if job.kind == "storage":
+            jobs.append(job)
+            continue
+        dp = [g for g in job.groups if g.role == "dp"] or [g for g in job.groups if g.size == job.world_size]
+        if not dp:
+            raise WorkloadError(f"job {job.name!r} cannot be scaled: it has no data-parallel or world group")
+        names = {g.name for g in dp}
+        groups = []
+        for g in job.groups:
+            if g.name in names or g.size == job.world_size:
+                groups.append(replace(g, size=g.size * factor, ranks=None))
+            else:
+                groups.append(g)
+        jobs.append(replace(job, world_size=job.world_size * factor, groups=tuple(groups)))
+    return workload.with_jobs(jobs)
+
+
+def _shift_job_mix(workload: Workload, scenario: Scenario) -> Workload:
+    jobs = []
+    for job in workload.jobs:
+        if job.kind == "storage":
+            jobs.append(job)
+            continue
+        ops = tuple(replace(o, bytes=int(round(o.bytes * scenario.comm_scale)),
+                            per_rank_bytes=None if o.per_rank_bytes is None else tuple(
+                                int(round(b * scenario.comm_scale)) for b in o.per_rank_bytes))
+                    for o in job.ops) if scenario.comm_scale != 1.0 else job.ops
+        jobs.append(replace(job, ops=ops, compute_time_s=job.compute_time_s * scenario.compute_scale))
+    if scenario.checkpoint_bytes:
+        for job in list(jobs):
+            if job.kind == "training":
+                jobs.append(Job(name=f"{job.name}/checkpoint", kind="storage", world_size=job.world_size,
+                                burst_bytes=int(scenario.checkpoint_bytes),
+                                burst_period_s=scenario.checkpoint_period_s, burst_target=job.name))
+    return workload.with_jobs(jobs)
+
+
+# ------------------------------------------------------------------ per-op traffic
+
+
+@dataclass
+class _TrafficSamples:
+    per_byte: np.ndarray           # seconds per op byte, per sample
+    latency_s: float
+    lb_per_byte: float
+    algorithm: str
+    group_size: int
+    link_loads: list               # (class, busiest bytes-per-op-byte per sample, phase index)
+    nic_mean: float
+
+
+def _traffic_samples(fabric, model, design, prof, job: Job, group: ProcessGroup, gpus_of_rank: np.ndarray,
+                     kind: str, size_bytes: float, rng: np.random.Generator, samples: int,
+                     background: float) -> _TrafficSamples:
+    inst = group_instances(group, job.world_size)
+    gpus = gpus_of_rank[inst]
+    in_net = design.in_network_reduction and prof.in_network_reduction
+    tr = op_traffic(kind, size_bytes, gpus, fabric.gpu_domain, in_network=in_net)
+    gpu = fabric.design  # noqa: F841 (kept for readability of the formulas below)
+    nv_line = _nvlink_bytes_per_s(fabric)
+    nv_eff = nv_line * prof.nvlink_efficiency
+    net_eff = prof.bandwidth_efficiency * (1.0 - background)
+    sw_lat = float(fabric.node_latency_s[fabric.switch_base]) if fabric.n_switches else 0.0
+    nic_lat = float(fabric.node_latency_s[fabric.nic_base]) if fabric.n_nics else 0.0
+    up = tr.scaleup_bytes_per_byte / nv_eff if nv_eff > 0 else 0.0
+    net = np.zeros(samples)
+    latency = tr.scaleup_steps * prof.nvlink_alpha_s
+    link_loads = []
+    nic_mean = 0.0
+    for pi, ph in enumerate(tr.phases):
+        load = phase_load(ph, model, qps=design.qps_per_connection, pxn=design.pxn)
+        t, per_class = sample_phase_factor(load, model, design.routing, net_eff, nv_eff, prof.adaptive_imbalance,
+                                           rng, samples)
+        net += t
+        prop = 2 * 50.0 * 5e-9 if load.hops > 1 else 2 * 30.0 * 5e-9
+        latency += ph.steps * (prof.step_alpha_s + load.hops * sw_lat + 2 * nic_lat + prop)
+        link_loads += [(c, b, pi) for c, b in zip(load.classes, per_class)]
+        nic_mean = max(nic_mean, load.nic_max)
+    per_byte = np.maximum(up, net) if tr.pipelined else up + net
+    lb = _op_lower_bound_per_byte(fabric, tr, kind, nv_line, in_net)
+    return _TrafficSamples(per_byte, latency, lb, tr.algorithm, tr.group_size, link_loads, nic_mean)
+
+
+def _nvlink_bytes_per_s(fabric) -> float:
+    nv = fabric.link_kind == LINK_KINDS.index("nvlink")
+    return float(fabric.link_capacity_bps[nv][0]) / 8.0 if nv.any() else 0.0
+
+
+def _gpu_net_bytes_per_s(fabric) -> float:
+    """Line-rate network bandwidth of one GPU (its NICs' ports; shared NICs divided)."""
+    d = fabric.design
+    ports = fabric.nic_ports.shape[1]
+    return ports * fabric.link_speed_bps / 8.0 * d.nics_per_gpu
+
+
+def _op_lower_bound_per_byte(fabric, tr, kind: str, nv_line: float, in_net: bool) -> float:
+    """Bandwidth-optimal time per op byte (facts.md section 1) at line rate."""
+    n, g, N = tr.group_size, tr.per_domain, tr.domains
+    if n <= 1 or kind == "barrier":
+        return 0.0
+    net_bw = _gpu_net_bytes_per_s(fabric)
+    if N == 1:
+        return lower_bound_time(kind, n, 1.0, nv_line) if nv_line > 0 else 0.0
+    if kind in ("all_to_all", "all_to_allv"):
+        net = (n - g) / n / net_bw
+        nv = (g - 1) / n / nv_line if nv_line > 0 and g > 1 else 0.0
+        return max(net, nv)
+    if kind == "send_recv":
+        return 1.0 / net_bw
+    net = lower_bound_time(kind, N, 1.0 / g, net_bw, in_network=in_net)
+    nv = bandwidth_factor(kind, "ring", g) / nv_line if g > 1 and nv_line > 0 else 0.0
+    if kind == "all_reduce" and g > 1 and nv_line > 0:
+        nv = 2.0 * (g - 1) / g / nv_line
+    return max(net, nv)
+
+
+def _canonical_kind(kind: str) -> str:
+    return "all_to_all" if kind == "all_to_allv" else kind
+
+
+# ------------------------------------------------------------------ evaluate
+
+
+def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, seed: int = 0,
+             samples: int = DEFAULT_SAMPLES, catalog=None, transport_overrides: dict | None = None,
+             top_links: int = 10) -> Evaluation:
+    """Evaluate ``workload`` on ``design`` under ``scenario``; deterministic for a given seed."""
+    scenario = scenario or Scenario()
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 16 or samples > 100_000:
+        raise WorkloadError(f"samples must be a whole number between 16 and 100,000, got {samples!r}")
+    if scenario.gpu_scale > 1:
+        design = design.replace(gpus=design.gpus * scenario.gpu_scale)
+        workload = scale_workload(workload, scenario.gpu_scale)
+    workload = _shift_job_mix(workload, scenario)
+    fabric = build_fabric(design, catalog)
+    bom = bill_of_materials(fabric, catalog)
+    prof = profile_for(design, transport_overrides)
+    root = np.random.default_rng(seed)
+    rng_fault, rng_place, rng_hash, rng_compute, rng_burst = root.spawn(5)
+    model = _network_model(fabric, scenario, rng_fault)
+    compute_jobs = [j for j in workload.jobs if j.kind != "storage"]
+    if not compute_jobs:
+        raise WorkloadError("the workload has no training or inference job to evaluate")
+    placements = place_jobs(compute_jobs, fabric, design.placement, rng_place)
+    storage = [j for j in workload.jobs if j.kind == "storage"]
+    notes = []
+    if len(compute_jobs) > 1:
+        notes.append("jobs are evaluated on their own placements; contention between jobs on shared uplinks is "
+                     "not modelled")
+
+    job_results = {}
+    primary = None
+    all_ops: list[OpResult] = []
+    hot: dict = {}
+    cap_bytes = fabric.link_speed_bps / 8.0
+    for job, gpus_of_rank in zip(compute_jobs, placements):
+        cache: dict = {}
+        op_times = []
+        op_lb = []
+        op_meta = []
+        for op in job.ops:
+            kind = _canonical_kind(op.kind)
+            group = job.group(op.group)
+            size = float(op.bytes)
+            key = (op.group, kind, _size_class(kind, size, group, fabric))
+            if key not in cache:
+                cache[key] = _traffic_samples(fabric, model, design, prof, job, group, gpus_of_rank, kind, size,
+                                              rng_hash, samples, scenario.background_load)
+            ts = cache[key]
+            t = size * ts.per_byte + ts.latency_s
+            floor = small_message_floor_s(ts.group_size, size)
+            t = np.maximum(t, floor)
+            lb = size * ts.lb_per_byte
+            op_times.append(t)
+            op_lb.append(lb)
+            op_meta.append((op, ts, key))
+        compute = _compute_samples(job, rng_compute, samples)
+        exposed = [np.maximum(0.0, t - op.overlap_fraction * lb) * op.count_per_step
+                   for t, lb, (op, _, _) in zip(op_times, op_lb, op_meta)]
+        comm = np.sum(exposed, axis=0) if exposed else np.zeros(samples)
+        interference = _checkpoint_interference(job, storage, design, fabric, prof, comm, compute, rng_burst,
+                                                samples)
+        step = compute + comm + interference
+        lower = job.compute_time_s + sum((1.0 - op.overlap_fraction) * lb * op.count_per_step
+                                         for lb, (op, _, _) in zip(op_lb, op_meta))
+        order = np.argsort(step, kind="stable")
+        i99 = int(order[min(samples - 1, int(math.ceil(0.99 * samples)) - 1)])
+        stats = _stats(step)
+        label = "latency_s" if job.kind == "inference" else "step_time_s"
+        job_results[job.name] = {"kind": job.kind, label: stats, "lower_bound_s": lower,
+                                 "gpus": int(job.world_size), "compute_s": job.compute_time_s}
+        if primary is None or (job.kind == "training" and (primary[0].kind != "training"
+                                                           or job.world_size > primary[0].world_size)):
+            primary = (job, step, lower, i99, compute, interference)
+        for t, lb, ex, (op, ts, _) in zip(op_times, op_lb, exposed, op_meta):
+            all_ops.append(OpResult(
+                job=job.name, name=op.name, kind=op.kind, group=op.group, group_size=ts.group_size,
+                bytes=int(op.bytes), count_per_step=float(op.count_per_step), algorithm=ts.algorithm,
+                time_p50_s=float(np.percentile(t, 50)), time_p99_s=float(np.percentile(t, 99)),
+                lower_bound_s=float(lb), exposed_in_p99_sample_s=float(ex[i99])))
+        _accumulate_hot(hot, job, op_meta, i99, step, fabric, cap_bytes)
+
+    job, step, lower, i99, compute, interference = primary
+    breakdown = {"compute_s": float(compute[i99]), "interference_s": float(interference[i99]),
+                 "ops": {f"{o.name or o.kind}@{o.group}": o.exposed_in_p99_sample_s
+                         for o in all_ops if o.job == job.name}}
+    hot_list = sorted(hot.values(), key=lambda h: -h["p99_sample_utilization"])[:top_links]
+    return Evaluation(
+        design_name=design.name, scenario=scenario.name, seed=seed, samples=samples, step_time_s=_stats(step),
+        step_samples_s=step, lower_bound_s=float(lower), compute_s=float(job.compute_time_s), ops=tuple(all_ops),
+        hot_links=tuple(hot_list), jobs=job_results, cost_usd=bom.cost_usd, power_w=bom.power_w,
+        p99_breakdown=breakdown, notes=tuple(notes))
+
+
+def _size_class(kind: str, size: float, group: ProcessGroup, fabric) -> str:
+    """Ops of one group and kind share a traffic pattern unless the algorithm choice differs with size."""
+    if kind != "all_reduce":
+        return "any"
+    from fabric.evaluate.collectives import TREE_BYTES_PER_NODE
+
+    return "small" if size < TREE_BYTES_PER_NODE * max(1, group.size // fabric.design.gpus_per_node) else "large"
+
+
+def _network_model(fabric, scenario: Scenario, rng: np.random.Generator) -> NetworkModel:
+    ls = np.flatnonzero(fabric.link_kind == LINK_KINDS.index("leaf-spine"))
+    spines = np.flatnonzero((fabric.node_kind == 2) & (fabric.node_tier == 1))
+    failed = rng.choice(ls, size=min(scenario.failed_links, ls.size), replace=False) if scenario.failed_links else []
+    pick = rng.permutation(spines) if spines.size else spines
+    failed_sw = pick[: scenario.failed_spines].tolist()
+    slow_sw = pick[scenario.failed_spines: scenario.failed_spines + scenario.slow_switches].tolist()
+    return NetworkModel.build(fabric, failed_links=failed, failed_switches=failed_sw, slow_switches=slow_sw,
+                              slow_factor=scenario.slow_factor if slow_sw else 1.0)
+
+
+def _compute_samples(job: Job, rng: np.random.Generator, samples: int) -> np.ndarray:
+    if job.compute_time_s <= 0:
+        return np.zeros(samples)
+    if job.compute_cv <= 0:
+        return np.full(samples, job.compute_time_s)
+    z = _zmax_samples(job.world_size, rng.random(samples))
+    return job.compute_time_s * (1.0 + job.compute_cv * np.maximum(z, 0.0))
+
+
+def _checkpoint_interference(job, storage, design, fabric, prof, comm, compute, rng, samples) -> np.ndarray:
+    """Extra time when a checkpoint burst of this job's storage traffic overlaps the step (not with isolation).
+
+    During a burst each NIC shares its link with one storage flow (fair share: half the bandwidth), so the part
+    of the step's exposed communication that overlaps the burst takes twice as long.
+    """
+    out = np.zeros(samples)
+    if design.storage_isolation:
+        return out
+    for s in storage:
+        if s.burst_target not in (job.name, None, "storage", "peers") or not s.burst_bytes:
+            continue
+        if s.burst_target not in (job.name,) and len(storage) and s.burst_target in ("storage", "peers", None):
+            pass
+        nics = max(1, int(round(job.world_size * design.nics_per_gpu)))
+        per_nic = s.burst_bytes / nics
+        duration = per_nic / (fabric.link_speed_bps / 8.0 * prof.bandwidth_efficiency * fabric.nic_ports.shape[1])
+        step = compute + comm
+        p_overlap = np.minimum(1.0, (step + duration) / s.burst_period_s)
+        hit = rng.random(samples) < p_overlap
+        out += np.where(hit, np.minimum(duration, comm), 0.0)
+    return out
+
+
+def _accumulate_hot(hot: dict, job, op_meta, i99: int, step: np.ndarray, fabric, cap_bytes: float) -> None:
+    mean_step = float(step.mean())
+    p99_step = float(step[i99])
+    for op, ts, _ in op_meta:
+        size = float(op.bytes) * op.count_per_step
+        for cls, busiest, _pi in ts.link_loads:
+            member = int(cls.member_ids[0])
+            where = fabric.node_label(member) if cls.kind.startswith(("leaf", "router local")) and \
+                fabric.switch_base <= member < fabric.switch_base + fabric.n_switches else f"#{member}"
+            key = (job.name, cls.kind, cls.k, cls.n, cls.slow, where)
+            h = hot.setdefault(key, {"job": job.name, "links": cls.kind, "example": where,
+                                     "groups": cls.members, "links_per_group": cls.n, "mean_bytes": 0.0,
+                                     "p99_bytes": 0.0, "ops": []})
+            h["mean_bytes"] += size * cls.mean_load
+            h["p99_bytes"] += size * float(busiest[i99])
+            label = f"{op.name or op.kind}@{op.group}"
+            if label not in h["ops"]:
+                h["ops"].append(label)
+    for h in hot.values():
+        h["mean_utilization"] = h["mean_bytes"] / (cap_bytes * mean_step) if mean_step > 0 else 0.0
+        h["p99_sample_utilization"] = h["p99_bytes"] / (cap_bytes * p99_step) if p99_step > 0 else 0.0

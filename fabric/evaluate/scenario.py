@@ -1,0 +1,112 @@
+"""What-if scenarios: failures, a slow switch, background load, a shifted job mix, a bigger cluster."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+import yaml
+
+from fabric.errors import FabricError
+
+__all__ = ["Scenario", "SCENARIO_PRESETS", "load_scenario", "scenario_from_dict"]
+
+
+class ScenarioError(FabricError):
+    """A scenario description is invalid."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Conditions an evaluation runs under (all default to the healthy baseline).
+
+    ``failed_links`` leaf-spine links and ``failed_spines`` spine switches are down (chosen at random from the
+    seed); ``slow_switches`` spines run at ``slow_factor`` of their capacity; ``background_load`` is the share of
+    every network link used by other tenants; ``comm_scale``/``compute_scale`` shift the job mix (bytes and
+    compute of every job scaled); ``checkpoint_bytes``/``checkpoint_period_s`` add a checkpoint burst (whole-job
+    bytes written every period) to each training job; ``gpu_scale`` evaluates a cluster that many times bigger
+    with data parallelism grown to match (weak scaling).
+    """
+
+    name: str = "baseline"
+    failed_links: int = 0
+    failed_spines: int = 0
+    slow_switches: int = 0
+    slow_factor: float = 0.5
+    background_load: float = 0.0
+    comm_scale: float = 1.0
+    compute_scale: float = 1.0
+    checkpoint_bytes: float = 0.0
+    checkpoint_period_s: float = 0.0
+    gpu_scale: int = 1
+
+    def __post_init__(self):
+        def bad(field, msg):
+            raise ScenarioError(f"scenario field '{field}': {msg}")
+
+        for f in ("failed_links", "failed_spines", "slow_switches", "gpu_scale"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                bad(f, f"expected a whole number >= 0, got {v!r}")
+        if self.gpu_scale < 1 or self.gpu_scale > 64:
+            bad("gpu_scale", f"must be between 1 and 64, got {self.gpu_scale}")
+        for f, lo, hi in (("slow_factor", 0.01, 1.0), ("background_load", 0.0, 0.95), ("comm_scale", 0.0, 1e3),
+                          ("compute_scale", 0.0, 1e3), ("checkpoint_bytes", 0.0, 1e18),
+                          ("checkpoint_period_s", 0.0, 1e9)):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
+                bad(f, f"must be a number in [{lo:g}, {hi:g}], got {v!r}")
+        if self.checkpoint_bytes and not self.checkpoint_period_s:
+            bad("checkpoint_period_s", "a checkpoint burst needs a period > 0")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+SCENARIO_PRESETS = {
+    "baseline": Scenario(),
+    "fail-spine": Scenario(name="fail-spine", failed_spines=1),
+    "fail-link": Scenario(name="fail-link", failed_links=1),
+    "slow-switch": Scenario(name="slow-switch", slow_switches=1, slow_factor=0.5),
+    "checkpoint-burst": Scenario(name="checkpoint-burst", checkpoint_bytes=2e12, checkpoint_period_s=600.0),
+    "background-30": Scenario(name="background-30", background_load=0.3),
+    "job-mix-shift": Scenario(name="job-mix-shift", comm_scale=1.5),
+    "bigger-cluster": Scenario(name="bigger-cluster", gpu_scale=2),
+}
+
+
+def scenario_from_dict(d: dict) -> Scenario:
+    """A validated scenario from its JSON/YAML dict; unknown fields are errors."""
+    if not isinstance(d, dict):
+        raise ScenarioError(f"a scenario must be an object of fields, got {type(d).__name__}")
+    known = {f.name for f in fields(Scenario)}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ScenarioError(f"unknown scenario field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    return Scenario(**d)
+
+
+def load_scenario(spec: str) -> Scenario:
+    """A preset name, a JSON/YAML file, or inline JSON."""
+    if spec in SCENARIO_PRESETS:
+        return SCENARIO_PRESETS[spec]
+    text = None
+    p = Path(spec)
+    if spec.lstrip().startswith("{"):
+        text = spec
+    elif p.exists():
+        if p.stat().st_size > 1_000_000:
+            raise ScenarioError(f"scenario file {p} is larger than 1 MB")
+        text = p.read_text(encoding="utf-8", errors="replace")
+    else:
+        raise ScenarioError(f"no scenario preset or file named {spec!r}; presets: {', '.join(SCENARIO_PRESETS)}")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ScenarioError(f"{spec}: not valid JSON/YAML ({' '.join(str(err).split())})") from err
+    try:
+        return scenario_from_dict(data)
+    except TypeError as err:
+        raise ScenarioError(f"{spec}: {err}") from err

@@ -1,0 +1,76 @@
+"""Transport profiles: how much of the line rate a collective gets and what each algorithm step costs.
+
+Each figure is a default with its basis; ``fabric calibrate`` (issue 7) fits them to measurements.
+
+- ``bandwidth_efficiency``: goodput / line rate on the network. InfiniBand NDR reaches 46-48 of 50 GB/s busbw per NIC
+  (facts.md section 2, nccl-tests issue 290) and SimAI uses 48.5 of 50 GB/s for CX7: 0.96. RoCEv2 on the same NICs
+  loses a little to congestion control and headers: 0.94. Spraying Ethernet pays a reordering overhead: 0.93.
+- ``step_alpha_s``: software + protocol latency of one algorithm step across the network (NCCL's tuning model:
+  ring Simple 9.6 us, LL 2.7 us per network hop): 5 us InfiniBand, 6 us RoCE and spraying Ethernet.
+- ``nvlink_efficiency``: an 8 x H100 NVLink ring all-reduce reaches ~360 GB/s busbw of 450 GB/s per direction: 0.80.
+- ``nvlink_alpha_s``: per step inside the node: 1 us (SimAI's floor of 15 us for an 8-rank small all-reduce over
+  14 ring steps).
+- ``adaptive_imbalance``: adaptive routing is modelled as a near-even split whose most loaded path carries this much
+  more than the mean (an exposed assumption, not a sourced figure; facts.md section 3).
+- ``small_message_floor_s``: minimum time of a collective under 1 MB by rank count (SimAI workload/Layer.cc):
+  10/12/15/66/135/200/320 us for 2/4/8/16/32/64/128 ranks, log-interpolated and extrapolated linearly in p beyond.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from fabric.errors import DesignError
+
+__all__ = ["TransportProfile", "PROFILES", "profile_for", "small_message_floor_s"]
+
+_FLOOR_RANKS = np.array([2, 4, 8, 16, 32, 64, 128], dtype=float)
+_FLOOR_S = np.array([10, 12, 15, 66, 135, 200, 320], dtype=float) * 1e-6
+#: Messages at or above this size are not subject to the small-message floor.
+FLOOR_MAX_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class TransportProfile:
+    """Efficiency and latency parameters of one transport (see the module docstring for their basis)."""
+
+    name: str
+    bandwidth_efficiency: float
+    step_alpha_s: float
+    nvlink_efficiency: float = 0.80
+    nvlink_alpha_s: float = 1e-6
+    adaptive_imbalance: float = 0.05
+    reorder_tolerant: bool = False
+    in_network_reduction: bool = False
+
+    def with_overrides(self, **kw) -> "TransportProfile":
+        """A copy with calibrated values."""
+        return replace(self, **kw)
+
+
+PROFILES = {
+    "infiniband": TransportProfile("infiniband", 0.96, 5e-6, reorder_tolerant=True, in_network_reduction=True),
+    "roce": TransportProfile("roce", 0.94, 6e-6),
+    "spray_ethernet": TransportProfile("spray_ethernet", 0.93, 6e-6, reorder_tolerant=True),
+}
+
+
+def profile_for(design, overrides: dict | None = None) -> TransportProfile:
+    """The profile of the design's transport, with calibration ``overrides`` applied."""
+    if design.transport not in PROFILES:
+        raise DesignError(f"unknown transport {design.transport!r}")
+    prof = PROFILES[design.transport]
+    if overrides:
+        prof = prof.with_overrides(**overrides)
+    return prof
+
+
+def small_message_floor_s(ranks: int, size_bytes: float) -> float:
+    """SimAI's measured floor for collectives under 1 MB (0 for larger ones or a single rank)."""
+    if ranks <= 1 or size_bytes >= FLOOR_MAX_BYTES:
+        return 0.0
+    if ranks <= _FLOOR_RANKS[-1]:
+        return float(np.exp(np.interp(np.log(ranks), np.log(_FLOOR_RANKS), np.log(_FLOOR_S))))
+    return float(_FLOOR_S[-1] * ranks / _FLOOR_RANKS[-1])
