@@ -173,12 +173,11 @@ class _TrafficSamples:
 
 def _traffic_samples(fabric, model, design, prof, job: Job, group: ProcessGroup, gpus_of_rank: np.ndarray,
                      kind: str, size_bytes: float, rng: np.random.Generator, samples: int,
-                     background: float) -> _TrafficSamples:
+                     background: float, algorithm: str | None = None) -> _TrafficSamples:
     inst = group_instances(group, job.world_size)
     gpus = gpus_of_rank[inst]
     in_net = design.in_network_reduction and prof.in_network_reduction
-    tr = op_traffic(kind, size_bytes, gpus, fabric.gpu_domain, in_network=in_net)
-    gpu = fabric.design  # noqa: F841 (kept for readability of the formulas below)
+    tr = op_traffic(kind, size_bytes, gpus, fabric.gpu_domain, in_network=in_net, algorithm=algorithm)
     nv_line = _nvlink_bytes_per_s(fabric)
     nv_eff = nv_line * prof.nvlink_efficiency
     net_eff = prof.bandwidth_efficiency * (1.0 - background)
@@ -245,8 +244,13 @@ def _canonical_kind(kind: str) -> str:
 
 def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, seed: int = 0,
              samples: int = DEFAULT_SAMPLES, catalog=None, transport_overrides: dict | None = None,
-             top_links: int = 10) -> Evaluation:
-    """Evaluate ``workload`` on ``design`` under ``scenario``; deterministic for a given seed."""
+             algorithms: dict | None = None, top_links: int = 10) -> Evaluation:
+    """Evaluate ``workload`` on ``design`` under ``scenario``; deterministic for a given seed.
+
+    ``algorithms`` forces an algorithm per collective kind (e.g. ``{"all_reduce": "hierarchical"}``) instead of
+    the NCCL-like choice; ``transport_overrides`` replaces transport-profile values (calibration).
+    """
+    algorithms = dict(algorithms or {})
     scenario = scenario or Scenario()
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 16 or samples > 100_000:
         raise WorkloadError(f"samples must be a whole number between 16 and 100,000, got {samples!r}")
@@ -287,7 +291,7 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
             key = (op.group, kind, _size_class(kind, size, group, fabric))
             if key not in cache:
                 cache[key] = _traffic_samples(fabric, model, design, prof, job, group, gpus_of_rank, kind, size,
-                                              rng_hash, samples, scenario.background_load)
+                                              rng_hash, samples, scenario.background_load, algorithms.get(kind))
             ts = cache[key]
             t = size * ts.per_byte + ts.latency_s
             floor = small_message_floor_s(ts.group_size, size)
