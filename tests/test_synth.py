@@ -86,7 +86,8 @@ def test_tp_all_reduce_per_layer_and_micro_batch():
     plan = ParallelPlan(dp=2, tp=4, pp=2, micro_batch=2, grad_accum=5)
     wl = synthesize(DENSE, plan, gpu_flops=H100)
     (tp,) = ops_of(wl, "tp")
-    # b x s x h x 2 bytes = 2 x 4096 x 4096 x 2 = 67,108,864; 2 fwd + 2 bwd per layer, 16 layers a stage, 5 micro-batches
+    # b x s x h x 2 bytes = 2 x 4096 x 4096 x 2 = 67,108,864;
+    # 2 fwd + 2 bwd per layer, 16 layers a stage, 5 micro-batches
     assert (tp.kind, tp.bytes, tp.count_per_step) == ("all_reduce", 67_108_864, 4 * 16 * 5)
     assert tp.overlap_fraction == 0.0
     assert wl.jobs[0].group("tp").global_ranks() == (0, 1, 2, 3)

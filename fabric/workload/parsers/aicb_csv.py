@@ -215,8 +215,9 @@ def _parse_one(fname: str, text: str, jname: str):
         for kind, grp, gsize, nbytes, stage, count, *_ in seg:
             if kind != "compute":
                 per_type[(kind, groups[grp].name)] += count
+    init_bytes = sum(r[3] * r[5] for r in init if r[0] != "compute")
     facts = [("world size", str(world)), ("iterations", str(steps)),
-             ("init rows", str(len(init))), ("init bytes", f"{sum(r[3] * r[5] for r in init if r[0] != 'compute'):.0f}")]
+             ("init rows", str(len(init))), ("init bytes", f"{init_bytes:.0f}")]
     facts += [(f"group {g.name}", str(g.size)) for g in groups.values()]
     facts += [(f"{k} in {g} per iteration", f"{c / steps:g}") for (k, g), c in sorted(per_type.items())]
     facts.append(("timings", "measured" if measurements else "none (workload file)"))
