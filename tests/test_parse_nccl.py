@@ -343,3 +343,14 @@ def test_fuzz_bytes(data):
             mod.parse([("b.log", data)])
         except FabricError:
             pass
+
+
+def test_sniffers_never_overlap():
+    plain = "\n".join(ln for ln in NEW_LAYOUT.splitlines() if "NCCL INFO" not in ln)
+    versioned = "NCCL version 2.19.3+cuda12.3\n" + plain          # NCCL_DEBUG=VERSION only
+    for text, fmt in ((plain, "tests"), (versioned, "tests"), (NEW_LAYOUT, "log"), (COLL_LOG, "log")):
+        data = text.encode()
+        assert nccl_tests.sniff(data, "x.log") == (fmt == "tests")
+        assert nccl_log.sniff(data, "x.log") == (fmt == "log")
+    wl = nccl_log.parse([("run.log", NEW_LAYOUT.encode())])          # a debug log around a table: measurements kept
+    assert len(wl.measurements) == 4 and wl.jobs[0].world_size == 4 and wl.jobs[0].ops == ()

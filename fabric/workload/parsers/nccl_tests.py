@@ -77,12 +77,10 @@ _LEADING = ("size", "count", "type", "redop", "root")
 _METRICS = ("time", "algbw", "busbw")
 _WRONG = ("#wrong", "wrong", "error")
 
-# NCCL_DEBUG=INFO messages that only a debug log carries (used by both sniffers so the formats never overlap).
-_DEBUG_SIGNALS = re.compile(
-    r"NCCL INFO (?:Channel \d+/\d+ :|Trees \[|.*Init COMPLETE|Channel \d+(?:/\d+)? : \d+\[\w+\] -> |"
-    r"\w+: opCount |NCCL version|\d+ coll channels|Connected all (?:rings|trees))"
-    r"|^NCCL version \d"
-)
+# NCCL_DEBUG=INFO output (used by both sniffers so the formats never overlap): any INFO message except "Launch
+# mode", which nccl-tests logs keep even when the rest of the debug output was filtered out. A bare "NCCL version"
+# line (NCCL_DEBUG=VERSION) is not one.
+_DEBUG_SIGNALS = re.compile(r"\bNCCL INFO (?!Launch mode)")
 
 
 def strip_mpi_prefix(line: str) -> str:
@@ -366,6 +364,7 @@ def _content_candidates(table: TestsTable, nranks: int | None) -> tuple[set[str]
             evidence.append("blank redop cells")
         elif has_redop_col and None not in redops:
             cands -= {"all_to_all", "all_gather", "broadcast"}
+            evidence.append(f"redop {'/'.join(sorted(redops))}")
     else:
         if redops and redops <= {"none", None}:
             cands = {k for k in cands if not _KIND_PROPS[k][2]}
