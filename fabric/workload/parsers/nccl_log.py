@@ -334,7 +334,7 @@ def _job(log: NcclLog, name: str, world: int) -> tuple[Job, list[str]]:
 
 
 def sniff(head: bytes, name: str) -> bool:
-    """True when ``head`` holds NCCL_DEBUG=INFO lines that only a debug log has (rings, trees, Init, COLL...)."""
+    """True when ``head`` holds NCCL_DEBUG=INFO lines (any ``NCCL INFO`` message but ``Launch mode``)."""
     text = head.decode("utf-8", errors="replace")
     return nccl_tests.debug_log_signals(text) > 0
 

@@ -543,7 +543,7 @@ def _decode(data: bytes) -> str:
 
 
 def sniff(head: bytes, name: str) -> bool:
-    """True when ``head`` holds an nccl-tests table header or run header and no NCCL_DEBUG=INFO topology lines."""
+    """True when ``head`` holds an nccl-tests table or run header and no NCCL_DEBUG=INFO output (that is nccl_log's)."""
     text = _decode(head)
     found = False
     for raw in text.splitlines():
