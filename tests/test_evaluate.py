@@ -1,0 +1,216 @@
+"""The evaluator against physics: bounds, closed forms, collision statistics, oversubscription, faults."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fabric.catalog import load_catalog
+from fabric.cli.main import main
+from fabric.design import Design
+from fabric.evaluate import Scenario, evaluate
+from fabric.evaluate.ballsbins import expected_max_load, max_load_cdf
+from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
+
+GIB = 1 << 30
+
+
+def one_op(kind: str, size: int, world: int, *, group_size=None, stride=1, compute=0.0, overlap=0.0, count=1.0):
+    n = group_size or world
+    g = ProcessGroup("g", n, "dp", rank_start=0, rank_stride=stride)
+    job = Job(name="job", world_size=world, groups=(g,),
+              ops=(CommOp(kind, size, "g", count_per_step=count, overlap_fraction=overlap),),
+              compute_time_s=compute)
+    return Workload(jobs=(job,))
+
+
+@pytest.fixture(scope="module")
+def cat48(tmp_path_factory):
+    """Adds a 48 x 400G InfiniBand switch: at 2:1 it has 32 ports down and 16 up."""
+    row = {"model": "test-48x400", "vendor": "test", "fabric": "infiniband", "ports": 48, "port_speed_gbps": 400,
+           "price_usd": 30000, "power_w": 600, "latency_ns": 130, "source": "test"}
+    p = tmp_path_factory.mktemp("c") / "c.json"
+    p.write_text(json.dumps({"switches": [row]}))
+    return load_catalog(p)
+
+
+# ------------------------------------------------------------------ collision statistics (facts.md section 3)
+
+
+@pytest.mark.parametrize("n,mult,facts_eff", [(4, 1, 0.51), (8, 4, 0.58), (16, 16, 0.69), (64, 4, 0.43),
+                                              (64, 16, 0.62), (8, 1, 0.41)])
+def test_max_load_distribution_matches_published_collision_table(n, mult, facts_eff):
+    """facts.md reports the mean per-trial efficiency (k/n)/max; recompute it from our exact distribution."""
+    k = n * mult
+    cdf = max_load_cdf(k, n)
+    pmf = np.diff(np.concatenate([[0.0], cdf]))
+    m = np.arange(cdf.size)
+    eff = float(np.sum(pmf[1:] * (k / n) / m[1:]))
+    assert eff == pytest.approx(facts_eff, abs=0.015)
+
+
+def test_max_load_matches_brute_force():
+    rng = np.random.default_rng(1)
+    for k, n in [(12, 8), (100, 32)]:
+        sims = [np.bincount(rng.integers(0, n, k), minlength=n).max() for _ in range(20000)]
+        assert expected_max_load(k, n) == pytest.approx(np.mean(sims), rel=0.01)
+
+
+# ------------------------------------------------------------------ bounds and closed forms
+
+
+def test_never_below_lower_bound_and_spray_reaches_it():
+    """Non-blocking fabric, packet spraying, a 16 GiB all-reduce over 256 GPUs: within 5 % of the bound."""
+    wl = one_op("all_reduce", 16 * GIB, 256)
+    ev = evaluate(Design(gpus=256, routing="spray"), wl)
+    assert ev.step_time_s["p50"] >= ev.lower_bound_s
+    assert ev.step_time_s["p99"] <= 1.05 * ev.lower_bound_s
+    # the bound itself: 2(N-1)/N * (S/g) / B_nic with N = 32 nodes, g = 8, B = 50 GB/s
+    assert ev.lower_bound_s == pytest.approx(2 * 31 / 32 * (16 * GIB / 8) / 50e9, rel=1e-9)
+
+
+@pytest.mark.parametrize("routing,qps", [("ecmp", 1), ("ecmp", 8), ("adaptive", 1), ("spray", 1)])
+@pytest.mark.parametrize("kind", ["all_reduce", "all_to_all", "all_gather", "reduce_scatter", "send_recv"])
+def test_samples_never_below_lower_bound(routing, qps, kind):
+    wl = one_op(kind, 64 << 20, 512, compute=0.01, overlap=0.5)
+    d = Design(gpus=512, family="clos", oversubscription=(3.0,), routing=routing, qps_per_connection=qps)
+    ev = evaluate(d, wl, samples=64)
+    assert ev.step_samples_s.min() >= ev.lower_bound_s * (1 - 1e-9)
+
+
+def test_hierarchical_all_reduce_closed_form():
+    """facts.md section 1: 2(g-1)/g S/B_nvlink + 2(N-1)/N (S/g)/B_nic (+ latency terms), at effective rates."""
+    S, N, g = 4 * GIB, 16, 8
+    wl = one_op("all_reduce", S, N * g)
+    ev = evaluate(Design(gpus=N * g, routing="spray"), wl, algorithms={"all_reduce": "hierarchical"})
+    b_nv, b_nic = 450e9 * 0.80, 50e9 * 0.96          # H100 NVLink per direction, NDR NIC, profile efficiencies
+    closed = 2 * (g - 1) / g * S / b_nv + 2 * (N - 1) / N * (S / g) / b_nic
+    assert ev.step_time_s["p50"] == pytest.approx(closed, rel=0.03)
+    assert ev.ops[0].algorithm == "hierarchical/ring"
+
+
+def test_same_seed_same_result_and_seeds_differ():
+    wl = one_op("all_to_all", 32 << 20, 512)
+    d = Design(gpus=512, family="clos", oversubscription=(2.0,), qps_per_connection=1)
+    a, b = evaluate(d, wl, seed=7), evaluate(d, wl, seed=7)
+    assert np.array_equal(a.step_samples_s, b.step_samples_s)
+    c = evaluate(d, wl, seed=8)
+    assert not np.array_equal(a.step_samples_s, c.step_samples_s)
+    assert a.step_samples_s.std() > 0                 # ECMP outcomes form a distribution
+
+
+# ------------------------------------------------------------------ routing
+
+
+def test_ecmp_tail_worse_than_spray_and_qps_narrow_the_gap():
+    """A ring all-reduce across ToR leaves: few flows per leaf collide under ECMP; more QPs add entropy."""
+    wl = one_op("all_reduce", 1 * GIB, 512)
+    base = Design(gpus=512, family="clos")
+    spray = evaluate(base.replace(routing="spray"), wl).step_time_s["p99"]
+    p99 = {q: evaluate(base.replace(routing="ecmp", qps_per_connection=q), wl).step_time_s["p99"]
+           for q in (1, 4, 16)}
+    assert p99[1] > 1.8 * spray
+    assert p99[1] > p99[4] > p99[16] >= spray * 0.999
+
+
+def test_ecmp_slowdown_matches_explicit_hashing():
+    """Pipeline-parallel sends across a 7:1 leaf tier; the model's ECMP/spray ratio against a brute-force
+    simulation of per-flow hashing written here from the cabling (10 leaves of 7 nodes, 8 uplinks over 2 spines
+    in bundles of 4)."""
+    wl = one_op("send_recv", 1 * GIB, 512, group_size=2, stride=256)
+    d = Design(gpus=512, family="clos", oversubscription=(7.0,), qps_per_connection=1)
+    spray = evaluate(d.replace(routing="spray"), wl).step_time_s["mean"]
+    ecmp = evaluate(d.replace(routing="ecmp"), wl, samples=4096).step_time_s["mean"]
+    rng = np.random.default_rng(0)
+    src = np.arange(256)
+    src_leaf, dst_leaf = (src // 8) // 7, ((src + 256) // 8) // 7
+    worst = []
+    for _ in range(4000):
+        up = rng.integers(0, 8, src.size)
+        down = (up // 4) * 4 + rng.integers(0, 4, src.size)   # the spine is fixed by the uplink, then 1 of 4
+        loads = np.concatenate([np.bincount(src_leaf * 8 + up), np.bincount(dst_leaf * 8 + down)])
+        worst.append(loads.max())
+    expected = np.mean(worst) / 7.0                            # spraying puts 56/8 = 7 flows on each uplink
+    assert ecmp / spray == pytest.approx(expected, rel=0.04)
+
+
+# ------------------------------------------------------------------ oversubscription and rails
+
+
+def test_rail_aligned_ring_inside_su_ignores_leaf_oversubscription():
+    wl = one_op("all_reduce", 1 * GIB, 256)
+    d = Design(gpus=256, family="rail_optimized", nodes_per_su=32, placement="rail_aligned", routing="ecmp")
+    t11 = evaluate(d, wl).step_time_s["p99"]
+    t21 = evaluate(d.replace(oversubscription=(2.0,)), wl).step_time_s["p99"]
+    assert t21 == pytest.approx(t11, rel=1e-9)
+
+
+def test_all_to_all_slows_by_oversubscription_times_offleaf_fraction(cat48):
+    """256 GPUs, 32 per leaf (whole nodes): at 2:1 each leaf's 16 uplinks carry 32 x 224/256 of S.
+
+    2 GiB per rank so that the (p-1) latency steps of the direct algorithm are small beside the transfer."""
+    wl = one_op("all_to_all", 2 * GIB, 256)
+    d11 = Design(gpus=256, family="clos", routing="spray")                 # 64 ports: 32 down, 32 up
+    d21 = Design(gpus=256, family="clos", routing="spray", switch_model="test-48x400",
+                 oversubscription=(2.0,))                                   # 48 ports: 32 down, 16 up
+    t11 = evaluate(d11, wl, catalog=cat48).step_time_s["p50"]
+    t21 = evaluate(d21, wl, catalog=cat48).step_time_s["p50"]
+    assert t21 / t11 == pytest.approx(1.75 / (248 / 256), rel=0.03)      # ~1.8x: uplinks vs NIC bound
+
+
+def test_pxn_keeps_cross_rail_all_to_all_on_rail():
+    wl = one_op("all_to_all", 256 << 20, 256)
+    d = Design(gpus=256, family="rail_optimized", nodes_per_su=32, oversubscription=(2.0,), routing="spray")
+    plain = evaluate(d, wl).step_time_s["p50"]
+    pxn = evaluate(d.replace(pxn=True), wl).step_time_s["p50"]
+    assert pxn < plain / 1.3
+
+
+# ------------------------------------------------------------------ faults
+
+
+def test_failed_uplink_costs_the_lost_capacity():
+    """Spraying on an uplink-bound all-to-all: one leaf losing 1 of its u uplinks takes u/(u-1) longer."""
+    wl = one_op("all_to_all", 4 * GIB, 512)
+    d = Design(gpus=512, family="clos", oversubscription=(7.0,), routing="spray")
+    base = evaluate(d, wl).step_time_s["p99"]
+    failed = evaluate(d, wl, Scenario(failed_links=1)).step_time_s["p99"]
+    u = 8                                             # 64 ports at 7:1 -> 8 up
+    assert failed / base == pytest.approx(u / (u - 1), rel=0.02)
+
+
+def test_slow_spine_costs_what_its_capacity_implies():
+    from fabric.topology import build_fabric
+
+    wl = one_op("all_to_all", 4 * GIB, 512)
+    d = Design(gpus=512, family="clos", oversubscription=(7.0,))
+    base = evaluate(d.replace(routing="spray"), wl).step_time_s["p99"]
+    slow = evaluate(d.replace(routing="spray"), wl, Scenario(slow_switches=1, slow_factor=0.5)).step_time_s["p99"]
+    assert slow / base == pytest.approx(2.0, rel=0.02)     # even split: the half-speed links pace everyone
+    base_ar = evaluate(d.replace(routing="adaptive"), wl).step_time_s["p99"]
+    slow_ar = evaluate(d.replace(routing="adaptive"), wl, Scenario(slow_switches=1, slow_factor=0.5)
+                       ).step_time_s["p99"]
+    # adaptive routing steers by capacity: of a leaf's u uplinks, the b to the slow spine run at half speed
+    s = build_fabric(d).structure
+    u, b = s["leaf_up"], s["leaf_spine_bundle"]
+    assert (u, b) == (8, 4)                                 # 10 leaves x 8 uplinks over 2 spines
+    assert slow_ar / base_ar == pytest.approx(u / (u - b * 0.5), rel=0.02)
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def test_evaluate_cli_json(tmp_path, capsys):
+    from fabric.workload.model import dump_workload_json
+
+    p = tmp_path / "w.json"
+    p.write_text(dump_workload_json(one_op("all_reduce", 64 << 20, 64, compute=0.05)))
+    assert main(["evaluate", "--workload", str(p), "--design", "fat-tree", "--gpus", "64", "--json",
+                 "--samples", "64"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) >= {"step_time_s", "lower_bound_s", "ops", "hot_links", "cost_usd", "power_w"}
+    assert out["step_time_s"]["p99"] >= out["step_time_s"]["p50"] >= out["lower_bound_s"]
+    assert main(["evaluate", "--workload", str(p), "--design", "fat-tree", "--scenario", "nope"]) == 2
+    assert "no scenario preset or file named 'nope'" in capsys.readouterr().err
