@@ -234,7 +234,7 @@ def parse(files: list[tuple[str, bytes]]) -> Workload:
         raise ParseError("no files given")
     jobs, facts, warnings, measurements, unparsed = [], [], [], [], []
     multi = len(files) > 1
-    for (fname, data), jname in zip(files, nccl_tests._unique_names(files)):
+    for (fname, data), jname in zip(files, nccl_tests.unique_job_names(files)):
         job, f, w, m, u = _parse_one(fname, data.decode("utf-8", errors="replace"), jname)
         jobs.append(job)
         facts.extend(((f"{fname}: {k}" if multi else k), v) for k, v in f)

@@ -356,7 +356,7 @@ def parse(files: list[tuple[str, bytes]], *, clock_hz: float = DEFAULT_CLOCK_HZ,
         raise ParseError(f"wg_overlap_fraction must be within 0..1, got {wg_overlap_fraction!r}")
     jobs, facts, warnings, unparsed = [], [], [], []
     multi = len(files) > 1
-    for (fname, data), jname in zip(files, nccl_tests._unique_names(files)):
+    for (fname, data), jname in zip(files, nccl_tests.unique_job_names(files)):
         text = data.decode("utf-8", errors="replace")
         job, f, w, u = _parse_one(fname, text, jname, clock_hz, world_size, model_parallel_size,
                                   wg_overlap_fraction)

@@ -345,7 +345,7 @@ def parse(files: list[tuple[str, bytes]]) -> Workload:
         raise ParseError("no files given")
     jobs, measurements, facts, warnings, unparsed = [], [], [], [], []
     multi = len(files) > 1
-    names = nccl_tests._unique_names(files)
+    names = nccl_tests.unique_job_names(files)
     for (fname, data), jname in zip(files, names):
         text = data.decode("utf-8", errors="replace")
         log = scan_log(text, fname)
@@ -360,7 +360,7 @@ def parse(files: list[tuple[str, bytes]]) -> Workload:
                                     "peak busbw GB/s", "avg bus bandwidth GB/s (reported)", "devices")]
         world = _world_size(log)
         if world <= 0 and tests.tables:
-            world = nccl_tests._checked_nranks(tests)
+            world = nccl_tests.rank_count(tests)
         if world <= 0:
             raise ParseError("no communicator found (no 'Init COMPLETE', ring or COLL line with a rank count)",
                              source=fname)

@@ -42,7 +42,8 @@ from fabric.workload.model import (
 __all__ = [
     "FORMAT", "sniff", "parse",
     "TestsRow", "TestsTable", "TestsLog", "scan_text", "measurements_of", "job_of", "facts_of",
-    "strip_mpi_prefix", "debug_log_signals", "kind_from_name", "DTYPE_NAMES",
+    "strip_mpi_prefix", "debug_log_signals", "kind_from_name", "resolve_kinds", "rank_count", "unique_job_names",
+    "checked", "DTYPE_NAMES",
 ]
 
 FORMAT = "nccl_tests"
@@ -453,7 +454,8 @@ def _nranks(log: TestsLog) -> int:
         return 1
 
 
-def _checked_nranks(log: TestsLog) -> int:
+def rank_count(log: TestsLog) -> int:
+    """The run's rank count (device list, else implied by the numbers); ParseError when implausible."""
     n = _nranks(log)
     if n > MAX_RANKS:
         raise ParseError(f"implausible rank count {n} (more than {MAX_RANKS})", source=log.source)
@@ -466,7 +468,7 @@ def _dtype(name: str) -> str:
 
 def measurements_of(log: TestsLog) -> list[Measurement]:
     """One Measurement per row and placement (kinds must be resolved)."""
-    n = _checked_nranks(log)
+    n = rank_count(log)
     out = []
     for t in log.tables:
         for r in t.rows:
@@ -513,7 +515,7 @@ def facts_of(log: TestsLog) -> list[tuple[str, str]]:
 
 def job_of(log: TestsLog, name: str) -> Job:
     """The benchmark as a job: one op per (kind, size, dtype) measured with size > 0, in a world group."""
-    n = _checked_nranks(log)
+    n = rank_count(log)
     ops: dict[tuple[str, int, str], CommOp] = {}
     for t in log.tables:
         for r in t.rows:
@@ -558,7 +560,8 @@ def sniff(head: bytes, name: str) -> bool:
     return debug_log_signals(text) == 0
 
 
-def _unique_names(files: list[tuple[str, bytes]]) -> list[str]:
+def unique_job_names(files: list[tuple[str, bytes]]) -> list[str]:
+    """Job names from file names without their extension, made unique with a ``#N`` suffix."""
     seen: Counter = Counter()
     names = []
     for fname, _ in files:
@@ -577,7 +580,7 @@ def parse(files: list[tuple[str, bytes]]) -> Workload:
         raise ParseError("no files given")
     jobs, measurements, facts, warnings = [], [], [], []
     multi = len(files) > 1
-    for (fname, data), jname in zip(files, _unique_names(files)):
+    for (fname, data), jname in zip(files, unique_job_names(files)):
         log = scan_text(_decode(data), fname)
         if not log.tables or not any(t.rows for t in log.tables):
             raise ParseError("no nccl-tests result table found (expected a '#  size  count  type ...' header "
