@@ -1,0 +1,65 @@
+"""Time and peak memory of one full evaluation (256 samples) of a 3D-parallel training workload.
+
+Targets on one core of the 2-core machine: 1,024 GPUs <= 20 ms, 16,384 GPUs <= 200 ms, 131,072 GPUs <= 2 s,
+peak memory of the 131,072-GPU evaluation <= 2 GiB.
+
+Run: python benchmarks/bench_evaluate.py [--repeats N]
+The workload is the synthesizer's Llama-3-70B-style preset (TP 8 x PP 4 x DP) sized to the GPU count; the design
+is a rail-optimized 3-tier-capable Clos of 64 x 800G switches at 400G, ECMP with 4 QPs. "cold" is the first
+evaluation in the process (it fills the collision-table cache); "warm" is the median of the repeats after it,
+which is what a search pays per design.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import time
+import tracemalloc
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from fabric.design import Design  # noqa: E402
+from fabric.evaluate import evaluate  # noqa: E402
+from fabric.evaluate.ballsbins import max_load_cdf  # noqa: E402
+from fabric.workload.presets import preset_workload  # noqa: E402
+
+SIZES = (1024, 16384, 131072)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    from fabric.catalog import default_catalog
+
+    default_catalog()  # load the CSV catalog once, as a long-running process has
+    print(f"{'GPUs':>8s} {'ops':>4s} {'cold ms':>9s} {'warm ms':>9s} {'peak MiB':>9s} {'p99 step s':>11s}")
+    for n in SIZES:
+        wl = preset_workload("llama3-70b", gpus=n)
+        design = Design(name=f"bench-{n}", gpus=n, family="rail_optimized", switch_model="eth-51t-64x800",
+                        nic_model="nic-eth-400", transport="roce", routing="ecmp", qps_per_connection=4,
+                        placement="rail_aligned")
+        max_load_cdf.cache_clear()
+        t0 = time.perf_counter()
+        ev = evaluate(design, wl, seed=0)
+        cold = time.perf_counter() - t0
+        warm = []
+        for r in range(args.repeats):
+            t0 = time.perf_counter()
+            evaluate(design, wl, seed=r + 1)
+            warm.append(time.perf_counter() - t0)
+        tracemalloc.start()
+        evaluate(design, wl, seed=99)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        print(f"{n:8,d} {len(wl.jobs[0].ops):4d} {cold * 1e3:9.1f} {statistics.median(warm) * 1e3:9.1f} "
+              f"{peak / 2**20:9.1f} {ev.step_time_s['p99']:11.3f}")
+    print(f"process max RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
