@@ -214,3 +214,66 @@ def test_evaluate_cli_json(tmp_path, capsys):
     assert out["step_time_s"]["p99"] >= out["step_time_s"]["p50"] >= out["lower_bound_s"]
     assert main(["evaluate", "--workload", str(p), "--design", "fat-tree", "--scenario", "nope"]) == 2
     assert "no scenario preset or file named 'nope'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ interference, inference, scaling, hot spots
+
+
+def test_checkpoint_burst_interferes_unless_isolated():
+    wl = one_op("all_reduce", 256 << 20, 256, compute=0.05, count=10)
+    d = Design(gpus=256, routing="spray")
+    burst = Scenario(checkpoint_bytes=256 * 40e9 * 0.05, checkpoint_period_s=0.2)   # a burst overlaps most steps
+    base = evaluate(d, wl).step_time_s["mean"]
+    hit = evaluate(d, wl, burst).step_time_s["mean"]
+    iso = evaluate(d.replace(storage_isolation=True), wl, burst).step_time_s["mean"]
+    # during a burst each NIC shares its link with one storage flow, so the exposed communication that overlaps
+    # it takes twice as long; a burst overlaps a step with probability (step + burst) / period
+    comm = base - 0.05
+    duration = 256 * 40e9 * 0.05 / 256 / (50e9 * 0.96)
+    p = min(1.0, (base + duration) / 0.2)
+    assert hit == pytest.approx(base + p * min(duration, comm), rel=0.03)
+    assert iso == pytest.approx(base, rel=1e-9)
+
+
+def test_inference_jobs_report_latency():
+    from fabric.workload.presets import preset_workload
+
+    wl = preset_workload("llama3-70b-serving", gpus=64)
+    ev = evaluate(Design(gpus=64), wl, samples=64)
+    job = next(iter(ev.jobs.values()))
+    assert job["kind"] == "inference" and "latency_s" in job
+    assert job["latency_s"]["p99"] >= job["latency_s"]["p50"] > 0
+
+
+def test_scaling_efficiency_weak_scaling():
+    from fabric.evaluate import scaling_efficiency
+
+    wl = one_op("all_reduce", 512 << 20, 256, compute=0.2, overlap=0.0)
+    rows = scaling_efficiency(Design(gpus=256, routing="spray"), wl, samples=32)
+    assert [r["gpus"] for r in rows] == [256, 512, 1024]
+    assert rows[0]["efficiency_p50"] == 1.0
+    # a ring all-reduce's per-GPU bytes barely grow with N: 2(N-1)/N with N = 32, 64, 128 nodes
+    expected = [1.0, (0.2 + 2 * 31 / 32 * 0.5 * 0.6) / (0.2 + 2 * 63 / 64 * 0.5 * 0.6)]
+    assert rows[1]["efficiency_p50"] == pytest.approx(expected[1], rel=0.05)
+    assert rows[2]["efficiency_p50"] <= rows[1]["efficiency_p50"] <= 1.0
+
+
+def test_bigger_cluster_and_job_mix_scenarios():
+    wl = one_op("all_to_all", 64 << 20, 256, compute=0.01)
+    d = Design(gpus=256, family="clos", oversubscription=(3.0,))
+    base = evaluate(d, wl, samples=64)
+    more = evaluate(d, wl, Scenario(comm_scale=2.0), samples=64)
+    assert more.ops[0].bytes == 2 * base.ops[0].bytes
+    assert more.step_time_s["p50"] > base.step_time_s["p50"]
+    big = evaluate(d, wl, Scenario(gpu_scale=2), samples=64)
+    assert next(iter(big.jobs.values()))["gpus"] == 512
+
+
+def test_hot_links_name_the_ops_that_cross_them():
+    wl = one_op("all_to_all", 256 << 20, 512)
+    ev = evaluate(Design(gpus=512, family="clos", oversubscription=(3.0,)), wl, samples=64)
+    assert ev.hot_links
+    top = ev.hot_links[0]
+    assert top["links"] in ("leaf uplinks", "leaf downlinks")
+    assert top["ops"] == ["all_to_all@g"]
+    assert 0 < top["mean_utilization"] <= top["p99_sample_utilization"] <= 1.0

@@ -32,6 +32,8 @@ def register(sub) -> None:
     p.add_argument("--samples", type=int, default=256, help="Monte Carlo samples (default 256)")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same result)")
     p.add_argument("--catalog", metavar="FILE", help="hardware catalog override file")
+    p.add_argument("--scaling", action="store_true",
+                   help="also report step throughput at N, 2N and 4N GPUs relative to linear (weak scaling)")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.set_defaults(func=run)
 
@@ -39,15 +41,24 @@ def register(sub) -> None:
 def run(args) -> int:
     from fabric.catalog import default_catalog, load_catalog
     from fabric.cli.common import load_design_arg, load_workload_files
-    from fabric.evaluate import evaluate, load_scenario
+    from fabric.evaluate import evaluate, load_scenario, scaling_efficiency
 
     catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
     workload = load_workload_files(args.workload)
     design = load_design_arg(args.design, args.gpus, catalog)
     scenario = load_scenario(args.scenario)
+    if args.samples < 16 or args.samples > 100_000:
+        from fabric.errors import FabricError
+
+        raise FabricError(f"--samples must be between 16 and 100,000, got {args.samples}")
     ev = evaluate(design, workload, scenario, seed=args.seed, samples=args.samples, catalog=catalog)
+    scaling = scaling_efficiency(design, workload, seed=args.seed, samples=args.samples, catalog=catalog,
+                                 scenario=scenario) if args.scaling else None
     if args.json:
-        print(json.dumps(ev.to_dict(), indent=2, default=float))
+        out = ev.to_dict()
+        if scaling is not None:
+            out["scaling"] = scaling
+        print(json.dumps(out, indent=2, default=float))
         return 0
     st = ev.step_time_s
     ms = lambda x: f"{x * 1e3:,.2f} ms"  # noqa: E731
@@ -65,6 +76,11 @@ def run(args) -> int:
         for h in ev.hot_links[:5]:
             print(f"  {h['links']:20s} e.g. {h['example']:10s} x{h['groups']:<5d} {h['p99_sample_utilization']:6.1%}"
                   f" / {h['mean_utilization']:6.1%}  ops: {', '.join(h['ops'][:3])}")
+    if scaling:
+        print("\nscaling (weak: data parallelism grows with the cluster):")
+        for row in scaling:
+            print(f"  {row['gpus']:8,d} GPUs  p50 {ms(row['step_p50_s']):>12s}  efficiency {row['efficiency_p50']:6.1%}"
+                  f"  (p99 {row['efficiency_p99']:6.1%})  network ${row['cost_usd']:,.0f}")
     for note in ev.notes:
         print(f"note: {note}")
     return 0

@@ -38,7 +38,7 @@ from fabric.topology import build_fabric
 from fabric.topology.fabric import LINK_KINDS
 from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
 
-__all__ = ["Evaluation", "OpResult", "evaluate", "scale_workload", "DEFAULT_SAMPLES"]
+__all__ = ["Evaluation", "OpResult", "evaluate", "scale_workload", "scaling_efficiency", "DEFAULT_SAMPLES"]
 
 DEFAULT_SAMPLES = 256
 _PERCENTILES = (50, 95, 99)
@@ -412,3 +412,22 @@ def _accumulate_hot(hot: dict, job, op_meta, i99: int, step: np.ndarray, fabric,
     for h in hot.values():
         h["mean_utilization"] = h["mean_bytes"] / (cap_bytes * mean_step) if mean_step > 0 else 0.0
         h["p99_sample_utilization"] = h["p99_bytes"] / (cap_bytes * p99_step) if p99_step > 0 else 0.0
+
+
+def scaling_efficiency(design, workload: Workload, factors=(1, 2, 4), **kwargs) -> list[dict]:
+    """Step throughput at N, 2N, 4N GPUs relative to linear (weak scaling: data parallelism grows).
+
+    For each factor k the design and the workload are grown k times (:func:`scale_workload`) and evaluated;
+    ``efficiency_p50`` = step_p50(N) / step_p50(kN) (1.0 = linear), likewise for p99.
+    """
+    out = []
+    base = None
+    for k in factors:
+        ev = evaluate(design.replace(gpus=design.gpus * k), scale_workload(workload, k), **kwargs)
+        st = ev.step_time_s
+        if base is None:
+            base = st
+        out.append({"factor": k, "gpus": design.gpus * k, "step_p50_s": st["p50"], "step_p99_s": st["p99"],
+                    "efficiency_p50": base["p50"] / st["p50"], "efficiency_p99": base["p99"] / st["p99"],
+                    "cost_usd": ev.cost_usd})
+    return out
