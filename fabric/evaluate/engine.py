@@ -377,10 +377,9 @@ def _checkpoint_interference(job, storage, design, fabric, prof, comm, compute, 
     if design.storage_isolation:
         return out
     for s in storage:
-        if s.burst_target not in (job.name, None, "storage", "peers") or not s.burst_bytes:
+        # a burst aimed at another job leaves this one alone; "storage"/"peers" bursts come from every job
+        if not s.burst_bytes or s.burst_target not in (job.name, None, "storage", "peers"):
             continue
-        if s.burst_target not in (job.name,) and len(storage) and s.burst_target in ("storage", "peers", None):
-            pass
         nics = max(1, int(round(job.world_size * design.nics_per_gpu)))
         per_nic = s.burst_bytes / nics
         duration = per_nic / (fabric.link_speed_bps / 8.0 * prof.bandwidth_efficiency * fabric.nic_ports.shape[1])
