@@ -4,7 +4,6 @@ hand-made malformed and edge-case traces, and fuzzing."""
 from __future__ import annotations
 
 import glob
-import gzip
 import json
 import statistics
 

@@ -138,7 +138,8 @@ def format_summary(summary: dict) -> str:
         if j["per_kind"]:
             out.append(f"  per {unit} by kind:")
             for kind, v in sorted(j["per_kind"].items(), key=lambda kv: -kv[1]["bytes_per_step"]):
-                out.append(f"    {kind:<15} {_count(v['count_per_step']):>8} calls  {size_label(v['bytes_per_step']):>11}")
+                calls, size = _count(v["count_per_step"]), size_label(v["bytes_per_step"])
+                out.append(f"    {kind:<15} {calls:>8} calls  {size:>11}")
         if j["ops"]:
             out.append("  ops (size, group, count per step, overlap):")
             for op in j["ops"][:40]:

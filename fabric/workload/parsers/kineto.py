@@ -215,13 +215,6 @@ def _as_int(v, *, lo: int = 0) -> int | None:
     return None
 
 
-def _as_num(v) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    f = float(v)
-    return f if math.isfinite(f) else None
-
-
 def _numel(dims) -> int | None:
     """Elements of one tensor from its dims list ([] means a scalar tensor: 1 element)."""
     if not isinstance(dims, list):
@@ -272,11 +265,6 @@ def _covered(merged, s: float, e: float) -> float:
     return max(total, 0.0)
 
 
-def _union_length(iv: list[tuple[float, float]]) -> float:
-    merged = _merge_intervals(iv)
-    return merged[2][-1]
-
-
 # ---------------------------------------------------------------- per-rank extraction
 
 
@@ -323,17 +311,20 @@ class RankTrace:
     trace_name: str | None = None
 
 
-_LAUNCH = re.compile(r"launch", re.I)
+def _hk(v):
+    """A hashable stand-in for an id field (ints and strings as they are; anything else by its repr)."""
+    if v is None or type(v) is int or type(v) is str:
+        return v
+    return repr(v)
 
 
 class _Collector:
     """Receives trace events one by one and keeps only what the parser needs."""
 
-    __slots__ = ("steps", "gpu_steps", "rpc", "ann", "launch", "nccl", "other", "compute", "kclass", "bad_events")
+    __slots__ = ("steps", "rpc", "ann", "launch", "nccl", "other", "compute", "kclass", "bad_events")
 
     def __init__(self):
         self.steps: dict[str, tuple[float, float]] = {}
-        self.gpu_steps: dict[str, tuple[float, float]] = {}
         self.rpc: list = []      # (tid, ts, end, args)
         self.ann: list = []      # (tid, ts, end, name, args)
         self.launch: dict = {}   # correlation -> (tid, ts)
@@ -365,15 +356,16 @@ class _Collector:
             cls = self.kclass.get(name)
             if cls is None:
                 cls = self.kclass[name] = _classify_kernel(name)
-            dev = args.get("device", ev.get("pid"))
+            dev = _hk(args.get("device", ev.get("pid")))
             if cls[0] == _CLASS_COMPUTE:
                 lst = self.compute.get(dev)
                 if lst is None:
                     lst = self.compute[dev] = []
                 lst.append((ts, ts + dur))
             elif cls[0] == _CLASS_NCCL:
-                self.nccl.append((dev, args.get("stream", ev.get("tid")), ts, ts + dur, args.get("correlation"),
-                                  args.get("External id"), args if "Collective name" in args else None, cls[1]))
+                self.nccl.append((dev, _hk(args.get("stream", ev.get("tid"))), ts, ts + dur,
+                                  _hk(args.get("correlation")), _hk(args.get("External id")),
+                                  args if "Collective name" in args else None, cls[1]))
             else:
                 rec = self.other.get(cls[1])
                 if rec is None:
@@ -385,33 +377,30 @@ class _Collector:
             if "aunch" in name:
                 args = ev.get("args")
                 if type(args) is dict:
-                    corr = args.get("correlation")
+                    corr = _hk(args.get("correlation"))
                     if corr is not None and isinstance(ev.get("ts"), (int, float)):
-                        self.launch[corr] = (ev.get("tid"), ev["ts"])
+                        self.launch[corr] = (_hk(ev.get("tid")), ev["ts"])
             return
-        if cat == "cpu_op" or cat == "user_annotation" or cat == "gpu_user_annotation":
+        if cat == "cpu_op" or cat == "user_annotation":  # (GPU-side copies of annotations are not needed)
             c0 = name[:1]
             if c0 == "P" and name.startswith("ProfilerStep#"):
                 ts, dur = ev.get("ts"), ev.get("dur")
                 if isinstance(ts, (int, float)) and isinstance(dur, (int, float)) and dur >= 0:
-                    target = self.gpu_steps if cat == "gpu_user_annotation" else self.steps
-                    prev = target.get(name)
+                    prev = self.steps.get(name)
                     if prev is None or (prev[1] - prev[0]) < dur:
-                        target[name] = (float(ts), float(ts) + float(dur))
-                return
-            if cat == "gpu_user_annotation":
+                        self.steps[name] = (float(ts), float(ts) + float(dur))
                 return
             if c0 == "r" and name == "record_param_comms":
                 args = ev.get("args")
                 ts, dur = ev.get("ts"), ev.get("dur")
                 if type(args) is dict and isinstance(ts, (int, float)) and isinstance(dur, (int, float)):
-                    self.rpc.append((ev.get("tid"), float(ts), float(ts) + max(float(dur), 0.0), args))
+                    self.rpc.append((_hk(ev.get("tid")), float(ts), float(ts) + max(float(dur), 0.0), args))
                 return
             if c0 == "n" and name.startswith("nccl:"):
                 args = ev.get("args")
                 ts, dur = ev.get("ts"), ev.get("dur")
                 if isinstance(ts, (int, float)) and isinstance(dur, (int, float)):
-                    self.ann.append((ev.get("tid"), float(ts), float(ts) + max(float(dur), 0.0), name,
+                    self.ann.append((_hk(ev.get("tid")), float(ts), float(ts) + max(float(dur), 0.0), name,
                                      args if type(args) is dict else {}))
 
 
@@ -613,7 +602,7 @@ def _calls(col: _Collector, name: str, world, warnings) -> tuple[list[_Call], li
             if c is None:
                 continue
             calls.append(c)
-            ext = args.get("External id")
+            ext = _hk(args.get("External id"))
             if ext is not None:
                 by_ext[ext] = c
     else:
@@ -652,7 +641,7 @@ def _calls(col: _Collector, name: str, world, warnings) -> tuple[list[_Call], li
             call = _new_format_call(kargs, ("kernel", dev, stream), t0, t0, world, name)
             if call is not None:
                 calls.append(call)
-                ext_key = kargs.get("External id")
+                ext_key = _hk(kargs.get("External id"))
                 if ext_key is not None and ext_key not in by_ext:
                     by_ext[ext_key] = call
         if call is None:
