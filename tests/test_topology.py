@@ -278,3 +278,13 @@ def test_build_json_output(capsys):
     assert out["cables"] == {"fibre": 504}
     assert set(out) >= {"switches", "links", "cables", "transceivers", "cost_usd", "power_w", "items"}
     assert out["cost_usd"] == pytest.approx(sum(i["price_usd"] for i in out["items"]))
+
+
+def test_storage_isolation_adds_a_priced_storage_network():
+    from fabric.cost import bill_of_materials
+
+    base = bill_of_materials(build_fabric(Design(gpus=1024)))
+    iso = bill_of_materials(build_fabric(Design(gpus=1024, storage_isolation=True)))
+    # 128 nodes: 128 x $2,200 dual-port NICs, 128/32 = 4 x $18,000 32 x 400G switches (64 x 200G, half down),
+    # 128 x $120 200G DACs -- the cheapest Ethernet rows of the default catalog
+    assert iso.cost_usd - base.cost_usd == pytest.approx(128 * 2200 + 4 * 18000 + 128 * 120)

@@ -8,7 +8,10 @@ Counting rules (documented in docs/cost.md):
   switch ends take switch-side modules counted per switch (a twin-port module serves two ports of one switch);
 - every copper link is one DAC cable (no transceivers, no power);
 - NVLink/NVSwitch and the PCIe GPU-NIC attachment are part of the server and are not network items;
-- ports of reserved node slots (e.g. a SuperPOD's UFM node) are counted as used on the leaves, not costed.
+- ports of reserved node slots (e.g. a SuperPOD's UFM node) are counted as used on the leaves, not costed;
+- ``storage_isolation`` buys a separate storage/checkpoint network: one extra NIC per node (the cheapest Ethernet
+  NIC), a top-of-rack switch port per node on the cheapest Ethernet switch (switches = nodes / half its ports, the
+  other half uplinks), and one DAC per node.
 
 The network capex (``cost_usd``) and power (``power_w``) are what the search minimizes; the servers' price and
 power are reported beside them (``compute_cost_usd``, ``compute_power_w``) for the network's share of the cluster.
@@ -175,6 +178,9 @@ def bill_of_materials(fabric: Fabric, catalog=None) -> BillOfMaterials:
             items.append(BomItem("cable", cable.model, kind, n, cable.price_usd, cable.power_w, cable.source))
             cables[cable.kind] = cables.get(cable.kind, 0) + n
 
+    if design.storage_isolation:
+        items += _storage_network_items(cat, fabric.n_gpus // design.gpus_per_node)
+
     per_gpu_server = gpu.server_price_usd / gpu.server_gpus
     per_gpu_power = gpu.server_power_w / gpu.server_gpus
     return BillOfMaterials(
@@ -182,3 +188,23 @@ def bill_of_materials(fabric: Fabric, catalog=None) -> BillOfMaterials:
         nics=fabric.n_nics, compute_cost_usd=fabric.n_gpus * per_gpu_server,
         compute_power_w=fabric.n_gpus * per_gpu_power, gpus=fabric.n_gpus, structure=dict(fabric.structure),
     )
+
+
+def _storage_network_items(cat, nodes: int) -> list[BomItem]:
+    """A separate Ethernet storage/checkpoint network: one NIC and one ToR port (plus DAC) per node."""
+    eth_nics = [n for n in cat.nics.values() if n.fabric == "ethernet"]
+    eth_switches = [s for s in cat.switches.values() if s.fabric == "ethernet"]
+    if not eth_nics or not eth_switches:
+        from fabric.errors import CatalogError
+
+        raise CatalogError("storage_isolation needs an Ethernet NIC and an Ethernet switch in the catalog")
+    nic = min(eth_nics, key=lambda n: (n.price_usd, n.model))
+    sw = min(eth_switches, key=lambda s: (s.price_usd, s.model))
+    per_switch = max(1, sw.radix_at(nic.port_speed_bps) // 2)
+    n_sw = -(-nodes // per_switch)
+    dac = cat.cable_for("dac", nic.port_speed_bps, 3.0)
+    return [
+        BomItem("nic", nic.model, "storage network", nodes, nic.price_usd, nic.power_w, nic.source),
+        BomItem("switch", sw.model, "storage network", n_sw, sw.price_usd, sw.power_w, sw.source),
+        BomItem("cable", dac.model, "storage network", nodes, dac.price_usd, dac.power_w, dac.source),
+    ]
