@@ -217,6 +217,30 @@ def test_writer_is_deterministic_and_streams_the_same_trace(tmp_path):
     assert json.loads(p.read_text()) == json.loads(json.dumps(a))
 
 
+def test_writer_strided_groups_are_families_tiling_the_world():
+    # DP 4 x TP 2 x PP 2 on 16 ranks, groups given as strided patterns (as the synthesizer writes them)
+    job = Job("3d", world_size=16,
+              groups=(ProcessGroup("tp", 2, "tp", rank_start=0, rank_stride=1),
+                      ProcessGroup("dp", 4, "dp", rank_start=0, rank_stride=2),
+                      ProcessGroup("pp", 2, "pp", rank_start=0, rank_stride=8)),
+              ops=(CommOp("all_reduce", 1024, "tp", 1.0), CommOp("all_reduce", 4096, "dp", 1.0),
+                   CommOp("send_recv", 512, "pp", 1.0)), compute_time_s=0.001)
+    members = {}
+    for r in (0, 1, 9, 15):
+        t = workload_to_kineto(job, r, steps=1)
+        calls = [e["args"] for e in t["traceEvents"] if e.get("name") == "record_param_comms"]
+        members[r] = {a["Process Group Description"]: a["Process Group Ranks"] for a in calls}
+    assert members[1] == {"tp": "[0, 1]", "dp": "[1, 3, 5, 7]", "pp": "[1, 9]"}
+    assert members[9] == {"tp": "[8, 9]", "dp": "[9, 11, 13, 15]", "pp": "[1, 9]"}
+    assert members[15] == {"tp": "[14, 15]", "dp": "[9, 11, 13, 15]", "pp": "[7, 15]"}
+    wl = _parse_dicts({f"3d_rank{r}.json": workload_to_kineto(job, r, steps=2) for r in range(16)})
+    (got,) = wl.jobs
+    assert {(o.kind, o.bytes, o.group, o.count_per_step) for o in got.ops} == {
+        ("all_reduce", 1024, "tp", 1.0), ("all_reduce", 4096, "dp", 1.0), ("send_recv", 512, "pp", 1.0)}
+    assert {g.name: (g.role, g.rank_stride) for g in got.groups} == {"tp": ("tp", 1), "dp": ("dp", 2),
+                                                                     "pp": ("pp", 8)}
+
+
 def test_writer_rank_out_of_range_is_an_error():
     with pytest.raises(FabricError, match="rank must be in 0..3"):
         workload_to_kineto(_llm_job(), 4)

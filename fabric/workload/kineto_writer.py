@@ -79,19 +79,35 @@ def _bus_factor(kind: str, p: int) -> float:
 
 
 def _members(group: ProcessGroup, rank: int, world: int) -> tuple[int, ...] | None:
-    """The global ranks of ``group`` that ``rank`` belongs to, or None when ``rank`` is not a member."""
-    known = group.global_ranks()
-    if known is not None:
-        return tuple(known) if rank in known else None
+    """The global ranks of the instance of ``group`` that ``rank`` belongs to, or None when it is in none.
+
+    An explicit ``ranks`` list is one communicator: other ranks are not members. A strided pattern
+    (``rank_start``/``rank_stride``) describes a family of communicators tiling the world (every TP, DP or PP
+    group of a parallelism plan): ``rank`` is in the translate of the pattern that contains it. Without either, a
+    ``dp`` group is strided by ``world // size`` and any other group is a contiguous block.
+    """
     size = max(1, min(group.size, world))
+    if group.ranks is not None:
+        return tuple(group.ranks) if rank in group.ranks else None
     if size >= world:
         return tuple(range(world))
-    if group.role == "dp":  # strided: one member per model-parallel slice
-        stride = max(world // size, 1)
-        start = rank % stride
-        return tuple(start + i * stride for i in range(size))
-    start = (rank // size) * size
-    return tuple(start + i for i in range(size))
+    if group.rank_stride is not None:
+        stride = group.rank_stride
+        start = group.rank_start or 0
+    elif group.role == "dp":
+        stride, start = max(world // size, 1), 0
+    else:
+        stride, start = 1, 0
+    span = stride * size
+    if span > world or (stride > 1 and start >= stride):
+        known = group.global_ranks()
+        return tuple(known) if known is not None and rank in known else None
+    block = ((rank - start) // span) * span + start if rank >= start else None
+    if block is None:
+        return None
+    offset = (rank - block) % stride
+    members = tuple(block + offset + i * stride for i in range(size))
+    return members if rank in members and members[-1] < world else None
 
 
 def _dtype_for(op: CommOp, nbytes: int, divisor: int) -> tuple[str, int]:

@@ -31,7 +31,7 @@ def _ranks_text(g) -> str | None:
     r = g.global_ranks()
     if r is None:
         if g.rank_stride is not None:
-            return f"stride {g.rank_stride}"
+            return f"one group per slice, stride {g.rank_stride}"
         return None
     if len(r) > 1 and all(b - a == r[1] - r[0] for a, b in zip(r, r[1:])):
         return f"{r[0]}..{r[-1]} step {r[1] - r[0]}" if r[1] - r[0] != 1 else f"{r[0]}..{r[-1]}"
