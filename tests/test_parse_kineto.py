@@ -464,3 +464,10 @@ def test_fuzz_mutated_real_trace_only_raises_parse_errors(junk, cut):
 def test_iter_events_rejects_bad_arguments():
     with pytest.raises(FabricError):
         list(iter_kineto_events(_llm_job(), 0, steps=0))
+
+
+def test_parse_of_unrelated_files_gives_one_job_each_with_unique_names():
+    job = _llm_job()
+    t = workload_to_kineto(job, 0, steps=1, compute_kernels_per_step=4)
+    wl = _parse_dicts({"a/llm.json": t, "b/llm.json": t, "other.json": workload_to_kineto(job, 2, steps=1)})
+    assert [j.name for j in wl.jobs] == ["llm", "llm-2", "other"]

@@ -221,6 +221,9 @@ def ingest(files: list[tuple[str, bytes]], limits: Limits | None = None) -> Inge
                     continue
                 workloads.append((i, (i,), wl))
 
+    for i, r in reports.items():  # a parser that forgot a file must not leave it looking "not ok, no error"
+        if not r.ok and r.error is None and not any(i in idxs for _, idxs, _ in workloads):
+            reports[i] = replace(r, error=f"{r.name}: the {r.format} parser returned no result for this file")
     workloads.sort(key=lambda x: x[0])
     taken: set[str] = set()
     renamed: list[Workload] = []

@@ -1175,22 +1175,6 @@ def parse(files: list[tuple[str, bytes]], limits: Limits | None = None) -> Workl
         wls.append(res)
     if len(wls) == 1:
         return wls[0]
-    jobs, taken = [], set()
-    for wl in wls:
-        for j in wl.jobs:
-            name, i = j.name, 2
-            while name in taken:
-                name = f"{j.name}-{i}"
-                i += 1
-            taken.add(name)
-            jobs.append(j if name == j.name else _renamed(j, name))
-    return Workload(jobs=tuple(jobs), sources=tuple(s for w in wls for s in w.sources),
-                    unparsed=tuple(u for w in wls for u in w.unparsed),
-                    warnings=tuple(x for w in wls for x in w.warnings),
-                    facts=tuple(f for w in wls for f in w.facts), name=jobs[0].name)
+    from fabric.workload.ingest import combine_workloads
 
-
-def _renamed(job: Job, name: str) -> Job:
-    from dataclasses import replace
-
-    return replace(job, name=name)
+    return combine_workloads(wls)
