@@ -203,6 +203,11 @@ def test_writer_round_trip_reproduces_ops_bytes_counts_overlap_and_compute():
     assert got.compute_cv == pytest.approx(statistics.pstdev(samples) / statistics.fmean(samples), rel=1e-4)
     assert {g.name: g.role for g in got.groups} == {"dp": "world", "tp": "tp"}
     assert not wl.unparsed and not wl.warnings
+    # with 2 of the 4 ranks the uneven sizes cannot be placed: the largest is used and a note says so
+    part = _parse_dicts({n: traces[n] for n in ("llm_rank0.json", "llm_rank3.json")})
+    (op,) = [o for o in part.jobs[0].ops if o.kind == "all_to_allv"]
+    assert op.bytes == 4000 and op.per_rank_bytes is None
+    assert any("known for only 2 rank(s)" in n for n in part.jobs[0].notes)
 
 
 def test_writer_is_deterministic_and_streams_the_same_trace(tmp_path):

@@ -436,12 +436,12 @@ def load_rank(name: str, data: bytes, limits: Limits | None = None) -> RankTrace
     if col.bad_events:
         warnings.append(f"{name}: {col.bad_events} malformed trace event(s) skipped")
 
-    rank, world, backend, pgs = _distributed_info(header.get("distributedInfo"), name, warnings)
-    calls, unparsed = _calls(col, name, world, warnings)
+    rank, world, backend, pgs = _distributed_info(header.get("distributedInfo"), name)
+    calls, unparsed = _calls(col, name, world)
     return _analyse(name, col, header, rank, world, backend, pgs, calls, unparsed, warnings)
 
 
-def _distributed_info(di, name, warnings):
+def _distributed_info(di, name):
     rank = world = backend = None
     pgs: dict[str, dict] = {}
     if di is None:
@@ -487,7 +487,7 @@ def _distributed_info(di, name, warnings):
     return rank, world, backend, pgs
 
 
-def _new_format_call(args: dict, tid, ts: float, end: float, world, name: str) -> _Call | None:
+def _new_format_call(args: dict, tid, ts: float, end: float, world) -> _Call | None:
     coll = args.get("Collective name")
     if not isinstance(coll, str):
         return None
@@ -591,14 +591,14 @@ def _old_format_call(args: dict, tid, ts: float, end: float, name: str, world) -
     return call
 
 
-def _calls(col: _Collector, name: str, world, warnings) -> tuple[list[_Call], list[UnparsedComm]]:
+def _calls(col: _Collector, name: str, world) -> tuple[list[_Call], list[UnparsedComm]]:
     """Turn the collected events into calls, matching NCCL kernels to them."""
     new_format = any("Collective name" in a for (_, _, _, a) in col.rpc)
     calls: list[_Call] = []
     by_ext: dict = {}
     if new_format:
         for tid, ts, end, args in col.rpc:
-            c = _new_format_call(args, tid, ts, end, world, name)
+            c = _new_format_call(args, tid, ts, end, world)
             if c is None:
                 continue
             calls.append(c)
@@ -638,7 +638,7 @@ def _calls(col: _Collector, name: str, world, warnings) -> tuple[list[_Call], li
                     i -= 1
         if call is None and kargs is not None:
             t0 = launch[1] if launch is not None else ts
-            call = _new_format_call(kargs, ("kernel", dev, stream), t0, t0, world, name)
+            call = _new_format_call(kargs, ("kernel", dev, stream), t0, t0, world)
             if call is not None:
                 calls.append(call)
                 ext_key = _hk(kargs.get("External id"))
@@ -981,6 +981,11 @@ def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | N
                         for t, c in cs:
                             arr[pos_of_rank[t.rank]] = c.nbytes
                         per_rank = tuple(arr)
+                    else:
+                        note = (f"per-rank sizes of all_to_allv on group {disp[k]!r} are known for only "
+                                f"{len(cs)} rank(s) of the group: the largest is used")
+                        if note not in notes:
+                            notes.append(note)
                 elif len(set(by)) > 1:
                     warnings.append(f"{names[0]}: ranks disagree on the size of {cs[0][1].coll} #{i} on group "
                                     f"{disp[k]!r} ({min(by)}..{max(by)} B); the largest is used")
