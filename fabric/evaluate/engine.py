@@ -7,14 +7,15 @@ Carlo sample is one job launch (fresh ECMP hash outcomes, fault choices drawn fr
 Step time of a training job in one sample:
 
     compute x (1 + cv x max(0, Z_max(world)))                 slowest rank sets the pace (straggler effect)
-  + sum over ops of count x max(0, T_op - overlap x T_op_lb)   exposed communication
+  + sum over ops of count x T_op - hidden                     communication not hidden by compute
   + checkpoint interference                                   unless the design isolates storage traffic
 
 ``T_op`` = size x (seconds per byte of the op's traffic in this sample) + latency steps x per-step latency, never
-below the small-message floor. Overlap hides at most ``overlap_fraction`` of the op's bandwidth-optimal time
-``T_op_lb``: a trace's overlap was measured on a working network, and what a slower network adds is exposed.
-``lower_bound_s`` = compute + sum of count x (1 - overlap) x T_op_lb, with T_op_lb the bandwidth-optimal term of
-facts.md section 1 at line rate (NVLink and NIC), so no sample can fall below it.
+below the small-message floor. An op with ``overlap_fraction`` f runs that share of its time beside compute, and
+a step cannot hide more communication than it has compute: hidden = min(sum of count x f x T_op, compute).
+``lower_bound_s`` is the same expression with every T_op at its bandwidth-optimal term of facts.md section 1 at
+line rate (NVLink and NIC) and compute at its mean; the step is non-decreasing in every T_op and in compute, so no
+sample can fall below it.
 Inference jobs report request latency percentiles (a "step" is one request).
 """
 
@@ -84,6 +85,10 @@ class Evaluation:
     power_w: float
     p99_breakdown: dict = field(default_factory=dict)
     notes: tuple = ()
+    cable_count: int = 0
+    radix: int = 0
+    tiers: int = 0
+    cost_by_category: dict = field(default_factory=dict)
 
     def to_dict(self, *, include_samples: bool = False) -> dict:
         d = {
@@ -92,7 +97,8 @@ class Evaluation:
             "compute_s": self.compute_s, "ops": [o.to_dict() for o in self.ops],
             "hot_links": [dict(h) for h in self.hot_links], "jobs": self.jobs,
             "cost_usd": self.cost_usd, "power_w": self.power_w, "p99_breakdown": self.p99_breakdown,
-            "notes": list(self.notes),
+            "notes": list(self.notes), "cable_count": self.cable_count, "radix": self.radix, "tiers": self.tiers,
+            "cost_by_category": self.cost_by_category,
         }
         if include_samples:
             d["step_samples_s"] = self.step_samples_s.tolist()
@@ -301,14 +307,13 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
             op_lb.append(lb)
             op_meta.append((op, ts, key))
         compute = _compute_samples(job, rng_compute, samples)
-        exposed = [np.maximum(0.0, t - op.overlap_fraction * lb) * op.count_per_step
-                   for t, lb, (op, _, _) in zip(op_times, op_lb, op_meta)]
-        comm = np.sum(exposed, axis=0) if exposed else np.zeros(samples)
+        exposed, comm = _exposed(op_times, [op for op, _, _ in op_meta], compute, samples)
         interference = _checkpoint_interference(job, storage, design, fabric, prof, comm, compute, rng_burst,
                                                 samples)
         step = compute + comm + interference
-        lower = job.compute_time_s + sum((1.0 - op.overlap_fraction) * lb * op.count_per_step
-                                         for lb, (op, _, _) in zip(op_lb, op_meta))
+        _, lb_comm = _exposed([np.array([lb]) for lb in op_lb], [op for op, _, _ in op_meta],
+                              np.array([job.compute_time_s]), 1)
+        lower = job.compute_time_s + float(lb_comm[0])
         order = np.argsort(step, kind="stable")
         i99 = int(order[min(samples - 1, int(math.ceil(0.99 * samples)) - 1)])
         stats = _stats(step)
@@ -319,6 +324,7 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
                                                            or job.world_size > primary[0].world_size)):
             primary = (job, step, lower, i99, compute, interference)
         for t, lb, ex, (op, ts, _) in zip(op_times, op_lb, exposed, op_meta):
+            ex = np.broadcast_to(ex, (samples,))
             all_ops.append(OpResult(
                 job=job.name, name=op.name, kind=op.kind, group=op.group, group_size=ts.group_size,
                 bytes=int(op.bytes), count_per_step=float(op.count_per_step), algorithm=ts.algorithm,
@@ -335,7 +341,21 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
         design_name=design.name, scenario=scenario.name, seed=seed, samples=samples, step_time_s=_stats(step),
         step_samples_s=step, lower_bound_s=float(lower), compute_s=float(job.compute_time_s), ops=tuple(all_ops),
         hot_links=tuple(hot_list), jobs=job_results, cost_usd=bom.cost_usd, power_w=bom.power_w,
-        p99_breakdown=breakdown, notes=tuple(notes))
+        p99_breakdown=breakdown, notes=tuple(notes), cable_count=bom.cable_count,
+        radix=int(fabric.structure.get("radix", 0)), tiers=fabric.tiers, cost_by_category=bom.by_category())
+
+
+def _exposed(op_times: list, ops: list, compute: np.ndarray, samples: int):
+    """Per-op exposed time (count included) and its sum: overlappable time is hidden up to the compute time."""
+    if not ops:
+        return [], np.zeros(samples)
+    total = [t * op.count_per_step for t, op in zip(op_times, ops)]
+    overl = [t * op.overlap_fraction for t, op in zip(total, ops)]
+    sum_over = np.sum(overl, axis=0)
+    hidden = np.minimum(sum_over, compute)
+    share = np.divide(hidden, sum_over, out=np.zeros_like(sum_over, dtype=float), where=sum_over > 0)
+    exposed = [t - o * share for t, o in zip(total, overl)]
+    return exposed, np.sum(exposed, axis=0)
 
 
 def _size_class(kind: str, size: float, group: ProcessGroup, fabric) -> str:

@@ -1,0 +1,98 @@
+"""``fabric search``: the Pareto front of network cost versus p99 step time for a workload."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["register", "run"]
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "search",
+        help="search designs for the Pareto front of cost vs p99 step time",
+        description=(
+            "Search the design space (topology family, switch and NIC models, NICs per GPU, oversubscription, "
+            "planes, routing and queue pairs, transport, placement, PXN, storage isolation, in-network reduction) "
+            "with NSGA-II for the Pareto front of network capex versus p99 step time, under the given "
+            "constraints. The human baselines (fat tree 1:1 and 2:1 at the fastest links, a rail-optimized "
+            "SuperPOD-like design) are always evaluated and compared."
+        ),
+        epilog=("examples:\n  fabric search -w sample_traces/llama3-70b.json --gpus 1024 --budget-evals 3000 --out out/\n"
+                "  fabric search -w w.json --constraints limits.yaml --budget-seconds 60 --workers 2 --out out/\n"
+                "  fabric search -w w.json --constraints small.yaml --exhaustive --out out/"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--workload", "-w", required=True, nargs="+", metavar="FILE", help="workload or trace file(s)")
+    p.add_argument("--constraints", "-c", metavar="FILE", help="constraints (JSON/YAML; see docs/search.md)")
+    p.add_argument("--gpus", type=int, help="GPU count (overrides the constraints file; default: the workload's)")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--budget-evals", type=int, help="stop after this many distinct evaluations (default 3000)")
+    budget.add_argument("--budget-seconds", type=float, help="stop after this many seconds")
+    p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same front)")
+    p.add_argument("--pop-size", type=int, default=40, help="population size (default 40)")
+    p.add_argument("--samples", type=int, default=256, help="Monte Carlo samples per evaluation (default 256)")
+    p.add_argument("--scenario", default="baseline", help="scenario to evaluate every design under")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, help="evaluate on this many local worker processes")
+    where.add_argument("--scheduler", metavar="ADDR",
+                       help="evaluate on a Dask cluster (tcp://host:8786), or 'local' for a LocalCluster")
+    p.add_argument("--exhaustive", action="store_true", help="evaluate every design of the (small) space")
+    p.add_argument("--resume", metavar="STATE", help="save the search state here and resume from it if present")
+    p.add_argument("--catalog", metavar="FILE", help="hardware catalog override file")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="write evaluations.csv, pareto.csv, baselines.csv and summary.json here")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import dataclasses
+
+    from fabric.catalog import default_catalog, load_catalog
+    from fabric.cli.common import load_workload_files
+    from fabric.errors import FabricError
+    from fabric.evaluate import load_scenario
+    from fabric.search import Constraints, exhaustive_search, load_constraints, make_runner, run_search
+
+    catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
+    workload = load_workload_files(args.workload)
+    cons = load_constraints(args.constraints) if args.constraints else None
+    need = max(j.world_size for j in workload.jobs if j.kind != "storage") if any(
+        j.kind != "storage" for j in workload.jobs) else None
+    gpus = args.gpus or (cons.gpus if cons and args.constraints else None) or need
+    if gpus is None:
+        raise FabricError("the workload has no training or inference job; nothing to design for")
+    if need and gpus < need:
+        raise FabricError(f"--gpus {gpus:,} is fewer than the {need:,} GPUs the workload needs")
+    gpn = cons.gpus_per_node if cons else 8
+    if gpus % gpn:
+        gpus = -(-gpus // gpn) * gpn
+    cons = dataclasses.replace(cons, gpus=gpus) if cons else Constraints(gpus=gpus)
+    scenario = load_scenario(args.scenario)
+    runner = make_runner(args.workers, args.scheduler)
+
+    def progress(p):
+        if args.quiet:
+            return
+        total = f"/{p.budget_evals:,}" if p.budget_evals else ""
+        sys.stderr.write(f"\rgeneration {p.generation:4d}  evaluations {p.evaluations:6,d}{total}  "
+                         f"front {len(p.front):3d}  hypervolume {p.hypervolume:7.4f}  {p.elapsed_s:6.1f} s")
+        sys.stderr.flush()
+
+    if args.exhaustive:
+        res = exhaustive_search(workload, cons, seed=args.seed, runner=runner, scenario=scenario,
+                                samples=args.samples, catalog=catalog, callback=progress)
+    else:
+        budget_evals = args.budget_evals if args.budget_evals or args.budget_seconds else 3000
+        res = run_search(workload, cons, budget_evals=budget_evals, budget_seconds=args.budget_seconds,
+                         seed=args.seed, pop_size=args.pop_size, runner=runner, scenario=scenario,
+                         samples=args.samples, catalog=catalog, callback=progress, state_path=args.resume)
+    if not args.quiet:
+        sys.stderr.write("\n")
+    out = res.write(args.out)
+    for line in res.summary_lines():
+        print(line)
+    print(f"results in {out}/ (evaluations.csv, pareto.csv, baselines.csv, summary.json)")
+    return 0 if res.feasible else 3

@@ -1,0 +1,11 @@
+"""Multi-objective search over the design space: NSGA-II (pymoo), exhaustive and random baselines."""
+
+from fabric.search.constraints import Constraints, ConstraintError, constraints_from_dict, load_constraints
+from fabric.search.result import SearchResult, hypervolume, pareto_mask
+from fabric.search.run import GLOBAL_CACHE, SearchProgress, exhaustive_search, random_search, run_search
+from fabric.search.runners import DaskRunner, InProcessRunner, ProcessRunner, make_runner
+from fabric.search.space import DesignSpace
+
+__all__ = ["Constraints", "ConstraintError", "constraints_from_dict", "load_constraints", "DesignSpace",
+           "SearchResult", "SearchProgress", "run_search", "exhaustive_search", "random_search", "hypervolume",
+           "pareto_mask", "InProcessRunner", "ProcessRunner", "DaskRunner", "make_runner", "GLOBAL_CACHE"]

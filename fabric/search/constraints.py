@@ -1,0 +1,141 @@
+"""What the user allows and requires of a design: hardware, families, limits and targets."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import yaml
+
+from fabric.design.schema import FAMILIES, PLACEMENTS, ROUTING_POLICIES, TRANSPORTS
+from fabric.errors import FabricError
+
+__all__ = ["Constraints", "ConstraintError", "constraints_from_dict", "load_constraints"]
+
+
+class ConstraintError(FabricError):
+    """Search constraints are invalid or contradictory."""
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """Search constraints. ``None`` for a limit means "no limit"; ``None`` for a list means "everything".
+
+    Units: dollars (``budget_usd``), watts (``power_w``), seconds (``p99_target_s``).
+    """
+
+    gpus: int = 1024
+    gpus_per_node: int = 8
+    gpu_model: str = "h100-sxm"
+    switch_models: tuple[str, ...] | None = None
+    nic_models: tuple[str, ...] | None = None
+    nics_per_gpu: tuple[float, ...] = (0.5, 1.0, 2.0)
+    families: tuple[str, ...] = FAMILIES
+    routings: tuple[str, ...] = ROUTING_POLICIES
+    transports: tuple[str, ...] = TRANSPORTS
+    placements: tuple[str, ...] = PLACEMENTS
+    oversubscriptions: tuple[float, ...] = (1.0, 1.5, 2.0, 3.0, 4.0)
+    qps: tuple[int, ...] = (1, 2, 4, 8)
+    planes: tuple[int, ...] = (1, 2)
+    max_radix: int | None = None
+    max_oversubscription: float = 4.0
+    budget_usd: float | None = None
+    power_w: float | None = None
+    cable_count: int | None = None
+    p99_target_s: float | None = None
+    optimize_power: bool = False
+
+    def __post_init__(self):
+        def bad(f, msg):
+            raise ConstraintError(f"constraint '{f}': {msg}")
+
+        if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 1:
+            bad("gpus", f"expected a positive whole number, got {self.gpus!r}")
+        if isinstance(self.gpus_per_node, bool) or not isinstance(self.gpus_per_node, int) or self.gpus_per_node < 1:
+            bad("gpus_per_node", f"expected a positive whole number, got {self.gpus_per_node!r}")
+        if self.gpus % self.gpus_per_node:
+            bad("gpus", f"{self.gpus:,} GPUs is not a whole number of {self.gpus_per_node}-GPU nodes")
+        for f, allowed in (("families", FAMILIES), ("routings", ROUTING_POLICIES), ("transports", TRANSPORTS),
+                           ("placements", PLACEMENTS)):
+            v = getattr(self, f)
+            if not v:
+                bad(f, "allow at least one value")
+            unknown = [x for x in v if x not in allowed]
+            if unknown:
+                bad(f, f"unknown value(s) {', '.join(map(str, unknown))}; choose from {', '.join(allowed)}")
+        for f in ("switch_models", "nic_models"):
+            v = getattr(self, f)
+            if v is not None and not v:
+                bad(f, "allow at least one model (or leave it out for all)")
+        if not self.oversubscriptions or any(o < 1 for o in self.oversubscriptions):
+            bad("oversubscriptions", "give ratios >= 1")
+        if not isinstance(self.max_oversubscription, (int, float)) or self.max_oversubscription < 1:
+            bad("max_oversubscription", f"must be >= 1, got {self.max_oversubscription!r}")
+        if not any(o <= self.max_oversubscription for o in self.oversubscriptions):
+            bad("max_oversubscription", f"{self.max_oversubscription:g} excludes every allowed ratio "
+                                        f"({', '.join(f'{o:g}' for o in self.oversubscriptions)})")
+        for f in ("budget_usd", "power_w", "p99_target_s"):
+            v = getattr(self, f)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                                  or v <= 0):
+                bad(f, f"must be a positive number, got {v!r}")
+        for f in ("max_radix", "cable_count"):
+            v = getattr(self, f)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 2):
+                bad(f, f"must be a whole number >= 2, got {v!r}")
+        if not self.qps or any(q < 1 for q in self.qps):
+            bad("qps", "give queue-pair counts >= 1")
+        if not self.planes or any(p not in (1, 2) for p in self.planes):
+            bad("planes", "allowed values are 1 and 2")
+        if not self.nics_per_gpu or any(n <= 0 for n in self.nics_per_gpu):
+            bad("nics_per_gpu", "give positive NIC-per-GPU counts")
+
+    def to_dict(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
+
+
+_TUPLE_FIELDS = {"switch_models", "nic_models", "nics_per_gpu", "families", "routings", "transports", "placements",
+                 "oversubscriptions", "qps", "planes"}
+
+
+def constraints_from_dict(d: dict) -> Constraints:
+    """Validated constraints from a JSON/YAML dict; unknown fields are errors."""
+    if not isinstance(d, dict):
+        raise ConstraintError(f"constraints must be an object of fields, got {type(d).__name__}")
+    known = {f.name for f in fields(Constraints)}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ConstraintError(f"unknown constraint(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    kw = {}
+    for k, v in d.items():
+        if k in _TUPLE_FIELDS and v is not None:
+            if isinstance(v, (str, int, float)):
+                v = [v]
+            if not isinstance(v, (list, tuple)):
+                raise ConstraintError(f"constraint '{k}': expected a list, got {v!r}")
+            v = tuple(v)
+        kw[k] = v
+    try:
+        return Constraints(**kw)
+    except TypeError as err:
+        raise ConstraintError(f"invalid constraints: {err}") from err
+
+
+def load_constraints(path: str | Path) -> Constraints:
+    """Read constraints from a JSON or YAML file (safe loader)."""
+    p = Path(path)
+    if not p.exists():
+        raise ConstraintError(f"constraints file {p} not found")
+    if p.stat().st_size > 1_000_000:
+        raise ConstraintError(f"constraints file {p} is larger than 1 MB")
+    text = p.read_text(encoding="utf-8", errors="replace")
+    try:
+        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as err:
+        raise ConstraintError(f"{p}: not valid JSON/YAML ({' '.join(str(err).split())})") from err
+    try:
+        return constraints_from_dict(data)
+    except ConstraintError as err:
+        raise ConstraintError(f"{p}: {err}") from err

@@ -1,0 +1,115 @@
+"""One search evaluation as a flat record, with constraint violations, and the evaluation cache.
+
+Records are plain dicts (CSV/JSON friendly, picklable). ``evaluate_record`` is a pure function of (design,
+workload, scenario, seed, samples, catalog, constraints), so records cache and distribute cleanly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from dataclasses import asdict
+
+from fabric.errors import FabricError
+
+__all__ = ["evaluate_record", "design_key", "workload_key", "EvaluationCache", "violations", "INFEASIBLE_COST",
+           "INFEASIBLE_P99"]
+
+#: Objective values given to designs that cannot be built (dominated by everything buildable).
+INFEASIBLE_COST = 1e15
+INFEASIBLE_P99 = 1e9
+_CATEGORIES = ("switch", "nic", "transceiver", "cable")
+
+
+def design_key(design) -> str:
+    """A stable key of a design's content (its name excluded)."""
+    d = asdict(design)
+    d.pop("name", None)
+    return hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def workload_key(workload) -> str:
+    """A stable key of a workload's content."""
+    from fabric.workload.model import dump_workload_json
+
+    return hashlib.sha1(dump_workload_json(workload, indent=None).encode()).hexdigest()[:16]
+
+
+def violations(rec: dict, constraints) -> dict:
+    """Normalised violations (<= 0 satisfied) of each user constraint."""
+    c = constraints
+    v = {"buildable": 0.0 if rec["buildable"] else 1.0}
+    if c.budget_usd is not None:
+        v["budget"] = rec["cost_usd"] / c.budget_usd - 1.0
+    if c.power_w is not None:
+        v["power"] = rec["power_w"] / c.power_w - 1.0
+    if c.cable_count is not None:
+        v["cables"] = rec["cable_count"] / c.cable_count - 1.0
+    if c.max_radix is not None:
+        v["radix"] = rec["radix"] / c.max_radix - 1.0
+    if c.p99_target_s is not None:
+        v["p99_target"] = rec["p99_s"] / c.p99_target_s - 1.0
+    if not rec["buildable"]:
+        v = {k: (1.0 if k == "buildable" else 0.0) for k in v}
+    return v
+
+
+def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog, constraints,
+                    genome=None, repairs=()) -> dict:
+    """Evaluate ``design`` and flatten the result; an unbuildable design gives a record saying why."""
+    from fabric.evaluate import evaluate
+
+    rec = {"key": design_key(design), "design": design.name, "family": design.family,
+           "switch_model": design.switch_model, "nic_model": design.nic_model, "nics_per_gpu": design.nics_per_gpu,
+           "oversub_leaf": design.oversub(0), "oversub_spine": design.oversub(1), "planes": design.planes,
+           "routing": design.routing, "qps_per_connection": design.qps_per_connection,
+           "transport": design.transport, "placement": design.placement, "pxn": design.pxn,
+           "storage_isolation": design.storage_isolation, "in_network_reduction": design.in_network_reduction,
+           "genome": None if genome is None else [int(g) for g in genome], "repairs": "; ".join(repairs)}
+    try:
+        ev = evaluate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog)
+    except FabricError as err:
+        rec.update({"buildable": False, "error": " ".join(str(err).split()), "cost_usd": INFEASIBLE_COST,
+                    "power_w": INFEASIBLE_COST, "p50_s": INFEASIBLE_P99, "p95_s": INFEASIBLE_P99,
+                    "p99_s": INFEASIBLE_P99, "mean_s": INFEASIBLE_P99, "lower_bound_s": 0.0, "cable_count": 0,
+                    "radix": 0, "tiers": 0, **{f"{c}_usd": 0.0 for c in _CATEGORIES}})
+    else:
+        st = ev.step_time_s
+        rec.update({"buildable": True, "error": "", "cost_usd": ev.cost_usd, "power_w": ev.power_w,
+                    "p50_s": st["p50"], "p95_s": st["p95"], "p99_s": st["p99"], "mean_s": st["mean"],
+                    "lower_bound_s": ev.lower_bound_s, "cable_count": ev.cable_count, "radix": ev.radix,
+                    "tiers": ev.tiers,
+                    **{f"{c}_usd": ev.cost_by_category.get(c, {}).get("cost_usd", 0.0) for c in _CATEGORIES}})
+    v = violations(rec, constraints)
+    rec["violations"] = v
+    rec["feasible"] = all(x <= 0 for x in v.values())
+    return rec
+
+
+class EvaluationCache:
+    """An LRU of records keyed by (design, workload, scenario, seed, samples)."""
+
+    def __init__(self, max_entries: int = 200_000):
+        self.max_entries = max_entries
+        self._d: OrderedDict = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key):
+        rec = self._d.get(key)
+        if rec is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self._d.move_to_end(key)
+        return rec
+
+    def put(self, key, rec) -> None:
+        self._d[key] = rec
+        self._d.move_to_end(key)
+        while len(self._d) > self.max_entries:
+            self._d.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._d)

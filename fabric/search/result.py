@@ -1,0 +1,154 @@
+"""What a search returns and writes: all evaluations, the front, the baselines, hypervolume per generation."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["SearchResult", "pareto_mask", "hypervolume"]
+
+KEY_COLUMNS = ["design", "family", "switch_model", "nic_model", "nics_per_gpu", "oversub_leaf", "oversub_spine",
+               "planes", "routing", "qps_per_connection", "transport", "placement", "pxn", "storage_isolation",
+               "in_network_reduction"]
+OBJECTIVE_COLUMNS = ["cost_usd", "p99_s", "power_w", "p50_s", "p95_s", "mean_s", "lower_bound_s"]
+BREAKDOWN_COLUMNS = ["switch_usd", "nic_usd", "transceiver_usd", "cable_usd", "cable_count", "radix", "tiers"]
+
+
+def pareto_mask(F: np.ndarray) -> np.ndarray:
+    """True for the non-dominated rows of ``F`` (minimisation); duplicates keep their first copy."""
+    F = np.asarray(F, dtype=float)
+    n = F.shape[0]
+    keep = np.ones(n, bool)
+    for i in range(n):
+        if not keep[i]:
+            continue
+        dominated = np.all(F <= F[i], axis=1) & np.any(F < F[i], axis=1)
+        if dominated.any():
+            keep[i] = False
+            continue
+        same = np.all(F == F[i], axis=1)
+        same[: i + 1] = False
+        keep[same] = False
+    return keep
+
+
+def hypervolume(F: np.ndarray, ref: np.ndarray) -> float:
+    """Hypervolume of the points of ``F`` below ``ref`` (pymoo's exact indicator)."""
+    from pymoo.indicators.hv import HV
+
+    F = np.asarray(F, dtype=float)
+    if F.size == 0:
+        return 0.0
+    inside = np.all(F < ref, axis=1)
+    if not inside.any():
+        return 0.0
+    return float(HV(ref_point=np.asarray(ref, dtype=float))(F[inside]))
+
+
+@dataclass
+class SearchResult:
+    """All evaluated designs (one record each), the indices of the front, the baselines and the history."""
+
+    records: list
+    baselines: list
+    front: list
+    hv_history: list
+    reference_point: list
+    normalisation: list
+    evaluations: int
+    elapsed_s: float
+    generations: int
+    stopped_because: str
+    seed: int
+    objectives: tuple = ("cost_usd", "p99_s")
+    infeasible_reason: str = ""
+    cache_hits: int = 0
+    constraints: dict = field(default_factory=dict)
+
+    @property
+    def feasible(self) -> bool:
+        return bool(self.front)
+
+    def frame(self) -> pd.DataFrame:
+        return _frame(self.records)
+
+    def front_frame(self) -> pd.DataFrame:
+        return _frame(self.front).sort_values("cost_usd").reset_index(drop=True)
+
+    def baseline_frame(self) -> pd.DataFrame:
+        return _frame(self.baselines)
+
+    def comparisons(self) -> list[dict]:
+        """Per baseline: the cheapest front design at its p99, and the fastest front design at its cost."""
+        out = []
+        for b in self.baselines:
+            row = {"baseline": b["design"], "baseline_cost_usd": b["cost_usd"], "baseline_p99_s": b["p99_s"],
+                   "baseline_feasible": b["feasible"]}
+            if b["buildable"]:
+                same_p99 = [r for r in self.front if r["p99_s"] <= b["p99_s"]]
+                if same_p99:
+                    best = min(same_p99, key=lambda r: r["cost_usd"])
+                    row.update({"at_p99_design": best["design"], "at_p99_cost_usd": best["cost_usd"],
+                                "at_p99_saving_usd": b["cost_usd"] - best["cost_usd"]})
+                same_cost = [r for r in self.front if r["cost_usd"] <= b["cost_usd"]]
+                if same_cost:
+                    best = min(same_cost, key=lambda r: r["p99_s"])
+                    row.update({"at_cost_design": best["design"], "at_cost_p99_s": best["p99_s"],
+                                "at_cost_speedup": b["p99_s"] / best["p99_s"]})
+            out.append(row)
+        return out
+
+    def summary(self) -> dict:
+        return {
+            "feasible": self.feasible, "infeasible_reason": self.infeasible_reason,
+            "objectives": list(self.objectives), "evaluations": self.evaluations, "generations": self.generations,
+            "elapsed_s": self.elapsed_s, "stopped_because": self.stopped_because, "seed": self.seed,
+            "hypervolume": self.hv_history[-1]["hypervolume"] if self.hv_history else 0.0,
+            "hypervolume_history": self.hv_history, "reference_point": self.reference_point,
+            "normalisation": self.normalisation, "front_size": len(self.front), "cache_hits": self.cache_hits,
+            "comparisons": self.comparisons(), "constraints": self.constraints,
+        }
+
+    def summary_lines(self) -> list[str]:
+        """The sentences a design review wants."""
+        if not self.feasible:
+            return [f"no feasible design: {self.infeasible_reason}"]
+        lines = [f"{len(self.front)} designs on the front after {self.evaluations:,} evaluations "
+                 f"({self.elapsed_s:.1f} s, {self.stopped_because})."]
+        for c in self.comparisons():
+            if "at_p99_design" in c:
+                save = c["at_p99_saving_usd"]
+                if save > 0:
+                    lines.append(f"at the p99 of '{c['baseline']}' ({c['baseline_p99_s'] * 1e3:,.1f} ms), "
+                                 f"'{c['at_p99_design']}' costs ${save:,.0f} less "
+                                 f"({save / c['baseline_cost_usd']:.0%}).")
+                else:
+                    lines.append(f"'{c['baseline']}' is on the front: nothing cheaper matches its p99.")
+            if "at_cost_design" in c and c["at_cost_speedup"] > 1.0001:
+                lines.append(f"for the cost of '{c['baseline']}' (${c['baseline_cost_usd']:,.0f}), "
+                             f"'{c['at_cost_design']}' has a {c['at_cost_speedup']:.2f}x faster p99.")
+        return lines
+
+    def write(self, out_dir: str | Path) -> Path:
+        """Write evaluations.csv, pareto.csv, baselines.csv and summary.json into ``out_dir``."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        self.frame().to_csv(out / "evaluations.csv", index=False)
+        self.front_frame().to_csv(out / "pareto.csv", index=False)
+        self.baseline_frame().to_csv(out / "baselines.csv", index=False)
+        (out / "summary.json").write_text(json.dumps(self.summary(), indent=2, default=float))
+        return out
+
+
+def _frame(records: list) -> pd.DataFrame:
+    cols = KEY_COLUMNS + OBJECTIVE_COLUMNS + BREAKDOWN_COLUMNS + ["feasible", "buildable", "error", "repairs"]
+    if not records:
+        return pd.DataFrame(columns=cols + ["violations"])
+    df = pd.DataFrame(records)
+    df["violations"] = df["violations"].apply(lambda v: json.dumps(v, sort_keys=True))
+    rest = [c for c in df.columns if c not in cols and c not in ("genome", "key")]
+    return df[[c for c in cols if c in df.columns] + rest]

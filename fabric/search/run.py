@@ -1,0 +1,426 @@
+"""NSGA-II over the design space (pymoo), seeded with the human baselines; exhaustive enumeration; progress.
+
+The loop is driven through pymoo's ask/tell so that the caller gets a callback per generation (evaluations,
+current front, hypervolume), can cancel (a ``threading.Event``), and can stop on an evaluation or time budget.
+State is saved as JSON after every generation (population, random-generator state, every record) so an
+interrupted search resumes where it stopped. Records are cached by (design, workload, scenario, seed, samples):
+a revisited design costs nothing and counts no evaluation.
+
+Objectives: network capex and p99 step time of the primary job (power as an optional third). Constraints as
+pymoo ``G`` (<= 0 feasible): buildable, budget, power, cable count, radix, p99 target, each normalised.
+Hypervolume is computed on objectives normalised by the first baseline's (the fat tree's) values, against a
+reference point of 1.1 x the worst feasible values of the first generation (fixed for the run).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from pymoo.algorithms.moo.nsga2 import NSGA2
+from pymoo.core.mutation import Mutation
+from pymoo.core.population import Population
+from pymoo.core.problem import Problem
+from pymoo.core.repair import Repair
+from pymoo.operators.crossover.ux import UX
+
+from fabric.errors import FabricError
+from fabric.evaluate.scenario import Scenario
+from fabric.limits import current_limits
+from fabric.search.baselines import baseline_designs
+from fabric.search.constraints import Constraints
+from fabric.search.records import EvaluationCache, design_key, workload_key
+from fabric.search.result import SearchResult, hypervolume, pareto_mask
+from fabric.search.runners import InProcessRunner
+from fabric.search.space import DesignSpace
+
+__all__ = ["SearchProgress", "run_search", "exhaustive_search", "random_search", "GLOBAL_CACHE"]
+
+#: Records shared by every search in this process (the dashboard benefits across reruns).
+GLOBAL_CACHE = EvaluationCache()
+_CONSTRAINT_ORDER = ("buildable", "budget", "power", "cables", "radix", "p99_target")
+
+
+@dataclass(frozen=True)
+class SearchProgress:
+    """What the per-generation callback is told."""
+
+    generation: int
+    evaluations: int
+    budget_evals: int | None
+    elapsed_s: float
+    hypervolume: float
+    front: list
+    baselines: list
+    done: bool = False
+
+
+class _ChoiceMutation(Mutation):
+    """Random reset: each gene takes a new random choice with probability 1/n_var (at least one gene changes)."""
+
+    def _do(self, problem, X, *args, random_state=None, **kwargs):
+        X = X.copy()
+        n, m = X.shape
+        hit = random_state.random((n, m)) < 1.0 / m
+        force = random_state.integers(0, m, n)
+        hit[np.arange(n), force] = True
+        new = random_state.integers(0, problem.xu + 1, size=(n, m))
+        return np.where(hit, new, X)
+
+
+class _Canonical(Repair):
+    def __init__(self, space):
+        super().__init__()
+        self.space = space
+
+    def _do(self, problem, X, **kwargs):
+        return np.array([self.space.repair(np.rint(x).astype(np.int64)) for x in X])
+
+
+class _Problem(Problem):
+    def __init__(self, space, evaluate_genomes, n_obj, n_constr):
+        super().__init__(n_var=space.n_var, n_obj=n_obj, n_ieq_constr=n_constr, xl=np.zeros(space.n_var),
+                         xu=space.upper.astype(float), vtype=int)
+        self.evaluate_genomes = evaluate_genomes
+
+    def _evaluate(self, X, out, *args, **kwargs):
+        recs = self.evaluate_genomes(np.rint(X).astype(np.int64))
+        out["F"] = np.array([_objectives(r, self.n_obj) for r in recs])
+        out["G"] = np.array([_constraint_vector(r) for r in recs])
+
+
+def _objectives(rec: dict, n_obj: int) -> list[float]:
+    f = [rec["cost_usd"], rec["p99_s"]]
+    if n_obj == 3:
+        f.append(rec["power_w"])
+    return f
+
+
+def _constraint_vector(rec: dict) -> list[float]:
+    v = rec["violations"]
+    return [v.get(k, -1.0) for k in _CONSTRAINT_ORDER]
+
+
+class _Session:
+    """Evaluation bookkeeping shared by the search modes."""
+
+    def __init__(self, space, workload, scenario, seed, samples, runner, catalog, constraints):
+        self.space, self.workload, self.scenario = space, workload, scenario
+        self.seed, self.samples, self.runner = seed, samples, runner
+        self.catalog, self.constraints = catalog, constraints
+        self.wl_key = workload_key(workload)
+        self.records: dict[str, dict] = {}
+        self.evaluations = 0
+        self.cache_hits = 0
+
+    def _cache_key(self, design) -> tuple:
+        return (design_key(design), self.wl_key, json.dumps(self.scenario.to_dict(), sort_keys=True), self.seed,
+                self.samples, id(self.catalog))
+
+    def evaluate_designs(self, designs_meta: list) -> list[dict]:
+        out: list = [None] * len(designs_meta)
+        todo, where = [], {}
+        for i, (d, g, r) in enumerate(designs_meta):
+            ck = self._cache_key(d)
+            rec = GLOBAL_CACHE.get(ck)
+            if rec is not None:
+                out[i] = rec
+                if rec["key"] not in self.records:
+                    self.records[rec["key"]] = rec
+                self.cache_hits += 1
+                continue
+            if ck in where:
+                where[ck].append(i)
+                continue
+            where[ck] = [i]
+            todo.append((d, g, r))
+        if todo:
+            for rec, (d, _, _) in zip(self.runner.map(todo), todo):
+                ck = self._cache_key(d)
+                GLOBAL_CACHE.put(ck, rec)
+                self.records[rec["key"]] = rec
+                self.evaluations += 1
+                for i in where[ck]:
+                    out[i] = rec
+        return out
+
+    def evaluate_genomes(self, X) -> list[dict]:
+        metas = []
+        for x in X:
+            d, repairs = self.space.decode(x)
+            metas.append((d, self.space.encode(d), repairs))
+        return self.evaluate_designs(metas)
+
+
+def _feasible_front(records: list[dict], n_obj: int) -> list[dict]:
+    feas = [r for r in records if r["feasible"]]
+    if not feas:
+        return []
+    F = np.array([_objectives(r, n_obj) for r in feas])
+    return [r for r, k in zip(feas, pareto_mask(F)) if k]
+
+
+def _infeasible_reason(records: list[dict], constraints: Constraints) -> str:
+    if not records:
+        return "nothing was evaluated"
+    built = [r for r in records if r["buildable"]]
+    if not built:
+        errors = sorted({r["error"] for r in records})
+        return f"no design in the space can be built ({errors[0]})"
+    parts = []
+    c = constraints
+    if c.budget_usd is not None:
+        cheapest = min(r["cost_usd"] for r in built)
+        if cheapest > c.budget_usd:
+            parts.append(f"the cheapest buildable design costs ${cheapest:,.0f}, above the budget ${c.budget_usd:,.0f}")
+    if c.power_w is not None:
+        low = min(r["power_w"] for r in built)
+        if low > c.power_w:
+            parts.append(f"the lowest network power is {low / 1e3:,.1f} kW, above the limit {c.power_w / 1e3:,.1f} kW")
+    if c.cable_count is not None:
+        low = min(r["cable_count"] for r in built)
+        if low > c.cable_count:
+            parts.append(f"the fewest cables any design needs is {low:,}, above the limit {c.cable_count:,}")
+    if c.max_radix is not None:
+        low = min(r["radix"] for r in built)
+        if low > c.max_radix:
+            parts.append(f"every allowed switch has radix {low} or more at its link speed, above the maximum "
+                         f"{c.max_radix}")
+    if c.p99_target_s is not None:
+        best = min(r["p99_s"] for r in built)
+        if best > c.p99_target_s:
+            parts.append(f"the fastest design's p99 is {best * 1e3:,.1f} ms, above the target "
+                         f"{c.p99_target_s * 1e3:,.1f} ms")
+    if not parts:
+        parts.append("no single design meets all limits at once (each limit alone can be met); relax one of them")
+    return "; ".join(parts)
+
+
+class _HV:
+    def __init__(self, n_obj: int, reference=None, normalisation=None):
+        self.n_obj = n_obj
+        self.ref = None if reference is None else np.asarray(reference, float)
+        self.scale = None if normalisation is None else np.asarray(normalisation, float)
+
+    def fix(self, baselines: list[dict], first_gen: list[dict]):
+        if self.scale is None:
+            src = [r for r in baselines if r["buildable"]] or [r for r in first_gen if r["buildable"]]
+            self.scale = np.array(_objectives(src[0], self.n_obj)) if src else np.ones(self.n_obj)
+        if self.ref is None:
+            feas = [r for r in first_gen + baselines if r["feasible"]]
+            if feas:
+                F = np.array([_objectives(r, self.n_obj) for r in feas]) / self.scale
+                self.ref = 1.1 * F.max(axis=0)
+
+    def __call__(self, front: list[dict]) -> float:
+        if not front or self.ref is None:
+            return 0.0
+        F = np.array([_objectives(r, self.n_obj) for r in front]) / self.scale
+        return hypervolume(F, self.ref)
+
+
+def _check_budget(budget_evals, budget_seconds):
+    limits = current_limits()
+    if budget_evals is None and budget_seconds is None:
+        raise FabricError("give an evaluation budget (--budget-evals) or a time budget (--budget-seconds)")
+    if budget_evals is not None and (isinstance(budget_evals, bool) or not isinstance(budget_evals, int)
+                                     or budget_evals < 1):
+        raise FabricError(f"the evaluation budget must be a positive whole number, got {budget_evals!r}")
+    if budget_evals is not None and budget_evals > limits.max_search_evaluations:
+        raise FabricError(f"an evaluation budget of {budget_evals:,} exceeds the limit max_search_evaluations = "
+                          f"{limits.max_search_evaluations:,} (set FABRIC_LIMIT_MAX_SEARCH_EVALUATIONS to raise it)")
+    if budget_seconds is not None and not (0 < budget_seconds <= 7 * 24 * 3600):
+        raise FabricError(f"the time budget must be between 0 and one week, got {budget_seconds!r} s")
+
+
+def run_search(workload, constraints: Constraints, *, budget_evals: int | None = 3000,
+               budget_seconds: float | None = None, seed: int = 0, pop_size: int = 40, runner=None,
+               scenario: Scenario | None = None, samples: int = 256, catalog=None, callback=None, cancel=None,
+               state_path: str | Path | None = None, reference_point=None, normalisation=None,
+               seed_baselines: bool = True) -> SearchResult:
+    """NSGA-II search for the Pareto front of cost vs p99 step time (see the module docstring)."""
+    _check_budget(budget_evals, budget_seconds)
+    space = DesignSpace(constraints, catalog)
+    scenario = scenario or Scenario()
+    runner = runner or InProcessRunner()
+    n_obj = 3 if constraints.optimize_power else 2
+    session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints)
+    t0 = time.perf_counter()
+    state = _load_state(state_path)
+    runner.start(workload, scenario, seed, samples, space.catalog, constraints)
+    try:
+        bases = baseline_designs(space)
+        base_recs = [dict(r, design=d.name) for r, d in
+                     zip(session.evaluate_designs([(d, space.encode(d), ()) for d in bases]), bases)]
+        hv = _HV(n_obj, reference_point, normalisation)
+        hv_history: list = []
+        generation = 0
+        if state:
+            for rec in state["records"]:
+                session.records[rec["key"]] = rec
+            hv_history = state["hv_history"]
+            generation = state["generation"]
+            hv.ref = np.asarray(state["reference_point"], float)
+            hv.scale = np.asarray(state["normalisation"], float)
+            session.evaluations = state["evaluations"]
+            initial = np.asarray(state["pop_X"], dtype=np.int64)
+        else:
+            rng = np.random.default_rng(seed)
+            seeds = [space.encode(d) for d in bases] if seed_baselines else []
+            seeds = [s for s in seeds if s is not None]
+            rand = [space.repair(rng.integers(0, space.upper + 1)) for _ in range(max(0, pop_size - len(seeds)))]
+            initial = np.array(seeds + rand, dtype=np.int64)
+        problem = _Problem(space, session.evaluate_genomes, n_obj, len(_CONSTRAINT_ORDER))
+        algorithm = NSGA2(pop_size=pop_size, sampling=Population.new(X=initial), crossover=UX(prob=0.9),
+                          mutation=_ChoiceMutation(prob=1.0), repair=_Canonical(space), eliminate_duplicates=True)
+        algorithm.setup(problem, seed=seed, verbose=False)
+        if state:
+            algorithm.random_state.bit_generator.state = state["rng"]
+        stopped = "budget reached"
+        stale = 0
+        while True:
+            if cancel is not None and cancel.is_set():
+                stopped = "cancelled"
+                break
+            if budget_evals is not None and session.evaluations >= budget_evals:
+                break
+            if budget_seconds is not None and time.perf_counter() - t0 >= budget_seconds:
+                stopped = "time budget reached"
+                break
+            before = session.evaluations
+            pop = algorithm.ask()
+            algorithm.evaluator.eval(problem, pop)
+            algorithm.tell(infills=pop)
+            generation += 1
+            all_recs = list(session.records.values())
+            if hv.ref is None:
+                hv.fix(base_recs, all_recs)
+            front = _feasible_front(all_recs, n_obj)
+            hv_history.append({"generation": generation, "evaluations": session.evaluations,
+                               "hypervolume": hv(front), "elapsed_s": time.perf_counter() - t0})
+            _save_state(state_path, algorithm, generation, session, hv, hv_history, seed)
+            if callback is not None:
+                callback(SearchProgress(generation, session.evaluations, budget_evals, time.perf_counter() - t0,
+                                        hv_history[-1]["hypervolume"], front, base_recs))
+            stale = stale + 1 if session.evaluations == before else 0
+            if stale >= 10:
+                stopped = "converged (no new designs in 10 generations)"
+                break
+    finally:
+        runner.close()
+    return _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0)
+
+
+def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0):
+    records = list(session.records.values())
+    front = _feasible_front(records, n_obj)
+    objectives = ("cost_usd", "p99_s", "power_w")[:n_obj]
+    res = SearchResult(
+        records=records, baselines=base_recs, front=front, hv_history=hv_history,
+        reference_point=[] if hv.ref is None else hv.ref.tolist(),
+        normalisation=[] if hv.scale is None else hv.scale.tolist(), evaluations=session.evaluations,
+        elapsed_s=time.perf_counter() - t0, generations=generation, stopped_because=stopped, seed=seed,
+        objectives=objectives, cache_hits=session.cache_hits, constraints=constraints.to_dict())
+    if not front:
+        res.infeasible_reason = _infeasible_reason(records + base_recs, constraints)
+    return res
+
+
+def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runner=None, scenario=None,
+                      samples: int = 256, catalog=None, callback=None, max_designs: int = 200_000) -> SearchResult:
+    """Evaluate every distinct design of the space (the ground truth for small spaces)."""
+    space = DesignSpace(constraints, catalog)
+    if space.size > 20 * max_designs:
+        raise FabricError(f"the space has {space.size:,} genomes; exhaustive search is limited to about "
+                          f"{max_designs:,} designs: narrow the constraints")
+    scenario = scenario or Scenario()
+    runner = runner or InProcessRunner()
+    n_obj = 3 if constraints.optimize_power else 2
+    session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints)
+    t0 = time.perf_counter()
+    runner.start(workload, scenario, seed, samples, space.catalog, constraints)
+    try:
+        bases = baseline_designs(space)
+        base_recs = [dict(r, design=d.name) for r, d in
+                     zip(session.evaluate_designs([(d, space.encode(d), ()) for d in bases]), bases)]
+        genomes = list(space.enumerate())
+        if len(genomes) > max_designs:
+            raise FabricError(f"{len(genomes):,} distinct designs exceed the exhaustive limit {max_designs:,}")
+        step = 256
+        for i in range(0, len(genomes), step):
+            session.evaluate_genomes(genomes[i:i + step])
+            if callback is not None:
+                callback(SearchProgress(0, session.evaluations, len(genomes), time.perf_counter() - t0, 0.0, [],
+                                        base_recs))
+    finally:
+        runner.close()
+    hv = _HV(n_obj)
+    hv.fix(base_recs, list(session.records.values()))
+    front = _feasible_front(list(session.records.values()), n_obj)
+    hv_history = [{"generation": 0, "evaluations": session.evaluations, "hypervolume": hv(front),
+                   "elapsed_s": time.perf_counter() - t0}]
+    return _result(session, base_recs, hv, hv_history, 0, "exhaustive", seed, n_obj, constraints, t0)
+
+
+def random_search(workload, constraints: Constraints, *, budget_evals: int, seed: int = 0, runner=None,
+                  scenario=None, samples: int = 256, catalog=None) -> SearchResult:
+    """Uniformly random distinct designs up to the budget (the baseline a genetic search must beat)."""
+    space = DesignSpace(constraints, catalog)
+    scenario = scenario or Scenario()
+    runner = runner or InProcessRunner()
+    n_obj = 3 if constraints.optimize_power else 2
+    session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints)
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    runner.start(workload, scenario, seed, samples, space.catalog, constraints)
+    try:
+        tries = 0
+        while session.evaluations < budget_evals and tries < 50 * budget_evals:
+            x = space.repair(rng.integers(0, space.upper + 1))
+            session.evaluate_genomes([x])
+            tries += 1
+    finally:
+        runner.close()
+    hv = _HV(n_obj)
+    return _result(session, [], hv, [], 0, "budget reached", seed, n_obj, constraints, t0)
+
+
+def _save_state(path, algorithm, generation, session, hv, hv_history, seed):
+    if path is None:
+        return
+    p = Path(path)
+    state = {"version": 1, "seed": seed, "generation": generation,
+             "pop_X": algorithm.pop.get("X").astype(int).tolist(),
+             "rng": algorithm.random_state.bit_generator.state,
+             "records": list(session.records.values()), "hv_history": hv_history,
+             "reference_point": None if hv.ref is None else hv.ref.tolist(),
+             "normalisation": None if hv.scale is None else hv.scale.tolist(),
+             "evaluations": session.evaluations}
+    tmp = p.with_suffix(p.suffix + ".tmp")
+    tmp.write_text(json.dumps(state, default=_json_default))
+    tmp.replace(p)
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(type(o).__name__)
+
+
+def _load_state(path):
+    if path is None or not Path(path).exists():
+        return None
+    try:
+        state = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise FabricError(f"cannot resume from {path}: not a readable search state ({err})") from err
+    if not isinstance(state, dict) or state.get("version") != 1 or "pop_X" not in state:
+        raise FabricError(f"cannot resume from {path}: not a fabric search state")
+    return state

@@ -1,0 +1,148 @@
+"""Where evaluations run: in this process, on local worker processes, or on a Dask cluster.
+
+All three run the same pure function (:func:`fabric.search.records.evaluate_record`) on chunks of designs, so
+small evaluations are not swamped by per-task overhead; results come back in submission order, so the search is
+identical whichever runner it uses.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+from concurrent.futures import ProcessPoolExecutor
+
+from fabric.errors import FabricError
+from fabric.search.records import evaluate_record
+
+__all__ = ["InProcessRunner", "ProcessRunner", "DaskRunner", "make_runner"]
+
+_WORKER_CONTEXT: dict = {}
+
+
+def _eval_chunk(designs_with_meta, workload, scenario, seed, samples, catalog, constraints):
+    return [evaluate_record(d, workload, scenario, seed, samples, catalog, constraints, genome=g, repairs=r)
+            for d, g, r in designs_with_meta]
+
+
+def _init_worker(workload, scenario, seed, samples, catalog, constraints):
+    _WORKER_CONTEXT.update(workload=workload, scenario=scenario, seed=seed, samples=samples, catalog=catalog,
+                           constraints=constraints)
+
+
+def _eval_chunk_in_worker(designs_with_meta):
+    c = _WORKER_CONTEXT
+    return _eval_chunk(designs_with_meta, c["workload"], c["scenario"], c["seed"], c["samples"], c["catalog"],
+                       c["constraints"])
+
+
+def _chunks(items: list, n_workers: int, min_chunk: int = 4) -> list[list]:
+    if not items:
+        return []
+    size = max(min_chunk, math.ceil(len(items) / (4 * max(1, n_workers))))
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+class InProcessRunner:
+    """Evaluate in the calling process (the default)."""
+
+    workers = 1
+    name = "in-process"
+
+    def start(self, workload, scenario, seed, samples, catalog, constraints):
+        self._ctx = (workload, scenario, seed, samples, catalog, constraints)
+
+    def map(self, designs_with_meta: list) -> list[dict]:
+        return _eval_chunk(designs_with_meta, *self._ctx)
+
+    def close(self):
+        pass
+
+
+class ProcessRunner:
+    """Evaluate on ``workers`` local processes (spawned; the workload is sent once per worker)."""
+
+    name = "processes"
+
+    def __init__(self, workers: int):
+        if workers < 1:
+            raise FabricError(f"--workers must be at least 1, got {workers}")
+        self.workers = workers
+        self._pool = None
+
+    def start(self, workload, scenario, seed, samples, catalog, constraints):
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"),
+                                         initializer=_init_worker,
+                                         initargs=(workload, scenario, seed, samples, catalog, constraints))
+
+    def map(self, designs_with_meta: list) -> list[dict]:
+        out = []
+        for part in self._pool.map(_eval_chunk_in_worker, _chunks(designs_with_meta, self.workers)):
+            out.extend(part)
+        return out
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class DaskRunner:
+    """Evaluate on a Dask cluster: ``address`` of a running scheduler, or a new ``LocalCluster`` when ``None``.
+
+    The workload is scattered once to every worker; chunks are retried (``retries``) if a worker dies.
+    """
+
+    name = "dask"
+
+    def __init__(self, address: str | None = None, *, n_workers: int = 2, retries: int = 3):
+        self.address = address
+        self.n_workers = n_workers
+        self.retries = retries
+        self._client = None
+        self._cluster = None
+
+    @property
+    def workers(self) -> int:
+        if self._client is None:
+            return self.n_workers
+        return max(1, len(self._client.scheduler_info().get("workers", {})))
+
+    def start(self, workload, scenario, seed, samples, catalog, constraints):
+        from dask.distributed import Client, LocalCluster
+
+        try:
+            if self.address:
+                self._client = Client(self.address, timeout=10)
+            else:
+                self._cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=1, processes=True,
+                                             dashboard_address=None)
+                self._client = Client(self._cluster)
+        except (OSError, TimeoutError) as err:
+            raise FabricError(f"cannot reach the Dask scheduler at {self.address}: {err}") from err
+        self._ctx = self._client.scatter([workload, scenario, seed, samples, catalog, constraints], broadcast=True)
+
+    def map(self, designs_with_meta: list) -> list[dict]:
+        chunks = _chunks(designs_with_meta, self.workers)
+        futures = self._client.map(_eval_chunk, chunks, *[[c] * len(chunks) for c in self._ctx],
+                                   retries=self.retries, pure=False)
+        out = []
+        for part in self._client.gather(futures):
+            out.extend(part)
+        return out
+
+    def close(self):
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+
+def make_runner(workers: int | None = None, scheduler: str | None = None):
+    """The runner for the CLI flags: ``--scheduler`` wins, then ``--workers`` (> 1), else in-process."""
+    if scheduler:
+        return DaskRunner(None if scheduler == "local" else scheduler)
+    if workers and workers > 1:
+        return ProcessRunner(workers)
+    return InProcessRunner()

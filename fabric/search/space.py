@@ -1,0 +1,191 @@
+"""The design space: a mixed discrete encoding of the design schema, with explicit repair.
+
+Every gene is an index into a list of choices. :meth:`DesignSpace.decode` turns a genome into a
+:class:`~fabric.design.Design` after repairing combinations that cannot exist, and says which repairs it made:
+
+- the transport follows the switch fabric (InfiniBand switches run ``infiniband``; Ethernet switches run ``roce``
+  or ``spray_ethernet``; an ``infiniband`` gene on Ethernet becomes ``roce``);
+- the NIC must speak the switch's fabric: the same-speed NIC of that fabric, else the nearest speed;
+- per-packet spraying on plain RoCE becomes ``spray_ethernet``; in-network reduction only on InfiniBand;
+- two planes need a NIC with two ports: otherwise one plane;
+- genes that do not matter are set to one canonical value so equal designs have equal genomes: queue pairs
+  only under ECMP, PXN only on rail-optimized fabrics, oversubscription and planes not on dragonfly.
+
+Designs that are well-formed but cannot be built (too many endpoints for the radix and tiers, ...) are not
+repaired: the evaluation marks them infeasible with the builder's message, and the search penalises them through
+a violated constraint.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fabric.design import Design
+from fabric.errors import FabricError
+from fabric.search.constraints import Constraints
+
+__all__ = ["Gene", "DesignSpace"]
+
+
+@dataclass(frozen=True)
+class Gene:
+    """One decision: its name and the values it may take."""
+
+    name: str
+    choices: tuple
+
+
+class DesignSpace:
+    """The genes allowed by ``constraints`` over the hardware of ``catalog``."""
+
+    def __init__(self, constraints: Constraints, catalog=None):
+        from fabric.catalog import default_catalog
+
+        self.constraints = c = constraints
+        self.catalog = cat = catalog or default_catalog()
+        switches = tuple(c.switch_models) if c.switch_models else tuple(cat.models("switches"))
+        nics = tuple(c.nic_models) if c.nic_models else tuple(cat.models("nics"))
+        for m in switches:
+            cat.switch(m)
+        for m in nics:
+            cat.nic(m)
+        cat.gpu(c.gpu_model)
+        oversub = tuple(o for o in c.oversubscriptions if o <= c.max_oversubscription)
+        self.genes: tuple[Gene, ...] = (
+            Gene("family", tuple(c.families)),
+            Gene("switch_model", switches),
+            Gene("nic_model", nics),
+            Gene("nics_per_gpu", tuple(n for n in c.nics_per_gpu if _whole(n * c.gpus_per_node))),
+            Gene("oversub_leaf", oversub),
+            Gene("oversub_spine", oversub),
+            Gene("planes", tuple(c.planes)),
+            Gene("routing", tuple(c.routings)),
+            Gene("qps_per_connection", tuple(c.qps)),
+            Gene("transport", tuple(c.transports)),
+            Gene("placement", tuple(c.placements)),
+            Gene("pxn", (False, True)),
+            Gene("storage_isolation", (False, True)),
+            Gene("in_network_reduction", (False, True)),
+        )
+        if not self.genes[3].choices:
+            raise FabricError("no allowed nics_per_gpu gives a whole number of NICs per node")
+        self.names = tuple(g.name for g in self.genes)
+        self.upper = np.array([len(g.choices) - 1 for g in self.genes], dtype=np.int64)
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_var(self) -> int:
+        return len(self.genes)
+
+    @property
+    def size(self) -> int:
+        """Number of genomes (before repair merges equal designs)."""
+        return int(np.prod(self.upper + 1, dtype=object))
+
+    # ------------------------------------------------------------------ decode / encode
+    def values(self, x) -> dict:
+        """Gene name -> chosen value (no repair)."""
+        return {g.name: g.choices[int(i)] for g, i in zip(self.genes, x)}
+
+    def decode(self, x) -> tuple[Design, tuple[str, ...]]:
+        """The repaired design of genome ``x`` and the list of repairs made."""
+        v = self.values(x)
+        c, cat = self.constraints, self.catalog
+        repairs: list[str] = []
+        sw = cat.switch(v["switch_model"])
+        nic = cat.nic(v["nic_model"])
+        if nic.fabric != sw.fabric:
+            nic2 = self._nic_for(sw.fabric, nic.port_speed_bps)
+            if nic2 is None:
+                raise FabricError(f"no allowed NIC speaks {sw.fabric}; allow one in nic_models")
+            repairs.append(f"nic {nic.model}->{nic2.model} ({sw.fabric} switch)")
+            nic = nic2
+        transport = v["transport"]
+        if sw.fabric == "infiniband" and transport != "infiniband":
+            repairs.append(f"transport {transport}->infiniband (InfiniBand switch)")
+            transport = "infiniband"
+        elif sw.fabric == "ethernet" and transport == "infiniband":
+            repairs.append("transport infiniband->roce (Ethernet switch)")
+            transport = "roce"
+        routing = v["routing"]
+        if routing == "spray" and transport == "roce":
+            repairs.append("transport roce->spray_ethernet (per-packet spraying)")
+            transport = "spray_ethernet"
+        family = v["family"]
+        planes = v["planes"]
+        if planes > 1 and (nic.ports % planes or family == "dragonfly"):
+            repairs.append(f"planes {planes}->1 ({nic.model} has {nic.ports} port(s))")
+            planes = 1
+        inr = v["in_network_reduction"] and transport == "infiniband"
+        pxn = v["pxn"] and family == "rail_optimized"
+        qps = v["qps_per_connection"] if routing == "ecmp" else 1
+        o1, o2 = float(v["oversub_leaf"]), float(v["oversub_spine"])
+        if family == "dragonfly":
+            o1 = o2 = 1.0
+        placement = v["placement"]
+        design = Design(
+            name=_name(family, sw.model, nic.model, float(v["nics_per_gpu"]), o1, o2, planes, routing, qps,
+                       transport, placement, pxn, bool(v["storage_isolation"]), inr),
+            family=family, gpus=c.gpus, gpu_model=c.gpu_model, gpus_per_node=c.gpus_per_node,
+            nics_per_gpu=float(v["nics_per_gpu"]), nic_model=nic.model, switch_model=sw.model,
+            oversubscription=(o1, o2), planes=planes, routing=routing, qps_per_connection=qps,
+            transport=transport, in_network_reduction=inr, pxn=pxn, placement=placement,
+            storage_isolation=bool(v["storage_isolation"]),
+        )
+        return design, tuple(repairs)
+
+    def encode(self, design: Design) -> np.ndarray | None:
+        """The genome of ``design`` if every field is a choice of this space, else ``None``."""
+        want = {
+            "family": design.family, "switch_model": design.switch_model, "nic_model": design.nic_model,
+            "nics_per_gpu": design.nics_per_gpu, "oversub_leaf": design.oversub(0), "oversub_spine": design.oversub(1),
+            "planes": design.planes, "routing": design.routing, "qps_per_connection": design.qps_per_connection,
+            "transport": design.transport, "placement": design.placement, "pxn": design.pxn,
+            "storage_isolation": design.storage_isolation, "in_network_reduction": design.in_network_reduction,
+        }
+        x = []
+        for g in self.genes:
+            try:
+                x.append(g.choices.index(want[g.name]))
+            except ValueError:
+                return None
+        return np.array(x, dtype=np.int64)
+
+    def repair(self, x) -> np.ndarray:
+        """The canonical genome of ``x``'s repaired design (equal designs get equal genomes)."""
+        design, _ = self.decode(x)
+        y = self.encode(design)
+        return np.asarray(x, dtype=np.int64) if y is None else y
+
+    def enumerate(self):
+        """Every distinct repaired genome, in a fixed order (for exhaustive search)."""
+        seen = set()
+        for x in itertools.product(*[range(len(g.choices)) for g in self.genes]):
+            y = tuple(self.repair(np.array(x)).tolist())
+            if y not in seen:
+                seen.add(y)
+                yield np.array(y, dtype=np.int64)
+
+    def _nic_for(self, fabric: str, speed_bps: float):
+        allowed = [self.catalog.nic(m) for m in self.genes[2].choices]
+        same = [n for n in allowed if n.fabric == fabric]
+        if not same:
+            return None
+        return min(same, key=lambda n: (abs(math.log(n.port_speed_bps / speed_bps)), n.price_usd, n.model))
+
+
+def _whole(x: float) -> bool:
+    return abs(x - round(x)) < 1e-9 and round(x) >= 1
+
+
+def _name(family, sw, nic, npg, o1, o2, planes, routing, qps, transport, placement, pxn, iso, inr) -> str:
+    over = f"{o1:g}:1" if o1 == o2 else f"{o1:g}:1/{o2:g}:1"
+    nics = f" {npg:g}/GPU" if npg != 1 else ""
+    pl = f" x{planes} planes" if planes > 1 else ""
+    q = f"/{qps}qp" if routing == "ecmp" else ""
+    extras = "".join([" +PXN" if pxn else "", " +storage net" if iso else "", " +SHARP" if inr else ""])
+    return f"{family} {sw} {nic}{nics} {over}{pl} {routing}{q} {transport} {placement}{extras}"
