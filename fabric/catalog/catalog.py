@@ -35,6 +35,10 @@ class Catalog:
         for name in TABLE_NAMES:
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
+    def __reduce__(self):
+        # read-only mapping proxies do not pickle: rebuild from plain dicts (catalogs travel to search workers)
+        return (Catalog, tuple(dict(getattr(self, n)) for n in TABLE_NAMES) + (self.source,))
+
     # -- lookups -------------------------------------------------------------------------------------------
 
     def _get(self, table: str, singular: str, model: str):

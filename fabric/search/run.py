@@ -113,8 +113,13 @@ class _Session:
         self.catalog, self.constraints = catalog, constraints
         self.wl_key = workload_key(workload)
         self.records: dict[str, dict] = {}
-        self.evaluations = 0
         self.cache_hits = 0
+
+    @property
+    def evaluations(self) -> int:
+        """Distinct designs this search has looked at (a cache hit still counts: results must not depend on
+        what an earlier search left in the cache; the cache only saves the compute)."""
+        return len(self.records)
 
     def _cache_key(self, design) -> tuple:
         return (design_key(design), self.wl_key, json.dumps(self.scenario.to_dict(), sort_keys=True), self.seed,
@@ -128,8 +133,7 @@ class _Session:
             rec = GLOBAL_CACHE.get(ck)
             if rec is not None:
                 out[i] = rec
-                if rec["key"] not in self.records:
-                    self.records[rec["key"]] = rec
+                self.records.setdefault(rec["key"], rec)
                 self.cache_hits += 1
                 continue
             if ck in where:
@@ -141,8 +145,7 @@ class _Session:
             for rec, (d, _, _) in zip(self.runner.map(todo), todo):
                 ck = self._cache_key(d)
                 GLOBAL_CACHE.put(ck, rec)
-                self.records[rec["key"]] = rec
-                self.evaluations += 1
+                self.records.setdefault(rec["key"], rec)
                 for i in where[ck]:
                     out[i] = rec
         return out
@@ -265,7 +268,6 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
             generation = state["generation"]
             hv.ref = np.asarray(state["reference_point"], float)
             hv.scale = np.asarray(state["normalisation"], float)
-            session.evaluations = state["evaluations"]
             initial = np.asarray(state["pop_X"], dtype=np.int64)
         else:
             rng = np.random.default_rng(seed)

@@ -1,0 +1,161 @@
+"""The genetic search: exhaustive ground truth, determinism across runners, constraints, resume, CLI."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import pytest
+
+from fabric.cli.main import main
+from fabric.errors import FabricError
+from fabric.search import (Constraints, ConstraintError, DesignSpace, ProcessRunner, constraints_from_dict,
+                           exhaustive_search, run_search)
+from fabric.workload.model import CommOp, Job, ProcessGroup, Workload, dump_workload_json
+
+
+def _workload(world=128):
+    groups = (ProcessGroup("dp", world // 8, "dp", rank_start=0, rank_stride=8),
+              ProcessGroup("ep", 16, "ep", rank_start=0, rank_stride=1))
+    ops = (CommOp("all_reduce", 64 << 20, "dp", count_per_step=4, overlap_fraction=0.5),
+           CommOp("all_to_all", 32 << 20, "ep", count_per_step=8))
+    return Workload(jobs=(Job("moe", world_size=world, groups=groups, ops=ops, compute_time_s=0.05),))
+
+
+SMALL = dict(gpus=128, families=("clos", "rail_optimized"), switch_models=("ib-ndr-64x400", "eth-51t-64x800"),
+             nic_models=("nic-cx7-400", "nic-eth-400"), nics_per_gpu=(1.0,), oversubscriptions=(1.0, 2.0, 4.0),
+             planes=(1,), routings=("ecmp", "spray"), qps=(1, 4), transports=("infiniband", "roce"),
+             placements=("packed",))
+
+
+def _front_set(res):
+    return sorted((r["key"], round(r["cost_usd"], 2), round(r["p99_s"], 12)) for r in res.front)
+
+
+@pytest.fixture(scope="module")
+def exhaustive():
+    return exhaustive_search(_workload(), Constraints(**SMALL), samples=64)
+
+
+def test_space_repairs_are_explicit():
+    space = DesignSpace(Constraints(**SMALL))
+    x = np.zeros(space.n_var, dtype=np.int64)
+    names = space.names
+    x[names.index("switch_model")] = 1                      # Ethernet switch
+    x[names.index("transport")] = 0                         # ... with the infiniband transport
+    x[names.index("nic_model")] = 0                         # ... and an InfiniBand NIC
+    design, repairs = space.decode(x)
+    assert design.transport == "roce" and design.nic_model == "nic-eth-400"
+    assert any("transport infiniband->roce" in r for r in repairs)
+    assert any("nic nic-cx7-400->nic-eth-400" in r for r in repairs)
+    assert (space.repair(space.repair(x)) == space.repair(x)).all()
+
+
+def test_exhaustive_front_is_exactly_the_non_dominated_set(exhaustive):
+    feas = [r for r in exhaustive.records if r["feasible"]]
+    assert len(exhaustive.records) == len({r["key"] for r in exhaustive.records})
+    front_keys = {r["key"] for r in exhaustive.front}
+    for r in feas:
+        dominated = any(o["cost_usd"] <= r["cost_usd"] and o["p99_s"] <= r["p99_s"]
+                        and (o["cost_usd"] < r["cost_usd"] or o["p99_s"] < r["p99_s"]) for o in feas)
+        if r["key"] in front_keys:
+            assert not dominated
+        elif not dominated:   # an objective-space twin of a front member (the front keeps one copy)
+            assert any(f["cost_usd"] == r["cost_usd"] and f["p99_s"] == r["p99_s"] for f in exhaustive.front)
+
+
+def test_genetic_search_finds_most_of_the_exhaustive_front(exhaustive):
+    ref, norm = exhaustive.reference_point, exhaustive.normalisation
+    full = exhaustive.hv_history[-1]["hypervolume"]
+    budget = max(20, len(exhaustive.records) // 3)
+    res = run_search(_workload(), Constraints(**SMALL), budget_evals=budget, seed=1, pop_size=16, samples=64,
+                     reference_point=ref, normalisation=norm)
+    assert res.evaluations <= budget + 16
+    assert res.hv_history[-1]["hypervolume"] >= 0.95 * full
+
+
+def test_same_seed_same_front_and_process_workers_agree():
+    cons = Constraints(**SMALL)
+    a = run_search(_workload(), cons, budget_evals=48, seed=3, pop_size=16, samples=64)
+    b = run_search(_workload(), cons, budget_evals=48, seed=3, pop_size=16, samples=64)
+    assert _front_set(a) == _front_set(b)
+    from fabric.search.run import GLOBAL_CACHE
+
+    GLOBAL_CACHE._d.clear()                                  # make the workers really evaluate
+    c = run_search(_workload(), cons, budget_evals=48, seed=3, pop_size=16, samples=64,
+                   runner=ProcessRunner(2))
+    assert _front_set(a) == _front_set(c)
+
+
+def test_baselines_are_reported_and_dominated_or_matched(exhaustive):
+    assert [b["design"] for b in exhaustive.baselines] == [
+        "baseline: fat tree 1:1, fastest links", "baseline: fat tree 2:1, fastest links",
+        "baseline: rail-optimized SuperPOD-like"]
+    for b in exhaustive.baselines:
+        if b["feasible"]:
+            assert any(r["cost_usd"] <= b["cost_usd"] and r["p99_s"] <= b["p99_s"] for r in exhaustive.front)
+
+
+def test_budget_below_cheapest_design_says_why():
+    res = run_search(_workload(), Constraints(**{**SMALL, "budget_usd": 1000.0}), budget_evals=32, pop_size=16,
+                     samples=32)
+    assert not res.feasible
+    assert "the cheapest buildable design costs $" in res.infeasible_reason
+    assert "above the budget $1,000" in res.infeasible_reason
+    assert res.summary_lines()[0].startswith("no feasible design: ")
+
+
+def test_contradictory_constraints_are_rejected():
+    with pytest.raises(ConstraintError, match="excludes every allowed ratio"):
+        Constraints(**{**SMALL, "max_oversubscription": 1.0, "oversubscriptions": (2.0, 4.0)})
+    with pytest.raises(ConstraintError, match="unknown constraint"):
+        constraints_from_dict({"gpus": 64, "budgett": 5})
+    with pytest.raises(ConstraintError, match="unknown value"):
+        constraints_from_dict({"families": ["torus"]})
+    with pytest.raises(FabricError, match="evaluation budget"):
+        run_search(_workload(), Constraints(**SMALL), budget_evals=0)
+
+
+def test_cancel_and_resume(tmp_path):
+    cons = Constraints(**SMALL)
+    stop = threading.Event()
+    seen = []
+
+    def cb(p):
+        seen.append(p.generation)
+        if p.generation == 2:
+            stop.set()
+
+    state = tmp_path / "state.json"
+    first = run_search(_workload(), cons, budget_evals=400, seed=5, pop_size=16, samples=32, callback=cb,
+                       cancel=stop, state_path=state)
+    assert first.stopped_because == "cancelled" and first.generations == 2
+    saved = json.loads(state.read_text())
+    assert saved["generation"] == 2 and len(saved["records"]) == first.evaluations
+    resumed = run_search(_workload(), cons, budget_evals=first.evaluations + 32, seed=5, pop_size=16, samples=32,
+                         state_path=state)
+    assert resumed.generations > 2
+    assert {r["key"] for r in first.records} <= {r["key"] for r in resumed.records}
+
+
+def test_search_cli_writes_results(tmp_path, capsys):
+    w = tmp_path / "w.json"
+    w.write_text(dump_workload_json(_workload()))
+    c = tmp_path / "c.json"
+    c.write_text(json.dumps({k: list(v) if isinstance(v, tuple) else v for k, v in SMALL.items()}))
+    out = tmp_path / "out"
+    rc = main(["search", "-w", str(w), "-c", str(c), "--budget-evals", "40", "--pop-size", "16", "--samples", "32",
+               "--out", str(out), "--quiet"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "designs on the front" in text
+    for f in ("evaluations.csv", "pareto.csv", "baselines.csv", "summary.json"):
+        assert (out / f).exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["feasible"] and summary["hypervolume"] > 0 and len(summary["comparisons"]) == 3
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**json.loads(c.read_text()), "budget_usd": 10}))
+    assert main(["search", "-w", str(w), "-c", str(bad), "--budget-evals", "20", "--pop-size", "16",
+                 "--samples", "16", "--out", str(tmp_path / "o2"), "--quiet"]) == 3
+    assert "no feasible design" in capsys.readouterr().out
