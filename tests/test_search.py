@@ -159,3 +159,16 @@ def test_search_cli_writes_results(tmp_path, capsys):
     assert main(["search", "-w", str(w), "-c", str(bad), "--budget-evals", "20", "--pop-size", "16",
                  "--samples", "16", "--out", str(tmp_path / "o2"), "--quiet"]) == 3
     assert "no feasible design" in capsys.readouterr().out
+
+
+def test_dask_local_cluster_gives_the_same_front():
+    pytest.importorskip("dask.distributed")
+    from fabric.search import DaskRunner
+    from fabric.search.run import GLOBAL_CACHE
+
+    cons = Constraints(**SMALL)
+    a = run_search(_workload(), cons, budget_evals=48, seed=11, pop_size=16, samples=64)
+    GLOBAL_CACHE._d.clear()
+    b = run_search(_workload(), cons, budget_evals=48, seed=11, pop_size=16, samples=64,
+                   runner=DaskRunner(None, n_workers=2))
+    assert _front_set(a) == _front_set(b)
