@@ -394,6 +394,7 @@ def _save_state(path, algorithm, generation, session, hv, hv_history, seed):
     if path is None:
         return
     p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
     state = {"version": 1, "seed": seed, "generation": generation,
              "pop_X": algorithm.pop.get("X").astype(int).tolist(),
              "rng": algorithm.random_state.bit_generator.state,
