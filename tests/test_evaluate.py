@@ -44,10 +44,10 @@ def cat48(tmp_path_factory):
 def test_max_load_distribution_matches_published_collision_table(n, mult, facts_eff):
     """facts.md reports the mean per-trial efficiency (k/n)/max; recompute it from our exact distribution."""
     k = n * mult
-    cdf = max_load_cdf(k, n)
+    off, cdf = max_load_cdf(k, n)
     pmf = np.diff(np.concatenate([[0.0], cdf]))
-    m = np.arange(cdf.size)
-    eff = float(np.sum(pmf[1:] * (k / n) / m[1:]))
+    m = off + np.arange(cdf.size)
+    eff = float(np.sum(pmf * (k / n) / np.maximum(m, 1)))
     assert eff == pytest.approx(facts_eff, abs=0.015)
 
 
@@ -277,3 +277,18 @@ def test_hot_links_name_the_ops_that_cross_them():
     assert top["links"] in ("leaf uplinks", "leaf downlinks")
     assert top["ops"] == ["all_to_all@g"]
     assert 0 < top["mean_utilization"] <= top["p99_sample_utilization"] <= 1.0
+
+
+@pytest.mark.parametrize("design", [
+    Design(gpus=512, family="clos", oversubscription=(3.0,)),
+    Design(gpus=512, family="rail_optimized", oversubscription=(2.0, 2.0), nodes_per_su=16, tiers=3),
+])
+def test_large_all_to_all_counted_implicitly_equals_explicit_pairs(design, monkeypatch):
+    import fabric.evaluate.flows as flows
+
+    wl = one_op("all_to_all", 256 << 20, 512, group_size=128)
+    monkeypatch.setattr(flows, "IMPLICIT_ALL_PAIRS_FLOWS", 10 ** 12)
+    explicit = evaluate(design, wl, samples=256).step_samples_s
+    monkeypatch.setattr(flows, "IMPLICIT_ALL_PAIRS_FLOWS", 0)
+    implicit = evaluate(design, wl, samples=256).step_samples_s
+    assert np.array_equal(explicit, implicit)

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["max_load_cdf", "sample_max_load", "expected_max_load", "EXACT_MAX_BALLS"]
+__all__ = ["max_load_cdf", "sample_max_load", "expected_max_load", "EXACT_MAX_BALLS", "MaxLoad"]
 
 #: Above this many balls the Gaussian approximation replaces the exact computation.
 EXACT_MAX_BALLS = 1024
@@ -56,15 +57,20 @@ def _log_pois(j: np.ndarray, lam: float) -> np.ndarray:
     return j * math.log(lam) - lam - lg
 
 
+class MaxLoad(NamedTuple):
+    """``cdf[i] = P(max bin load <= offset + i)``; below ``offset`` the probability is 0 (or negligible)."""
+
+    offset: int
+    cdf: np.ndarray
+
+
 @lru_cache(maxsize=4096)
-def max_load_cdf(k: int, n: int) -> np.ndarray:
-    """``cdf[m] = P(max bin load <= m)`` for m = 0..k (k balls, n bins)."""
+def max_load_cdf(k: int, n: int) -> MaxLoad:
+    """Distribution of the maximum bin load of k balls in n bins, on the window of loads that matter."""
     if k <= 0:
-        return np.ones(1)
+        return MaxLoad(0, np.ones(1))
     if n <= 1:
-        cdf = np.zeros(k + 1)
-        cdf[k] = 1.0
-        return cdf
+        return MaxLoad(k, np.ones(1))
     lam = k / n
     if k > EXACT_MAX_BALLS:
         return _binomial_power_cdf(k, n)
@@ -84,33 +90,43 @@ def max_load_cdf(k: int, n: int) -> np.ndarray:
         if cdf[m] > 1.0 - 1e-12:
             break
     cdf[m:] = 1.0
-    return np.maximum.accumulate(cdf)
+    cdf = np.maximum.accumulate(cdf)
+    return MaxLoad(lo, cdf[lo: m + 1].copy())
 
 
-def _binomial_power_cdf(k: int, n: int) -> np.ndarray:
+def _binomial_power_cdf(k: int, n: int) -> MaxLoad:
+    """P(max <= m) ~ Binomial(k, 1/n).cdf(m)^n, on the window mean +- 14 standard deviations."""
+    from math import lgamma
+
     p = 1.0 / n
-    j = np.arange(k, dtype=float)
-    # log pmf by the ratio pmf(j+1)/pmf(j) = (k-j)/(j+1) * p/(1-p), accumulated
-    steps = np.log((k - j) / (j + 1.0)) + math.log(p / (1.0 - p))
-    logpmf = np.concatenate([[k * math.log(1.0 - p)], k * math.log(1.0 - p) + np.cumsum(steps)])
-    pmf = np.exp(logpmf - logpmf.max())
-    pmf /= pmf.sum()
-    cdf = np.clip(np.cumsum(pmf), 0.0, 1.0)
+    lam = k * p
+    sd = math.sqrt(lam * (1.0 - p))
+    lo = max(0, int(math.floor(lam - 14.0 * sd)) - 2)
+    hi = min(k, int(math.ceil(lam + 14.0 * sd)) + 14)
+    j = np.arange(lo, hi + 1, dtype=float)
+    log_lo = lgamma(k + 1) - lgamma(lo + 1) - lgamma(k - lo + 1) + lo * math.log(p) + (k - lo) * math.log(1 - p)
+    # log pmf by the ratio pmf(j+1)/pmf(j) = (k-j)/(j+1) * p/(1-p), accumulated from lo
+    steps = np.log((k - j[:-1]) / (j[:-1] + 1.0)) + math.log(p / (1.0 - p))
+    logpmf = np.concatenate([[log_lo], log_lo + np.cumsum(steps)])
+    cdf = np.clip(np.cumsum(np.exp(logpmf)), 0.0, 1.0)
+    cdf[-1] = 1.0
     with np.errstate(under="ignore"):
-        return np.maximum.accumulate(cdf ** n)
+        cdf = np.maximum.accumulate(cdf ** n)
+    start = int(np.searchsorted(cdf, 1e-300))
+    return MaxLoad(lo + start, cdf[start:].copy())
 
 
 def expected_max_load(k: int, n: int) -> float:
     """E[max bin load] of k balls in n bins."""
-    cdf = max_load_cdf(k, n)
-    return float(np.sum(1.0 - cdf[:-1]))
+    off, cdf = max_load_cdf(k, n)
+    return float(off + np.sum(1.0 - cdf[:-1]))
 
 
 def sample_max_load(k: int, n: int, groups: int, u: np.ndarray) -> np.ndarray:
     """Max over ``groups`` independent (k, n) experiments, one value per uniform in ``u`` (inverse CDF)."""
-    cdf = max_load_cdf(k, n)
+    off, cdf = max_load_cdf(k, n)
     if groups > 1:
         with np.errstate(under="ignore"):
             cdf = cdf ** groups
     idx = np.searchsorted(cdf, u, side="left")
-    return np.minimum(idx, k).astype(float)
+    return np.minimum(off + idx, k).astype(float)

@@ -44,6 +44,21 @@ class NetPhase:
     steps: int
     nvlink_bytes_per_byte: float = 0.0
     injection_only: bool = False
+    all_pairs: np.ndarray | None = None
+
+    def expand(self) -> "NetPhase":
+        """The explicit flows of an all-pairs phase (kept implicit while the group is large)."""
+        if self.all_pairs is None:
+            return self
+        src, dst = _all_pairs(self.all_pairs)
+        n = self.all_pairs.shape[1]
+        return NetPhase(src, dst, np.full(src.shape[0], 1.0 / n), self.steps, self.nvlink_bytes_per_byte,
+                        self.injection_only)
+
+
+#: All-to-alls with more flows than this stay implicit: the network model counts their link loads per leaf
+#: from member counts instead of enumerating n(n-1) pairs per instance.
+IMPLICIT_ALL_PAIRS_FLOWS = 200_000
 
 
 @dataclass
@@ -100,6 +115,12 @@ def _all_pairs(members: np.ndarray):
 def _flat_phases(kind: str, alg: str, members: np.ndarray, domain_of) -> list[NetPhase]:
     n = members.shape[1]
     if kind in ("all_to_all", "all_to_allv"):
+        if members.shape[0] * n * (n - 1) > IMPLICIT_ALL_PAIRS_FLOWS:
+            dom = domain_of[members]
+            same = (dom[:, :, None] == dom[:, None, :]).sum(axis=2) - 1 if n <= 4096 else None
+            nv = float(same.max()) / n if same is not None else _max_same_domain(dom) / n
+            empty = np.zeros(0, np.int64)
+            return [NetPhase(empty, empty, np.zeros(0), n - 1, nvlink_bytes_per_byte=nv, all_pairs=members)]
         src, dst = _all_pairs(members)
         per = np.full(src.shape[0], 1.0 / n)
         return [_split_nvlink(src, dst, per, n - 1, domain_of)]
@@ -123,6 +144,15 @@ def _flat_phases(kind: str, alg: str, members: np.ndarray, domain_of) -> list[Ne
     src, dst = _ring_pairs(members, wrap=wrap)
     per = np.full(src.shape[0], bandwidth_factor(kind, "ring", n))
     return [_split_nvlink(src, dst, per, latency_steps(kind, "ring", n), domain_of)]
+
+
+def _max_same_domain(dom: np.ndarray) -> int:
+    """Largest number of other members sharing a member's domain, over all instances."""
+    best = 0
+    for row in dom:
+        _, counts = np.unique(row, return_counts=True)
+        best = max(best, int(counts.max()) - 1)
+    return best
 
 
 def _split_nvlink(src, dst, per, steps, domain_of) -> NetPhase:

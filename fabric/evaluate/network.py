@@ -155,6 +155,12 @@ def _group_classes(kind: str, keys: np.ndarray, qps: np.ndarray, bytes_: np.ndar
 def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool) -> PhaseLoad:
     """Aggregate a :class:`~fabric.evaluate.flows.NetPhase` into link-group classes."""
     f = model.fabric
+    if phase.all_pairs is not None:
+        simple = (f.gpu_nics.shape[1] == 1 and f.nic_ports.shape[1] == 1 and not model.is_dragonfly
+                  and not ((pxn or model.force_pxn) and model.rail_based))
+        if simple:
+            return _all_pairs_load(phase, model, qps)
+        phase = phase.expand()
     src, dst, per = phase.src_gpu, phase.dst_gpu, phase.bytes_per_byte
     nvlink_max = phase.nvlink_bytes_per_byte
     k_nic = f.gpu_nics.shape[1]
@@ -216,6 +222,76 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool) -> PhaseLoad:
                     classes += _group_classes("pod core uplinks", sp[xp], qc[xp], pc[xp], pb, zero)
                     classes += _group_classes("pod core downlinks", dp[xp], qc[xp], pc[xp], pb, zero)
     return PhaseLoad(classes, nic_max, nvlink_max, hops, phase.steps)
+
+
+def _count_per_member(*keys) -> np.ndarray:
+    """For each member, how many members share its combination of keys."""
+    stacked = np.stack([k.ravel() for k in keys], axis=1)
+    _, inv, counts = np.unique(stacked, axis=0, return_inverse=True, return_counts=True)
+    return counts[inv.ravel()]
+
+
+def _all_pairs_load(phase, model: NetworkModel, qps: int) -> PhaseLoad:
+    """Link loads of a direct all-to-all from member counts (no pair enumeration).
+
+    Member a sends 1/n of the op's bytes to every other member; pairs inside a scale-up domain use NVLink. A
+    member's flows that leave its leaf go to members neither on its leaf nor in its domain:
+    off(a) = (n - same_leaf(a)) - (same_domain(a) - same_domain_and_leaf(a)); by symmetry as many arrive.
+    Pods are counted the same way.
+    """
+    f = model.fabric
+    members = phase.all_pairs
+    I, n = members.shape
+    inst = np.repeat(np.arange(I), n).reshape(I, n)
+    nic = f.gpu_nics[members, 0] - f.nic_base
+    leaf = f.nic_ports[nic, 0]
+    dom = f.gpu_domain[members]
+    same_leaf = _count_per_member(inst, leaf)
+    same_dom = _count_per_member(inst, dom)
+    same_dom_leaf = _count_per_member(inst, dom, leaf)
+    per = 1.0 / n
+    nic_max = float((n - same_dom).max()) * per
+    off = (n - same_leaf) - (same_dom - same_dom_leaf)
+    leaf_flat = leaf.ravel()
+    sb = f.switch_base
+    classes: list[LinkClass] = []
+    hops = 1
+    if off.max() > 0:
+        hops = 3
+        k_leaf = np.bincount(leaf_flat - sb, weights=off * qps, minlength=f.n_switches)
+        keys = np.flatnonzero(k_leaf > 0) + sb
+        k = np.rint(k_leaf[keys - sb]).astype(np.int64)
+        classes += _classes_from_counts("leaf uplinks", keys, k, per / qps, model.leaf_up[keys - sb],
+                                        model.leaf_slow[keys - sb])
+        classes += _classes_from_counts("leaf downlinks", keys, k, per / qps, model.leaf_up[keys - sb],
+                                        model.leaf_slow[keys - sb])
+        if model.pod_bins.size:
+            pod = model.pod_of_switch[leaf_flat - sb].reshape(I, n)
+            same_pod = _count_per_member(inst, pod)
+            same_dom_pod = _count_per_member(inst, dom, pod)
+            off_pod = (n - same_pod) - (same_dom - same_dom_pod)
+            if off_pod.max() > 0:
+                hops = 5
+                k_pod = np.bincount(pod.ravel(), weights=off_pod * qps, minlength=model.pod_bins.size)
+                pkeys = np.flatnonzero(k_pod > 0)
+                kp = np.rint(k_pod[pkeys]).astype(np.int64)
+                zero = np.zeros(pkeys.size, np.int64)
+                classes += _classes_from_counts("pod core uplinks", pkeys, kp, per / qps, model.pod_bins[pkeys], zero)
+                classes += _classes_from_counts("pod core downlinks", pkeys, kp, per / qps, model.pod_bins[pkeys],
+                                                zero)
+    return PhaseLoad(classes, nic_max, phase.nvlink_bytes_per_byte, hops, phase.steps)
+
+
+def _classes_from_counts(kind, keys, k, ball, n, slow) -> list[LinkClass]:
+    sig = np.stack([k, n, slow], axis=1)
+    csig, cinv = np.unique(sig, axis=0, return_inverse=True)
+    cinv = cinv.ravel()
+    out = []
+    for c, (kk, nn, sl) in enumerate(csig.tolist()):
+        m = cinv == c
+        out.append(LinkClass(kind, int(kk), int(max(nn, 0)), int(sl), int(m.sum()), float(ball), keys[m],
+                             float(kk * ball / max(nn, 1))))
+    return out
 
 
 def _dragonfly_classes(model: NetworkModel, sl, dl, pc, qc) -> list[LinkClass]:
