@@ -292,3 +292,47 @@ def test_large_all_to_all_counted_implicitly_equals_explicit_pairs(design, monke
     monkeypatch.setattr(flows, "IMPLICIT_ALL_PAIRS_FLOWS", 0)
     implicit = evaluate(design, wl, samples=256).step_samples_s
     assert np.array_equal(explicit, implicit)
+
+
+def test_random_link_faults_widen_the_tail_only():
+    """Faults drawn per launch: most launches see none (same time), a few see a leaf short of an uplink."""
+    wl = one_op("all_to_all", 4 * GIB, 512)
+    d = Design(gpus=512, family="clos", oversubscription=(7.0,), routing="spray")
+    base = evaluate(d, wl, samples=512).step_samples_s
+    flaky = evaluate(d, wl, Scenario(link_failure_prob=0.002), samples=512).step_samples_s
+    n_links = 10 * 8                                     # 10 leaves x 8 uplinks
+    p_any = 1 - (1 - 0.002) ** n_links                   # a launch with at least one link down
+    hit = flaky > base * 1.0001
+    assert hit.mean() == pytest.approx(p_any, abs=0.05)
+    assert np.median(flaky) == pytest.approx(np.median(base))
+    # a launch is paced by its worst leaf: 7 of 8 uplinks left (8/7 slower), rarely 6 of 8 (8/6)
+    lat = 511 * 6.7e-6                                   # the direct all-to-all's latency steps are not slowed
+    ratios = (flaky[hit] - lat) / (base.max() - lat)
+    assert all(min(abs(r - 8 / (8 - f)) for f in (1, 2, 3)) < 0.01 for r in ratios)
+    assert np.mean(np.abs(ratios - 8 / 7) < 0.01) > 0.8
+
+
+def test_storage_class_routing_sets_the_checkpoint_burst_length():
+    """A 4:1 leaf (48 NIC ports down, 12 up) drains a checkpoint burst through its uplinks: 4x the NIC time when
+    the storage class is sprayed, longer under ECMP (collisions), and the step pays more often."""
+    from fabric.evaluate.engine import _burst_duration
+    from fabric.evaluate.transport import PROFILES
+    from fabric.topology import build_fabric
+
+    d = Design(gpus=512, family="clos", oversubscription=(4.0,), routing="spray")
+    fab = build_fabric(d)
+    assert (fab.structure["leaf_down"], fab.structure["leaf_up"]) == (48, 12)
+    per_nic = 10e9
+    nic_time = per_nic / (50e9 * 0.96)
+    spray = _burst_duration(per_nic, d, fab, PROFILES["infiniband"])
+    ecmp = _burst_duration(per_nic, d.replace(storage_routing="ecmp"), fab, PROFILES["infiniband"])
+    assert spray == pytest.approx(4 * nic_time)
+    rng = np.random.default_rng(0)                       # brute force: the busiest uplink over 11 leaves
+    worst = [max(np.bincount(rng.integers(0, 12, 48), minlength=12).max() for _ in range(11))
+             for _ in range(3000)]
+    assert ecmp == pytest.approx(np.mean(worst) * nic_time, rel=0.03)
+    wl = one_op("all_reduce", 256 << 20, 512, compute=0.05, count=10)
+    burst = Scenario(checkpoint_bytes=512 * per_nic, checkpoint_period_s=2.0)
+    t_spray = evaluate(d, wl, burst).step_time_s["mean"]
+    t_ecmp = evaluate(d.replace(storage_routing="ecmp"), wl, burst).step_time_s["mean"]
+    assert t_ecmp > t_spray

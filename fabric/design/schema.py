@@ -72,6 +72,7 @@ class Design:
     dragonfly_globals: int | None = None
     routing: str = "ecmp"
     qps_per_connection: int = 1
+    storage_routing: str | None = None
     transport: str = "infiniband"
     in_network_reduction: bool = False
     pxn: bool = False
@@ -173,6 +174,10 @@ def validate_design(d: Design) -> None:
     for fld in ("dragonfly_terminals", "dragonfly_routers", "dragonfly_globals"):
         _int_in(d, fld, 1, 1024, allow_none=True)
     _choice(d, "routing", ROUTING_POLICIES)
+    if d.storage_routing is not None:
+        _choice(d, "storage_routing", ROUTING_POLICIES)
+        if d.storage_routing == "spray" and d.transport == "roce":
+            _err("storage_routing", "per-packet spraying needs transport 'spray_ethernet' or 'infiniband'")
     _int_in(d, "qps_per_connection", 1, 256)
     _choice(d, "transport", TRANSPORTS)
     _choice(d, "placement", PLACEMENTS)

@@ -269,7 +269,7 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     prof = profile_for(design, transport_overrides)
     root = np.random.default_rng(seed)
     rng_fault, rng_place, rng_hash, rng_compute, rng_burst = root.spawn(5)
-    model = _network_model(fabric, scenario, rng_fault)
+    model = _network_model(fabric, scenario, rng_fault, samples)
     compute_jobs = [j for j in workload.jobs if j.kind != "storage"]
     if not compute_jobs:
         raise WorkloadError("the workload has no training or inference job to evaluate")
@@ -367,15 +367,25 @@ def _size_class(kind: str, size: float, group: ProcessGroup, fabric) -> str:
     return "small" if size < TREE_BYTES_PER_NODE * max(1, group.size // fabric.design.gpus_per_node) else "large"
 
 
-def _network_model(fabric, scenario: Scenario, rng: np.random.Generator) -> NetworkModel:
+def _network_model(fabric, scenario: Scenario, rng: np.random.Generator, samples: int) -> NetworkModel:
     ls = np.flatnonzero(fabric.link_kind == LINK_KINDS.index("leaf-spine"))
     spines = np.flatnonzero((fabric.node_kind == 2) & (fabric.node_tier == 1))
     failed = rng.choice(ls, size=min(scenario.failed_links, ls.size), replace=False) if scenario.failed_links else []
     pick = rng.permutation(spines) if spines.size else spines
     failed_sw = pick[: scenario.failed_spines].tolist()
     slow_sw = pick[scenario.failed_spines: scenario.failed_spines + scenario.slow_switches].tolist()
-    return NetworkModel.build(fabric, failed_links=failed, failed_switches=failed_sw, slow_switches=slow_sw,
-                              slow_factor=scenario.slow_factor if slow_sw else 1.0)
+    model = NetworkModel.build(fabric, failed_links=failed, failed_switches=failed_sw, slow_switches=slow_sw,
+                               slow_factor=scenario.slow_factor if slow_sw else 1.0)
+    if scenario.link_failure_prob > 0 and ls.size:
+        # component faults per sampled launch: each leaf-spine link down with the given probability
+        counts = rng.binomial(ls.size, scenario.link_failure_prob, size=samples)
+        faults = []
+        for c in counts:
+            down = rng.choice(ls, size=int(c), replace=False) if c else np.zeros(0, np.int64)
+            leaves, per_leaf = np.unique(fabric.link_a[down], return_counts=True)
+            faults.append(dict(zip(leaves.tolist(), per_leaf.tolist())))
+        model.sample_faults = faults
+    return model
 
 
 def _compute_samples(job: Job, rng: np.random.Generator, samples: int) -> np.ndarray:
@@ -402,12 +412,41 @@ def _checkpoint_interference(job, storage, design, fabric, prof, comm, compute, 
             continue
         nics = max(1, int(round(job.world_size * design.nics_per_gpu)))
         per_nic = s.burst_bytes / nics
-        duration = per_nic / (fabric.link_speed_bps / 8.0 * prof.bandwidth_efficiency * fabric.nic_ports.shape[1])
+        duration = _burst_duration(per_nic, design, fabric, prof)
         step = compute + comm
         p_overlap = np.minimum(1.0, (step + duration) / s.burst_period_s)
         hit = rng.random(samples) < p_overlap
         out += np.where(hit, np.minimum(duration, comm), 0.0)
     return out
+
+
+def _burst_duration(per_nic: float, design, fabric, prof) -> float:
+    """How long a checkpoint burst lasts: each NIC writes ``per_nic`` bytes to storage outside its leaf.
+
+    The storage traffic class has its own routing (``design.storage_routing``, default the design's): all the
+    leaf's NICs send through its uplinks, one flow each; under ECMP the burst lasts until the busiest uplink
+    (the expected maximum over all leaves of the balls-in-bins load) has drained.
+    """
+    from fabric.evaluate.ballsbins import max_load_cdf
+
+    ports = fabric.nic_ports.shape[1]
+    rate = fabric.link_speed_bps / 8.0 * prof.bandwidth_efficiency
+    nic_time = per_nic / (rate * ports)
+    s = fabric.structure
+    down, up, leaves = int(s.get("leaf_down", 0)), int(s.get("leaf_up", 0)), int(s.get("leaves", 1) or 1)
+    if fabric.tiers < 2 or up <= 0 or down <= 0:
+        return nic_time
+    flow = per_nic / ports
+    routing = design.storage_routing or design.routing
+    if routing == "ecmp":
+        off, cdf = max_load_cdf(down, up)
+        cdf_l = cdf ** max(leaves, 1)
+        busiest = off + float(np.sum(1.0 - cdf_l[:-1]))
+    elif routing == "adaptive":
+        busiest = down / up * (1.0 + prof.adaptive_imbalance)
+    else:
+        busiest = down / up
+    return max(nic_time, busiest * flow / rate)
 
 
 def _accumulate_hot(hot: dict, job, op_meta, i99: int, step: np.ndarray, fabric, cap_bytes: float) -> None:

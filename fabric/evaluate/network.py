@@ -53,6 +53,8 @@ class NetworkModel:
     capacity_bps: float = 0.0
     rail_based: bool = False
     force_pxn: bool = False
+    #: per Monte Carlo sample, {leaf node id: uplinks down in that launch} (random component faults)
+    sample_faults: list | None = None
 
     @classmethod
     def build(cls, fabric, *, failed_links=(), failed_switches=(), slow_switches=(), slow_factor: float = 1.0):
@@ -328,22 +330,44 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
     for c in load.classes:
         if c.n <= 0:
             busiest = np.full(samples, np.inf)       # every path of the group failed
-        elif routing == "ecmp":
-            if c.slow:
-                fast_n = c.n - c.slow
-                k_slow = max(1, int(round(c.k * c.slow / c.n)))
-                ms = sample_max_load(k_slow, c.slow, c.members, rng.random(samples)) / model.slow_factor
-                mf = sample_max_load(max(c.k - k_slow, 0), fast_n, c.members, rng.random(samples)) \
-                    if fast_n > 0 else np.zeros(samples)
-                busiest = np.maximum(ms, mf) * c.ball
-            else:
-                busiest = sample_max_load(c.k, c.n, c.members, rng.random(samples)) * c.ball
-        elif routing == "adaptive":
-            eff_links = c.n - c.slow + c.slow * model.slow_factor
-            busiest = np.full(samples, c.k * c.ball / eff_links * (1.0 + imbalance))
-        else:  # spray: even split regardless of capacity
-            share = c.k * c.ball / c.n
-            busiest = np.full(samples, share / (model.slow_factor if c.slow else 1.0))
+            per_class.append(busiest)
+            t = np.maximum(t, busiest / cap)
+            continue
+        busiest = _healthy_busiest(c, model, routing, imbalance, rng, samples)
+        if model.sample_faults is not None and c.kind.startswith("leaf"):
+            members = set(c.member_ids.tolist())
+            for s, faults in enumerate(model.sample_faults):
+                for leaf in members.intersection(faults):
+                    left = c.n - faults[leaf]
+                    if left <= 0:
+                        busiest[s] = np.inf
+                        continue
+                    if routing == "ecmp":
+                        v = sample_max_load(c.k, left, 1, rng.random(1))[0] * c.ball
+                    else:
+                        v = c.k * c.ball / left * (1.0 + (imbalance if routing == "adaptive" else 0.0))
+                    busiest[s] = max(busiest[s], v)
         per_class.append(busiest)
         t = np.maximum(t, busiest / cap)
     return t, per_class
+
+
+def _healthy_busiest(c, model: NetworkModel, routing: str, imbalance: float, rng, samples: int) -> np.ndarray:
+    """Bytes (per op byte) on the busiest link of the class's busiest member, per sample, without random faults."""
+    if routing == "ecmp":
+        if c.slow:
+            fast_n = c.n - c.slow
+            k_slow = max(1, int(round(c.k * c.slow / c.n)))
+            ms = sample_max_load(k_slow, c.slow, c.members, rng.random(samples)) / model.slow_factor
+            mf = sample_max_load(max(c.k - k_slow, 0), fast_n, c.members, rng.random(samples)) \
+                if fast_n > 0 else np.zeros(samples)
+            busiest = np.maximum(ms, mf) * c.ball
+        else:
+            busiest = sample_max_load(c.k, c.n, c.members, rng.random(samples)) * c.ball
+    elif routing == "adaptive":
+        eff_links = c.n - c.slow + c.slow * model.slow_factor
+        busiest = np.full(samples, c.k * c.ball / eff_links * (1.0 + imbalance))
+    else:  # spray: even split regardless of capacity
+        share = c.k * c.ball / c.n
+        busiest = np.full(samples, share / (model.slow_factor if c.slow else 1.0))
+    return busiest

@@ -27,7 +27,8 @@ class Scenario:
     every network link used by other tenants; ``comm_scale``/``compute_scale`` shift the job mix (bytes and
     compute of every job scaled); ``checkpoint_bytes``/``checkpoint_period_s`` add a checkpoint burst (whole-job
     bytes written every period) to each training job; ``gpu_scale`` evaluates a cluster that many times bigger
-    with data parallelism grown to match (weak scaling).
+    with data parallelism grown to match (weak scaling). ``link_failure_prob`` makes component faults part of the
+    Monte Carlo: in each sampled launch every leaf-spine link is down with this probability.
     """
 
     name: str = "baseline"
@@ -41,6 +42,7 @@ class Scenario:
     checkpoint_bytes: float = 0.0
     checkpoint_period_s: float = 0.0
     gpu_scale: int = 1
+    link_failure_prob: float = 0.0
 
     def __post_init__(self):
         def bad(field, msg):
@@ -54,7 +56,7 @@ class Scenario:
             bad("gpu_scale", f"must be between 1 and 64, got {self.gpu_scale}")
         for f, lo, hi in (("slow_factor", 0.01, 1.0), ("background_load", 0.0, 0.95), ("comm_scale", 0.0, 1e3),
                           ("compute_scale", 0.0, 1e3), ("checkpoint_bytes", 0.0, 1e18),
-                          ("checkpoint_period_s", 0.0, 1e9)):
+                          ("checkpoint_period_s", 0.0, 1e9), ("link_failure_prob", 0.0, 0.5)):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
                 bad(f, f"must be a number in [{lo:g}, {hi:g}], got {v!r}")
@@ -74,6 +76,7 @@ SCENARIO_PRESETS = {
     "background-30": Scenario(name="background-30", background_load=0.3),
     "job-mix-shift": Scenario(name="job-mix-shift", comm_scale=1.5),
     "bigger-cluster": Scenario(name="bigger-cluster", gpu_scale=2),
+    "flaky-links": Scenario(name="flaky-links", link_failure_prob=0.002),
 }
 
 
