@@ -299,7 +299,8 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
                 cache[key] = _traffic_samples(fabric, model, design, prof, job, group, gpus_of_rank, kind, size,
                                               rng_hash, samples, scenario.background_load, algorithms.get(kind))
             ts = cache[key]
-            t = size * ts.per_byte + ts.latency_s
+            eff_scale, alpha_scale = prof.scales_for(size)
+            t = size * ts.per_byte / eff_scale + ts.latency_s * alpha_scale
             floor = small_message_floor_s(ts.group_size, size)
             t = np.maximum(t, floor)
             lb = size * ts.lb_per_byte

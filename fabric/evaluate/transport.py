@@ -44,10 +44,29 @@ class TransportProfile:
     adaptive_imbalance: float = 0.05
     reorder_tolerant: bool = False
     in_network_reduction: bool = False
+    #: message-size regimes from calibration: ((max_bytes, efficiency_scale, alpha_scale), ...) in ascending
+    #: max_bytes; an op of size S uses the first regime with S <= max_bytes (none: scales 1.0). NCCL switches
+    #: protocols (LL, LL128, Simple) by size, so small messages reach a smaller share of the bandwidth.
+    regimes: tuple = ()
 
     def with_overrides(self, **kw) -> "TransportProfile":
-        """A copy with calibrated values."""
+        """A copy with calibrated values (unknown names are errors)."""
+        from dataclasses import fields as _fields
+
+        known = {f.name for f in _fields(self)}
+        unknown = sorted(set(kw) - known)
+        if unknown:
+            raise DesignError(f"unknown transport parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        if "regimes" in kw:
+            kw["regimes"] = tuple(tuple(float(x) for x in r) for r in kw["regimes"])
         return replace(self, **kw)
+
+    def scales_for(self, size_bytes: float) -> tuple[float, float]:
+        """(efficiency scale, alpha scale) of the regime an op of ``size_bytes`` falls in."""
+        for max_bytes, eff_scale, alpha_scale in self.regimes:
+            if size_bytes <= max_bytes:
+                return eff_scale, alpha_scale
+        return 1.0, 1.0
 
 
 PROFILES = {
