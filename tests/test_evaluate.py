@@ -336,3 +336,25 @@ def test_storage_class_routing_sets_the_checkpoint_burst_length():
     t_spray = evaluate(d, wl, burst).step_time_s["mean"]
     t_ecmp = evaluate(d.replace(storage_routing="ecmp"), wl, burst).step_time_s["mean"]
     assert t_ecmp > t_spray
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv", "broadcast"]),
+       size=st.integers(1, 1 << 31), group=st.sampled_from([2, 4, 8, 16, 32, 64]),
+       stride=st.sampled_from([1, 2, 8, 16]), placement=st.sampled_from(["packed", "scattered", "rail_aligned"]),
+       family=st.sampled_from(["clos", "rail_optimized", "rail_only", "dragonfly"]),
+       routing=st.sampled_from(["ecmp", "adaptive", "spray"]), overlap=st.floats(0, 1),
+       compute=st.floats(0, 0.1), seed=st.integers(0, 5))
+def test_property_never_below_lower_bound(kind, size, group, stride, placement, family, routing, overlap, compute,
+                                          seed):
+    world = 128
+    if group * stride > world:
+        stride = world // group
+    wl = one_op(kind, size, world, group_size=group, stride=stride, compute=compute, overlap=overlap, count=3)
+    d = Design(gpus=world, family=family, routing=routing, placement=placement, oversubscription=(2.0,))
+    ev = evaluate(d, wl, samples=32, seed=seed)
+    assert ev.step_samples_s.min() >= ev.lower_bound_s * (1 - 1e-9)

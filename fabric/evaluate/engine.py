@@ -174,7 +174,6 @@ class _TrafficSamples:
     algorithm: str
     group_size: int
     link_loads: list               # (class, busiest bytes-per-op-byte per sample, phase index)
-    nic_mean: float
 
 
 def _traffic_samples(fabric, model, design, prof, job: Job, group: ProcessGroup, gpus_of_rank: np.ndarray,
@@ -193,7 +192,8 @@ def _traffic_samples(fabric, model, design, prof, job: Job, group: ProcessGroup,
     net = np.zeros(samples)
     latency = tr.scaleup_steps * prof.nvlink_alpha_s
     link_loads = []
-    nic_mean = 0.0
+    port_line = fabric.link_speed_bps / 8.0
+    injection = 0.0                 # seconds per op byte the busiest NIC port needs at line rate
     for pi, ph in enumerate(tr.phases):
         load = phase_load(ph, model, qps=design.qps_per_connection, pxn=design.pxn)
         t, per_class = sample_phase_factor(load, model, design.routing, net_eff, nv_eff, prof.adaptive_imbalance,
@@ -202,10 +202,14 @@ def _traffic_samples(fabric, model, design, prof, job: Job, group: ProcessGroup,
         prop = 2 * 50.0 * 5e-9 if load.hops > 1 else 2 * 30.0 * 5e-9
         latency += ph.steps * (prof.step_alpha_s + load.hops * sw_lat + 2 * nic_lat + prop)
         link_loads += [(c, b, pi) for c, b in zip(load.classes, per_class)]
-        nic_mean = max(nic_mean, load.nic_max)
+        injection += max(load.nic_max / port_line, load.nvlink_max / nv_line if nv_line > 0 else 0.0)
     per_byte = np.maximum(up, net) if tr.pipelined else up + net
-    lb = _op_lower_bound_per_byte(fabric, tr, kind, nv_line, in_net)
-    return _TrafficSamples(per_byte, latency, lb, tr.algorithm, tr.group_size, link_loads, nic_mean)
+    # the closed-form bound, unless this placement moves fewer bytes through the NICs than it assumes (irregular
+    # groups whose pairs share a node): then the line-rate time of the traffic itself bounds every sample
+    up_line = tr.scaleup_bytes_per_byte / nv_line if nv_line > 0 else 0.0
+    moved = max(up_line, injection) if tr.pipelined else up_line + injection
+    lb = min(_op_lower_bound_per_byte(fabric, tr, kind, nv_line, in_net), moved)
+    return _TrafficSamples(per_byte, latency, lb, tr.algorithm, tr.group_size, link_loads)
 
 
 def _nvlink_bytes_per_s(fabric) -> float:
