@@ -25,3 +25,9 @@ def trace_path(rel: str) -> Path:
     if not p.exists():
         pytest.skip(f"trace {rel} not present under {TRACES_DIR}")
     return p
+
+
+def fuzz_examples(default: int) -> int:
+    """Hypothesis examples for a fuzz test: ``default`` in the normal run, or ``FABRIC_FUZZ_EXAMPLES`` in a
+    dedicated fuzz run (e.g. ``FABRIC_FUZZ_EXAMPLES=3000 python -m pytest tests -k fuzz``)."""
+    return int(os.environ.get("FABRIC_FUZZ_EXAMPLES", default))
