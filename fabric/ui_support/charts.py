@@ -1,0 +1,330 @@
+"""The plotly figures of the dashboard (and of the HTML report): built from fabric results, never from widgets.
+
+Every figure has axis titles with units, a font readable on a projector (14 px) and no title of its own (the page
+puts a heading and a one-line caption around it). Times are shown in the unit that suits the data (s, ms or us)
+through :func:`time_unit`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from fabric.workload.summary import size_label
+
+__all__ = ["FAMILY_COLORS", "FONT_SIZE", "time_unit", "money_text", "style", "pareto_figure",
+           "hypervolume_figure", "step_time_figure", "breakdown_figure", "scaling_figure", "scenario_figure",
+           "cdf_overlay_figure", "collectives_figure", "message_size_figure", "compute_comm_figure",
+           "short_text"]
+
+FONT_SIZE = 14
+#: One colour per topology family, the same on every chart.
+FAMILY_COLORS = {"clos": "#1f5fbf", "rail_optimized": "#d95f02", "rail_only": "#1b9e77", "dragonfly": "#7570b3"}
+_FAMILY_NAMES = {"clos": "Clos / fat tree", "rail_optimized": "rail-optimized", "rail_only": "rail-only",
+                 "dragonfly": "dragonfly"}
+_BASELINE_SYMBOLS = ("x", "diamond", "square", "cross", "star")
+_MARK_COLORS = {"p50": "#2ca02c", "p95": "#ff7f0e", "p99": "#d62728"}
+_PALETTE = ("#1f5fbf", "#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e")
+
+
+def time_unit(values) -> tuple[float, str]:
+    """(factor, unit) to show seconds ``values`` in: s from 1 s up, ms from 1 ms, us below."""
+    arr = np.asarray([v for v in np.ravel(np.asarray(values, dtype=float)) if np.isfinite(v)], dtype=float)
+    ref = float(np.median(np.abs(arr))) if arr.size else 1.0
+    if ref >= 1.0:
+        return 1.0, "s"
+    if ref >= 1e-3:
+        return 1e3, "ms"
+    return 1e6, "us"
+
+
+def money_text(usd: float) -> str:
+    """``$1.23M``, ``$456k`` or ``$789``."""
+    a = abs(usd)
+    if a >= 1e6:
+        return f"${usd / 1e6:,.2f}M"
+    if a >= 1e3:
+        return f"${usd / 1e3:,.0f}k"
+    return f"${usd:,.0f}"
+
+
+def short_text(text: str, width: int = 42) -> str:
+    """``text`` cut to ``width`` characters with an ellipsis."""
+    text = str(text)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def style(fig: go.Figure, *, height: int = 380, legend_below: bool = False) -> go.Figure:
+    """The common look: white template, 14 px font, tight margins, legend above (or below) the plot."""
+    legend = dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0, font=dict(size=FONT_SIZE - 1))
+    if legend_below:
+        legend = dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0, font=dict(size=FONT_SIZE - 1))
+    fig.update_layout(template="plotly_white", height=height, font=dict(size=FONT_SIZE),
+                      margin=dict(l=10, r=20, t=40, b=10), legend=legend, hoverlabel=dict(font_size=FONT_SIZE))
+    fig.update_xaxes(automargin=True, showline=True, linecolor="#888", ticks="outside")
+    fig.update_yaxes(automargin=True, showline=True, linecolor="#888", ticks="outside")
+    return fig
+
+
+# ------------------------------------------------------------------ search
+
+
+def _hover_record(r: Mapping, scale: float, unit: str) -> str:
+    return (f"<b>{r['design']}</b><br>network capex {money_text(r['cost_usd'])}<br>"
+            f"p99 {r['p99_s'] * scale:,.3g} {unit} · p50 {r['p50_s'] * scale:,.3g} {unit}<br>"
+            f"network power {r['power_w'] / 1e3:,.1f} kW")
+
+
+def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *, others: Sequence[Mapping] = (),
+                  p99_target_s: float | None = None, budget_usd: float | None = None,
+                  selected_key: str | None = None, height: int = 440) -> go.Figure:
+    """Network capex (USD) vs p99 step time: the front coloured by family, other feasible designs in grey, the
+    human baselines as black symbols, the p99 target and the budget as dashed lines. ``customdata[0]`` of every
+    point is the record's ``key`` (for click-to-open)."""
+    pts = [r for r in list(front) + list(baselines) + list(others) if r.get("buildable", True)]
+    scale, unit = time_unit([r["p99_s"] for r in pts] or [1.0])
+    fig = go.Figure()
+    if others:
+        o = [r for r in others if r.get("feasible") and r.get("buildable", True)]
+        if o:
+            fig.add_trace(go.Scatter(
+                x=[r["cost_usd"] for r in o], y=[r["p99_s"] * scale for r in o], mode="markers",
+                name="other feasible designs", marker=dict(color="#bbbbbb", size=6, opacity=0.6),
+                customdata=[[r.get("key", ""), r["design"]] for r in o],
+                hovertext=[_hover_record(r, scale, unit) for r in o], hoverinfo="text"))
+    if front:
+        line = sorted(front, key=lambda r: r["cost_usd"])
+        fig.add_trace(go.Scatter(x=[r["cost_usd"] for r in line], y=[r["p99_s"] * scale for r in line],
+                                 mode="lines", line=dict(color="#555", width=1.5, dash="dot"),
+                                 name="Pareto front", hoverinfo="skip"))
+        for fam in sorted({r["family"] for r in front}, key=lambda f: list(FAMILY_COLORS).index(f)
+                          if f in FAMILY_COLORS else 99):
+            rows = [r for r in front if r["family"] == fam]
+            fig.add_trace(go.Scatter(
+                x=[r["cost_usd"] for r in rows], y=[r["p99_s"] * scale for r in rows], mode="markers",
+                name=_FAMILY_NAMES.get(fam, fam),
+                marker=dict(color=FAMILY_COLORS.get(fam, "#333"), size=12, line=dict(color="white", width=1)),
+                customdata=[[r.get("key", ""), r["design"]] for r in rows],
+                hovertext=[_hover_record(r, scale, unit) for r in rows], hoverinfo="text"))
+    for i, b in enumerate(r for r in baselines if r.get("buildable", True)):
+        fig.add_trace(go.Scatter(
+            x=[b["cost_usd"]], y=[b["p99_s"] * scale], mode="markers", name=b["design"],
+            marker=dict(color="black", size=14, symbol=_BASELINE_SYMBOLS[i % len(_BASELINE_SYMBOLS)],
+                        line=dict(color="black", width=2)),
+            customdata=[[b.get("key", ""), b["design"]]], hovertext=[_hover_record(b, scale, unit)],
+            hoverinfo="text"))
+    if selected_key:
+        sel = [r for r in pts if r.get("key") == selected_key]
+        if sel:
+            r = sel[0]
+            fig.add_trace(go.Scatter(x=[r["cost_usd"]], y=[r["p99_s"] * scale], mode="markers",
+                                     name="selected design", hoverinfo="skip",
+                                     marker=dict(size=26, color="rgba(0,0,0,0)",
+                                                 line=dict(color="#d62728", width=3))))
+    if p99_target_s is not None:
+        fig.add_hline(y=p99_target_s * scale, line=dict(color="#d62728", dash="dash", width=2),
+                      annotation_text=f"p99 target {p99_target_s * scale:,.3g} {unit}",
+                      annotation_position="top right", annotation_font=dict(color="#d62728", size=FONT_SIZE - 1))
+    if budget_usd is not None:
+        fig.add_vline(x=budget_usd, line=dict(color="#7f3b08", dash="dash", width=2),
+                      annotation_text=f"budget {money_text(budget_usd)}", annotation_position="top left",
+                      annotation_font=dict(color="#7f3b08", size=FONT_SIZE - 1))
+    fig.update_xaxes(title_text="network capex (USD)", tickprefix="$", tickformat="~s", rangemode="tozero")
+    fig.update_yaxes(title_text=f"p99 step time ({unit})")
+    return style(fig, height=height, legend_below=True)
+
+
+def hypervolume_figure(history: Sequence[Mapping], *, height: int = 300) -> go.Figure:
+    """Hypervolume of the front after each generation against the evaluations spent."""
+    fig = go.Figure()
+    if history:
+        fig.add_trace(go.Scatter(x=[h["evaluations"] for h in history], y=[h["hypervolume"] for h in history],
+                                 mode="lines+markers", line=dict(color="#1f5fbf", width=2), name="hypervolume",
+                                 hovertemplate="generation %{text}<br>%{x} evaluations<br>hypervolume %{y:.4g}"
+                                               "<extra></extra>",
+                                 text=[h["generation"] for h in history]))
+    fig.update_xaxes(title_text="designs evaluated", rangemode="tozero")
+    fig.update_yaxes(title_text="hypervolume (normalised)")
+    return style(fig, height=height)
+
+
+# ------------------------------------------------------------------ one design
+
+
+def step_time_figure(samples_s, stats: Mapping[str, float], *, lower_bound_s: float | None = None,
+                     height: int = 360) -> go.Figure:
+    """Histogram of the Monte Carlo step times with their CDF (right axis) and p50/p95/p99 marked."""
+    x = np.asarray(samples_s, dtype=float)
+    scale, unit = time_unit(x)
+    xs = x * scale
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(go.Histogram(x=xs, nbinsx=40, name="samples", marker_color="#9ecae1",
+                               hovertemplate=f"%{{x}} {unit}<br>%{{y}} samples<extra></extra>"),
+                  secondary_y=False)
+    srt = np.sort(xs)
+    fig.add_trace(go.Scatter(x=srt, y=np.arange(1, srt.size + 1) / max(srt.size, 1), mode="lines", name="CDF",
+                             line=dict(color="#08519c", width=2),
+                             hovertemplate=f"%{{x:.4g}} {unit}: %{{y:.1%}} of steps faster<extra></extra>"),
+                  secondary_y=True)
+    for k in ("p50", "p95", "p99"):
+        if k in stats:
+            fig.add_vline(x=stats[k] * scale, line=dict(color=_MARK_COLORS[k], dash="dash", width=2))
+            fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"{k} {stats[k] * scale:,.4g} {unit}",
+                                     line=dict(color=_MARK_COLORS[k], dash="dash", width=2)), secondary_y=False)
+    if lower_bound_s is not None and lower_bound_s > 0:
+        fig.add_vline(x=lower_bound_s * scale, line=dict(color="#555", dash="dot", width=1.5))
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"lower bound {lower_bound_s * scale:,.4g} {unit}",
+                                 line=dict(color="#555", dash="dot", width=1.5)), secondary_y=False)
+    fig.update_xaxes(title_text=f"step time ({unit})")
+    fig.update_yaxes(title_text="samples", secondary_y=False)
+    fig.update_yaxes(title_text="share of steps (CDF)", tickformat=".0%", range=[0, 1.02], secondary_y=True,
+                     showgrid=False)
+    return style(fig, height=height)
+
+
+def breakdown_figure(p99_breakdown: Mapping, *, height: int | None = None) -> go.Figure:
+    """Where the p99 step's time goes: compute, checkpoint interference, and each op's exposed time."""
+    items = [("compute", float(p99_breakdown.get("compute_s", 0.0)))]
+    if p99_breakdown.get("interference_s"):
+        items.append(("checkpoint interference", float(p99_breakdown["interference_s"])))
+    ops = sorted(p99_breakdown.get("ops", {}).items(), key=lambda kv: -kv[1])
+    items += [(k, float(v)) for k, v in ops]
+    scale, unit = time_unit([v for _, v in items if v > 0] or [1.0])
+    labels = [short_text(k, 44) for k, _ in items]
+    colors = ["#bdbdbd" if k in ("compute", "checkpoint interference") else "#1f5fbf" for k, _ in items]
+    fig = go.Figure(go.Bar(x=[v * scale for _, v in items], y=labels, orientation="h", marker_color=colors,
+                           text=[f"{v * scale:,.3g}" for _, v in items], textposition="auto",
+                           hovertext=[f"{k}: {v * scale:,.4g} {unit}" for k, v in items], hoverinfo="text"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title_text=f"time in the p99 step ({unit})")
+    return style(fig, height=height or max(260, 60 + 34 * len(items)))
+
+
+def scaling_figure(rows: Sequence[Mapping], *, height: int = 320) -> go.Figure:
+    """Weak-scaling efficiency (p50 and p99) at N, 2N, 4N GPUs; 100 % = linear."""
+    xs = [f"{r['gpus']:,} GPUs" for r in rows]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=xs, y=[r["efficiency_p50"] for r in rows], name="p50 efficiency", marker_color="#9ecae1",
+                         text=[f"{r['efficiency_p50']:.1%}" for r in rows], textposition="outside"))
+    fig.add_trace(go.Bar(x=xs, y=[r["efficiency_p99"] for r in rows], name="p99 efficiency", marker_color="#08519c",
+                         text=[f"{r['efficiency_p99']:.1%}" for r in rows], textposition="outside"))
+    fig.update_yaxes(title_text="throughput vs linear", tickformat=".0%", range=[0, 1.15])
+    fig.update_xaxes(title_text="cluster size (data parallelism grown)")
+    fig.update_layout(barmode="group")
+    return style(fig, height=height)
+
+
+def scenario_figure(rows: Sequence[Mapping], *, height: int = 320) -> go.Figure:
+    """Change of p99 step time under each what-if scenario, in percent of the healthy baseline."""
+    fig = go.Figure(go.Bar(
+        x=[r["scenario"] for r in rows], y=[r["delta_p99"] for r in rows],
+        marker_color=["#d62728" if r["delta_p99"] > 0.005 else "#2ca02c" for r in rows],
+        text=[f"{r['delta_p99']:+.1%}" for r in rows], textposition="outside",
+        hovertext=[f"{r['scenario']}: p99 {r['p99_s']:.4g} s ({r['delta_p99']:+.2%})" for r in rows],
+        hoverinfo="text"))
+    top = max([abs(r["delta_p99"]) for r in rows] + [0.01])
+    fig.update_yaxes(title_text="p99 step time change", tickformat="+.0%", range=[-top * 0.2 - 0.005, top * 1.3])
+    fig.update_xaxes(title_text="scenario")
+    return style(fig, height=height)
+
+
+def cdf_overlay_figure(series: Mapping[str, Sequence[float]], *, height: int = 380) -> go.Figure:
+    """Empirical CDFs of step times, one line per design, p99 marked with a dot."""
+    allv = np.concatenate([np.asarray(v, float) for v in series.values()]) if series else np.ones(1)
+    scale, unit = time_unit(allv)
+    fig = go.Figure()
+    for i, (name, vals) in enumerate(series.items()):
+        srt = np.sort(np.asarray(vals, float)) * scale
+        color = _PALETTE[i % len(_PALETTE)]
+        fig.add_trace(go.Scatter(x=srt, y=np.arange(1, srt.size + 1) / max(srt.size, 1), mode="lines",
+                                 name=short_text(name, 60), line=dict(color=color, width=2.5),
+                                 hovertemplate=f"%{{x:.4g}} {unit}: %{{y:.1%}}<extra>{short_text(name, 40)}</extra>"))
+        if srt.size:
+            p99 = float(np.percentile(srt, 99))
+            fig.add_trace(go.Scatter(x=[p99], y=[0.99], mode="markers", showlegend=False,
+                                     marker=dict(color=color, size=11, symbol="circle"),
+                                     hovertemplate=f"p99 {p99:.4g} {unit}<extra>{short_text(name, 40)}</extra>"))
+    fig.update_xaxes(title_text=f"step time ({unit})")
+    fig.update_yaxes(title_text="share of steps (CDF)", tickformat=".0%", range=[0, 1.02])
+    return style(fig, height=height, legend_below=True)
+
+
+# ------------------------------------------------------------------ workload
+
+
+def collectives_figure(job_summaries: Sequence[Mapping], *, height: int = 340) -> go.Figure:
+    """Per collective kind: bytes per step (left) and calls per step (right), one colour per job."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.16,
+                        subplot_titles=("bytes per step (GiB)", "calls per step"))
+    for i, j in enumerate(job_summaries):
+        kinds = sorted(j["per_kind"], key=lambda k: -j["per_kind"][k]["bytes_per_step"])
+        if not kinds:
+            continue
+        color = _PALETTE[i % len(_PALETTE)]
+        name = short_text(j["name"], 30)
+        fig.add_trace(go.Bar(y=kinds, x=[j["per_kind"][k]["bytes_per_step"] / 2 ** 30 for k in kinds],
+                             orientation="h", name=name, marker_color=color, legendgroup=name,
+                             hovertext=[f"{name}: {k} {size_label(j['per_kind'][k]['bytes_per_step'])} per step"
+                                        for k in kinds], hoverinfo="text"), row=1, col=1)
+        fig.add_trace(go.Bar(y=kinds, x=[j["per_kind"][k]["count_per_step"] for k in kinds], orientation="h",
+                             name=name, marker_color=color, legendgroup=name, showlegend=False,
+                             hovertext=[f"{name}: {k} {j['per_kind'][k]['count_per_step']:,.4g} calls per step"
+                                        for k in kinds], hoverinfo="text"), row=1, col=2)
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(title_text="GiB per step", row=1, col=1)
+    fig.update_xaxes(title_text="calls per step", type="log", row=1, col=2)
+    fig.update_annotations(font_size=FONT_SIZE)
+    fig.update_yaxes(autorange="reversed")
+    style(fig, height=height)
+    fig.update_layout(margin=dict(t=60), showlegend=len(job_summaries) > 1)
+    return fig
+
+
+def message_size_figure(job_summaries: Sequence[Mapping], *, height: int = 320) -> go.Figure:
+    """Calls per step by message size (log2 bins), one colour per job."""
+    fig = go.Figure()
+    for i, j in enumerate(job_summaries):
+        hist = j.get("message_size_histogram") or []
+        if not hist:
+            continue
+        xs = [size_label(h["bin_lo_bytes"]) for h in hist]
+        name = short_text(j["name"], 30)
+        fig.add_trace(go.Bar(x=xs, y=[h["count_per_step"] for h in hist], name=name,
+                             marker_color=_PALETTE[i % len(_PALETTE)],
+                             hovertext=[f"{name}: {size_label(h['bin_lo_bytes'])} to {size_label(h['bin_hi_bytes'])}"
+                                        f"<br>{h['count_per_step']:,.4g} calls, {size_label(h['bytes_per_step'])}"
+                                        f" per step" for h in hist], hoverinfo="text"))
+    fig.update_xaxes(title_text="message size (bin start; each bin up to 2x)", type="category")
+    fig.update_yaxes(title_text="calls per step", type="log")
+    fig.update_layout(barmode="group", showlegend=len(job_summaries) > 1)
+    return style(fig, height=height)
+
+
+def compute_comm_figure(rows: Sequence[Mapping], *, height: int | None = None) -> go.Figure:
+    """Per job: compute per step, communication per step if nothing overlapped, and the communication left
+    exposed in the p99 step, on a reference fabric."""
+    vals = [v for r in rows for v in (r["compute_s"], r["comm_s"], r["exposed_s"]) if v > 0]
+    scale, unit = time_unit(vals or [1.0])
+    names = [short_text(r["job"], 28) for r in rows]
+    fig = go.Figure()
+    for key, label, color in (("compute_s", "compute", "#bdbdbd"),
+                              ("comm_s", "communication, all ops back to back", "#9ecae1"),
+                              ("exposed_s", "communication exposed in the p99 step", "#08519c")):
+        fig.add_trace(go.Bar(y=names, x=[r[key] * scale for r in rows], orientation="h", name=label,
+                             marker_color=color, text=[f"{r[key] * scale:,.3g}" for r in rows],
+                             textposition="auto"))
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title_text=f"time per step ({unit})")
+    return style(fig, height=height or max(220, 130 + 70 * len(rows)))
+
+
+def _finite(x) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False

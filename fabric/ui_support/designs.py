@@ -1,0 +1,168 @@
+"""Designs as the dashboard handles them: rebuilt from search records, described gene by gene, recommended.
+
+A search record (``fabric.search`` records and front/baseline frames) carries every decision the search made
+(the gene columns) but not the cluster's size, which comes from the constraints. :func:`design_from_record`
+joins the two back into a validated :class:`~fabric.design.Design`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from fabric.design import Design
+from fabric.errors import DesignError
+
+__all__ = ["GENE_COLUMNS", "GENE_LABELS", "design_from_record", "design_genes", "gene_value_text",
+           "short_label", "recommended_record"]
+
+#: Search record columns that define a design (with the constraints' gpus, gpus_per_node and gpu_model).
+GENE_COLUMNS = ("family", "switch_model", "nic_model", "nics_per_gpu", "oversub_leaf", "oversub_spine", "planes",
+                "routing", "qps_per_connection", "transport", "placement", "pxn", "storage_isolation",
+                "in_network_reduction")
+
+#: Readable names of the genes (tables and the compare page).
+GENE_LABELS = {
+    "family": "topology family", "switch_model": "switch model", "nic_model": "NIC model",
+    "nics_per_gpu": "NICs per GPU", "oversub_leaf": "leaf oversubscription (down:up)",
+    "oversub_spine": "spine oversubscription (down:up)", "planes": "planes", "routing": "routing",
+    "qps_per_connection": "queue pairs per connection", "transport": "transport", "placement": "job placement",
+    "pxn": "PXN (rail-local forwarding)", "storage_isolation": "separate storage network",
+    "in_network_reduction": "in-network reduction (SHARP)",
+}
+
+_BOOL_GENES = ("pxn", "storage_isolation", "in_network_reduction")
+_TEXT_GENES = ("family", "switch_model", "nic_model", "routing", "transport", "placement")
+
+
+def _as_bool(value: Any, name: str) -> bool:
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in ("1", "true", "yes", "y"):
+            return True
+        if low in ("0", "false", "no", "n", ""):
+            return False
+        raise DesignError(f"design gene '{name}': expected true/false, got {value!r}")
+    return bool(value)
+
+
+def _as_float(value: Any, name: str) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError) as err:
+        raise DesignError(f"design gene '{name}': expected a number, got {value!r}") from err
+    if not math.isfinite(out):
+        raise DesignError(f"design gene '{name}': expected a finite number, got {value!r}")
+    return out
+
+
+def _as_int(value: Any, name: str) -> int:
+    out = _as_float(value, name)
+    if not out.is_integer():
+        raise DesignError(f"design gene '{name}': expected a whole number, got {value!r}")
+    return int(out)
+
+
+def design_from_record(record: Mapping[str, Any], *, gpus: int, gpus_per_node: int = 8,
+                       gpu_model: str = "h100-sxm", name: str | None = None) -> Design:
+    """The :class:`Design` a search record stands for, at the constraints' cluster size.
+
+    ``record`` needs every column of :data:`GENE_COLUMNS` (extra keys are ignored); numpy and string values are
+    accepted (a record read back from CSV). ``name`` defaults to the record's ``design`` column.
+
+    >>> rec = {"family": "clos", "switch_model": "ib-ndr-64x400", "nic_model": "nic-cx7-400",
+    ...        "nics_per_gpu": 1.0, "oversub_leaf": 2.0, "oversub_spine": 1.0, "planes": 1, "routing": "ecmp",
+    ...        "qps_per_connection": 4, "transport": "infiniband", "placement": "packed", "pxn": False,
+    ...        "storage_isolation": False, "in_network_reduction": False, "design": "my design"}
+    >>> d = design_from_record(rec, gpus=256)
+    >>> d.name, d.oversubscription, d.qps_per_connection
+    ('my design', (2.0, 1.0), 4)
+    """
+    missing = [c for c in GENE_COLUMNS if c not in record]
+    if missing:
+        raise DesignError(f"a design record needs the gene column(s) {', '.join(missing)}")
+    for c in _TEXT_GENES:
+        if not isinstance(record[c], str) or not record[c]:
+            raise DesignError(f"design gene '{c}': expected a name, got {record[c]!r}")
+    label = name if name is not None else str(record.get("design") or short_label(record))
+    return Design(
+        name=label, family=record["family"], gpus=int(gpus), gpu_model=gpu_model, gpus_per_node=int(gpus_per_node),
+        switch_model=record["switch_model"], nic_model=record["nic_model"],
+        nics_per_gpu=_as_float(record["nics_per_gpu"], "nics_per_gpu"),
+        oversubscription=(_as_float(record["oversub_leaf"], "oversub_leaf"),
+                          _as_float(record["oversub_spine"], "oversub_spine")),
+        planes=_as_int(record["planes"], "planes"), routing=record["routing"],
+        qps_per_connection=_as_int(record["qps_per_connection"], "qps_per_connection"),
+        transport=record["transport"], placement=record["placement"],
+        pxn=_as_bool(record["pxn"], "pxn"),
+        storage_isolation=_as_bool(record["storage_isolation"], "storage_isolation"),
+        in_network_reduction=_as_bool(record["in_network_reduction"], "in_network_reduction"),
+    )
+
+
+def design_genes(design: Design) -> dict[str, Any]:
+    """The gene values of ``design`` (the inverse of :func:`design_from_record`)."""
+    return {
+        "family": design.family, "switch_model": design.switch_model, "nic_model": design.nic_model,
+        "nics_per_gpu": float(design.nics_per_gpu), "oversub_leaf": design.oversub(0),
+        "oversub_spine": design.oversub(1), "planes": int(design.planes), "routing": design.routing,
+        "qps_per_connection": int(design.qps_per_connection), "transport": design.transport,
+        "placement": design.placement, "pxn": bool(design.pxn), "storage_isolation": bool(design.storage_isolation),
+        "in_network_reduction": bool(design.in_network_reduction),
+    }
+
+
+def gene_value_text(gene: str, value: Any) -> str:
+    """A gene value as a table shows it (``2:1``, ``yes``/``no``, ``0.5``)."""
+    if gene in _BOOL_GENES:
+        return "yes" if _as_bool(value, gene) else "no"
+    if gene in ("oversub_leaf", "oversub_spine"):
+        return f"{_as_float(value, gene):g}:1"
+    if gene in ("nics_per_gpu",):
+        return f"{_as_float(value, gene):g}"
+    if gene in ("planes", "qps_per_connection"):
+        return str(_as_int(value, gene))
+    return str(value)
+
+
+def short_label(genes: Mapping[str, Any]) -> str:
+    """A compact one-line name of a gene set, e.g. ``clos ib-ndr-64x400 nic-cx7-400 2:1 ecmp/4qp``."""
+    o1, o2 = _as_float(genes["oversub_leaf"], "oversub_leaf"), _as_float(genes["oversub_spine"], "oversub_spine")
+    over = f"{o1:g}:1" if o1 == o2 else f"{o1:g}:1/{o2:g}:1"
+    npg = _as_float(genes["nics_per_gpu"], "nics_per_gpu")
+    parts = [genes["family"], genes["switch_model"], genes["nic_model"]]
+    if npg != 1:
+        parts.append(f"{npg:g}/GPU")
+    parts.append(over)
+    planes = _as_int(genes["planes"], "planes")
+    if planes > 1:
+        parts.append(f"x{planes} planes")
+    routing = genes["routing"]
+    parts.append(f"{routing}/{_as_int(genes['qps_per_connection'], 'qps')}qp" if routing == "ecmp" else routing)
+    parts += [genes["transport"], genes["placement"]]
+    for flag, text in (("pxn", "+PXN"), ("storage_isolation", "+storage net"), ("in_network_reduction", "+SHARP")):
+        if _as_bool(genes[flag], flag):
+            parts.append(text)
+    return " ".join(str(p) for p in parts)
+
+
+def recommended_record(front: list[dict], baselines: list[dict], *, p99_target_s: float | None = None) -> dict | None:
+    """The design the dashboard proposes from a front, or ``None`` for an empty front.
+
+    With a p99 target: the cheapest front design that meets it. Otherwise: the cheapest front design at least as
+    fast (p99) as the first buildable baseline (the fat tree 1:1), i.e. "the same tail for less money"; when no
+    front design is that fast, the fastest front design.
+    """
+    if not front:
+        return None
+    if p99_target_s is not None:
+        meets = [r for r in front if r["p99_s"] <= p99_target_s]
+        if meets:
+            return min(meets, key=lambda r: (r["cost_usd"], r["p99_s"]))
+    ref = next((b for b in baselines if b.get("buildable", True) and b.get("feasible", True)), None)
+    if ref is not None:
+        as_fast = [r for r in front if r["p99_s"] <= ref["p99_s"]]
+        if as_fast:
+            return min(as_fast, key=lambda r: (r["cost_usd"], r["p99_s"]))
+    return min(front, key=lambda r: (r["p99_s"], r["cost_usd"]))

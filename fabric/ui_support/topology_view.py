@@ -1,0 +1,205 @@
+"""A tiered drawing of a built fabric that stays small whatever the size of the cluster.
+
+Rows bottom to top: NIC groups (the NICs cabled to one leaf), leaves (or dragonfly routers), spines, cores; planes
+side by side. A row with more than ``max_per_row`` switches is drawn as ``max_per_row`` boxes, each standing for a
+contiguous range of switches, and links between two boxes are drawn as one line whose width grows with the number
+of cables it stands for. So a 131,072-GPU fabric is a few hundred shapes, never 100k nodes. Link groups that the
+evaluation reported as hot are coloured by their busiest link's utilization in the p99 step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+from fabric.topology.fabric import LINK_KINDS, NIC, SWITCH
+
+__all__ = ["TopologyView", "topology_view", "topology_figure", "HOT_KIND_TO_LINK_KIND"]
+
+#: Link group names of ``Evaluation.hot_links`` -> the cable kind they run on.
+HOT_KIND_TO_LINK_KIND = {
+    "leaf uplinks": "leaf-spine", "leaf downlinks": "leaf-spine",
+    "pod core uplinks": "spine-core", "pod core downlinks": "spine-core",
+    "global links": "router-global", "router local uplinks": "router-local",
+}
+_NETWORK_KINDS = ("nic-leaf", "leaf-spine", "spine-core", "router-local", "router-global")
+_ROW_COLORS = {"nic": "#9e9e9e", "leaf": "#1f5fbf", "router": "#1f5fbf", "spine": "#d95f02", "core": "#7570b3"}
+_UTIL_BINS = ((0.0, "#b0b0b0", "not reported hot"), (1e-9, "#fdae61", "under 25 %"), (0.25, "#f46d43", "25-50 %"),
+              (0.5, "#d73027", "50-75 %"), (0.75, "#7f0000", "75 % and more"))
+
+
+@dataclass(frozen=True)
+class TopologyView:
+    """Display nodes and aggregated edges. ``nodes``: dicts with x, y, row, label, members, hover; ``edges``: dicts
+    with a, b (node indices), kind, links (cables drawn as this line), utilization (or None)."""
+
+    nodes: list
+    edges: list
+    rows: list
+    title: str
+    aggregated: bool
+
+
+def _buckets(n: int, max_per_row: int) -> np.ndarray:
+    """Bucket index of each of ``n`` items when at most ``max_per_row`` buckets are drawn (contiguous ranges)."""
+    if n <= max_per_row:
+        return np.arange(n)
+    return (np.arange(n) * max_per_row) // n
+
+
+def _range_label(name: str, lo: int, hi: int) -> str:
+    return f"{name} {lo}" if lo == hi else f"{name} {lo}-{hi}"
+
+
+def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int = 16) -> TopologyView:
+    """The aggregated drawing data of ``fabric`` with ``hot_links`` (``Evaluation.hot_links``) coloured."""
+    kinds = fabric.node_kind
+    n_nodes = kinds.shape[0]
+    disp = np.full(n_nodes, -1, dtype=np.int64)
+    nodes: list[dict] = []
+    rows: list[str] = []
+    planes = max(1, fabric.planes)
+    sw_ids = np.flatnonzero(kinds == SWITCH)
+    tiers = sorted(set(fabric.node_tier[sw_ids].tolist()))
+    tier_name = {t: ("router" if fabric.family == "dragonfly" and t == 0 else fabric.tier_names[t]) for t in tiers}
+    aggregated = False
+    # switches: one row per tier, planes side by side
+    for ti, t in enumerate(tiers):
+        name = tier_name[t]
+        rows.append(name)
+        for p in range(planes):
+            ids = sw_ids[(fabric.node_tier[sw_ids] == t) & (fabric.node_plane[sw_ids] == p)]
+            if ids.size == 0:
+                continue
+            b = _buckets(ids.size, max_per_row)
+            aggregated |= ids.size > max_per_row
+            nb = int(b.max()) + 1
+            for k in range(nb):
+                members = np.flatnonzero(b == k)
+                lo, hi = int(members[0]), int(members[-1])
+                plane_txt = f" plane {p}" if planes > 1 else ""
+                label = _range_label(name, lo, hi) + plane_txt
+                x = p + (k + 0.5) / nb
+                disp[ids[members]] = len(nodes)
+                nodes.append({"x": x, "y": ti + 1, "row": name, "label": label, "members": int(members.size),
+                              "plane": p, "hover": f"{label}<br>{members.size} switch(es)"})
+    # NIC groups: the NICs whose first port is cabled to one displayed switch
+    nic_ids = np.flatnonzero(kinds == NIC)
+    if nic_ids.size and fabric.nic_ports.size:
+        first = fabric.nic_ports[nic_ids - fabric.nic_base, 0]
+        parent = disp[first]
+        rows.insert(0, "nic")
+        for d in np.unique(parent[parent >= 0]):
+            sel = nic_ids[parent == d]
+            px = nodes[int(d)]["x"]
+            disp[sel] = len(nodes)
+            nodes.append({"x": px, "y": 0, "row": "nic", "label": f"{sel.size} NICs", "members": int(sel.size),
+                          "plane": nodes[int(d)]["plane"],
+                          "hover": f"{sel.size} NICs cabled to {nodes[int(d)]['label']}"})
+    # hot link kinds -> busiest utilization in the p99 step
+    util: dict[str, float] = {}
+    busiest: dict[str, str] = {}
+    for h in hot_links:
+        lk = HOT_KIND_TO_LINK_KIND.get(str(h.get("links")))
+        if lk is None:
+            continue
+        u = float(h.get("p99_sample_utilization", 0.0))
+        if u >= util.get(lk, -1.0):
+            util[lk] = u
+            busiest[lk] = f"{h.get('links')} of {h.get('example')}"
+    # aggregated edges
+    edges: list[dict] = []
+    keep = np.isin(fabric.link_kind, [LINK_KINDS.index(k) for k in _NETWORK_KINDS])
+    a, b, lk = disp[fabric.link_a[keep]], disp[fabric.link_b[keep]], fabric.link_kind[keep]
+    ok = (a >= 0) & (b >= 0) & (a != b)
+    a, b, lk = a[ok], b[ok], lk[ok]
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    if lo.size:
+        key = (lo * (len(nodes) + 1) + hi) * len(LINK_KINDS) + lk
+        uniq, counts = np.unique(key, return_counts=True)
+        for k, c in zip(uniq.tolist(), counts.tolist()):
+            kind = LINK_KINDS[k % len(LINK_KINDS)]
+            pair = k // len(LINK_KINDS)
+            ea, eb = divmod(pair, len(nodes) + 1)
+            edges.append({"a": int(ea), "b": int(eb), "kind": kind, "links": int(c), "utilization": util.get(kind),
+                          "busiest": busiest.get(kind, "")})
+    counts = fabric.switch_counts()
+    title = ", ".join(f"{v:,} {k}" for k, v in counts.items()) + f" switches; {fabric.n_nics:,} NICs"
+    return TopologyView(nodes=nodes, edges=edges, rows=rows, title=title, aggregated=aggregated)
+
+
+def _bin(u: float | None) -> int:
+    if u is None:
+        return 0
+    idx = 1
+    for i, (lo, _, _) in enumerate(_UTIL_BINS[1:], start=1):
+        if u >= lo:
+            idx = i
+    return idx
+
+
+def topology_figure(view: TopologyView, *, height: int = 420) -> go.Figure:
+    """The plotly figure of a :class:`TopologyView`: tiers bottom to top, links coloured by p99 utilization."""
+    from fabric.ui_support.charts import style
+
+    fig = go.Figure()
+    max_links = max([e["links"] for e in view.edges] + [1])
+    by_style: dict[tuple[int, int], list] = {}
+    for e in view.edges:
+        width = 1 + round(3 * np.log1p(e["links"]) / np.log1p(max_links)) if max_links > 1 else 1
+        by_style.setdefault((_bin(e["utilization"]), int(width)), []).append(e)
+    shown_bins: set[int] = set()
+    for (bi, width), es in sorted(by_style.items()):
+        xs: list = []
+        ys: list = []
+        for e in es:
+            na, nb = view.nodes[e["a"]], view.nodes[e["b"]]
+            if na["y"] == nb["y"]:  # same row (dragonfly): an arc above the row
+                t = np.linspace(0, 1, 9)
+                xs += list(na["x"] + (nb["x"] - na["x"]) * t) + [None]
+                ys += list(na["y"] + 0.35 * np.sin(np.pi * t)) + [None]
+            else:
+                xs += [na["x"], nb["x"], None]
+                ys += [na["y"], nb["y"], None]
+        _, color, label = _UTIL_BINS[bi]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=color, width=width),
+                                 opacity=0.55 if bi == 0 else 0.9, hoverinfo="skip",
+                                 name=f"links: {label}" if bi else "links", legendgroup=f"u{bi}",
+                                 showlegend=bi not in shown_bins))
+        shown_bins.add(bi)
+    # edge hover points at midpoints (one per aggregated line)
+    mids = [e for e in view.edges]
+    if mids:
+        fig.add_trace(go.Scatter(
+            x=[(view.nodes[e["a"]]["x"] + view.nodes[e["b"]]["x"]) / 2 for e in mids],
+            y=[(view.nodes[e["a"]]["y"] + view.nodes[e["b"]]["y"]) / 2
+               + (0.26 if view.nodes[e["a"]]["y"] == view.nodes[e["b"]]["y"] else 0) for e in mids],
+            mode="markers", marker=dict(size=6, color="rgba(0,0,0,0)"), showlegend=False,
+            hovertext=[f"{e['links']:,} {e['kind']} link(s): {view.nodes[e['a']]['label']} – "
+                       f"{view.nodes[e['b']]['label']}"
+                       + (f"<br>busiest {e['busiest']}: {e['utilization']:.0%} in the p99 step"
+                          if e["utilization"] is not None else "") for e in mids],
+            hoverinfo="text"))
+    for row in dict.fromkeys(n["row"] for n in view.nodes):
+        ns = [n for n in view.nodes if n["row"] == row]
+        fig.add_trace(go.Scatter(
+            x=[n["x"] for n in ns], y=[n["y"] for n in ns], mode="markers",
+            marker=dict(symbol="square" if row != "nic" else "circle", size=16 if row != "nic" else 11,
+                        color=_ROW_COLORS.get(row, "#333"), line=dict(color="white", width=1)),
+            name=row if row != "nic" else "NIC groups", hovertext=[n["hover"] for n in ns], hoverinfo="text"))
+    n_rows = max([n["y"] for n in view.nodes] + [0]) + 1
+    planes = max([n["plane"] for n in view.nodes] + [0]) + 1
+    tick_text = []
+    for r in view.rows:
+        tick_text.append("NICs" if r == "nic" else f"{r}s" if not r.endswith("s") else r)
+    fig.update_yaxes(tickvals=list(range(len(view.rows))), ticktext=tick_text, range=[-0.5, n_rows - 0.3],
+                     showgrid=False, zeroline=False, title_text="")
+    fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, range=[-0.02, planes + 0.02],
+                     title_text=" | ".join(f"plane {p}" for p in range(planes)) if planes > 1 else "")
+    style(fig, height=height, legend_below=True)
+    fig.update_xaxes(showline=False, ticks="")
+    fig.update_yaxes(showline=False, ticks="")
+    return fig

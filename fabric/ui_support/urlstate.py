@@ -1,0 +1,278 @@
+"""The state that defines a dashboard view, to and from URL query parameters (a link reproduces the view).
+
+Readable, no pickles, every value validated on the way in:
+
+- ``wl``: the workload choice: ``sample:mixtral-8x7b.json``, ``plan:llama3-70b:1024:tp=8,pp=4`` (a preset with
+  a parallelism plan) or ``upload:a.json,b.json`` (uploaded files cannot travel in a link; the names are kept so
+  the receiver is told what to upload);
+- one parameter per constraint that differs from its default, named like the field (``gpus=256``,
+  ``families=clos,rail_optimized``, ``budget_usd=5000000``);
+- ``design``: the selected design's genes in :data:`~fabric.ui_support.designs.GENE_COLUMNS` order, comma
+  separated; ``compare``: designs to compare, ``|`` separated;
+- ``evals`` and ``seed``: the search budget and seed (the search is deterministic for a seed).
+
+:func:`decode_view` never raises for a bad link: whatever cannot be used is left at its default and explained in
+``problems``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from fabric.errors import FabricError
+from fabric.search.constraints import Constraints, constraints_from_dict
+from fabric.ui_support.designs import GENE_COLUMNS
+
+__all__ = ["PLAN_KEYS", "View", "encode_view", "decode_view", "encode_workload", "decode_workload",
+           "encode_genes", "decode_genes", "constraint_params", "DEFAULT_EVALS", "MAX_EVALS"]
+
+#: Parallelism-plan overrides a link may carry (whole numbers).
+PLAN_KEYS = ("tp", "pp", "ep", "cp", "zero_stage", "micro_batch", "global_batch")
+#: Default and largest search budget (distinct evaluations) a view asks for.
+DEFAULT_EVALS = 300
+MAX_EVALS = 20_000
+
+_INT_FIELDS = {"gpus", "gpus_per_node", "max_radix", "cable_count"}
+_FLOAT_FIELDS = {"max_oversubscription", "budget_usd", "power_w", "p99_target_s"}
+_STR_LIST_FIELDS = {"switch_models", "nic_models", "families", "routings", "transports", "placements"}
+_FLOAT_LIST_FIELDS = {"nics_per_gpu", "oversubscriptions"}
+_INT_LIST_FIELDS = {"qps", "planes"}
+_RESERVED = {"wl", "design", "compare", "evals", "seed"}
+
+
+@dataclass
+class View:
+    """What a link carries. ``workload`` is a dict (see :func:`decode_workload`); ``design`` and ``compare`` are
+    gene dicts; ``problems`` lists what could not be used."""
+
+    workload: dict | None = None
+    constraints: Constraints = field(default_factory=Constraints)
+    constraints_given: bool = False
+    design: dict | None = None
+    compare: list = field(default_factory=list)
+    evals: int = DEFAULT_EVALS
+    seed: int = 0
+    problems: list = field(default_factory=list)
+
+
+def _num_text(v: float) -> str:
+    f = float(v)
+    return str(int(f)) if f.is_integer() and abs(f) < 1e15 else repr(f)
+
+
+# ------------------------------------------------------------------ workload
+
+
+def encode_workload(choice: Mapping[str, Any]) -> str:
+    """The ``wl`` parameter of a workload choice dict."""
+    kind = choice.get("kind")
+    if kind == "sample":
+        return f"sample:{choice['name']}"
+    if kind == "plan":
+        over = ",".join(f"{k}={int(choice[k])}" for k in PLAN_KEYS if choice.get(k) is not None)
+        text = f"plan:{choice['preset']}:{int(choice['gpus'])}"
+        return f"{text}:{over}" if over else text
+    if kind == "upload":
+        return "upload:" + ",".join(str(n).replace(",", " ") for n in choice.get("names", ()))
+    raise FabricError(f"unknown workload choice kind {kind!r}; expected sample, plan or upload")
+
+
+def decode_workload(text: str, *, samples: tuple[str, ...], presets: tuple[str, ...]) -> dict:
+    """A workload choice dict from a ``wl`` parameter; FabricError saying what is wrong otherwise.
+
+    ``samples`` and ``presets`` are the names a link may refer to (nothing else is ever opened).
+    """
+    kind, _, rest = str(text).partition(":")
+    if kind == "sample":
+        if rest not in samples:
+            raise FabricError(f"link workload: no built-in sample {rest!r}; samples: {', '.join(samples)}")
+        return {"kind": "sample", "name": rest}
+    if kind == "plan":
+        parts = rest.split(":")
+        if len(parts) not in (2, 3):
+            raise FabricError(f"link workload: expected plan:PRESET:GPUS[:k=v,...], got {text!r}")
+        preset, gpus_text = parts[0], parts[1]
+        if preset not in presets:
+            raise FabricError(f"link workload: unknown preset {preset!r}; presets: {', '.join(presets)}")
+        try:
+            gpus = int(gpus_text)
+        except ValueError as err:
+            raise FabricError(f"link workload: GPU count {gpus_text!r} is not a whole number") from err
+        if not 1 <= gpus <= 4_194_304:
+            raise FabricError(f"link workload: GPU count {gpus} is out of range")
+        out: dict[str, Any] = {"kind": "plan", "preset": preset, "gpus": gpus}
+        if len(parts) == 3 and parts[2]:
+            for item in parts[2].split(","):
+                k, eq, v = item.partition("=")
+                if not eq or k not in PLAN_KEYS:
+                    raise FabricError(f"link workload: unknown plan setting {item!r}; allowed: {', '.join(PLAN_KEYS)}")
+                try:
+                    val = int(v)
+                except ValueError as err:
+                    raise FabricError(f"link workload: plan setting {k} = {v!r} is not a whole number") from err
+                if not 0 <= val <= 10_000_000:
+                    raise FabricError(f"link workload: plan setting {k} = {val} is out of range")
+                out[k] = val
+        return out
+    if kind == "upload":
+        return {"kind": "upload", "names": [n for n in rest.split(",") if n]}
+    raise FabricError(f"link workload: {text!r} is not sample:..., plan:... or upload:...")
+
+
+# ------------------------------------------------------------------ designs
+
+
+def encode_genes(genes: Mapping[str, Any]) -> str:
+    """Genes as one comma-separated parameter value, in :data:`GENE_COLUMNS` order."""
+    out = []
+    for g in GENE_COLUMNS:
+        v = genes[g]
+        if isinstance(v, (bool,)) or type(v).__name__ == "bool_":
+            out.append("1" if v else "0")
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.append(_num_text(v))
+        else:
+            out.append(str(v))
+    return ",".join(out)
+
+
+def decode_genes(text: str) -> dict:
+    """A gene dict from :func:`encode_genes` text (values typed; full validation happens when a design is built)."""
+    parts = str(text).split(",")
+    if len(parts) != len(GENE_COLUMNS):
+        raise FabricError(f"link design: expected {len(GENE_COLUMNS)} comma-separated genes "
+                          f"({', '.join(GENE_COLUMNS)}), got {len(parts)}")
+    g = dict(zip(GENE_COLUMNS, parts))
+    try:
+        for k in ("nics_per_gpu", "oversub_leaf", "oversub_spine"):
+            g[k] = float(g[k])
+            if not math.isfinite(g[k]):
+                raise ValueError(k)
+        for k in ("planes", "qps_per_connection"):
+            g[k] = int(g[k])
+    except ValueError as err:
+        raise FabricError(f"link design: a numeric gene is not a number ({text!r})") from err
+    for k in ("pxn", "storage_isolation", "in_network_reduction"):
+        if g[k] not in ("0", "1"):
+            raise FabricError(f"link design: gene {k} must be 0 or 1, got {g[k]!r}")
+        g[k] = g[k] == "1"
+    return g
+
+
+# ------------------------------------------------------------------ constraints
+
+
+def constraint_params(constraints: Constraints) -> dict[str, str]:
+    """One parameter per constraint field that differs from its default."""
+    default = Constraints()
+    out = {}
+    for f in fields(Constraints):
+        v, d = getattr(constraints, f.name), getattr(default, f.name)
+        if v == d:
+            continue
+        if v is None:
+            out[f.name] = "none"
+        elif isinstance(v, bool):
+            out[f.name] = "1" if v else "0"
+        elif isinstance(v, tuple):
+            out[f.name] = ",".join(_num_text(x) if isinstance(x, (int, float)) else str(x) for x in v)
+        elif isinstance(v, (int, float)):
+            out[f.name] = _num_text(v)
+        else:
+            out[f.name] = str(v)
+    return out
+
+
+def _parse_constraint(name: str, text: str):
+    if text == "none":
+        return None
+    if name in _INT_FIELDS:
+        return int(float(text)) if float(text).is_integer() else float(text)
+    if name in _FLOAT_FIELDS:
+        return float(text)
+    if name in _STR_LIST_FIELDS:
+        return [t for t in text.split(",") if t]
+    if name in _FLOAT_LIST_FIELDS:
+        return [float(t) for t in text.split(",") if t]
+    if name in _INT_LIST_FIELDS:
+        return [int(t) for t in text.split(",") if t]
+    if name == "optimize_power":
+        if text not in ("0", "1"):
+            raise ValueError(text)
+        return text == "1"
+    return text
+
+
+# ------------------------------------------------------------------ the view
+
+
+def encode_view(*, workload: Mapping[str, Any] | None, constraints: Constraints, design: Mapping | None = None,
+                compare: list | tuple = (), evals: int = DEFAULT_EVALS, seed: int = 0) -> dict[str, str]:
+    """Query parameters of a view (defaults left out)."""
+    out: dict[str, str] = {}
+    if workload is not None:
+        out["wl"] = encode_workload(workload)
+    out.update(constraint_params(constraints))
+    if design is not None:
+        out["design"] = encode_genes(design)
+    if compare:
+        out["compare"] = "|".join(encode_genes(g) for g in compare)
+    if int(evals) != DEFAULT_EVALS:
+        out["evals"] = str(int(evals))
+    if int(seed) != 0:
+        out["seed"] = str(int(seed))
+    return out
+
+
+def decode_view(params: Mapping[str, Any], *, samples: tuple[str, ...], presets: tuple[str, ...]) -> View:
+    """The view a link's query parameters describe; never raises (problems are listed in ``View.problems``)."""
+    def one(v):
+        return v[-1] if isinstance(v, (list, tuple)) else v
+
+    p = {str(k): str(one(v)) for k, v in params.items()}
+    view = View()
+    if "wl" in p:
+        try:
+            view.workload = decode_workload(p["wl"], samples=samples, presets=presets)
+        except FabricError as err:
+            view.problems.append(str(err))
+    known = {f.name for f in fields(Constraints)}
+    raw: dict[str, Any] = {}
+    for k, v in p.items():
+        if k in known:
+            try:
+                raw[k] = _parse_constraint(k, v)
+            except ValueError:
+                view.problems.append(f"link constraint {k}: cannot read {v!r}")
+        elif k not in _RESERVED:
+            view.problems.append(f"link parameter {k!r} is not known and was ignored")
+    if raw:
+        try:
+            view.constraints = constraints_from_dict(raw)
+            view.constraints_given = True
+        except FabricError as err:
+            view.problems.append(f"link constraints not used: {err}")
+    if "design" in p:
+        try:
+            view.design = decode_genes(p["design"])
+        except FabricError as err:
+            view.problems.append(str(err))
+    if "compare" in p:
+        for item in p["compare"].split("|")[:4]:
+            try:
+                view.compare.append(decode_genes(item))
+            except FabricError as err:
+                view.problems.append(str(err))
+    for k, lo, hi in (("evals", 1, MAX_EVALS), ("seed", 0, 2 ** 31 - 1)):
+        if k in p:
+            try:
+                val = int(p[k])
+                if not lo <= val <= hi:
+                    raise ValueError(val)
+                setattr(view, k, val)
+            except ValueError:
+                view.problems.append(f"link parameter {k}={p[k]!r} must be a whole number in [{lo}, {hi:,}]")
+    return view

@@ -1,0 +1,101 @@
+"""Tables of what a workload says (from :func:`fabric.workload.summary.summarize`), for the workload page."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pandas as pd
+
+from fabric.workload.summary import size_label
+
+__all__ = ["files_table", "jobs_table", "groups_table", "ops_table", "unparsed_table", "gpus_needed",
+           "cluster_gpus", "plan_degrees", "compute_comm_rows"]
+
+
+def files_table(reports) -> pd.DataFrame:
+    """One row per input file: name, detected format, whether it parsed, the jobs it went into or the error."""
+    return pd.DataFrame([{"file": r.name, "format": r.format or "?", "parsed": "yes" if r.ok else "no",
+                          "jobs or error": ", ".join(r.jobs) if r.ok else (r.error or "")} for r in reports],
+                        columns=["file", "format", "parsed", "jobs or error"])
+
+
+def jobs_table(summary: Mapping) -> pd.DataFrame:
+    """One row per job: kind, ranks, compute and communication per step, overlap."""
+    rows = []
+    for j in summary["jobs"]:
+        rows.append({"job": j["name"], "kind": j["kind"], "ranks (GPUs)": j["world_size"],
+                     "compute per step (s)": j["compute_time_s"],
+                     "communication per step": size_label(j["comm_bytes_per_step"]),
+                     "calls per step": j["comm_calls_per_step"],
+                     "bytes hidden behind compute": f"{j['overlap_fraction_bytes_weighted']:.0%}",
+                     "steps observed": j["steps_observed"]})
+    return pd.DataFrame(rows)
+
+
+def groups_table(summary: Mapping) -> pd.DataFrame:
+    """One row per process group: job, name, size, parallelism role and how it was decided, ranks."""
+    rows = []
+    for j in summary["jobs"]:
+        for g in j["groups"]:
+            rows.append({"job": j["name"], "group": g["name"], "size (ranks)": g["size"], "role": g["role"],
+                         "role from": g["role_source"], "ranks": g["ranks"] or "not in the trace"})
+    return pd.DataFrame(rows, columns=["job", "group", "size (ranks)", "role", "role from", "ranks"])
+
+
+def ops_table(summary: Mapping) -> pd.DataFrame:
+    """One row per op: job, kind, message size, group, calls per step, bytes per step, overlap, label."""
+    rows = []
+    for j in summary["jobs"]:
+        for op in j["ops"]:
+            rows.append({"job": j["name"], "collective": op["kind"], "message size": size_label(op["bytes"]),
+                         "group": op["group"], "calls per step": op["count_per_step"],
+                         "bytes per step": size_label(op["bytes"] * op["count_per_step"]),
+                         "hidden behind compute": f"{op['overlap_fraction']:.0%}", "label": op["name"]})
+    return pd.DataFrame(rows, columns=["job", "collective", "message size", "group", "calls per step",
+                                       "bytes per step", "hidden behind compute", "label"])
+
+
+def unparsed_table(summary: Mapping) -> pd.DataFrame:
+    """Communication seen in the traces but not turned into ops, with the reason."""
+    return pd.DataFrame([{"file": u["source"], "what": u["name"], "count": u["count"],
+                          "time in trace (s)": u["total_time_s"], "reason": u["reason"]}
+                         for u in summary.get("unparsed", [])],
+                        columns=["file", "what", "count", "time in trace (s)", "reason"])
+
+
+def gpus_needed(workload) -> int:
+    """GPUs the workload's jobs occupy together (storage jobs use none)."""
+    return int(sum(j.world_size for j in workload.jobs if j.kind != "storage"))
+
+
+def cluster_gpus(workload, gpus_per_node: int = 8) -> int:
+    """The smallest whole number of ``gpus_per_node``-GPU servers that holds the workload, in GPUs."""
+    need = max(1, gpus_needed(workload))
+    return int(math.ceil(need / gpus_per_node) * gpus_per_node)
+
+
+def plan_degrees(workload) -> dict[str, int]:
+    """Parallelism degrees of the first training/inference job, read from its group roles (1 when absent)."""
+    out = {"tp": 1, "pp": 1, "ep": 1, "cp": 1, "dp": 1}
+    job = next((j for j in workload.jobs if j.kind != "storage"), None)
+    if job is None:
+        return out
+    for g in job.groups:
+        if g.role in out and g.size > out[g.role]:
+            out[g.role] = g.size
+    return out
+
+
+def compute_comm_rows(workload, evaluation) -> list[dict]:
+    """Per job: compute per step, communication per step if every op ran back to back (p50 times on the
+    evaluated fabric), and communication exposed in the p99 step."""
+    rows = []
+    for j in workload.jobs:
+        if j.kind == "storage":
+            continue
+        ops = [o for o in evaluation.ops if o.job == j.name]
+        rows.append({"job": j.name, "compute_s": float(j.compute_time_s),
+                     "comm_s": float(sum(o.time_p50_s * o.count_per_step for o in ops)),
+                     "exposed_s": float(sum(o.exposed_in_p99_sample_s for o in ops))})
+    return rows
