@@ -1,10 +1,21 @@
-"""fabric dashboard: entry point. Sets up the pages; every page reads input, calls fabric, and draws."""
+"""fabric dashboard: entry point. Sets up the session's state (from the link, if any), the pages, and keeps the
+URL in step with the view so a link reproduces it. Every page reads input, calls fabric, and draws."""
 
 import streamlit as st
 
+from pages._common import init_state, sync_url
+
 st.set_page_config(page_title="fabric: network design for AI clusters", layout="wide")
 
+init_state()
+
 pages = [
-    st.Page("pages/build.py", title="Fabric & bill of materials", default=True),
+    st.Page("pages/workload.py", title="Workload", default=True),
+    st.Page("pages/constraints.py", title="Constraints"),
+    st.Page("pages/search.py", title="Search"),
+    st.Page("pages/design.py", title="Design"),
+    st.Page("pages/compare.py", title="Compare"),
+    st.Page("pages/build.py", title="Fabric & BOM"),
 ]
-st.navigation(pages).run()
+st.navigation(pages, position="top").run()
+sync_url()

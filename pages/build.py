@@ -59,7 +59,7 @@ st.subheader("Bill of materials")
 items = pd.DataFrame(bom["items"])[["category", "model", "where", "count", "unit_price_usd", "price_usd", "power_w"]]
 items.columns = ["item", "model", "where", "count", "unit price (USD)", "total (USD)", "power (W)"]
 money = st.column_config.NumberColumn(format="dollar")
-st.dataframe(items, hide_index=True, use_container_width=True,
+st.dataframe(items, hide_index=True, width="stretch",
              column_config={"unit price (USD)": money, "total (USD)": money,
                             "count": st.column_config.NumberColumn(format="localized"),
                             "power (W)": st.column_config.NumberColumn(format="localized")})

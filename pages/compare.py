@@ -1,0 +1,84 @@
+"""Compare: two to four designs side by side: cost, power, step-time percentiles, overlaid CDFs, the genes that
+differ, and what the extra money buys."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import _common as C
+from fabric.errors import FabricError
+from fabric.ui_support import charts
+from fabric.ui_support.compare import gene_frame, metrics_frame, money_deltas
+from fabric.ui_support.designs import design_genes, short_label
+
+ss = st.session_state
+
+st.title("Compare designs")
+C.show_url_problems()
+C.inputs_line()
+
+choices = C.design_choices()
+labels = [c["label"] for c in choices]
+by_label = {c["label"]: c for c in choices}
+if "compare_pick" not in ss:
+    want = [c for g in ss.get("compare_genes") or [] for c in choices if c["genes"] == g]
+    if len(want) < 2:
+        base = [c for c in choices if c["source"] == "baseline"]
+        rec = [c for c in choices if c["source"] == "recommended"]
+        sel = [c for c in choices if c["source"] == "selected"]
+        want = (base[:1] + (rec or sel or base[1:])[:1]) if base else choices[:2]
+    ss["compare_pick"] = [c["label"] for c in want][:4]
+ss["compare_pick"] = [p for p in ss["compare_pick"] if p in labels]
+picked = st.multiselect("Designs (2 to 4; the first is the reference)", labels, key="compare_pick",
+                        max_selections=4)
+st.caption("By default the fat-tree baseline against the recommended design of the last search (or the selected "
+           "design). Run a search to add its front designs to the list.")
+ss["compare_genes"] = [by_label[p]["genes"] for p in picked]
+if len(picked) < 2:
+    st.warning("Pick at least two designs to compare.")
+    st.stop()
+
+rows, samples, designs = [], {}, {}
+for p in picked:
+    entry = by_label[p]
+    try:
+        d = C.design_from_genes(entry["genes"], entry["name"])
+        ev = C.evaluate_design(d)
+    except FabricError as err:
+        st.error(f"{p}: {err}")
+        continue
+    name = charts.short_text(entry["name"], 48)
+    while name in designs:
+        name += "'"
+    designs[name] = d
+    samples[name] = ev.step_samples_s
+    rows.append({"name": name, "cost_usd": ev.cost_usd, "power_w": ev.power_w, "step_time_s": ev.step_time_s,
+                 "lower_bound_s": ev.lower_bound_s})
+if len(rows) < 2:
+    st.stop()
+
+st.subheader("Side by side")
+st.dataframe(metrics_frame(rows), width="stretch")
+st.caption("One column per design: network capex (USD), network power (kW), step-time percentiles and the lower "
+           "bound (seconds), from the same workload and seed.")
+
+st.subheader("What money buys")
+for d in money_deltas(rows):
+    st.markdown(f"- {d['sentence']}")
+st.caption("Each design against the first one picked: capex difference in USD and p99 step-time difference; when "
+           "a design costs more and is faster, the price of each millisecond of p99 it saves.")
+
+a, b = st.columns([3, 2])
+with a:
+    st.subheader("Step-time CDFs")
+    st.plotly_chart(charts.cdf_overlay_figure(samples), width="stretch", theme=None, key="cmp_cdf")
+    st.caption("Share of steps finishing within a time (x); a curve further left is faster, dots mark each design's "
+               "p99.")
+with b:
+    st.subheader("Genes")
+    only = st.toggle("Only the genes that differ", value=True, key="cmp_only_diff")
+    st.dataframe(gene_frame(designs, only_differences=only), hide_index=True, width="stretch")
+    st.caption("Design decisions gene by gene (columns follow the picks); 'differs' marks the decisions that set "
+               "the designs apart.")
+for name, d in designs.items():
+    st.caption(f"**{name}**: {short_label(design_genes(d))}")

@@ -1,0 +1,164 @@
+"""Constraints: what the search may use and must meet; an editable hardware catalog (prices, power)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+import streamlit as st
+
+from pages import _common as C
+from fabric.catalog import Catalog
+from fabric.design import FAMILIES, PLACEMENTS, ROUTING_POLICIES, TRANSPORTS
+from fabric.errors import FabricError
+from fabric.search import Constraints
+from fabric.ui_support.workload_view import gpus_needed
+
+ss = st.session_state
+OVERSUB = [1.0, 1.5, 2.0, 3.0, 4.0]
+GPN = [1, 2, 4, 8, 16, 36, 72]
+FAMILY_TEXT = {"clos": "Clos / fat tree", "rail_optimized": "rail-optimized", "rail_only": "rail-only",
+               "dragonfly": "dragonfly"}
+
+st.title("Constraints")
+st.caption("What the search may use and what every design must meet. Limits left empty mean no limit. Changes apply "
+           "at once to every page; the search re-runs when you press Start on the Search page.")
+C.show_url_problems()
+C.inputs_line()
+
+c0: Constraints = ss["constraints"]
+cb = C.catalog_bundle()
+cat = cb.catalog
+wb = C.workload_bundle()
+
+
+def seed(key: str, value) -> None:
+    """Give a widget its value from the canonical constraints the first time it is drawn on a visit."""
+    if key not in ss:
+        ss[key] = value
+
+
+switch_models = cat.models("switches")
+nic_models = cat.models("nics")
+speeds = sorted({cat.nic(m).port_speed_bps / 1e9 for m in nic_models})
+seed("con_gpus", int(c0.gpus))
+seed("con_gpn", int(c0.gpus_per_node) if c0.gpus_per_node in GPN else 8)
+seed("con_gpu_model", c0.gpu_model if c0.gpu_model in cat.models("gpus") else cat.models("gpus")[0])
+seed("con_switches", [m for m in (c0.switch_models or switch_models) if m in switch_models])
+seed("con_speeds", sorted({cat.nic(m).port_speed_bps / 1e9 for m in (c0.nic_models or nic_models) if m in nic_models}))
+seed("con_radix", c0.max_radix)
+seed("con_max_os", float(c0.max_oversubscription) if float(c0.max_oversubscription) in OVERSUB else 4.0)
+seed("con_budget_m", None if c0.budget_usd is None else c0.budget_usd / 1e6)
+seed("con_power_kw", None if c0.power_w is None else c0.power_w / 1e3)
+seed("con_cables", c0.cable_count)
+seed("con_p99", c0.p99_target_s)
+seed("con_families", list(c0.families))
+seed("con_routings", list(c0.routings))
+seed("con_transports", list(c0.transports))
+seed("con_placements", list(c0.placements))
+
+st.subheader("Cluster and hardware")
+a, b, c = st.columns(3)
+gpus = a.number_input("GPUs in the cluster", min_value=1, max_value=1_048_576, step=8, key="con_gpus",
+                      help="Must be a whole number of servers.")
+a.caption(f"The workload needs {gpus_needed(wb.workload):,} GPUs.")
+gpn = b.selectbox("GPUs per server", GPN, key="con_gpn")
+gpu_model = c.selectbox("GPU model", cat.models("gpus"), key="con_gpu_model")
+a, b = st.columns(2)
+sw = a.multiselect("Allowed switch models", switch_models, key="con_switches",
+                   format_func=lambda m: f"{m} ({cat.switch(m).fabric}, {cat.switch(m).ports} x "
+                                         f"{cat.switch(m).port_speed_bps / 1e9:g}G, ${cat.switch(m).price_usd:,.0f})")
+sp = b.multiselect("Allowed NIC port speeds (Gb/s)", speeds, key="con_speeds", format_func=lambda s: f"{s:g} Gb/s")
+allowed_nics = [m for m in nic_models if cat.nic(m).port_speed_bps / 1e9 in sp]
+b.caption("NIC models at these speeds: " + (", ".join(allowed_nics) or "none"))
+
+st.subheader("Design space")
+a, b = st.columns(2)
+fams = a.multiselect("Topology families", list(FAMILIES), key="con_families", format_func=FAMILY_TEXT.get)
+routs = b.multiselect("Routing policies", list(ROUTING_POLICIES), key="con_routings")
+a, b = st.columns(2)
+trans = a.multiselect("Transports", list(TRANSPORTS), key="con_transports")
+places = b.multiselect("Job placement", list(PLACEMENTS), key="con_placements")
+a, b = st.columns(2)
+max_os = a.select_slider("Largest oversubscription (down:up) at any tier", OVERSUB, key="con_max_os",
+                         format_func=lambda v: f"{v:g}:1")
+radix = b.number_input("Largest switch radix (ports at the link speed)", min_value=2, max_value=4096, step=8,
+                       key="con_radix", placeholder="no limit")
+
+st.subheader("Limits and target")
+a, b, c, d = st.columns(4)
+budget_m = a.number_input("Network budget (million USD)", min_value=0.0, step=0.5, key="con_budget_m",
+                          placeholder="no limit", format="%.3f")
+power_kw = b.number_input("Network power (kW)", min_value=0.0, step=10.0, key="con_power_kw",
+                          placeholder="no limit", format="%.1f")
+cables = c.number_input("Cables (count)", min_value=2, step=100, key="con_cables",
+                        placeholder="no limit")
+p99 = d.number_input("p99 step-time target (s)", min_value=0.0, step=0.1, key="con_p99",
+                     placeholder="no target", format="%.3f")
+
+try:
+    new = Constraints(
+        gpus=int(gpus), gpus_per_node=int(gpn), gpu_model=gpu_model,
+        switch_models=tuple(sw) if sw else (), nic_models=tuple(allowed_nics) if sp else (),
+        families=tuple(fams), routings=tuple(routs), transports=tuple(trans), placements=tuple(places),
+        max_oversubscription=float(max_os), max_radix=None if radix is None else int(radix),
+        budget_usd=None if not budget_m else float(budget_m) * 1e6,
+        power_w=None if not power_kw else float(power_kw) * 1e3,
+        cable_count=None if cables is None else int(cables), p99_target_s=p99 or None,
+        nics_per_gpu=c0.nics_per_gpu, oversubscriptions=c0.oversubscriptions, qps=c0.qps, planes=c0.planes,
+        optimize_power=c0.optimize_power)
+    if sp and not allowed_nics:
+        raise FabricError("constraint 'nic_models': no catalog NIC has the chosen speeds")
+    if not sp:
+        raise FabricError("constraint 'nic_models': allow at least one NIC port speed")
+    if gpus_needed(wb.workload) > new.gpus:
+        raise FabricError(f"constraint 'gpus': the workload needs {gpus_needed(wb.workload):,} GPUs, more than the "
+                          f"{new.gpus:,} in the cluster")
+except FabricError as err:
+    st.error(f"{err}. The other pages keep using the last valid constraints.")
+else:
+    # "everything allowed" is stored as None so links stay short
+    if new.switch_models is not None and set(new.switch_models) == set(switch_models):
+        new = replace(new, switch_models=None)
+    if new.nic_models is not None and set(new.nic_models) == set(nic_models):
+        new = replace(new, nic_models=None)
+    if new != c0:
+        ss["constraints"] = new
+    st.success(f"Constraints valid: {new.gpus:,} GPUs, {len(new.families)} famil{'y' if len(new.families) == 1 else 'ies'}, "
+               f"{len(new.switch_models or switch_models)} switch model(s), {len(allowed_nics)} NIC model(s).")
+
+# ------------------------------------------------------------------ catalog
+st.subheader("Hardware catalog")
+st.caption("Prices (USD per unit) and power (W per unit) used for every bill of materials; edit a cell to try other "
+           "prices. Edits stay in this browser session (they are not part of the link).")
+base = ss.get("catalog_tables") or cat.tables()
+labels = {"switches": "Switches", "nics": "NICs", "transceivers": "Transceivers", "cables": "Cables", "gpus": "GPUs"}
+editable = {"price_usd", "power_w", "latency_ns", "server_price_usd", "server_power_w"}
+edited = {}
+tabs = st.tabs([labels[n] for n in base])
+for tab, (name, df) in zip(tabs, base.items()):
+    with tab:
+        cols = [c for c in df.columns if c != "source"]
+        edited[name] = st.data_editor(
+            df, key=f"cat_{name}", hide_index=True, width="stretch", num_rows="fixed", column_order=cols,
+            disabled=[c for c in df.columns if c not in editable],
+            column_config={"price_usd": st.column_config.NumberColumn("price (USD)", min_value=0, format="dollar"),
+                           "power_w": st.column_config.NumberColumn("power (W)", min_value=0),
+                           "latency_ns": st.column_config.NumberColumn("latency (ns)", min_value=0)})
+        st.caption(f"{labels[name]}: one row per model; only price, power and latency can be edited here "
+                   "(sources in docs/catalog.md).")
+changed = any(not edited[n].equals(base[n]) for n in base)
+if changed:
+    try:
+        Catalog.from_tables(edited, source="catalog edited in the dashboard")
+    except FabricError as err:
+        st.error(f"Catalog edit not used: {err}")
+    else:
+        ss["catalog_tables"] = {n: df.reset_index(drop=True) for n, df in edited.items()}
+if st.button("Reset catalog to the built-in defaults", key="cat_reset"):
+    ss["catalog_tables"] = None
+    for n in base:
+        ss.pop(f"cat_{n}", None)
+    st.rerun()
+st.caption("Catalog in use: " + ("edited in this session" if ss.get("catalog_tables") is not None
+                                 else "built-in defaults"))

@@ -1,0 +1,206 @@
+"""Design: one design in depth: topology, bill of materials, step-time distribution, where the p99 step goes,
+hot spots, scaling, what-if scenarios; downloads of the design (JSON) and a one-file HTML report."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from pages import _common as C
+from fabric.design import dump_design
+from fabric.errors import FabricError
+from fabric.ui_support import charts
+from fabric.ui_support.designs import short_label
+from fabric.ui_support.report import Section, report_html
+from fabric.ui_support.topology_view import topology_figure
+
+ss = st.session_state
+SCENARIOS = {
+    "fail-spine": "one spine switch down",
+    "fail-link": "one leaf-spine link down",
+    "slow-switch": "one spine at half capacity",
+    "checkpoint-burst": "2 TB checkpoint every 10 min per training job",
+    "job-mix-shift": "1.5x the bytes of every job",
+    "background-30": "30 % of every link used by other tenants",
+}
+DEFAULT_SCENARIOS = ["fail-spine", "slow-switch", "checkpoint-burst", "job-mix-shift"]
+
+st.title("Design")
+C.show_url_problems()
+C.inputs_line()
+
+choices = C.design_choices()
+if not choices:
+    st.error("No design to show: the allowed hardware cannot build a baseline. Check the Constraints page.")
+    st.stop()
+labels = [c["label"] for c in choices]
+cur = ss.get("design_genes")
+default = next((i for i, c in enumerate(choices) if c["genes"] == cur), 0)
+if ss.get("design_pick") not in labels:
+    ss["design_pick"] = labels[default]
+pick = st.selectbox("Design", labels, key="design_pick",
+                    help="The selected design, the recommended one and the front of the last search, the baselines.")
+entry = choices[labels.index(pick)]
+if entry["genes"] != cur:
+    C.select_design(entry["genes"], entry["name"])
+
+try:
+    design = C.design_from_genes(entry["genes"], entry["name"])
+    ev = C.evaluate_design(design)
+    bom = C.bom_dict(design)
+except FabricError as err:
+    st.error(f"This design cannot be evaluated: {err}")
+    st.stop()
+
+st.caption(f"Genes: {short_label(entry['genes'])} · {design.gpus:,} GPUs, {design.gpus_per_node} per server.")
+st_ = ev.step_time_s
+scale, unit = charts.time_unit([st_["p50"]])
+m = st.columns(6)
+m[0].metric("Network capex", charts.money_text(ev.cost_usd))
+m[1].metric("Per GPU", f"${ev.cost_usd / design.gpus:,.0f}")
+m[2].metric("Network power", f"{ev.power_w / 1e3:,.1f} kW")
+m[3].metric(f"p50 step ({unit})", f"{st_['p50'] * scale:,.4g}")
+m[4].metric(f"p99 step ({unit})", f"{st_['p99'] * scale:,.4g}",
+            delta=f"{st_['p99'] / st_['p50'] - 1:+.1%} vs p50", delta_color="off")
+m[5].metric(f"Lower bound ({unit})", f"{ev.lower_bound_s * scale:,.4g}")
+
+# ------------------------------------------------------------------ topology and BOM
+left, right = st.columns([3, 2])
+with left:
+    st.subheader("Topology")
+    view = C.topology(design, ev.hot_links)
+    topo_fig = topology_figure(view)
+    st.plotly_chart(topo_fig, width="stretch", theme=None, key="topo")
+    st.caption(f"{view.title}. Rows: NIC groups (the NICs of one leaf), then switch tiers"
+               + (", large rows drawn as ranges of switches" if view.aggregated else "")
+               + ". Line width grows with the cables it stands for; colour: busiest link's utilization in the p99 "
+                 "step for link groups the evaluation found hot (grey: not reported).")
+with right:
+    st.subheader("Switches and links")
+    sw = pd.DataFrame({"tier": list(bom["switches"]), "switches": list(bom["switches"].values())})
+    ln = pd.DataFrame({"links": list(bom["links"]), "count": list(bom["links"].values())})
+    st.dataframe(sw, hide_index=True, width="stretch")
+    st.dataframe(ln, hide_index=True, width="stretch")
+    st.caption("Switches per tier and physical links (one cable each) per tier pair.")
+
+st.subheader("Bill of materials")
+items = pd.DataFrame(bom["items"])[["category", "model", "where", "count", "unit_price_usd", "price_usd", "power_w"]]
+items.columns = ["item", "model", "where", "count", "unit price (USD)", "total (USD)", "power (W)"]
+money = st.column_config.NumberColumn(format="dollar")
+st.dataframe(items, hide_index=True, width="stretch",
+             column_config={"unit price (USD)": money, "total (USD)": money,
+                            "count": st.column_config.NumberColumn(format="localized"),
+                            "power (W)": st.column_config.NumberColumn(format="localized")})
+st.caption(f"One row per item and place; totals are count x catalog unit price (USD), power in W excludes the "
+           f"servers. Total {charts.money_text(bom['cost_usd'])}, {bom['power_w'] / 1e3:,.1f} kW.")
+
+# ------------------------------------------------------------------ step time
+a, b = st.columns(2)
+with a:
+    st.subheader("Step-time distribution")
+    step_fig = charts.step_time_figure(ev.step_samples_s, st_, lower_bound_s=ev.lower_bound_s)
+    st.plotly_chart(step_fig, width="stretch", theme=None, key="steps")
+    st.caption(f"Histogram of {ev.samples} Monte Carlo steps (bars, left axis) and their CDF (line, right axis); "
+               f"dashed lines mark p50/p95/p99, dotted the bound no step can beat. Unit: {unit}.")
+with b:
+    st.subheader("Where the p99 step goes")
+    brk_fig = charts.breakdown_figure(ev.p99_breakdown)
+    st.plotly_chart(brk_fig, width="stretch", theme=None, key="breakdown")
+    st.caption("Time of the p99 sample by part: compute (grey) and each op's communication not hidden behind "
+               "compute (blue), longest first.")
+
+st.subheader("Hot spots")
+hot = sorted(ev.hot_links, key=lambda h: -h.get("p99_sample_utilization", 0.0))[:10]
+if hot:
+    hot_df = pd.DataFrame([{"links": h["links"], "example": h["example"], "groups like it": h["groups"],
+                            "links per group": h["links_per_group"],
+                            "mean utilization": h["mean_utilization"],
+                            "busiest link in p99 step": h["p99_sample_utilization"],
+                            "ops crossing": ", ".join(h["ops"])} for h in hot])
+    pct = st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0)
+    st.dataframe(hot_df, hide_index=True, width="stretch",
+                 column_config={"mean utilization": pct, "busiest link in p99 step": pct,
+                                "ops crossing": st.column_config.TextColumn(width="large")})
+    st.caption("Link groups that carry the network traffic (e.g. the uplinks of one leaf), busiest first: mean "
+               "utilization over the step and the busiest link's utilization in the p99 step (share of line rate), "
+               "with the ops that cross them.")
+else:
+    st.info("No switch-to-switch link group carries this workload's traffic (it stays inside leaves, rails or "
+            "NVLink), so there are no hot spots to show.")
+
+# ------------------------------------------------------------------ scaling and what-if
+a, b = st.columns(2)
+scal_fig = scen_fig = None
+with a:
+    st.subheader("Scaling efficiency")
+    try:
+        rows = C.scaling_rows(design)
+    except FabricError as err:
+        st.info(f"Scaling cannot be evaluated for this design: {err}")
+        rows = []
+    if rows:
+        scal_fig = charts.scaling_figure(rows)
+        st.plotly_chart(scal_fig, width="stretch", theme=None, key="scaling")
+        st.caption("Weak scaling: data parallelism and the fabric grown 2x and 4x; bars are step throughput relative "
+                   "to linear (100 % = no loss) at p50 and p99.")
+with b:
+    st.subheader("What if")
+    scen = st.multiselect("Scenarios", list(SCENARIOS), default=DEFAULT_SCENARIOS, key="scenarios",
+                          format_func=lambda s: f"{s} ({SCENARIOS[s]})")
+    srows = []
+    for s in scen:
+        try:
+            e2 = C.evaluate_design(design, s)
+        except FabricError as err:
+            st.warning(f"{s}: {err}")
+            continue
+        srows.append({"scenario": s, "p50_s": e2.step_time_s["p50"], "p99_s": e2.step_time_s["p99"],
+                      "delta_p50": e2.step_time_s["p50"] / st_["p50"] - 1,
+                      "delta_p99": e2.step_time_s["p99"] / st_["p99"] - 1})
+    if srows:
+        scen_fig = charts.scenario_figure(srows)
+        st.plotly_chart(scen_fig, width="stretch", theme=None, key="scen_chart")
+        st.caption("Change of the p99 step time under each scenario against the healthy fabric (red: slower).")
+if srows:
+    sdf = pd.DataFrame([{"scenario": r["scenario"], "what happens": SCENARIOS[r["scenario"]],
+                         "p50 before (s)": st_["p50"], "p50 after (s)": r["p50_s"],
+                         "p99 before (s)": st_["p99"], "p99 after (s)": r["p99_s"],
+                         "p99 change": f"{r['delta_p99']:+.1%}"} for r in srows])
+    num = st.column_config.NumberColumn(format="%.4f")
+    st.dataframe(sdf, hide_index=True, width="stretch",
+                 column_config={c: num for c in sdf.columns if c.endswith("(s)")})
+    st.caption("Before/after step times in seconds for each what-if scenario (same seed, so the change is the "
+               "scenario's, not noise).")
+
+# ------------------------------------------------------------------ downloads
+
+
+def _report() -> str:
+    facts = [f"Workload: {C.workload_bundle().label}", f"Genes: {short_label(entry['genes'])}",
+             f"Network capex {charts.money_text(ev.cost_usd)} ({ev.cost_usd / design.gpus:,.0f} USD per GPU), "
+             f"power {ev.power_w / 1e3:,.1f} kW",
+             f"Step time p50 {st_['p50']:.4f} s, p95 {st_['p95']:.4f} s, p99 {st_['p99']:.4f} s; lower bound "
+             f"{ev.lower_bound_s:.4f} s ({ev.samples} samples, seed {ev.seed})"]
+    sections = [Section("Topology", view.title, topo_fig),
+                Section("Bill of materials", "Count x catalog unit price (USD); power in W.", items),
+                Section("Step-time distribution", "Histogram and CDF of the Monte Carlo steps; p50/p95/p99 marked.",
+                        step_fig),
+                Section("Where the p99 step goes", "Compute and each op's exposed communication in the p99 step.",
+                        brk_fig)]
+    if hot:
+        sections.append(Section("Hot spots", "Busiest link groups: utilization as a share of line rate.", hot_df))
+    if scal_fig is not None:
+        sections.append(Section("Scaling efficiency", "Throughput relative to linear at N, 2N, 4N GPUs.", scal_fig))
+    if scen_fig is not None:
+        sections.append(Section("What if", "Change of p99 step time under each scenario.", scen_fig))
+    return report_html(f"fabric design report: {design.name}", facts, sections)
+
+
+st.subheader("Share")
+x, y, z = st.columns(3)
+x.download_button("Design (JSON)", dump_design(design).encode(), file_name="design.json", mime="application/json",
+                  key="dl_design", on_click="ignore", width="stretch")
+y.download_button("Report (one HTML file)", _report, file_name="design_report.html", mime="text/html",
+                  key="dl_report", on_click="ignore", width="stretch")
+z.caption("The page's link (browser address bar) reproduces this view: workload, constraints and design. The "
+          "report embeds its charts and opens offline.")

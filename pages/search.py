@@ -1,0 +1,173 @@
+"""Search: the genetic search for the Pareto front of network capex vs p99 step time, running in the background
+while the page polls it; click a design (chart or table) to open it."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import _common as C
+from fabric.ui_support import charts
+from fabric.ui_support.designs import recommended_record
+from fabric.ui_support.jobs import SearchJob
+from fabric.ui_support.urlstate import MAX_EVALS
+
+ss = st.session_state
+
+st.title("Search")
+st.caption("NSGA-II over topology family, switch and NIC models, NICs per GPU, oversubscription, planes, routing, "
+           "queue pairs, transport, placement and options, seeded with the designs a person would draw (the "
+           "baselines). Each design is built, priced and evaluated (256 Monte Carlo samples of the step).")
+C.show_url_problems()
+C.inputs_line()
+
+
+def start_search() -> None:
+    old = ss.get("search_job")
+    if old is not None:
+        old.cancel()
+    wb, cb = C.workload_bundle(), C.catalog_bundle()
+    ss["search_job"] = SearchJob(wb.workload, C.constraints(), budget_evals=int(ss["search_evals"]),
+                                 seed=int(ss["search_seed"]), catalog=cb.catalog, inputs_key=C.inputs_key()).start()
+
+
+def _open(key: str, records: list) -> None:
+    rec = next((r for r in records if r.get("key") == key), None)
+    if rec is not None:
+        C.select_design(C._genes_of_record(rec), rec["design"])
+        ss["_open_design"] = True
+
+
+def on_chart_select() -> None:
+    ev = ss.get("pareto_chart")
+    pts = (ev or {}).get("selection", {}).get("points", []) if isinstance(ev, dict) else \
+        getattr(getattr(ev, "selection", None), "points", [])
+    snap = C.search_snapshot()
+    if pts and snap is not None:
+        cd = pts[0].get("customdata")
+        if cd:
+            res = snap.result
+            _open(cd[0], (res.records if res is not None else []) + snap.front + snap.baselines)
+
+
+a, b, c, d = st.columns([1.2, 1.2, 1, 1])
+if "in_evals" not in ss:
+    ss["in_evals"] = int(ss["search_evals"])
+if "in_seed" not in ss:
+    ss["in_seed"] = int(ss["search_seed"])
+evals = a.number_input("Evaluation budget (designs)", min_value=20, max_value=MAX_EVALS, step=100, key="in_evals",
+                       help="Distinct designs evaluated; 300 takes a few seconds for a 1,024-GPU cluster.")
+seed = b.number_input("Seed", min_value=0, max_value=2 ** 31 - 1, step=1, key="in_seed",
+                      help="The same seed and inputs give the same front.")
+ss["search_evals"], ss["search_seed"] = int(evals), int(seed)
+c.write("")
+start = c.button("Start search", type="primary", key="start_search", width="stretch")
+d.write("")
+cancel = d.button("Cancel", key="cancel_search", width="stretch")
+
+job = ss.get("search_job")
+if start or job is None:  # the first visit starts a search on the current inputs
+    start_search()
+    job = ss["search_job"]
+if cancel and job is not None:
+    job.cancel()
+
+if ss.pop("_open_design", False):
+    st.switch_page(C.PAGE_FILES["design"])
+
+
+def draw(snap, *, live: bool) -> None:
+    """Progress, Pareto front, hypervolume, summary and the front table of one snapshot."""
+    budget = snap.budget_evals or 0
+    state = {"running": "running", "done": "finished", "cancelled": "cancelled", "failed": "failed"}[snap.state]
+    st.progress(snap.fraction, text=f"Search {state}: generation {snap.generation}, {snap.evaluations:,} of "
+                                    f"{budget:,} designs evaluated, {snap.elapsed_s:.1f} s")
+    if snap.state == "failed":
+        st.error(f"The search stopped: {snap.error.splitlines()[0] if snap.error else 'unknown error'}")
+        return
+    res = snap.result
+    cons = C.constraints()
+    others = [] if live or res is None else [r for r in res.records if r.get("feasible")]
+    left, right = st.columns([2, 1])
+    with left:
+        st.subheader("Pareto front: network capex vs p99 step time")
+        fig = charts.pareto_figure(snap.front, snap.baselines, others=others, p99_target_s=cons.p99_target_s,
+                                   budget_usd=cons.budget_usd)
+        if live:
+            st.plotly_chart(fig, width="stretch", theme=None, key="pareto_live")
+        else:
+            st.plotly_chart(fig, width="stretch", theme=None, key="pareto_chart", on_select=on_chart_select,
+                            selection_mode="points")
+        st.caption("Each dot is a design (x: network capex in USD, y: p99 step time); lower-left is better. "
+                   "Coloured: the front by topology family; grey: other feasible designs; black symbols: the "
+                   "baselines; dashed lines: p99 target and budget. Click a dot to open the design.")
+    with right:
+        st.subheader("Search progress")
+        st.plotly_chart(charts.hypervolume_figure(snap.hv_history), width="stretch", theme=None,
+                        key="hv_live" if live else "hv_chart")
+        st.caption("Hypervolume dominated by the front (objectives normalised by the fat-tree baseline) after each "
+                   "generation, against designs evaluated: it rises while the front improves and flattens as the "
+                   "search converges.")
+    if live:
+        return
+    if res is not None and not res.feasible:
+        st.error(f"No design meets every constraint: {res.infeasible_reason}. Relax a limit on the Constraints "
+                 "page.")
+        return
+    if res is not None:
+        st.subheader("What the front says")
+        st.markdown("\n".join(f"- {line}" for line in res.summary_lines()))
+        front = res.front_frame()
+        rec = recommended_record(res.front, res.baselines, p99_target_s=cons.p99_target_s)
+        table = front[["design", "cost_usd", "p99_s", "p50_s", "power_w", "family", "switch_model", "nic_model",
+                       "routing", "transport", "placement"]].copy()
+        table.insert(0, "recommended", ["★" if rec is not None and n == rec["design"] else "" for n in table["design"]])
+        table["power_w"] = table["power_w"] / 1e3
+        st.subheader(f"Front designs ({len(front)})")
+        sel = st.dataframe(
+            table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
+            key="front_table",
+            column_config={"recommended": st.column_config.TextColumn("", width="small"),
+                           "design": st.column_config.TextColumn("design", width="large"),
+                           "cost_usd": st.column_config.NumberColumn("network capex (USD)", format="dollar"),
+                           "p99_s": st.column_config.NumberColumn("p99 step (s)", format="%.4f"),
+                           "p50_s": st.column_config.NumberColumn("p50 step (s)", format="%.4f"),
+                           "power_w": st.column_config.NumberColumn("network power (kW)", format="%.1f")})
+        st.caption("The non-dominated designs, cheapest first (capex in USD, step times in seconds, power in kW); "
+                   "★ marks the recommended one (cheapest at least as fast as the fat-tree baseline). Select a row "
+                   "to open it.")
+        rows = sel.selection.rows if sel is not None and hasattr(sel, "selection") else []
+        if rows and ss.get("_front_sel") != rows[0]:
+            ss["_front_sel"] = rows[0]
+            r = front.iloc[rows[0]].to_dict()
+            C.select_design(C._genes_of_record(r), r["design"])
+            st.switch_page(C.PAGE_FILES["design"])
+        elif not rows:
+            ss["_front_sel"] = None
+        x, y, z = st.columns([3, 1, 1])
+        names = list(front["design"])
+        default = names.index(rec["design"]) if rec is not None and rec["design"] in names else 0
+        pick = x.selectbox("Design to open", names, index=default, key="open_pick", label_visibility="collapsed")
+        if y.button("Open design", key="open_design", width="stretch"):
+            r = front[front["design"] == pick].iloc[0].to_dict()
+            C.select_design(C._genes_of_record(r), r["design"])
+            st.switch_page(C.PAGE_FILES["design"])
+        z.download_button("Front (CSV)", front.to_csv(index=False).encode(), file_name="pareto_front.csv",
+                          mime="text/csv", key="dl_front", on_click="ignore", width="stretch")
+
+
+@st.fragment(run_every=0.5)
+def live_panel() -> None:
+    snap = ss["search_job"].snapshot()
+    if not snap.running:
+        st.rerun()
+    draw(snap, live=True)
+
+
+snap = job.snapshot()
+if snap.running:
+    live_panel()
+else:
+    if job.inputs_key != C.inputs_key():
+        st.warning("The inputs changed since this front was computed (workload, constraints, catalog, budget or "
+                   "seed): press **Start search** to update it.")
+    draw(snap, live=False)
