@@ -172,3 +172,54 @@ def test_dask_local_cluster_gives_the_same_front():
     b = run_search(_workload(), cons, budget_evals=48, seed=11, pop_size=16, samples=64,
                    runner=DaskRunner(None, n_workers=2))
     assert _front_set(a) == _front_set(b)
+
+
+def test_killed_local_worker_is_replaced_and_the_front_is_unchanged():
+    import os
+    import signal
+
+    from fabric.search.run import GLOBAL_CACHE
+
+    cons = Constraints(**SMALL)
+    ref = run_search(_workload(), cons, budget_evals=64, seed=13, pop_size=16, samples=32)
+    GLOBAL_CACHE._d.clear()
+    runner = ProcessRunner(2)
+    killed = []
+
+    def kill_one(p):
+        if p.generation == 1 and not killed:
+            pid = runner.worker_pids()[0]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    res = run_search(_workload(), cons, budget_evals=64, seed=13, pop_size=16, samples=32, runner=runner,
+                     callback=kill_one)
+    assert killed and runner.restarts >= 1
+    assert _front_set(res) == _front_set(ref)
+
+
+def test_killed_dask_worker_does_not_change_the_front():
+    pytest.importorskip("dask.distributed")
+    import os
+    import signal
+
+    from fabric.search import DaskRunner
+    from fabric.search.run import GLOBAL_CACHE
+
+    cons = Constraints(**SMALL)
+    ref = run_search(_workload(), cons, budget_evals=64, seed=17, pop_size=16, samples=32)
+    GLOBAL_CACHE._d.clear()
+    runner = DaskRunner(None, n_workers=2)
+    killed = []
+
+    def kill_one(p):
+        if p.generation == 1 and not killed:
+            pids = runner._client.run(os.getpid)
+            pid = sorted(pids.values())[0]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    res = run_search(_workload(), cons, budget_evals=64, seed=17, pop_size=16, samples=32, runner=runner,
+                     callback=kill_one)
+    assert killed
+    assert _front_set(res) == _front_set(ref)

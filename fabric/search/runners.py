@@ -59,26 +59,52 @@ class InProcessRunner:
 
 
 class ProcessRunner:
-    """Evaluate on ``workers`` local processes (spawned; the workload is sent once per worker)."""
+    """Evaluate on ``workers`` local processes (spawned; the workload is sent once per worker).
+
+    If a worker process dies (killed, out of memory), the pool is rebuilt and the batch evaluated again, up to
+    ``retries`` times: evaluations are pure, so the results are the same.
+    """
 
     name = "processes"
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, *, retries: int = 3):
         if workers < 1:
             raise FabricError(f"--workers must be at least 1, got {workers}")
         self.workers = workers
+        self.retries = retries
+        self.restarts = 0
         self._pool = None
+        self._ctx = None
 
     def start(self, workload, scenario, seed, samples, catalog, constraints):
+        self._ctx = (workload, scenario, seed, samples, catalog, constraints)
+        self._new_pool()
+
+    def _new_pool(self):
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"),
-                                         initializer=_init_worker,
-                                         initargs=(workload, scenario, seed, samples, catalog, constraints))
+                                         initializer=_init_worker, initargs=self._ctx)
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the live workers (for fault-injection tests and monitoring)."""
+        return list(getattr(self._pool, "_processes", {}) or {})
 
     def map(self, designs_with_meta: list) -> list[dict]:
-        out = []
-        for part in self._pool.map(_eval_chunk_in_worker, _chunks(designs_with_meta, self.workers)):
-            out.extend(part)
-        return out
+        from concurrent.futures.process import BrokenProcessPool
+
+        for attempt in range(self.retries + 1):
+            try:
+                out = []
+                for part in self._pool.map(_eval_chunk_in_worker, _chunks(designs_with_meta, self.workers)):
+                    out.extend(part)
+                return out
+            except BrokenProcessPool:
+                if attempt == self.retries:
+                    raise FabricError(f"local worker processes kept dying ({self.retries + 1} attempts); "
+                                      f"check memory limits or run in-process") from None
+                self.restarts += 1
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._new_pool()
+        raise AssertionError("unreachable")
 
     def close(self):
         if self._pool is not None:
