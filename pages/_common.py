@@ -138,6 +138,20 @@ def _design_json(design: Design) -> str:
     return json.dumps(design_to_dict(design), sort_keys=True)
 
 
+def require_entry() -> None:
+    """Make sure the page runs through ``app.py``.
+
+    Streamlit starts in its legacy ``pages/``-folder mode until some session runs ``st.navigation``; a deep link
+    opened as the very first request after a server start (``/search?...``) would run the page alone, without
+    the session set-up. Leave that mode and run again through the entry point.
+    """
+    if not ss.get("_init"):
+        from streamlit.runtime.pages_manager import PagesManager
+
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def init_state() -> None:
     """Set the session's state once: defaults, then whatever the link's query parameters say."""
     if ss.get("_init"):

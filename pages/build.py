@@ -3,10 +3,14 @@
 import pandas as pd
 import streamlit as st
 
+from pages import _common as C
+
 from fabric.design.presets import PRESETS, preset_design
 from fabric.errors import FabricError
 from fabric.topology import build_fabric
 from fabric.cost import bill_of_materials
+
+C.require_entry()
 
 
 @st.cache_data(show_spinner=False)

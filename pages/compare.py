@@ -12,6 +12,7 @@ from fabric.ui_support.compare import gene_frame, metrics_frame, money_deltas
 from fabric.ui_support.designs import design_genes, short_label
 
 ss = st.session_state
+C.require_entry()
 
 st.title("Compare designs")
 C.show_url_problems()

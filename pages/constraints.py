@@ -15,6 +15,7 @@ from fabric.search import Constraints
 from fabric.ui_support.workload_view import gpus_needed
 
 ss = st.session_state
+C.require_entry()
 OVERSUB = [1.0, 1.5, 2.0, 3.0, 4.0]
 GPN = [1, 2, 4, 8, 16, 36, 72]
 FAMILY_TEXT = {"clos": "Clos / fat tree", "rail_optimized": "rail-optimized", "rail_only": "rail-only",

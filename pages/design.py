@@ -15,6 +15,7 @@ from fabric.ui_support.report import Section, report_html
 from fabric.ui_support.topology_view import topology_figure
 
 ss = st.session_state
+C.require_entry()
 SCENARIOS = {
     "fail-spine": "one spine switch down",
     "fail-link": "one leaf-spine link down",

@@ -12,6 +12,7 @@ from fabric.ui_support.jobs import SearchJob
 from fabric.ui_support.urlstate import MAX_EVALS
 
 ss = st.session_state
+C.require_entry()
 
 st.title("Search")
 st.caption("NSGA-II over topology family, switch and NIC models, NICs per GPU, oversubscription, planes, routing, "
@@ -79,8 +80,8 @@ def draw(snap, *, live: bool) -> None:
     """Progress, Pareto front, hypervolume, summary and the front table of one snapshot."""
     budget = snap.budget_evals or 0
     state = {"running": "running", "done": "finished", "cancelled": "cancelled", "failed": "failed"}[snap.state]
-    st.progress(snap.fraction, text=f"Search {state}: generation {snap.generation}, {snap.evaluations:,} of "
-                                    f"{budget:,} designs evaluated, {snap.elapsed_s:.1f} s")
+    st.progress(snap.fraction, text=f"Search {state}: generation {snap.generation}, {snap.evaluations:,} designs "
+                                    f"evaluated (budget {budget:,}), {snap.elapsed_s:.1f} s")
     if snap.state == "failed":
         st.error(f"The search stopped: {snap.error.splitlines()[0] if snap.error else 'unknown error'}")
         return

@@ -17,6 +17,7 @@ from fabric.workload.presets import get_preset
 from fabric.workload.summary import size_label, summarize
 
 ss = st.session_state
+C.require_entry()
 SOURCES = {"sample": "Built-in sample", "upload": "Upload traces", "plan": "Parallelism plan"}
 
 st.title("Workload")
@@ -147,7 +148,7 @@ a, b = st.columns(2)
 with a:
     st.subheader("Collectives per step")
     st.plotly_chart(charts.collectives_figure(train or jobs), width="stretch", theme=None, key="wl_coll")
-    st.caption("Left: bytes per step by collective kind (GiB). Right: calls per step (log scale). One colour per "
+    st.caption("Left: bytes per step by collective kind (GiB). Right: calls per step. One colour per "
                "job.")
 with b:
     st.subheader("Message sizes")

@@ -7,7 +7,6 @@ through :func:`time_unit`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -19,7 +18,7 @@ from fabric.workload.summary import size_label
 __all__ = ["FAMILY_COLORS", "FONT_SIZE", "time_unit", "money_text", "style", "pareto_figure",
            "hypervolume_figure", "step_time_figure", "breakdown_figure", "scaling_figure", "scenario_figure",
            "cdf_overlay_figure", "collectives_figure", "message_size_figure", "compute_comm_figure",
-           "short_text"]
+           "short_text", "num_text"]
 
 FONT_SIZE = 14
 #: One colour per topology family, the same on every chart.
@@ -32,9 +31,9 @@ _PALETTE = ("#1f5fbf", "#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e")
 
 
 def time_unit(values) -> tuple[float, str]:
-    """(factor, unit) to show seconds ``values`` in: s from 1 s up, ms from 1 ms, us below."""
+    """(factor, unit) to show seconds ``values`` in, from the largest: s from 1 s up, ms from 1 ms, us below."""
     arr = np.asarray([v for v in np.ravel(np.asarray(values, dtype=float)) if np.isfinite(v)], dtype=float)
-    ref = float(np.median(np.abs(arr))) if arr.size else 1.0
+    ref = float(np.max(np.abs(arr))) if arr.size else 1.0
     if ref >= 1.0:
         return 1.0, "s"
     if ref >= 1e-3:
@@ -50,6 +49,16 @@ def money_text(usd: float) -> str:
     if a >= 1e3:
         return f"${usd / 1e3:,.0f}k"
     return f"${usd:,.0f}"
+
+
+def num_text(x: float) -> str:
+    """A number for a bar label: 3 significant digits, thousands separated, never in e-notation."""
+    a = abs(float(x))
+    if a >= 100:
+        return f"{x:,.0f}"
+    if a >= 1 or a == 0:
+        return f"{x:.3g}"
+    return f"{x:.3g}" if a >= 1e-3 else f"{x:.1e}"
 
 
 def short_text(text: str, width: int = 42) -> str:
@@ -133,7 +142,18 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
         fig.add_vline(x=budget_usd, line=dict(color="#7f3b08", dash="dash", width=2),
                       annotation_text=f"budget {money_text(budget_usd)}", annotation_position="top left",
                       annotation_font=dict(color="#7f3b08", size=FONT_SIZE - 1))
-    fig.update_xaxes(title_text="network capex (USD)", tickprefix="$", tickformat="~s", rangemode="tozero")
+    focus = [r for r in list(front) + [b for b in baselines if b.get("buildable", True)]]
+    if focus:  # open on the front and the baselines; far-off designs stay one double-click (autoscale) away
+        xmax = max(r["cost_usd"] for r in focus)
+        ys = [r["p99_s"] * scale for r in focus]
+        if p99_target_s is not None:
+            ys.append(p99_target_s * scale)
+        if budget_usd is not None:
+            xmax = max(xmax, budget_usd)
+        pad = max(max(ys) - min(ys), 0.02 * max(ys))
+        fig.update_xaxes(range=[0, xmax * 1.12])
+        fig.update_yaxes(range=[min(ys) - 0.15 * pad, max(ys) + 0.25 * pad])
+    fig.update_xaxes(title_text="network capex (USD)", tickprefix="$", tickformat="~s")
     fig.update_yaxes(title_text=f"p99 step time ({unit})")
     return style(fig, height=height, legend_below=True)
 
@@ -197,7 +217,7 @@ def breakdown_figure(p99_breakdown: Mapping, *, height: int | None = None) -> go
     labels = [short_text(k, 44) for k, _ in items]
     colors = ["#bdbdbd" if k in ("compute", "checkpoint interference") else "#1f5fbf" for k, _ in items]
     fig = go.Figure(go.Bar(x=[v * scale for _, v in items], y=labels, orientation="h", marker_color=colors,
-                           text=[f"{v * scale:,.3g}" for _, v in items], textposition="auto",
+                           text=[num_text(v * scale) for _, v in items], textposition="auto",
                            hovertext=[f"{k}: {v * scale:,.4g} {unit}" for k, v in items], hoverinfo="text"))
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title_text=f"time in the p99 step ({unit})")
@@ -258,7 +278,7 @@ def cdf_overlay_figure(series: Mapping[str, Sequence[float]], *, height: int = 3
 
 def collectives_figure(job_summaries: Sequence[Mapping], *, height: int = 340) -> go.Figure:
     """Per collective kind: bytes per step (left) and calls per step (right), one colour per job."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.16,
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.06, shared_yaxes=True,
                         subplot_titles=("bytes per step (GiB)", "calls per step"))
     for i, j in enumerate(job_summaries):
         kinds = sorted(j["per_kind"], key=lambda k: -j["per_kind"][k]["bytes_per_step"])
@@ -276,7 +296,7 @@ def collectives_figure(job_summaries: Sequence[Mapping], *, height: int = 340) -
                                         for k in kinds], hoverinfo="text"), row=1, col=2)
     fig.update_layout(barmode="group")
     fig.update_xaxes(title_text="GiB per step", row=1, col=1)
-    fig.update_xaxes(title_text="calls per step", type="log", row=1, col=2)
+    fig.update_xaxes(title_text="calls per step", row=1, col=2)
     fig.update_annotations(font_size=FONT_SIZE)
     fig.update_yaxes(autorange="reversed")
     style(fig, height=height)
@@ -299,7 +319,7 @@ def message_size_figure(job_summaries: Sequence[Mapping], *, height: int = 320) 
                                         f"<br>{h['count_per_step']:,.4g} calls, {size_label(h['bytes_per_step'])}"
                                         f" per step" for h in hist], hoverinfo="text"))
     fig.update_xaxes(title_text="message size (bin start; each bin up to 2x)", type="category")
-    fig.update_yaxes(title_text="calls per step", type="log")
+    fig.update_yaxes(title_text="calls per step (log scale)", type="log", dtick=1)
     fig.update_layout(barmode="group", showlegend=len(job_summaries) > 1)
     return style(fig, height=height)
 
@@ -315,16 +335,10 @@ def compute_comm_figure(rows: Sequence[Mapping], *, height: int | None = None) -
                               ("comm_s", "communication, all ops back to back", "#9ecae1"),
                               ("exposed_s", "communication exposed in the p99 step", "#08519c")):
         fig.add_trace(go.Bar(y=names, x=[r[key] * scale for r in rows], orientation="h", name=label,
-                             marker_color=color, text=[f"{r[key] * scale:,.3g}" for r in rows],
+                             marker_color=color, text=[num_text(r[key] * scale) for r in rows],
                              textposition="auto"))
     fig.update_layout(barmode="group")
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title_text=f"time per step ({unit})")
     return style(fig, height=height or max(220, 130 + 70 * len(rows)))
 
-
-def _finite(x) -> bool:
-    try:
-        return math.isfinite(float(x))
-    except (TypeError, ValueError):
-        return False
