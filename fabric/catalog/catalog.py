@@ -43,6 +43,8 @@ class Catalog:
 
     def _get(self, table: str, singular: str, model: str):
         rows = getattr(self, table)
+        if not isinstance(model, str):
+            raise CatalogError(f"a {singular} model must be a catalog id (text), got {model!r}")
         if model not in rows:
             raise CatalogError(f"unknown {singular} model {model!r}; known: {', '.join(rows)}")
         return rows[model]
