@@ -67,9 +67,9 @@ def _empty_reason(path: str, report, workload) -> str:
                 "size/time table nccl-tests prints")
     if fmt == "nccl_tests":
         return f"no measured rows in {path}: its nccl-tests table is empty"
-    what = f"a {fmt} file" if fmt else "not a recognised measurement format"
+    what = f"its format ({fmt}) carries sizes, not measured times" if fmt else "not a measurement format"
     hint = f" ({facts['timings']})" if "timings" in facts else ""
-    return (f"no measured collective times in {path}: it is {what}{hint}; calibrate needs nccl-tests output or a "
+    return (f"no measured collective times in {path}: {what}{hint}; calibrate needs nccl-tests output or a "
             "per-op CSV with timings")
 
 

@@ -80,13 +80,16 @@ class Basis:
     floor: np.ndarray
     reference: dict
 
-    def times(self, overrides: dict | None = None) -> np.ndarray:
-        """The evaluator's p50 time per point under ``overrides`` (reference values for the rest)."""
+    def times(self, overrides: dict | None = None, extra_s=None) -> np.ndarray:
+        """The evaluator's p50 time per point under ``overrides`` (reference values for the rest).
+
+        ``extra_s`` (per point, seconds) is added before the floor: a what-if term the evaluator does not have.
+        """
         p = {**self.reference, **(overrides or {})}
         es, al = regime_scales(self.sizes, p.get("regimes", ()))
         bw = np.maximum(self.b_nv / p["nvlink_efficiency"], self.b_net / p["bandwidth_efficiency"]) / es
         lat = al * (self.n_nv * p["nvlink_alpha_s"] + self.n_net * p["step_alpha_s"] + self.l_fix)
-        return np.maximum(self.floor, bw + lat)
+        return np.maximum(self.floor, bw + lat + (0.0 if extra_s is None else extra_s))
 
 
 def build_basis(design, catalog, points, *, samples: int = 16, seed: int = 0) -> Basis:

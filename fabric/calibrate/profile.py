@@ -22,7 +22,7 @@ from pathlib import Path
 
 from fabric.calibrate.system import CalibrationError
 
-__all__ = ["SCHEMA", "CalibrationProfile", "save_profile", "load_profile", "check_overrides"]
+__all__ = ["SCHEMA", "CalibrationProfile", "save_profile", "load_profile", "check_overrides", "no_nan"]
 
 SCHEMA = "fabric.calibration/1"
 
@@ -83,7 +83,7 @@ def save_profile(profile, path) -> Path:
     if not isinstance(profile, CalibrationProfile):
         profile = profile.profile()
     path = Path(path)
-    path.write_text(json.dumps(profile.to_dict(), indent=2, allow_nan=False, default=_plain) + "\n",
+    path.write_text(json.dumps(no_nan(profile.to_dict()), indent=2, allow_nan=False, default=_plain) + "\n",
                     encoding="utf-8")
     return path
 
@@ -95,12 +95,12 @@ def _plain(x):
         return str(x)
 
 
-def _no_nan(d):
+def no_nan(d):
     """JSON cannot hold NaN: summaries use None for 'no points'."""
     if isinstance(d, dict):
-        return {k: _no_nan(v) for k, v in d.items()}
+        return {k: no_nan(v) for k, v in d.items()}
     if isinstance(d, list):
-        return [_no_nan(v) for v in d]
+        return [no_nan(v) for v in d]
     if isinstance(d, float) and not math.isfinite(d):
         return None
     return d
