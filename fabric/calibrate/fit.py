@@ -306,6 +306,10 @@ def fit_profile(measurements, system: SystemSpec | None = None, *, kinds=None, r
     if gap > 1e-6:
         notes.append(f"the closed-form fit model differs from the evaluator by up to {gap:.2%} (multi-phase "
                      "algorithms); errors are the evaluator's")
+    floored = int(np.sum(predicted[fit_idx] <= basis.floor[fit_idx] * (1 + 1e-9)))
+    if floored:
+        notes.append(f"{floored} fitted point(s) are predicted at the evaluator's small-message floor (SimAI's, by "
+                     "rank count; not a fitted parameter): they do not inform the fit")
     sens = np.max(np.abs(jac[: fit_idx.size]), axis=0)
     labels = regime_labels(edges)
     param_rows = tuple(_param_row(p, v, s, labels, notes) for p, v, s in zip(params, values, sens))
