@@ -7,6 +7,9 @@ from pages._common import init_state, sync_url
 
 st.set_page_config(page_title="fabric: network design for AI clusters", layout="wide")
 
+# Less empty space above the title: the page must fit a 1280x720 shared screen.
+st.html("<style>[data-testid='stMainBlockContainer'] {padding-top: 2.2rem; padding-bottom: 2rem;}</style>")
+
 init_state()
 
 pages = [

@@ -58,10 +58,17 @@ for p in picked:
 if len(rows) < 2:
     st.stop()
 
-st.subheader("Side by side")
-st.dataframe(metrics_frame(rows), width="stretch")
-st.caption("One column per design: network capex (USD), network power (kW), step-time percentiles and the lower "
-           "bound (seconds), from the same workload and seed.")
+a, b = st.columns(2)
+with a:
+    st.subheader("Side by side")
+    st.dataframe(metrics_frame(rows), width="stretch")
+    st.caption("One column per design: network capex (USD), network power (kW), step-time percentiles and the lower "
+               "bound (seconds), from the same workload and seed.")
+with b:
+    st.subheader("Step-time CDFs")
+    st.plotly_chart(charts.cdf_overlay_figure(samples, height=340), width="stretch", theme=None, key="cmp_cdf")
+    st.caption("Share of steps finishing within a time (x); a curve further left is faster, dots mark each design's "
+               "p99.")
 
 st.subheader("What money buys")
 for d in money_deltas(rows):
@@ -69,17 +76,10 @@ for d in money_deltas(rows):
 st.caption("Each design against the first one picked: capex difference in USD and p99 step-time difference; when "
            "a design costs more and is faster, the price of each millisecond of p99 it saves.")
 
-a, b = st.columns([3, 2])
-with a:
-    st.subheader("Step-time CDFs")
-    st.plotly_chart(charts.cdf_overlay_figure(samples), width="stretch", theme=None, key="cmp_cdf")
-    st.caption("Share of steps finishing within a time (x); a curve further left is faster, dots mark each design's "
-               "p99.")
-with b:
-    st.subheader("Genes")
-    only = st.toggle("Only the genes that differ", value=True, key="cmp_only_diff")
-    st.dataframe(gene_frame(designs, only_differences=only), hide_index=True, width="stretch")
-    st.caption("Design decisions gene by gene (columns follow the picks); 'differs' marks the decisions that set "
-               "the designs apart.")
+st.subheader("Genes")
+only = st.toggle("Only the genes that differ", value=True, key="cmp_only_diff")
+st.dataframe(gene_frame(designs, only_differences=only), hide_index=True, width="stretch")
+st.caption("Design decisions gene by gene (one column per design, in the order picked); 'differs' marks the "
+           "decisions that set the designs apart.")
 for name, d in designs.items():
     st.caption(f"**{name}**: {short_label(design_genes(d))}")

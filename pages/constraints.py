@@ -18,6 +18,10 @@ ss = st.session_state
 C.require_entry()
 OVERSUB = [1.0, 1.5, 2.0, 3.0, 4.0]
 GPN = [1, 2, 4, 8, 16, 36, 72]
+READONLY_LABELS = {"port_speed_gbps": "port speed (Gb/s)", "speed_gbps": "speed (Gb/s)", "reach_m": "reach (m)",
+                   "ports_per_module": "ports per module", "scale_up_gbps": "NVLink (Gb/s)",
+                   "scale_up_domain_max": "largest NVLink domain", "bf16_tflops": "BF16 (TFLOPS)",
+                   "server_gpus": "GPUs per server"}
 FAMILY_TEXT = {"clos": "Clos / fat tree", "rail_optimized": "rail-optimized", "rail_only": "rail-only",
                "dragonfly": "dragonfly"}
 
@@ -66,9 +70,10 @@ a.caption(f"The workload needs {gpus_needed(wb.workload):,} GPUs.")
 gpn = b.selectbox("GPUs per server", GPN, key="con_gpn")
 gpu_model = c.selectbox("GPU model", cat.models("gpus"), key="con_gpu_model")
 a, b = st.columns(2)
-sw = a.multiselect("Allowed switch models", switch_models, key="con_switches",
-                   format_func=lambda m: f"{m} ({cat.switch(m).fabric}, {cat.switch(m).ports} x "
-                                         f"{cat.switch(m).port_speed_bps / 1e9:g}G, ${cat.switch(m).price_usd:,.0f})")
+sw = a.multiselect("Allowed switch models", switch_models, key="con_switches")
+a.caption("Switch models: " + "; ".join(f"{m}: {cat.switch(m).fabric}, {cat.switch(m).ports} x "
+                                          f"{cat.switch(m).port_speed_bps / 1e9:g}G, ${cat.switch(m).price_usd:,.0f}"
+                                          for m in switch_models) + ".")
 sp = b.multiselect("Allowed NIC port speeds (Gb/s)", speeds, key="con_speeds", format_func=lambda s: f"{s:g} Gb/s")
 allowed_nics = [m for m in nic_models if cat.nic(m).port_speed_bps / 1e9 in sp]
 b.caption("NIC models at these speeds: " + (", ".join(allowed_nics) or "none"))
@@ -143,8 +148,12 @@ for tab, (name, df) in zip(tabs, base.items()):
         edited[name] = st.data_editor(
             df, key=f"cat_{name}", hide_index=True, width="stretch", num_rows="fixed", column_order=cols,
             disabled=[c for c in df.columns if c not in editable],
-            column_config={"price_usd": st.column_config.NumberColumn("price (USD)", min_value=0, format="dollar"),
+            column_config={**READONLY_LABELS,
+                           "price_usd": st.column_config.NumberColumn("price (USD)", min_value=0, format="dollar"),
+                           "server_price_usd": st.column_config.NumberColumn("server price (USD)", min_value=0,
+                                                                             format="dollar"),
                            "power_w": st.column_config.NumberColumn("power (W)", min_value=0),
+                           "server_power_w": st.column_config.NumberColumn("server power (W)", min_value=0),
                            "latency_ns": st.column_config.NumberColumn("latency (ns)", min_value=0)})
         st.caption(f"{labels[name]}: one row per model; only price, power and latency can be edited here "
                    "(sources in docs/catalog.md).")

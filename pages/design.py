@@ -102,13 +102,17 @@ with a:
     step_fig = charts.step_time_figure(ev.step_samples_s, st_, lower_bound_s=ev.lower_bound_s)
     st.plotly_chart(step_fig, width="stretch", theme=None, key="steps")
     st.caption(f"Histogram of {ev.samples} Monte Carlo steps (bars, left axis) and their CDF (line, right axis); "
-               f"dashed lines mark p50/p95/p99, dotted the bound no step can beat. Unit: {unit}.")
+               f"dashed lines mark p50/p95/p99 (the lower bound is in the numbers above). Unit: {unit}.")
 with b:
     st.subheader("Where the p99 step goes")
     brk_fig = charts.breakdown_figure(ev.p99_breakdown)
     st.plotly_chart(brk_fig, width="stretch", theme=None, key="breakdown")
-    st.caption("Time of the p99 sample by part: compute (grey) and each op's communication not hidden behind "
-               "compute (blue), longest first.")
+    brk = ev.p99_breakdown
+    rest = st_["p99"] - brk.get("compute_s", 0.0)
+    st.caption(f"Communication of each op not hidden behind compute in the p99 sample, longest first ({unit}). The "
+               f"p99 step is {st_['p99'] * scale:,.4g} {unit}: compute {brk.get('compute_s', 0.0) * scale:,.4g} {unit}"
+               f" (slowest rank) plus {rest * scale:,.4g} {unit} of exposed communication"
+               + (" and checkpoint interference" if brk.get("interference_s") else "") + ".")
 
 st.subheader("Hot spots")
 hot = sorted(ev.hot_links, key=lambda h: -h.get("p99_sample_utilization", 0.0))[:10]

@@ -127,7 +127,7 @@ m1, m2, m3, m4 = st.columns(4)
 m1.metric("Jobs", f"{len(jobs)}")
 m2.metric("GPUs needed", f"{gpus_needed(wl):,}")
 m3.metric("Communication per step", size_label(sum(j["comm_bytes_per_step"] for j in train)))
-m4.metric("Compute per step (first job)", f"{train[0]['compute_time_s']:.3g} s" if train else "n/a")
+m4.metric("Compute per step (first job)", charts.time_text(train[0]["compute_time_s"]) if train else "n/a")
 deg = plan_degrees(wl)
 st.caption("Parallelism inferred from the process groups of the first job: "
            + ", ".join(f"{k.upper()} {v}" for k, v in deg.items() if v > 1 or k == "dp") + ".")

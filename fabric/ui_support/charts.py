@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from fabric.workload.summary import size_label
 
-__all__ = ["FAMILY_COLORS", "FONT_SIZE", "time_unit", "money_text", "style", "pareto_figure",
+__all__ = ["FAMILY_COLORS", "FONT_SIZE", "time_unit", "time_text", "money_text", "style", "pareto_figure",
            "hypervolume_figure", "step_time_figure", "breakdown_figure", "scaling_figure", "scenario_figure",
            "cdf_overlay_figure", "collectives_figure", "message_size_figure", "compute_comm_figure",
            "short_text", "num_text"]
@@ -39,6 +39,12 @@ def time_unit(values) -> tuple[float, str]:
     if ref >= 1e-3:
         return 1e3, "ms"
     return 1e6, "us"
+
+
+def time_text(seconds: float) -> str:
+    """A duration in the unit that suits it: ``3.96 s``, ``412 ms``, ``248 us``."""
+    scale, unit = time_unit([seconds])
+    return f"{seconds * scale:,.3g} {unit}"
 
 
 def money_text(usd: float) -> str:
@@ -195,20 +201,24 @@ def step_time_figure(samples_s, stats: Mapping[str, float], *, lower_bound_s: fl
             fig.add_vline(x=stats[k] * scale, line=dict(color=_MARK_COLORS[k], dash="dash", width=2))
             fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"{k} {stats[k] * scale:,.4g} {unit}",
                                      line=dict(color=_MARK_COLORS[k], dash="dash", width=2)), secondary_y=False)
-    if lower_bound_s is not None and lower_bound_s > 0:
+    if lower_bound_s is not None and lower_bound_s > 0 and srt.size and \
+            lower_bound_s * scale >= srt[0] - 0.5 * (srt[-1] - srt[0]):  # only when it does not squash the histogram
         fig.add_vline(x=lower_bound_s * scale, line=dict(color="#555", dash="dot", width=1.5))
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=f"lower bound {lower_bound_s * scale:,.4g} {unit}",
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines",
+                                 name=f"lower bound {lower_bound_s * scale:,.4g} {unit}",
                                  line=dict(color="#555", dash="dot", width=1.5)), secondary_y=False)
     fig.update_xaxes(title_text=f"step time ({unit})")
     fig.update_yaxes(title_text="samples", secondary_y=False)
     fig.update_yaxes(title_text="share of steps (CDF)", tickformat=".0%", range=[0, 1.02], secondary_y=True,
-                     showgrid=False)
+                     showgrid=False, tickvals=[0, 0.25, 0.5, 0.75, 1.0])
     return style(fig, height=height)
 
 
-def breakdown_figure(p99_breakdown: Mapping, *, height: int | None = None) -> go.Figure:
-    """Where the p99 step's time goes: compute, checkpoint interference, and each op's exposed time."""
-    items = [("compute", float(p99_breakdown.get("compute_s", 0.0)))]
+def breakdown_figure(p99_breakdown: Mapping, *, include_compute: bool = False,
+                     height: int | None = None) -> go.Figure:
+    """Where the p99 step's time goes: each op's exposed time and checkpoint interference (and compute, which
+    usually dwarfs the rest, when ``include_compute``)."""
+    items = [("compute", float(p99_breakdown.get("compute_s", 0.0)))] if include_compute else []
     if p99_breakdown.get("interference_s"):
         items.append(("checkpoint interference", float(p99_breakdown["interference_s"])))
     ops = sorted(p99_breakdown.get("ops", {}).items(), key=lambda kv: -kv[1])
@@ -220,7 +230,7 @@ def breakdown_figure(p99_breakdown: Mapping, *, height: int | None = None) -> go
                            text=[num_text(v * scale) for _, v in items], textposition="auto",
                            hovertext=[f"{k}: {v * scale:,.4g} {unit}" for k, v in items], hoverinfo="text"))
     fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(title_text=f"time in the p99 step ({unit})")
+    fig.update_xaxes(title_text=f"exposed time in the p99 step ({unit})")
     return style(fig, height=height or max(260, 60 + 34 * len(items)))
 
 

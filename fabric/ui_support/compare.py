@@ -57,21 +57,27 @@ def money_deltas(rows: Sequence[Mapping]) -> list[dict]:
         d_p99 = r["step_time_s"]["p99"] - ref["step_time_s"]["p99"]
         d_p50 = r["step_time_s"]["p50"] - ref["step_time_s"]["p50"]
         rel_p99 = d_p99 / ref["step_time_s"]["p99"] if ref["step_time_s"]["p99"] else 0.0
+        pct = _pct(abs(rel_p99))
         per_ms = None
         if d_cost > 0 and d_p99 < 0:
             per_ms = d_cost / (-d_p99 * 1e3)
             sentence = (f"'{r['name']}' costs ${d_cost:,.0f} more than '{ref['name']}' and cuts the p99 step by "
-                        f"{-d_p99 * 1e3:,.1f} ms ({-rel_p99:.1%}): ${per_ms:,.0f} per ms of p99.")
+                        f"{-d_p99 * 1e3:,.1f} ms ({pct}): ${per_ms:,.0f} per ms of p99.")
         elif d_cost <= 0 and d_p99 <= 0:
             sentence = (f"'{r['name']}' costs ${-d_cost:,.0f} less than '{ref['name']}' and is "
-                        f"{-d_p99 * 1e3:,.1f} ms ({-rel_p99:.1%}) faster at p99: better on both.")
+                        f"{-d_p99 * 1e3:,.1f} ms ({pct}) faster at p99: better on both.")
         elif d_cost < 0:
             sentence = (f"'{r['name']}' saves ${-d_cost:,.0f} against '{ref['name']}' for a p99 step "
-                        f"{d_p99 * 1e3:,.1f} ms ({rel_p99:.1%}) slower.")
+                        f"{d_p99 * 1e3:,.1f} ms ({pct}) slower.")
         else:
             sentence = (f"'{r['name']}' costs ${d_cost:,.0f} more than '{ref['name']}' and is "
-                        f"{d_p99 * 1e3:,.1f} ms ({rel_p99:.1%}) slower at p99: worse on both.")
+                        f"{d_p99 * 1e3:,.1f} ms ({pct}) slower at p99: worse on both.")
         out.append({"design": r["name"], "reference": ref["name"], "delta_cost_usd": d_cost,
                     "delta_power_w": d_power, "delta_p99_s": d_p99, "delta_p50_s": d_p50,
                     "relative_p99": rel_p99, "usd_per_ms_p99": per_ms, "sentence": sentence})
     return out
+
+
+def _pct(x: float) -> str:
+    """A share as a percentage with the digits a small difference needs (``0.04%``, ``3.1%``)."""
+    return f"{x:.2%}" if x < 0.01 else f"{x:.1%}"

@@ -192,9 +192,8 @@ def topology_figure(view: TopologyView, *, height: int = 420) -> go.Figure:
             name=row if row != "nic" else "NIC groups", hovertext=[n["hover"] for n in ns], hoverinfo="text"))
     n_rows = max([n["y"] for n in view.nodes] + [0]) + 1
     planes = max([n["plane"] for n in view.nodes] + [0]) + 1
-    tick_text = []
-    for r in view.rows:
-        tick_text.append("NICs" if r == "nic" else f"{r}s" if not r.endswith("s") else r)
+    plural = {"nic": "NICs", "leaf": "leaves", "spine": "spines", "core": "cores", "router": "routers"}
+    tick_text = [plural.get(r, r) for r in view.rows]
     fig.update_yaxes(tickvals=list(range(len(view.rows))), ticktext=tick_text, range=[-0.5, n_rows - 0.3],
                      showgrid=False, zeroline=False, title_text="")
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, range=[-0.02, planes + 0.02],
