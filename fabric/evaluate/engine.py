@@ -271,83 +271,146 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     fabric = build_fabric(design, catalog)
     bom = bill_of_materials(fabric, catalog)
     prof = profile_for(design, transport_overrides)
-    root = np.random.default_rng(seed)
-    rng_fault, rng_place, rng_hash, rng_compute, rng_burst = root.spawn(5)
-    model = _network_model(fabric, scenario, rng_fault, samples)
+    seeds = np.random.SeedSequence(seed)
+    s_fault, s_place, s_jobs = seeds.spawn(3)
+    model = _network_model(fabric, scenario, np.random.default_rng(s_fault), samples)
     compute_jobs = [j for j in workload.jobs if j.kind != "storage"]
     if not compute_jobs:
         raise WorkloadError("the workload has no training or inference job to evaluate")
-    placements = place_jobs(compute_jobs, fabric, design.placement, rng_place)
+    placements = place_jobs(compute_jobs, fabric, design.placement, np.random.default_rng(s_place))
     storage = [j for j in workload.jobs if j.kind == "storage"]
+    job_seeds = s_jobs.spawn(len(compute_jobs))
+    ctx = dict(fabric=fabric, design=design, prof=prof, storage=storage, samples=samples, scenario=scenario,
+               algorithms=algorithms)
+    runs = [_run_job(job, gpus, model, seq, **ctx) for job, gpus, seq in zip(compute_jobs, placements, job_seeds)]
     notes = []
     if len(compute_jobs) > 1:
-        notes.append("jobs are evaluated on their own placements; contention between jobs on shared uplinks is "
-                     "not modelled")
+        # jobs share leaf uplinks and pod links: each job sees the others' mean load on the groups it crosses
+        usage = [_link_usage(r, fabric) for r in runs]
+        if any(u for u in usage):
+            runs = [_run_job(job, gpus, _with_background(model, usage, i), seq, **ctx)
+                    for i, (job, gpus, seq) in enumerate(zip(compute_jobs, placements, job_seeds))]
+            notes.append("jobs sharing link groups get a max-min fair share of them while the others are active")
 
     job_results = {}
     primary = None
     all_ops: list[OpResult] = []
     hot: dict = {}
     cap_bytes = fabric.link_speed_bps / 8.0
-    for job, gpus_of_rank in zip(compute_jobs, placements):
-        cache: dict = {}
-        op_times = []
-        op_lb = []
-        op_meta = []
-        for op in job.ops:
-            kind = _canonical_kind(op.kind)
-            group = job.group(op.group)
-            size = float(op.bytes)
-            key = (op.group, kind, _size_class(kind, size, group, fabric))
-            if key not in cache:
-                cache[key] = _traffic_samples(fabric, model, design, prof, job, group, gpus_of_rank, kind, size,
-                                              rng_hash, samples, scenario.background_load, algorithms.get(kind))
-            ts = cache[key]
-            eff_scale, alpha_scale = prof.scales_for(size)
-            t = size * ts.per_byte / eff_scale + ts.latency_s * alpha_scale
-            floor = small_message_floor_s(ts.group_size, size)
-            t = np.maximum(t, floor)
-            lb = size * ts.lb_per_byte
-            op_times.append(t)
-            op_lb.append(lb)
-            op_meta.append((op, ts, key))
-        compute = _compute_samples(job, rng_compute, samples)
-        exposed, comm = _exposed(op_times, [op for op, _, _ in op_meta], compute, samples)
-        interference = _checkpoint_interference(job, storage, design, fabric, prof, comm, compute, rng_burst,
-                                                samples)
-        step = compute + comm + interference
-        _, lb_comm = _exposed([np.array([lb]) for lb in op_lb], [op for op, _, _ in op_meta],
-                              np.array([job.compute_time_s]), 1)
-        lower = job.compute_time_s + float(lb_comm[0])
-        order = np.argsort(step, kind="stable")
-        i99 = int(order[min(samples - 1, int(math.ceil(0.99 * samples)) - 1)])
-        stats = _stats(step)
+    for job, r in zip(compute_jobs, runs):
+        step, i99 = r["step"], r["i99"]
         label = "latency_s" if job.kind == "inference" else "step_time_s"
-        job_results[job.name] = {"kind": job.kind, label: stats, "lower_bound_s": lower,
+        job_results[job.name] = {"kind": job.kind, label: _stats(step), "lower_bound_s": r["lower"],
                                  "gpus": int(job.world_size), "compute_s": job.compute_time_s}
         if primary is None or (job.kind == "training" and (primary[0].kind != "training"
                                                            or job.world_size > primary[0].world_size)):
-            primary = (job, step, lower, i99, compute, interference)
-        for t, lb, ex, (op, ts, _) in zip(op_times, op_lb, exposed, op_meta):
+            primary = (job, r)
+        for t, lb, ex, (op, ts, _) in zip(r["op_times"], r["op_lb"], r["exposed"], r["op_meta"]):
             ex = np.broadcast_to(ex, (samples,))
             all_ops.append(OpResult(
                 job=job.name, name=op.name, kind=op.kind, group=op.group, group_size=ts.group_size,
                 bytes=int(op.bytes), count_per_step=float(op.count_per_step), algorithm=ts.algorithm,
                 time_p50_s=float(np.percentile(t, 50)), time_p99_s=float(np.percentile(t, 99)),
                 lower_bound_s=float(lb), exposed_in_p99_sample_s=float(ex[i99])))
-        _accumulate_hot(hot, job, op_meta, i99, step, fabric, cap_bytes)
+        _accumulate_hot(hot, job, r["op_meta"], i99, step, fabric, cap_bytes)
 
-    job, step, lower, i99, compute, interference = primary
-    breakdown = {"compute_s": float(compute[i99]), "interference_s": float(interference[i99]),
+    job, r = primary
+    i99 = r["i99"]
+    breakdown = {"compute_s": float(r["compute"][i99]), "interference_s": float(r["interference"][i99]),
                  "ops": {f"{o.name or o.kind}@{o.group}": o.exposed_in_p99_sample_s
                          for o in all_ops if o.job == job.name}}
     hot_list = sorted(hot.values(), key=lambda h: -h["p99_sample_utilization"])[:top_links]
     return Evaluation(
-        design_name=design.name, scenario=scenario.name, seed=seed, samples=samples, step_time_s=_stats(step),
-        step_samples_s=step, lower_bound_s=float(lower), compute_s=float(job.compute_time_s), ops=tuple(all_ops),
-        hot_links=tuple(hot_list), jobs=job_results, cost_usd=bom.cost_usd, power_w=bom.power_w,
+        design_name=design.name, scenario=scenario.name, seed=seed, samples=samples, step_time_s=_stats(r["step"]),
+        step_samples_s=r["step"], lower_bound_s=float(r["lower"]), compute_s=float(job.compute_time_s),
+        ops=tuple(all_ops), hot_links=tuple(hot_list), jobs=job_results, cost_usd=bom.cost_usd, power_w=bom.power_w,
         p99_breakdown=breakdown, notes=tuple(notes), cable_count=bom.cable_count,
         radix=int(fabric.structure.get("radix", 0)), tiers=fabric.tiers, cost_by_category=bom.by_category())
+
+
+def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storage, samples, scenario,
+             algorithms) -> dict:
+    """One job's step-time samples on ``model`` (its random draws come from ``seq``, so a rerun repeats them)."""
+    rng_hash, rng_compute, rng_burst = (np.random.default_rng(x) for x in seq.spawn(3))
+    cache: dict = {}
+    op_times, op_lb, op_meta = [], [], []
+    for op in job.ops:
+        kind = _canonical_kind(op.kind)
+        group = job.group(op.group)
+        size = float(op.bytes)
+        key = (op.group, kind, _size_class(kind, size, group, fabric))
+        if key not in cache:
+            cache[key] = _traffic_samples(fabric, model, design, prof, job, group, gpus_of_rank, kind, size,
+                                          rng_hash, samples, scenario.background_load, algorithms.get(kind))
+        ts = cache[key]
+        eff_scale, alpha_scale = prof.scales_for(size)
+        t = size * ts.per_byte / eff_scale + ts.latency_s * alpha_scale
+        t = np.maximum(t, small_message_floor_s(ts.group_size, size))
+        op_times.append(t)
+        op_lb.append(size * ts.lb_per_byte)
+        op_meta.append((op, ts, key))
+    ops = [op for op, _, _ in op_meta]
+    compute = _compute_samples(job, rng_compute, samples)
+    exposed, comm = _exposed(op_times, ops, compute, samples)
+    interference = _checkpoint_interference(job, storage, design, fabric, prof, comm, compute, rng_burst, samples)
+    step = compute + comm + interference
+    _, lb_comm = _exposed([np.array([lb]) for lb in op_lb], ops, np.array([job.compute_time_s]), 1)
+    order = np.argsort(step, kind="stable")
+    i99 = int(order[min(samples - 1, int(math.ceil(0.99 * samples)) - 1)])
+    return {"op_times": op_times, "op_lb": op_lb, "op_meta": op_meta, "compute": compute, "exposed": exposed,
+            "interference": interference, "step": step, "lower": job.compute_time_s + float(lb_comm[0]),
+            "i99": i99}
+
+
+def _link_usage(run: dict, fabric) -> dict:
+    """Per link group a job crosses: (its mean share of the capacity, its bytes per step per link).
+
+    ``{kind: {key: [utilization, bytes_per_step_per_link]}}``.
+    """
+    cap = fabric.link_speed_bps / 8.0
+    step = float(run["step"].mean())
+    usage: dict = {}
+    if step <= 0:
+        return usage
+    for op, ts, _ in run["op_meta"]:
+        per_step = float(op.bytes) * op.count_per_step
+        for cls, _busiest, _pi in ts.link_loads:
+            d = usage.setdefault(cls.kind, {})
+            for key, load in zip(cls.member_ids.tolist(), cls.member_loads.tolist()):
+                u = d.setdefault(key, [0.0, 0.0])
+                u[0] += per_step * load / (cap * step)
+                u[1] += per_step * load
+    return usage
+
+
+def _with_background(model, usage: list, me: int):
+    """A copy of ``model`` in which job ``me`` sees the other jobs on the link groups it shares with them.
+
+    While two jobs move data through a group at once, max-min fairness splits it by their demand; another job
+    is active there for the share ``u`` of the time it uses it alone. So job A loses, on each group,
+    sum over other jobs B of u_B x bytes_B / (bytes_A + bytes_B) of the capacity (at most 90 %).
+    """
+    from dataclasses import replace as _replace
+
+    bg: dict = {}
+    sb, ns = model.fabric.switch_base, model.fabric.n_switches
+    mine = usage[me]
+    for i, u in enumerate(usage):
+        if i == me:
+            continue
+        for kind, per_key in u.items():
+            if not kind.startswith(("leaf", "pod")):
+                continue
+            size = ns if kind.startswith("leaf") else max(model.pod_bins.size, 1)
+            arr = bg.setdefault(kind, np.zeros(size))
+            for key, (util, volume) in per_key.items():
+                own = mine.get(kind, {}).get(key, (0.0, 0.0))[1]
+                if own <= 0:
+                    continue                      # a group this job never uses cannot slow it
+                share = volume / (own + volume)
+                arr[key - sb if kind.startswith("leaf") else key] += util * share
+    bg = {k: np.clip(v, 0.0, 0.9) for k, v in bg.items()}
+    return _replace(model, background=bg)
 
 
 def _exposed(op_times: list, ops: list, compute: np.ndarray, samples: int):

@@ -55,6 +55,17 @@ class NetworkModel:
     force_pxn: bool = False
     #: per Monte Carlo sample, {leaf node id: uplinks down in that launch} (random component faults)
     sample_faults: list | None = None
+    #: share of each link group's capacity used by other jobs: {group kind: array indexed like the group keys}
+    #: (leaf kinds: switch index = node id - switch_base; pod kinds: pod id)
+    background: dict = field(default_factory=dict)
+
+    def background_of(self, kind: str, keys: np.ndarray) -> np.ndarray:
+        """Other jobs' share of the capacity of the groups ``keys`` of ``kind`` (0 where none)."""
+        bg = self.background.get(kind)
+        if bg is None or keys.size == 0:
+            return np.zeros(keys.size)
+        idx = keys - self.fabric.switch_base if kind.startswith("leaf") else keys
+        return bg[idx]
 
     @classmethod
     def build(cls, fabric, *, failed_links=(), failed_switches=(), slow_switches=(), slow_factor: float = 1.0):
@@ -116,6 +127,8 @@ class LinkClass:
     ball: float
     member_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     mean_load: float = 0.0       # mean bytes per link per op byte over the members
+    bg: float = 0.0              # share of these links' capacity taken by other jobs
+    member_loads: np.ndarray = field(default_factory=lambda: np.zeros(0))   # mean bytes per link per op byte
 
 
 @dataclass
@@ -129,8 +142,8 @@ class PhaseLoad:
     steps: int
 
 
-def _group_classes(kind: str, keys: np.ndarray, qps: np.ndarray, bytes_: np.ndarray, n_of_key, slow_of_key
-                   ) -> list[LinkClass]:
+def _group_classes(kind: str, keys: np.ndarray, qps: np.ndarray, bytes_: np.ndarray, n_of_key, slow_of_key,
+                   bg_of_key=None) -> list[LinkClass]:
     if keys.size == 0:
         return []
     uniq, inv = np.unique(keys, return_inverse=True)
@@ -141,16 +154,23 @@ def _group_classes(kind: str, keys: np.ndarray, qps: np.ndarray, bytes_: np.ndar
     ball = B / k_eff
     n = np.asarray(n_of_key(uniq), dtype=np.int64)
     slow = np.asarray(slow_of_key(uniq), dtype=np.int64)
-    out = []
-    sig = np.stack([k_eff, n, slow], axis=1)
+    bg = np.zeros(uniq.size) if bg_of_key is None else np.asarray(bg_of_key(uniq), dtype=float)
+    return _classes(kind, uniq, k_eff, ball, n, slow, bg, B)
+
+
+def _classes(kind, keys, k, ball, n, slow, bg, total_bytes) -> list[LinkClass]:
+    """Group members with equal (balls, links, slow links, background in 1 % steps) into classes."""
+    bg_pct = np.rint(np.clip(bg, 0.0, 0.95) * 100).astype(np.int64)
+    sig = np.stack([k, n, slow, bg_pct], axis=1)
     csig, cinv = np.unique(sig, axis=0, return_inverse=True)
     cinv = cinv.ravel()
-    for c, (k, nn, sl) in enumerate(csig.tolist()):
+    ball = np.broadcast_to(np.asarray(ball, dtype=float), k.shape)
+    out = []
+    for c, (kk, nn, sl, bp) in enumerate(csig.tolist()):
         m = cinv == c
-        if nn <= 0:
-            nn = 0
-        out.append(LinkClass(kind, int(k), int(nn), int(sl), int(m.sum()), float(ball[m].max()), uniq[m],
-                             float((B[m] / max(nn, 1)).mean())))
+        per_link = total_bytes[m] / max(nn, 1)
+        out.append(LinkClass(kind, int(kk), int(max(nn, 0)), int(sl), int(m.sum()), float(ball[m].max()), keys[m],
+                             float(per_link.mean()), bp / 100.0, per_link))
     return out
 
 
@@ -212,8 +232,10 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool) -> PhaseLoad:
         else:
             up = lambda keys: model.leaf_up[keys - sb]          # noqa: E731
             slow = lambda keys: model.leaf_slow[keys - sb]      # noqa: E731
-            classes += _group_classes("leaf uplinks", sl, qc, pc, up, slow)
-            classes += _group_classes("leaf downlinks", dl, qc, pc, up, slow)
+            classes += _group_classes("leaf uplinks", sl, qc, pc, up, slow,
+                                      lambda k: model.background_of("leaf uplinks", k))
+            classes += _group_classes("leaf downlinks", dl, qc, pc, up, slow,
+                                      lambda k: model.background_of("leaf downlinks", k))
             if model.pod_bins.size:
                 sp, dp = model.pod_of_switch[sl - sb], model.pod_of_switch[dl - sb]
                 xp = sp != dp
@@ -221,8 +243,10 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool) -> PhaseLoad:
                     hops = 5
                     pb = lambda keys: model.pod_bins[keys]      # noqa: E731
                     zero = lambda keys: np.zeros(len(keys), np.int64)  # noqa: E731
-                    classes += _group_classes("pod core uplinks", sp[xp], qc[xp], pc[xp], pb, zero)
-                    classes += _group_classes("pod core downlinks", dp[xp], qc[xp], pc[xp], pb, zero)
+                    classes += _group_classes("pod core uplinks", sp[xp], qc[xp], pc[xp], pb, zero,
+                                              lambda k: model.background_of("pod core uplinks", k))
+                    classes += _group_classes("pod core downlinks", dp[xp], qc[xp], pc[xp], pb, zero,
+                                              lambda k: model.background_of("pod core downlinks", k))
     return PhaseLoad(classes, nic_max, nvlink_max, hops, phase.steps)
 
 
@@ -264,9 +288,9 @@ def _all_pairs_load(phase, model: NetworkModel, qps: int) -> PhaseLoad:
         keys = np.flatnonzero(k_leaf > 0) + sb
         k = np.rint(k_leaf[keys - sb]).astype(np.int64)
         classes += _classes_from_counts("leaf uplinks", keys, k, per / qps, model.leaf_up[keys - sb],
-                                        model.leaf_slow[keys - sb])
+                                        model.leaf_slow[keys - sb], model.background_of("leaf uplinks", keys))
         classes += _classes_from_counts("leaf downlinks", keys, k, per / qps, model.leaf_up[keys - sb],
-                                        model.leaf_slow[keys - sb])
+                                        model.leaf_slow[keys - sb], model.background_of("leaf downlinks", keys))
         if model.pod_bins.size:
             pod = model.pod_of_switch[leaf_flat - sb].reshape(I, n)
             same_pod = _count_per_member(inst, pod)
@@ -278,22 +302,16 @@ def _all_pairs_load(phase, model: NetworkModel, qps: int) -> PhaseLoad:
                 pkeys = np.flatnonzero(k_pod > 0)
                 kp = np.rint(k_pod[pkeys]).astype(np.int64)
                 zero = np.zeros(pkeys.size, np.int64)
-                classes += _classes_from_counts("pod core uplinks", pkeys, kp, per / qps, model.pod_bins[pkeys], zero)
+                classes += _classes_from_counts("pod core uplinks", pkeys, kp, per / qps, model.pod_bins[pkeys],
+                                                zero, model.background_of("pod core uplinks", pkeys))
                 classes += _classes_from_counts("pod core downlinks", pkeys, kp, per / qps, model.pod_bins[pkeys],
-                                                zero)
+                                                zero, model.background_of("pod core downlinks", pkeys))
     return PhaseLoad(classes, nic_max, phase.nvlink_bytes_per_byte, hops, phase.steps)
 
 
-def _classes_from_counts(kind, keys, k, ball, n, slow) -> list[LinkClass]:
-    sig = np.stack([k, n, slow], axis=1)
-    csig, cinv = np.unique(sig, axis=0, return_inverse=True)
-    cinv = cinv.ravel()
-    out = []
-    for c, (kk, nn, sl) in enumerate(csig.tolist()):
-        m = cinv == c
-        out.append(LinkClass(kind, int(kk), int(max(nn, 0)), int(sl), int(m.sum()), float(ball), keys[m],
-                             float(kk * ball / max(nn, 1))))
-    return out
+def _classes_from_counts(kind, keys, k, ball, n, slow, bg=None) -> list[LinkClass]:
+    bg = np.zeros(keys.size) if bg is None else bg
+    return _classes(kind, keys, k, np.full(keys.size, float(ball)), n, slow, bg, k * float(ball))
 
 
 def _dragonfly_classes(model: NetworkModel, sl, dl, pc, qc) -> list[LinkClass]:
@@ -348,7 +366,7 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
                         v = c.k * c.ball / left * (1.0 + (imbalance if routing == "adaptive" else 0.0))
                     busiest[s] = max(busiest[s], v)
         per_class.append(busiest)
-        t = np.maximum(t, busiest / cap)
+        t = np.maximum(t, busiest / (cap * (1.0 - c.bg)))
     return t, per_class
 
 
