@@ -279,6 +279,11 @@ def fit_profile(measurements, system: SystemSpec | None = None, *, kinds=None, r
     fit_idx = np.flatnonzero(fit_mask)
     populated = _check_counts([points[i] for i in fit_idx], regime_of[fit_idx], edges)
 
+    labels = regime_labels(edges)
+    empty = [labels[r] for r in range(len(edges) + 1) if r not in populated]
+    if empty:
+        notes.append(f"no measured sizes in regime(s) {', '.join(empty)}: they take the scales of the nearest "
+                     "measured regime (extrapolation)")
     design, cat = system_design(system, catalog)
     basis = build_basis(design, cat, points, samples=samples, seed=seed)
     measured = np.array([p.time_s for p in points])
@@ -311,7 +316,6 @@ def fit_profile(measurements, system: SystemSpec | None = None, *, kinds=None, r
         notes.append(f"{floored} fitted point(s) are predicted at the evaluator's small-message floor (SimAI's, by "
                      "rank count; not a fitted parameter): they do not inform the fit")
     sens = np.max(np.abs(jac[: fit_idx.size]), axis=0)
-    labels = regime_labels(edges)
     param_rows = tuple(_param_row(p, v, s, labels, notes) for p, v, s in zip(params, values, sens))
     regime_rows = _regime_rows(params, values, edges, populated, labels, points, fit_idx, regime_of, overrides)
     results = tuple(

@@ -19,7 +19,7 @@ def register(sub) -> None:
         help="fit transport efficiency and latency to measured nccl-tests runs; report errors",
         description=(
             "Fit the evaluator's efficiency and per-step latency (NVLink for one-node measurements, the network "
-            "across nodes) and a scale of each per message-size regime to measured collective times, by relative "
+            "across nodes), and a scale of both per message-size regime, to measured collective times, by relative "
             "least squares. Prints the fitted values, every point's measured and predicted time and bus bandwidth, "
             "and the geomean errors; --out saves the calibration profile (its 'overrides' are what evaluate's "
             "transport_overrides accept)."
