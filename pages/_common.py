@@ -141,15 +141,23 @@ def _design_json(design: Design) -> str:
 def require_entry() -> None:
     """Make sure the page runs through ``app.py``.
 
-    Streamlit starts in its legacy ``pages/``-folder mode until some session runs ``st.navigation``; a deep link
-    opened as the very first request after a server start (``/search?...``) would run the page alone, without
-    the session set-up. Leave that mode and run again through the entry point.
+    Because the pages live in a folder called ``pages/``, Streamlit starts in its legacy multipage mode until
+    some script calls ``st.navigation``: a deep link opened as the very first request after a server start
+    (``/search?...``) would run the page alone, without ``app.py``'s session set-up. Leave the legacy mode and
+    run again through the entry point. (AppTest resets the mode before every run and then runs the page alone:
+    that is why every page also ends with :func:`sync_url`.)
     """
     if not ss.get("_init"):
         from streamlit.runtime.pages_manager import PagesManager
 
         PagesManager.uses_pages_directory = False
         st.rerun()
+
+
+def stop() -> None:
+    """``st.stop()`` after writing the view into the URL."""
+    sync_url()
+    st.stop()
 
 
 def init_state() -> None:

@@ -37,7 +37,7 @@ st.caption("By default the fat-tree baseline against the recommended design of t
 ss["compare_genes"] = [by_label[p]["genes"] for p in picked]
 if len(picked) < 2:
     st.warning("Pick at least two designs to compare.")
-    st.stop()
+    C.stop()
 
 rows, samples, designs = [], {}, {}
 for p in picked:
@@ -56,7 +56,7 @@ for p in picked:
     rows.append({"name": name, "cost_usd": ev.cost_usd, "power_w": ev.power_w, "step_time_s": ev.step_time_s,
                  "lower_bound_s": ev.lower_bound_s})
 if len(rows) < 2:
-    st.stop()
+    C.stop()
 
 a, b = st.columns(2)
 with a:
@@ -83,3 +83,5 @@ st.caption("Design decisions gene by gene (one column per design, in the order p
            "decisions that set the designs apart.")
 for name, d in designs.items():
     st.caption(f"**{name}**: {short_label(design_genes(d))}")
+
+C.sync_url()

@@ -103,9 +103,13 @@ p99 = d.number_input("p99 step-time target (s)", min_value=0.0, step=0.1, key="c
                      placeholder="no target", format="%.3f")
 
 try:
+    if not sp:
+        raise FabricError("constraint 'nic_models': allow at least one NIC port speed")
+    if not sw:
+        raise FabricError("constraint 'switch_models': allow at least one switch model")
     new = Constraints(
         gpus=int(gpus), gpus_per_node=int(gpn), gpu_model=gpu_model,
-        switch_models=tuple(sw) if sw else (), nic_models=tuple(allowed_nics) if sp else (),
+        switch_models=tuple(sw), nic_models=tuple(allowed_nics),
         families=tuple(fams), routings=tuple(routs), transports=tuple(trans), placements=tuple(places),
         max_oversubscription=float(max_os), max_radix=None if radix is None else int(radix),
         budget_usd=None if not budget_m else float(budget_m) * 1e6,
@@ -113,10 +117,6 @@ try:
         cable_count=None if cables is None else int(cables), p99_target_s=p99 or None,
         nics_per_gpu=c0.nics_per_gpu, oversubscriptions=c0.oversubscriptions, qps=c0.qps, planes=c0.planes,
         optimize_power=c0.optimize_power)
-    if sp and not allowed_nics:
-        raise FabricError("constraint 'nic_models': no catalog NIC has the chosen speeds")
-    if not sp:
-        raise FabricError("constraint 'nic_models': allow at least one NIC port speed")
     if gpus_needed(wb.workload) > new.gpus:
         raise FabricError(f"constraint 'gpus': the workload needs {gpus_needed(wb.workload):,} GPUs, more than the "
                           f"{new.gpus:,} in the cluster")
@@ -172,3 +172,5 @@ if st.button("Reset catalog to the built-in defaults", key="cat_reset"):
     st.rerun()
 st.caption("Catalog in use: " + ("edited in this session" if ss.get("catalog_tables") is not None
                                  else "built-in defaults"))
+
+C.sync_url()

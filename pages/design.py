@@ -33,7 +33,7 @@ C.inputs_line()
 choices = C.design_choices()
 if not choices:
     st.error("No design to show: the allowed hardware cannot build a baseline. Check the Constraints page.")
-    st.stop()
+    C.stop()
 labels = [c["label"] for c in choices]
 cur = ss.get("design_genes")
 default = next((i for i, c in enumerate(choices) if c["genes"] == cur), 0)
@@ -51,7 +51,7 @@ try:
     bom = C.bom_dict(design)
 except FabricError as err:
     st.error(f"This design cannot be evaluated: {err}")
-    st.stop()
+    C.stop()
 
 st.caption(f"Genes: {short_label(entry['genes'])} · {design.gpus:,} GPUs, {design.gpus_per_node} per server.")
 st_ = ev.step_time_s
@@ -209,3 +209,5 @@ y.download_button("Report (one HTML file)", _report, file_name="design_report.ht
                   key="dl_report", on_click="ignore", width="stretch")
 z.caption("The page's link (browser address bar) reproduces this view: workload, constraints and design. The "
           "report embeds its charts and opens offline.")
+
+C.sync_url()

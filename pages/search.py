@@ -172,3 +172,5 @@ else:
         st.warning("The inputs changed since this front was computed (workload, constraints, catalog, budget or "
                    "seed): press **Start search** to update it.")
     draw(snap, live=False)
+
+C.sync_url()

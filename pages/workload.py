@@ -189,3 +189,5 @@ else:
     st.success("Every communication event in the input was turned into an op.")
 for w in summary["warnings"]:
     st.warning(w)
+
+C.sync_url()

@@ -1,29 +1,343 @@
-"""The dashboard starts and renders without exceptions (AppTest, no browser)."""
+"""The dashboard in AppTest (no browser): every page renders without exceptions, inputs, uploads, error paths,
+the background search, URL state and downloads."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
+from fabric.design import Design
+from fabric.ui_support.designs import design_genes
+from fabric.ui_support.urlstate import encode_genes
+
+from conftest import trace_path
+
 ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+SAMPLES = ROOT / "sample_traces"
 
 
-def test_app_renders_default_page():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
-    assert not at.exception
-    assert any("Network capex" in m.label for m in at.metric)
-    assert at.metric[0].value.startswith("$")
+def app(**params) -> AppTest:
+    """A fresh session (a small search budget keeps the tests quick), optionally opened from a link."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["evals"] = "60"
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at
+
+
+def charts(at) -> list[dict]:
+    return [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+
+
+def texts(elements) -> str:
+    return "\n".join(str(e.value) for e in elements)
+
+
+def ok(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def finish_search(at) -> None:
+    job = at.session_state["search_job"]
+    assert job.wait(60)
+    at.run()
+    ok(at)
+
+
+# ------------------------------------------------------------------ workload
+
+
+def test_app_opens_on_the_sample_workload():
+    at = app().run()
+    ok(at)
+    assert at.title[0].value == "Workload"
+    assert "mixtral-8x7b" in at.header[0].value
+    labels = {m.label: m.value for m in at.metric}
+    assert labels["GPUs needed"] == "256" and labels["Jobs"] == "1"
+    roles = set(at.dataframe[1].value["role"])
+    assert {"tp", "dp", "ep"} <= roles
+    figs = charts(at)
+    assert len(figs) == 3
+    assert figs[0]["layout"]["xaxis"]["title"]["text"] == "GiB per step"
+    assert "Every communication event" in texts(at.success)
+    assert at.query_params["wl"] == "sample:mixtral-8x7b.json"
+    assert at.session_state["constraints"].gpus == 256
+
+
+def test_switching_samples_follows_the_cluster_size():
+    at = app().run()
+    at.selectbox(key="wl_sample").set_value("llama3-70b.json").run()
+    ok(at)
+    assert "llama3-70b" in at.header[0].value
+    assert at.session_state["constraints"].gpus == 1024
+    assert at.query_params["wl"] == "sample:llama3-70b.json" and "gpus" not in at.query_params
+    at.selectbox(key="wl_sample").set_value("kineto-llama3-70b").run()     # two gzipped Kineto rank files
+    ok(at)
+    assert {m.label: m.value for m in at.metric}["Jobs"] == "1"
+
+
+def test_upload_several_files_bad_ones_reported_next_to_them():
+    at = app().run()
+    at.radio(key="wl_source").set_value("upload").run()
+    ok(at)
+    assert "Drop trace files" in texts(at.info)
+    k0 = (SAMPLES / "kineto/llama3-70b.rank0.pt.trace.json.gz").read_bytes()
+    k1 = (SAMPLES / "kineto/llama3-70b.rank1.pt.trace.json.gz").read_bytes()
+    dlrm = (SAMPLES / "dlrm-dcnv2.json").read_bytes()
+    at.file_uploader(key="wl_upload").set_value([
+        ("rank0.pt.trace.json.gz", k0, "application/gzip"), ("rank1.pt.trace.json.gz", k1, "application/gzip"),
+        ("dlrm.json", dlrm, "application/json"), ("broken.json", b"{\"jobs\": [", "application/json"),
+        ("notes.txt", b"hello world", "text/plain")]).run()
+    ok(at)
+    files = at.dataframe[0].value
+    assert files["parsed"].tolist() == ["yes", "yes", "yes", "no", "no"]
+    errs = texts(at.error)
+    assert "broken.json" in errs and "notes.txt" in errs and "rank0" not in errs
+    assert at.header[0].value.endswith("3 uploaded files")
+    assert {m.label: m.value for m in at.metric}["Jobs"] == "2"
+    assert at.query_params["wl"].startswith("upload:rank0.pt.trace.json.gz")
+    # the uploads stay with the session when the page is left and opened again
+    at.switch_page("pages/constraints.py").run()
+    at.switch_page("pages/workload.py").run()
+    ok(at)
+    assert at.header[0].value.endswith("3 uploaded files")
+
+
+def test_upload_with_nothing_readable_keeps_the_previous_workload():
+    at = app().run()
+    at.radio(key="wl_source").set_value("upload").run()
+    at.file_uploader(key="wl_upload").set_value(("empty.json", b"", "application/json")).run()
+    ok(at)
+    assert "empty.json" in texts(at.error)
+    assert "previous workload" in texts(at.warning)
+    assert "mixtral-8x7b" in at.header[0].value
+
+
+def test_upload_real_traces(traces_dir):
+    files = [trace_path("kineto/hta/nccl_parser_config/nccl_data.json.gz"),
+             trace_path("simai_aicb/L7B-M1-C04_Llama7B_megatron_tp2_pp1_mbs1.csv"),
+             trace_path("FIELDS.md")]
+    at = app().run()
+    at.radio(key="wl_source").set_value("upload").run()
+    at.file_uploader(key="wl_upload").set_value([(p.name, p.read_bytes(), "application/octet-stream")
+                                                 for p in files]).run()
+    ok(at)
+    assert at.dataframe[0].value["parsed"].tolist() == ["yes", "yes", "no"]
+    assert "FIELDS.md" in texts(at.error)
+    assert at.session_state["constraints"].gpus == 136          # 2 + 128 ranks, whole 8-GPU servers
+    assert len(charts(at)) == 3
+
+
+def test_parallelism_plan_form_and_its_errors():
+    at = app().run()
+    at.radio(key="wl_source").set_value("plan").run()
+    at.selectbox(key="plan_preset").set_value("llama3-70b")
+    at.number_input(key="plan_gpus").set_value(512)
+    at.number_input(key="plan_tp").set_value(8)
+    at.number_input(key="plan_pp").set_value(2)
+    at.button[0].click().run()
+    ok(at)
+    assert "Built the llama3-70b workload" in texts(at.success)
+    assert "plan llama3-70b on 512 GPUs (tp 8, pp 2)" in at.header[0].value
+    assert at.query_params["wl"] == "plan:llama3-70b:512:tp=8,pp=2"
+    assert at.session_state["constraints"].gpus == 512
+    at.number_input(key="plan_tp").set_value(3)
+    at.button[0].click().run()
+    ok(at)
+    assert "cannot be built" in texts(at.error)
+    assert "plan llama3-70b on 512 GPUs (tp 8, pp 2)" in at.header[0].value       # the last good plan stays
+
+
+# ------------------------------------------------------------------ constraints
+
+
+def test_constraints_inputs_and_errors():
+    at = app().run()
+    at.switch_page("pages/constraints.py").run()
+    ok(at)
+    assert "Constraints valid" in texts(at.success)
+    at.number_input(key="con_gpus").set_value(260).run()               # not whole 8-GPU servers
+    ok(at)
+    assert "8-GPU nodes" in texts(at.error)
+    assert at.session_state["constraints"].gpus == 256                 # last valid constraints kept
+    at.number_input(key="con_gpus").set_value(128).run()               # smaller than the workload
+    assert "needs 256 GPUs" in texts(at.error)
+    at.number_input(key="con_gpus").set_value(512)
+    at.multiselect(key="con_families").set_value(["clos", "rail_optimized"])
+    at.number_input(key="con_budget_m").set_value(3.5)
+    at.number_input(key="con_p99").set_value(5.0)
+    at.select_slider(key="con_max_os").set_value(2.0).run()
+    ok(at)
+    c = at.session_state["constraints"]
+    assert (c.gpus, c.families, c.budget_usd, c.p99_target_s, c.max_oversubscription) == \
+        (512, ("clos", "rail_optimized"), 3.5e6, 5.0, 2.0)
+    assert at.query_params["budget_usd"] == "3500000" and at.query_params["families"] == "clos,rail_optimized"
+    at.multiselect(key="con_families").set_value([]).run()
+    assert "allow at least one value" in texts(at.error)
+    at.multiselect(key="con_families").set_value(["clos"])
+    at.multiselect(key="con_speeds").set_value([]).run()
+    assert "NIC port speed" in texts(at.error)
+
+
+def test_catalog_edit_and_reset():
+    at = app().run()
+    at.switch_page("pages/constraints.py").run()
+    assert len(at.data_editor) == 5
+    at.session_state["cat_switches"] = {"edited_rows": {0: {"price_usd": 1000}}, "added_rows": [],
+                                        "deleted_rows": []}
+    at.run()
+    ok(at)
+    tables = at.session_state["catalog_tables"]
+    assert tables is not None and tables["switches"]["price_usd"].iloc[0] == 1000
+    assert "edited in this session" in texts(at.caption)
+    at.session_state["cat_nics"] = {"edited_rows": {0: {"price_usd": -5}}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    ok(at)
+    assert "Catalog edit not used" in texts(at.error)
+    at.button(key="cat_reset").click().run()
+    ok(at)
+    assert at.session_state["catalog_tables"] is None
+    assert "built-in defaults" in texts(at.caption)
+
+
+# ------------------------------------------------------------------ search, design, compare
+
+
+def test_search_runs_in_the_background_and_opens_a_design():
+    at = app().run()
+    at.switch_page("pages/search.py").run()
+    ok(at)
+    job = at.session_state["search_job"]
+    assert job.budget_evals == 60
+    finish_search(at)
+    assert any("Front designs" in s.value for s in at.subheader)
+    figs = charts(at)
+    assert figs[0]["layout"]["xaxis"]["title"]["text"] == "network capex (USD)"
+    assert figs[1]["layout"]["yaxis"]["title"]["text"] == "hypervolume (normalised)"
+    assert "designs on the front after" in texts(at.markdown)
+    assert at.progress[0].value == 100
+    assert any(b.label == "Front (CSV)" for b in at.download_button)
+    pick = at.selectbox(key="open_pick").options[-1]
+    at.selectbox(key="open_pick").set_value(pick)
+    at.button(key="open_design").click().run()
+    ok(at)
+    assert at.title[0].value == "Design"
+    assert at.selectbox(key="design_pick").value == f"selected: {pick}"
+    assert "design" in at.query_params
+
+
+def test_search_is_stale_after_the_inputs_change_and_restarts():
+    at = app().run()
+    at.switch_page("pages/search.py").run()
+    finish_search(at)
+    first = at.session_state["search_job"]
+    at.switch_page("pages/constraints.py").run()
+    at.multiselect(key="con_families").set_value(["clos"]).run()
+    at.switch_page("pages/search.py").run()
+    ok(at)
+    assert "inputs changed" in texts(at.warning)
+    at.button(key="start_search").click().run()
+    assert at.session_state["search_job"] is not first
+    finish_search(at)
+    assert not at.warning
+
+
+def test_infeasible_constraints_explain_why():
+    at = app(budget_usd="1000").run()
+    at.switch_page("pages/search.py").run()
+    finish_search(at)
+    assert "No design meets every constraint" in texts(at.error) and "budget" in texts(at.error)
+
+
+def test_design_page_shows_everything():
+    at = app().run()
+    at.switch_page("pages/design.py").run()
+    ok(at)
+    assert at.title[0].value == "Design"
+    labels = [m.label for m in at.metric]
+    assert labels[:3] == ["Network capex", "Per GPU", "Network power"] and "p99 step (s)" in labels
+    figs = charts(at)
+    assert len(figs) == 5                     # topology, step time, p99 breakdown, scaling, what-if
+    assert figs[1]["layout"]["xaxis"]["title"]["text"] == "step time (s)"
+    assert at.multiselect(key="scenarios").value == ["fail-spine", "slow-switch", "checkpoint-burst",
+                                                     "job-mix-shift"]
+    tables = [d.value for d in at.dataframe]
+    assert any("p99 change" in t.columns for t in tables)                   # before/after deltas
+    assert any("total (USD)" in t.columns for t in tables)                  # bill of materials
+    assert {b.label for b in at.download_button} == {"Design (JSON)", "Report (one HTML file)"}
+    at.selectbox(key="design_pick").set_value(at.selectbox(key="design_pick").options[1]).run()
+    ok(at)
+    assert at.query_params["design"]
+
+
+def test_design_link_reproduces_the_view():
+    genes = design_genes(Design(family="rail_optimized", oversubscription=(2.0, 1.0), routing="adaptive",
+                                placement="rail_aligned"))
+    at = app(wl="sample:dlrm-dcnv2.json", gpus="512", design=encode_genes(genes)).run()
+    ok(at)
+    assert "dlrm-dcnv2" in at.header[0].value
+    at.switch_page("pages/design.py").run()
+    ok(at)
+    assert at.selectbox(key="design_pick").value.startswith("selected: rail_optimized ib-ndr-64x400")
+    assert "512 GPUs" in texts(at.caption)
+    assert at.query_params["wl"] == "sample:dlrm-dcnv2.json" and at.query_params["gpus"] == "512"
+
+
+def test_bad_links_warn_and_fall_back():
+    at = app(wl="sample:nope.json", design="clos,1", families="torus").run()
+    ok(at)
+    warn = texts(at.warning)
+    assert "no built-in sample" in warn and "expected 14" in warn and "unknown value" in warn
+    assert "mixtral-8x7b" in at.header[0].value
+    at = app(wl="upload:mine.json").run()
+    ok(at)
+    assert "cannot travel in a link" in texts(at.warning)
+    unbuildable = design_genes(Design(switch_model="eth-12t-32x400", nic_model="nic-eth-400", transport="roce",
+                                      tiers=None))
+    unbuildable["switch_model"] = "no-such-switch"
+    at = app(design=encode_genes(unbuildable)).run()
+    at.switch_page("pages/design.py").run()
+    ok(at)
+    assert "cannot be evaluated" in texts(at.error)
+
+
+def test_compare_page_defaults_and_deltas():
+    at = app().run()
+    at.switch_page("pages/search.py").run()
+    finish_search(at)
+    at.switch_page("pages/compare.py").run()
+    ok(at)
+    picked = at.multiselect(key="compare_pick").value
+    assert len(picked) == 2 and picked[0].startswith("baseline: fat tree 1:1")
+    assert picked[1].startswith("recommended: ")
+    assert "than 'fat tree 1:1" in texts(at.markdown)
+    figs = charts(at)
+    assert len(figs) == 1 and figs[0]["layout"]["yaxis"]["title"]["text"] == "share of steps (CDF)"
+    genes = [d.value for d in at.dataframe][1]
+    assert "differs" in genes.columns and len(genes) >= 1
+    opts = at.multiselect(key="compare_pick").options
+    at.multiselect(key="compare_pick").set_value(opts[:4]).run()
+    ok(at)
+    assert len(at.session_state["compare_genes"]) == 4 and "compare" in at.query_params
+    at.multiselect(key="compare_pick").set_value(opts[:1]).run()
+    assert "at least two" in texts(at.warning)
 
 
 def test_build_page_changes_size_and_reports_errors():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at = app().run()
+    at.switch_page("pages/build.py").run()
+    ok(at)
+    assert at.metric[0].value.startswith("$")
     at.selectbox(key="preset").set_value("dgx-h100-superpod").run()
     at.number_input(key="gpus").set_value(248).run()
-    assert not at.exception
-    tables = [df.value for df in at.dataframe]
-    switches = tables[0]
+    ok(at)
+    switches = at.dataframe[0].value
     assert dict(zip(switches["tier"], switches["switches"])) == {"leaf": 8, "spine": 4}
     at.number_input(key="gpus").set_value(12).run()       # not a whole number of 8-GPU nodes
-    assert not at.exception
+    ok(at)
     assert "8-GPU nodes" in at.error[0].value
+
