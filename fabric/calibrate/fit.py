@@ -359,4 +359,3 @@ def _regime_rows(params, values, edges, populated, labels, points, fit_idx, regi
             "fitted": r in populated,
         })
     return tuple(rows)
-
