@@ -8,7 +8,9 @@ from pages._common import init_state, sync_url
 st.set_page_config(page_title="fabric: network design for AI clusters", layout="wide")
 
 # Less empty space above the title: the page must fit a 1280x720 shared screen.
-st.html("<style>[data-testid='stMainBlockContainer'] {padding-top: 2.2rem; padding-bottom: 2rem;}</style>")
+st.html("<style>[data-testid='stMainBlockContainer'] {padding-top: 2rem; padding-bottom: 2rem;}"
+        "h1 {font-size: 2.1rem !important; padding-bottom: 0.3rem !important;}"
+        "h2 {font-size: 1.6rem !important;} h3 {font-size: 1.3rem !important;}</style>")
 
 init_state()
 

@@ -185,8 +185,13 @@ def init_state() -> None:
     wb = workload_bundle()
     if wb.choice != ss["wl_choice"]:  # the link's workload could not be built: fall back to the sample
         ss["wl_choice"] = wb.choice
-    ss["constraints"] = view.constraints if view.constraints_given else \
-        Constraints(gpus=cluster_gpus(wb.workload, 8))
+    c = view.constraints if view.constraints_given else Constraints()
+    if not view.gpus_given:
+        try:
+            c = replace(c, gpus=cluster_gpus(wb.workload, c.gpus_per_node))
+        except FabricError:
+            pass
+    ss["constraints"] = c
 
 
 def sync_url() -> None:
@@ -320,10 +325,10 @@ def design_choices() -> list[dict]:
     rec = None
     if res is not None and res.front:
         rec = recommended_record(res.front, res.baselines, p99_target_s=constraints().p99_target_s)
-    if ss.get("design_genes"):
-        add(ss["design_genes"], ss.get("design_name") or short_label(ss["design_genes"]), "selected")
     if rec is not None:
         add(_genes_of_record(rec), rec["design"], "recommended")
+    if ss.get("design_genes"):
+        add(ss["design_genes"], ss.get("design_name") or short_label(ss["design_genes"]), "selected")
     for d in baselines():
         add(design_genes(d), d.name.removeprefix("baseline: "), "baseline")
     if res is not None:

@@ -3,6 +3,8 @@ hot spots, scaling, what-if scenarios; downloads of the design (JSON) and a one-
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -151,13 +153,17 @@ with a:
 with b:
     st.subheader("What if")
     scen = st.multiselect("Scenarios", list(SCENARIOS), default=DEFAULT_SCENARIOS, key="scenarios",
-                          format_func=lambda s: f"{s} ({SCENARIOS[s]})")
+                          help="; ".join(f"{k}: {v}" for k, v in SCENARIOS.items()))
     srows = []
     for s in scen:
         try:
             e2 = C.evaluate_design(design, s)
         except FabricError as err:
             st.warning(f"{s}: {err}")
+            continue
+        if not all(math.isfinite(v) for v in e2.step_time_s.values()):
+            st.warning(f"{s}: no finite step time under this scenario (the fabric may be cut in two, e.g. its only "
+                       "spine failed); left out of the chart.")
             continue
         srows.append({"scenario": s, "p50_s": e2.step_time_s["p50"], "p99_s": e2.step_time_s["p99"],
                       "delta_p50": e2.step_time_s["p50"] / st_["p50"] - 1,

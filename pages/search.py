@@ -14,10 +14,10 @@ from fabric.ui_support.urlstate import MAX_EVALS
 ss = st.session_state
 C.require_entry()
 
-st.title("Search")
-st.caption("NSGA-II over topology family, switch and NIC models, NICs per GPU, oversubscription, planes, routing, "
-           "queue pairs, transport, placement and options, seeded with the designs a person would draw (the "
-           "baselines). Each design is built, priced and evaluated (256 Monte Carlo samples of the step).")
+st.title("Search", help="NSGA-II over topology family, switch and NIC models, NICs per GPU, oversubscription, "
+                        "planes, routing, queue pairs, transport, placement and options, seeded with the designs a "
+                        "person would draw (the baselines). Each design is built, priced and evaluated (256 Monte "
+                        "Carlo samples of the step).")
 C.show_url_problems()
 C.inputs_line()
 
@@ -92,7 +92,7 @@ def draw(snap, *, live: bool) -> None:
     with left:
         st.subheader("Pareto front: network capex vs p99 step time")
         fig = charts.pareto_figure(snap.front, snap.baselines, others=others, p99_target_s=cons.p99_target_s,
-                                   budget_usd=cons.budget_usd)
+                                   budget_usd=cons.budget_usd, height=400)
         if live:
             st.plotly_chart(fig, width="stretch", theme=None, key="pareto_live")
         else:
@@ -103,7 +103,7 @@ def draw(snap, *, live: bool) -> None:
                    "baselines; dashed lines: p99 target and budget. Click a dot to open the design.")
     with right:
         st.subheader("Search progress")
-        st.plotly_chart(charts.hypervolume_figure(snap.hv_history), width="stretch", theme=None,
+        st.plotly_chart(charts.hypervolume_figure(snap.hv_history, height=330), width="stretch", theme=None,
                         key="hv_live" if live else "hv_chart")
         st.caption("Hypervolume dominated by the front (objectives normalised by the fat-tree baseline) after each "
                    "generation, against designs evaluated: it rises while the front improves and flattens as the "

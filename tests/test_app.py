@@ -74,7 +74,7 @@ def test_switching_samples_follows_the_cluster_size():
     ok(at)
     assert "llama3-70b" in at.header[0].value
     assert at.session_state["constraints"].gpus == 1024
-    assert at.query_params["wl"] == "sample:llama3-70b.json" and "gpus" not in at.query_params
+    assert at.query_params["wl"] == "sample:llama3-70b.json" and at.query_params["gpus"] == "1024"
     at.selectbox(key="wl_sample").set_value("kineto-llama3-70b").run()     # two gzipped Kineto rank files
     ok(at)
     assert {m.label: m.value for m in at.metric}["Jobs"] == "1"

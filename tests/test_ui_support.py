@@ -137,9 +137,11 @@ def test_view_round_trip():
 
 def test_sample_and_upload_choices():
     p = urlstate.encode_view(workload={"kind": "sample", "name": "llama3-70b.json"}, constraints=Constraints())
-    assert p == {"wl": "sample:llama3-70b.json"}
+    assert p == {"wl": "sample:llama3-70b.json", "gpus": "1024"}
     v = urlstate.decode_view(p, samples=SAMPLES, presets=PRESETS)
-    assert v.workload == {"kind": "sample", "name": "llama3-70b.json"} and not v.constraints_given
+    assert v.workload == {"kind": "sample", "name": "llama3-70b.json"} and v.gpus_given
+    v = urlstate.decode_view({"families": "clos"}, samples=SAMPLES, presets=PRESETS)
+    assert v.constraints_given and not v.gpus_given
     up = urlstate.encode_workload({"kind": "upload", "names": ["a.json", "b,c.gz"]})
     assert urlstate.decode_workload(up, samples=SAMPLES, presets=PRESETS) == {"kind": "upload",
                                                                                "names": ["a.json", "b c.gz"]}
@@ -203,6 +205,23 @@ def test_search_job_reports_progress_while_running_and_cancels(mixtral):
     assert job.start() is job                                   # starting twice is harmless
 
 
+def test_searches_under_other_constraints_do_not_share_feasibility(mixtral):
+    """A search after another one with other limits judges every design against its own limits."""
+    free = SearchJob(mixtral, Constraints(gpus=256), budget_evals=60).start()
+    assert free.wait(60) and free.snapshot().result.feasible
+    tight = SearchJob(mixtral, Constraints(gpus=256, budget_usd=1000.0), budget_evals=60).start()
+    assert tight.wait(60)
+    res = tight.snapshot().result
+    assert not res.feasible and "budget" in res.infeasible_reason
+    from fabric.catalog import default_catalog
+    from fabric.ui_support.jobs import catalog_for_constraints
+
+    c = Constraints(gpus=256)
+    assert catalog_for_constraints(None, c) is catalog_for_constraints(default_catalog(), c)
+    assert catalog_for_constraints(None, c) is not catalog_for_constraints(None, Constraints(gpus=512))
+    assert catalog_for_constraints(None, c).tables()["switches"].equals(default_catalog().tables()["switches"])
+
+
 def test_search_job_failure_is_a_message(mixtral):
     job = SearchJob(mixtral, Constraints(gpus=256), budget_evals=0).start()
     assert job.wait(10)
@@ -261,7 +280,9 @@ def test_design_figures_have_units(mixtral):
     assert _titles(f)["xaxis"] == "step time (s)"
     assert any(t.name and t.name.startswith("p99 ") for t in f.data)
     b = charts.breakdown_figure(ev.p99_breakdown)
-    assert "exposed time in the p99 step" in _titles(b)["xaxis"]
+    assert _titles(b)["xaxis"].startswith("exposed time (")
+    flat = charts.step_time_figure(np.full(64, 0.25), {"p50": 0.25, "p95": 0.25, "p99": 0.25})
+    assert flat.data[0].name == "samples (all equal)" and flat.layout.xaxis.range[0] < 250 < flat.layout.xaxis.range[1]
     assert len(b.data[0].y) == len(ev.p99_breakdown["ops"])
     assert len(charts.breakdown_figure(ev.p99_breakdown, include_compute=True).data[0].y) == \
         len(ev.p99_breakdown["ops"]) + 1

@@ -188,9 +188,19 @@ def step_time_figure(samples_s, stats: Mapping[str, float], *, lower_bound_s: fl
     scale, unit = time_unit(x)
     xs = x * scale
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(go.Histogram(x=xs, nbinsx=40, name="samples", marker_color="#9ecae1",
-                               hovertemplate=f"%{{x}} {unit}<br>%{{y}} samples<extra></extra>"),
-                  secondary_y=False)
+    spread = float(xs.max() - xs.min()) if xs.size else 0.0
+    flat = xs.size > 0 and spread <= 1e-9 * max(abs(float(xs.max())), 1e-30)
+    if flat:  # every sample the same: one thin bar, and a window around it instead of plotly's unit-wide bin
+        mid = float(xs[0])
+        width = max(abs(mid) * 0.002, 1e-9)
+        fig.add_trace(go.Bar(x=[mid], y=[xs.size], width=[width], name="samples (all equal)",
+                             marker_color="#9ecae1", hovertemplate=f"%{{x:.4g}} {unit}<br>%{{y}} samples"
+                                                                   "<extra></extra>"), secondary_y=False)
+        fig.update_xaxes(range=[mid - 0.02 * abs(mid), mid + 0.02 * abs(mid)])
+    else:
+        fig.add_trace(go.Histogram(x=xs, nbinsx=40, name="samples", marker_color="#9ecae1",
+                                   hovertemplate=f"%{{x}} {unit}<br>%{{y}} samples<extra></extra>"),
+                      secondary_y=False)
     srt = np.sort(xs)
     fig.add_trace(go.Scatter(x=srt, y=np.arange(1, srt.size + 1) / max(srt.size, 1), mode="lines", name="CDF",
                              line=dict(color="#08519c", width=2),
@@ -230,7 +240,7 @@ def breakdown_figure(p99_breakdown: Mapping, *, include_compute: bool = False,
                            text=[num_text(v * scale) for _, v in items], textposition="auto",
                            hovertext=[f"{k}: {v * scale:,.4g} {unit}" for k, v in items], hoverinfo="text"))
     fig.update_yaxes(autorange="reversed")
-    fig.update_xaxes(title_text=f"exposed time in the p99 step ({unit})")
+    fig.update_xaxes(title_text=f"exposed time ({unit})")
     return style(fig, height=height or max(260, 60 + 34 * len(items)))
 
 

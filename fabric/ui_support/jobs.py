@@ -7,14 +7,44 @@ worker makes no UI calls. Cancelling sets a ``threading.Event`` that the search 
 
 from __future__ import annotations
 
+import copy
+import json
 import threading
 import time
 import traceback
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from fabric.errors import FabricError
 
-__all__ = ["SearchJob", "SearchSnapshot"]
+__all__ = ["SearchJob", "SearchSnapshot", "catalog_for_constraints"]
+
+_CATALOGS: OrderedDict = OrderedDict()
+_CATALOGS_LOCK = threading.Lock()
+
+
+def catalog_for_constraints(catalog, constraints):
+    """One catalog object per (catalog, constraints) pair, equal in content to ``catalog``.
+
+    fabric's in-process evaluation cache keys records by the catalog object but not by the constraints, while a
+    record carries its constraint violations; searches under other constraints must therefore not share records.
+    Giving each constraint set its own catalog object keeps their cache entries apart (and lets searches with the
+    same inputs, e.g. a re-run, still share them).
+    """
+    from fabric.catalog import default_catalog
+
+    base = catalog if catalog is not None else default_catalog()
+    key = (id(base), json.dumps(constraints.to_dict(), sort_keys=True, default=str))
+    with _CATALOGS_LOCK:
+        hit = _CATALOGS.get(key)
+        if hit is not None and hit[0] is base:
+            _CATALOGS.move_to_end(key)
+            return hit[1]
+        twin = copy.copy(base)
+        _CATALOGS[key] = (base, twin)        # keeps ``base`` alive, so its id is not reused while listed
+        while len(_CATALOGS) > 64:
+            _CATALOGS.popitem(last=False)
+        return twin
 
 
 @dataclass(frozen=True)
@@ -131,7 +161,8 @@ class SearchJob:
 
         try:
             res = run_search(self.workload, self.constraints, budget_evals=self.budget_evals, seed=self.seed,
-                             pop_size=self.pop_size, samples=self.samples, catalog=self.catalog,
+                             pop_size=self.pop_size, samples=self.samples,
+                             catalog=catalog_for_constraints(self.catalog, self.constraints),
                              callback=self._progress, cancel=self._cancel)
         except FabricError as err:
             self._finish("failed", error=" ".join(str(err).split()))

@@ -5,8 +5,9 @@ Readable, no pickles, every value validated on the way in:
 - ``wl``: the workload choice: ``sample:mixtral-8x7b.json``, ``plan:llama3-70b:1024:tp=8,pp=4`` (a preset with
   a parallelism plan) or ``upload:a.json,b.json`` (uploaded files cannot travel in a link; the names are kept so
   the receiver is told what to upload);
-- one parameter per constraint that differs from its default, named like the field (``gpus=256``,
-  ``families=clos,rail_optimized``, ``budget_usd=5000000``);
+- ``gpus`` and one parameter per other constraint that differs from its default, named like the field
+  (``gpus=256``, ``families=clos,rail_optimized``, ``budget_usd=5000000``); without ``gpus`` the cluster is sized
+  for the workload;
 - ``design``: the selected design's genes in :data:`~fabric.ui_support.designs.GENE_COLUMNS` order, comma
   separated; ``compare``: designs to compare, ``|`` separated;
 - ``evals`` and ``seed``: the search budget and seed (the search is deterministic for a seed).
@@ -51,6 +52,7 @@ class View:
     workload: dict | None = None
     constraints: Constraints = field(default_factory=Constraints)
     constraints_given: bool = False
+    gpus_given: bool = False
     design: dict | None = None
     compare: list = field(default_factory=list)
     evals: int = DEFAULT_EVALS
@@ -166,12 +168,13 @@ def decode_genes(text: str) -> dict:
 
 
 def constraint_params(constraints: Constraints) -> dict[str, str]:
-    """One parameter per constraint field that differs from its default."""
+    """One parameter per constraint field that differs from its default, and always ``gpus`` (a link without
+    it sizes the cluster for its workload)."""
     default = Constraints()
     out = {}
     for f in fields(Constraints):
         v, d = getattr(constraints, f.name), getattr(default, f.name)
-        if v == d:
+        if v == d and f.name != "gpus":
             continue
         if v is None:
             out[f.name] = "none"
@@ -253,6 +256,7 @@ def decode_view(params: Mapping[str, Any], *, samples: tuple[str, ...], presets:
         try:
             view.constraints = constraints_from_dict(raw)
             view.constraints_given = True
+            view.gpus_given = "gpus" in raw
         except FabricError as err:
             view.problems.append(f"link constraints not used: {err}")
     if "design" in p:
