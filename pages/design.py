@@ -107,14 +107,15 @@ with a:
                f"dashed lines mark p50/p95/p99 (the lower bound is in the numbers above). Unit: {unit}.")
 with b:
     st.subheader("Where the p99 step goes")
-    brk_fig = charts.breakdown_figure(ev.p99_breakdown)
+    brk = charts.p99_parts(ev)
+    brk_fig = charts.breakdown_figure(brk)
     st.plotly_chart(brk_fig, width="stretch", theme=None, key="breakdown")
-    brk = ev.p99_breakdown
-    rest = st_["p99"] - brk.get("compute_s", 0.0)
+    exposed = sum(brk["ops"].values())
     st.caption(f"Communication of each op not hidden behind compute in the p99 sample, longest first ({unit}). The "
-               f"p99 step is {st_['p99'] * scale:,.4g} {unit}: compute {brk.get('compute_s', 0.0) * scale:,.4g} {unit}"
-               f" (slowest rank) plus {rest * scale:,.4g} {unit} of exposed communication"
-               + (" and checkpoint interference" if brk.get("interference_s") else "") + ".")
+               f"p99 step is {st_['p99'] * scale:,.4g} {unit}: compute {brk['compute_s'] * scale:,.4g} {unit} "
+               f"(slowest rank) plus {exposed * scale:,.4g} {unit} of exposed communication"
+               + (f" and {brk['interference_s'] * scale:,.4g} {unit} of checkpoint interference"
+                  if brk["interference_s"] else "") + ".")
 
 st.subheader("Hot spots")
 hot = sorted(ev.hot_links, key=lambda h: -h.get("p99_sample_utilization", 0.0))[:10]

@@ -279,6 +279,8 @@ def test_design_figures_have_units(mixtral):
     f = charts.step_time_figure(ev.step_samples_s, ev.step_time_s, lower_bound_s=ev.lower_bound_s)
     assert _titles(f)["xaxis"] == "step time (s)"
     assert any(t.name and t.name.startswith("p99 ") for t in f.data)
+    parts = charts.p99_parts(ev)
+    assert parts["compute_s"] + sum(parts["ops"].values()) == pytest.approx(ev.step_time_s["p99"], rel=0.01)
     b = charts.breakdown_figure(ev.p99_breakdown)
     assert _titles(b)["xaxis"].startswith("exposed time (")
     flat = charts.step_time_figure(np.full(64, 0.25), {"p50": 0.25, "p95": 0.25, "p99": 0.25})

@@ -17,7 +17,7 @@ from fabric.workload.summary import size_label
 
 __all__ = ["FAMILY_COLORS", "FONT_SIZE", "time_unit", "time_text", "money_text", "style", "pareto_figure",
            "hypervolume_figure", "step_time_figure", "breakdown_figure", "scaling_figure", "scenario_figure",
-           "cdf_overlay_figure", "collectives_figure", "message_size_figure", "compute_comm_figure",
+           "cdf_overlay_figure", "p99_parts", "collectives_figure", "message_size_figure", "compute_comm_figure",
            "short_text", "num_text"]
 
 FONT_SIZE = 14
@@ -25,7 +25,7 @@ FONT_SIZE = 14
 FAMILY_COLORS = {"clos": "#1f5fbf", "rail_optimized": "#d95f02", "rail_only": "#1b9e77", "dragonfly": "#7570b3"}
 _FAMILY_NAMES = {"clos": "Clos / fat tree", "rail_optimized": "rail-optimized", "rail_only": "rail-only",
                  "dragonfly": "dragonfly"}
-_BASELINE_SYMBOLS = ("x", "diamond", "square", "cross", "star")
+_BASELINE_SYMBOLS = ("circle-open", "diamond-open", "square-open", "triangle-up-open", "star-open")
 _MARK_COLORS = {"p50": "#2ca02c", "p95": "#ff7f0e", "p99": "#d62728"}
 _PALETTE = ("#1f5fbf", "#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e")
 
@@ -128,8 +128,8 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
     for i, b in enumerate(r for r in baselines if r.get("buildable", True)):
         fig.add_trace(go.Scatter(
             x=[b["cost_usd"]], y=[b["p99_s"] * scale], mode="markers", name=b["design"],
-            marker=dict(color="black", size=14, symbol=_BASELINE_SYMBOLS[i % len(_BASELINE_SYMBOLS)],
-                        line=dict(color="black", width=2)),
+            marker=dict(color="black", size=17, symbol=_BASELINE_SYMBOLS[i % len(_BASELINE_SYMBOLS)],
+                        line=dict(color="black", width=2.5)),
             customdata=[[b.get("key", ""), b["design"]]], hovertext=[_hover_record(b, scale, unit)],
             hoverinfo="text"))
     if selected_key:
@@ -222,6 +222,21 @@ def step_time_figure(samples_s, stats: Mapping[str, float], *, lower_bound_s: fl
     fig.update_yaxes(title_text="share of steps (CDF)", tickformat=".0%", range=[0, 1.02], secondary_y=True,
                      showgrid=False, tickvals=[0, 0.25, 0.5, 0.75, 1.0])
     return style(fig, height=height)
+
+
+def p99_parts(evaluation) -> dict:
+    """The p99 step of the primary job by part, from the per-op results: ``compute_s``, ``interference_s`` and
+    ``ops`` (label -> exposed seconds, ops with the same label summed)."""
+    primary = [name for name, j in evaluation.jobs.items() if j.get("step_time_s") == evaluation.step_time_s]
+    ops: dict[str, float] = {}
+    for o in evaluation.ops:
+        if primary and o.job not in primary:
+            continue
+        label = f"{o.name or o.kind}@{o.group}"
+        ops[label] = ops.get(label, 0.0) + float(o.exposed_in_p99_sample_s)
+    b = evaluation.p99_breakdown
+    return {"compute_s": float(b.get("compute_s", 0.0)), "interference_s": float(b.get("interference_s", 0.0)),
+            "ops": ops}
 
 
 def breakdown_figure(p99_breakdown: Mapping, *, include_compute: bool = False,
@@ -319,14 +334,15 @@ def collectives_figure(job_summaries: Sequence[Mapping], *, height: int = 340) -
     fig.update_xaxes(title_text="calls per step", row=1, col=2)
     fig.update_annotations(font_size=FONT_SIZE)
     fig.update_yaxes(autorange="reversed")
-    style(fig, height=height)
-    fig.update_layout(margin=dict(t=60), showlegend=len(job_summaries) > 1)
+    style(fig, height=height, legend_below=True)
+    fig.update_layout(showlegend=len(job_summaries) > 1)
     return fig
 
 
 def message_size_figure(job_summaries: Sequence[Mapping], *, height: int = 320) -> go.Figure:
     """Calls per step by message size (log2 bins), one colour per job."""
     fig = go.Figure()
+    bins = sorted({h["bin_lo_bytes"] for j in job_summaries for h in (j.get("message_size_histogram") or [])})
     for i, j in enumerate(job_summaries):
         hist = j.get("message_size_histogram") or []
         if not hist:
@@ -338,10 +354,11 @@ def message_size_figure(job_summaries: Sequence[Mapping], *, height: int = 320) 
                              hovertext=[f"{name}: {size_label(h['bin_lo_bytes'])} to {size_label(h['bin_hi_bytes'])}"
                                         f"<br>{h['count_per_step']:,.4g} calls, {size_label(h['bytes_per_step'])}"
                                         f" per step" for h in hist], hoverinfo="text"))
-    fig.update_xaxes(title_text="message size (bin start; each bin up to 2x)", type="category")
+    fig.update_xaxes(title_text="message size (bin start; each bin up to 2x)", type="category",
+                     categoryorder="array", categoryarray=[size_label(b) for b in bins])
     fig.update_yaxes(title_text="calls per step (log scale)", type="log", dtick=1)
     fig.update_layout(barmode="group", showlegend=len(job_summaries) > 1)
-    return style(fig, height=height)
+    return style(fig, height=height, legend_below=len(job_summaries) > 1)
 
 
 def compute_comm_figure(rows: Sequence[Mapping], *, height: int | None = None) -> go.Figure:
