@@ -14,8 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from fabric.calibrate import (TARGET_IN_SAMPLE, TARGET_OUT_OF_SAMPLE, cross_validate, fit_profile, load_measurements,
-                              overhead_whatif)
+from fabric.calibrate import (TARGET_IN_SAMPLE, TARGET_OUT_OF_SAMPLE, cross_validate, fit_profile, load_measurements)
 
 ROOT = Path(__file__).resolve().parent.parent
 SUPERBENCH = ["nccl_allgather.log", "nccl_allreduce.log", "nccl_alltoall.log", "nccl_broadcast.log",
@@ -46,13 +45,14 @@ def in_sample_table(files, traces: Path) -> None:
 
 
 def fitted_table(files, traces: Path) -> None:
-    print("| file | efficiency (> 16 MiB) | alpha per step (<= 64 KiB) | regime: efficiency scale / alpha scale |")
+    print("| file | efficiency (> 16 MiB) | alpha per step (<= 64 KiB) | regime: efficiency scale / alpha scale / "
+          "per-call overhead |")
     print("|---|---|---|---|")
     for rel in files:
         res = fit_profile(load_measurements([traces / rel]))
         eff, alpha = res.parameters[:2]
         reg = "; ".join(f"{r['regime']}: {r['efficiency_scale']:.3g}{'' if _ident(res, 'efficiency_scale', r) else '*'}"
-                        f" / {r['alpha_scale']:.3g}" for r in res.regimes)
+                        f" / {r['alpha_scale']:.3g} / {r['op_overhead_s'] * 1e6:.1f} us" for r in res.regimes)
         print(f"| `{rel.split('/')[-1]}` | {eff['name']} {eff['value']:.3f} | {alpha['name']} "
               f"{alpha['value'] * 1e6:.2f} us | {reg} |")
 
@@ -105,20 +105,6 @@ def cross_table(ms) -> None:
         print(f"| {tr} | " + " | ".join(pct(cells[k]["geomean_error"]) for k in kinds) + " |")
 
 
-def whatif_table(ms) -> None:
-    kinds = ms.kinds()
-    print("| fitted on | " + " | ".join(kinds) + " |")
-    print("|---|" + "---|" * len(kinds))
-    for train in (None, ("all_reduce", "all_gather"), ("all_reduce", "broadcast")):
-        w = overhead_whatif(ms, kinds=train)
-        ev = fit_profile(ms, kinds=train)
-        label = "all six" if train is None else " + ".join(train)
-        print(f"| {label}: evaluator | " + " | ".join(pct(ev.per_kind[k]["geomean_error_ge_1mb"]) for k in kinds)
-              + " |")
-        print(f"| {label}: + per-op overhead | " + " | ".join(pct(w["per_kind"][k]["geomean_error_ge_1mb"])
-                                                         for k in kinds) + " |")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", default=os.environ.get("FABRIC_TRACES_DIR", ROOT.parent / "shared" / "traces"))
@@ -133,8 +119,6 @@ def main() -> None:
     joint_and_holdout(ms)
     print("\n## Cross-validation\n")
     cross_table(ms)
-    print("\n## What-if: a per-op overhead term (closed form, not the evaluator), geomean error >= 1 MB\n")
-    whatif_table(ms)
 
 
 if __name__ == "__main__":

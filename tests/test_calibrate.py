@@ -75,10 +75,11 @@ def test_fit_recovers_known_nvlink_parameters():
 
 
 def test_fit_recovers_known_network_parameters():
-    # alpha high enough that small messages sit above the 66 us floor of 16 ranks (at the floor nothing is learnt)
+    # alpha high enough that small messages sit above the 66 us floor of 16 ranks (at the floor nothing is learnt);
+    # two collectives with different step counts, so per-step alpha and per-call overhead are both identifiable
     truth = {"bandwidth_efficiency": 0.6, "step_alpha_s": 4e-5,
-             "regimes": [[65536, 0.2, 1.0], [2 ** 20, 0.3, 2.0], [2 ** 24, 0.7, 1.2]]}
-    ms = _synthetic(EFA, truth, ("all_reduce",))
+             "regimes": [[65536, 0.2, 1.0, 1e-5], [2 ** 20, 0.3, 2.0, 1e-5], [2 ** 24, 0.7, 1.2, 1e-5]]}
+    ms = _synthetic(EFA, truth, ("all_reduce", "all_gather"))
     res = fit_profile(ms, EFA)
     assert res.level == "network"
     assert _param(res, "bandwidth_efficiency")["value"] == pytest.approx(0.6, rel=0.01)
@@ -116,9 +117,9 @@ def test_efa_two_node_all_reduce_meets_in_sample_target():
     assert (s.nodes, s.gpus_per_node, s.network, s.nic_gbps, s.nics_per_node) == (2, 8, "efa", 400.0, 4)
     res = fit_profile(ms)
     assert res.level == "network" and res.in_sample["geomean_error_ge_1mb"] <= TARGET_IN_SAMPLE
-    # NCCL's flat ring moves 2(p-1)/p S through each node, the evaluator's two-level model 2(N-1)/N S:
-    # the fitted efficiency absorbs the factor 1.875 (0.88 of line rate / 1.875 ~ 0.47), see docs/validation.md
-    assert 0.40 < res.overrides["bandwidth_efficiency"] < 0.52
+    # A100s have no NVLS, so the evaluator runs NCCL's flat ring (2(p-1)/p S through each node): the fitted
+    # efficiency is then the NICs' own, close to the measured 43.8 of 50 GB/s busbw per node (0.876)
+    assert 0.75 < res.overrides["bandwidth_efficiency"] < 0.95
 
 
 def _superbench():
@@ -127,30 +128,21 @@ def _superbench():
         "nccl_reducescatter.log")))
 
 
-def test_superbench_out_of_sample_as_documented():
-    """docs/validation.md: fitted on broadcast or reduce every other collective is within 20 % (>= 1 MB); fitted on
-    all_reduce (or the ring collectives) the target is missed by up to ~11 points: the evaluator's latency is
-    per step, NCCL's overhead largely per call (a 2(p-1)-step all-reduce vs (p-1)-step all-gather)."""
+def test_superbench_out_of_sample_meets_the_target():
+    """Issue 7: calibrated on one collective, every other collective of the same system within 20 % (>= 1 MB).
+    It holds because latency is fitted as a per-call overhead (NCCL's small-message cost is per call: a 2(p-1)-step
+    all-reduce and a (p-1)-step all-gather pay about the same)."""
     cv = cross_validate(_superbench())
     summary = cv.summary()
-    assert summary["broadcast"]["met"] and summary["reduce"]["met"]
-    assert not summary["all_reduce"]["met"]
+    assert all(v["met"] for v in summary.values())
     worst = max(r["geomean_error_ge_1mb"] for r in cv.out_of_sample())
-    assert worst <= 0.35
+    assert worst <= TARGET_OUT_OF_SAMPLE
     for r in cv.rows:
         if r["in_sample"]:
             assert r["geomean_error_ge_1mb"] <= TARGET_IN_SAMPLE
     # holding one collective out of a fit on the other five meets the out-of-sample target
     res = fit_profile(_superbench(), kinds=("all_gather", "all_reduce", "broadcast", "reduce", "reduce_scatter"))
     assert res.out_of_sample["geomean_error_ge_1mb"] <= TARGET_OUT_OF_SAMPLE
-
-
-def test_overhead_whatif_shows_the_per_call_cost():
-    from fabric.calibrate import overhead_whatif
-
-    w = overhead_whatif(_superbench())
-    assert max(s["geomean_error_ge_1mb"] for s in w["per_kind"].values()) < 0.10
-    assert "not the evaluator" in w["model"]
 
 
 # ---------------------------------------------------------------- refusals and mapping
@@ -162,7 +154,8 @@ def test_too_few_points_in_a_regime_is_refused():
     with pytest.raises(CalibrationError, match=r"regime '64 KiB - 1 MiB': 2 measured size\(s\) \(131,072, 524,288"):
         fit_profile(ms, NODE)
     res = fit_profile(ms, NODE, regimes=())                  # one regime: 5 sizes are enough
-    assert res.overrides.get("regimes") == []
+    # one regime: no size-dependent scales, only the per-call overhead (alpha stays put: one collective)
+    assert [r[1:3] for r in res.overrides.get("regimes")] == [[1.0, 1.0]]
     with pytest.raises(CalibrationError, match="regime 'all sizes': 2 measured size"):
         fit_profile(ms[:2], NODE, regimes=())
 

@@ -207,7 +207,7 @@ def test_yaml_override_and_replace(tmp_path, cat):
                  "replace: true\n"
                  "gpus:\n"
                  "  - {model: my-gpu, price_usd: 10000, power_w: 500, scale_up_gbps: 0, scale_up_domain_max: 1,\n"
-                 "     bf16_tflops: 100, server_gpus: 4, server_price_usd: 60000, server_power_w: 2500,\n"
+                 "     bf16_tflops: 100, server_gpus: 4, server_price_usd: 60000, server_power_w: 2500, nvls: no,\n"
                  "     source: estimate for a test}\n")
     new = load_catalog(path)
     assert new.models("gpus") == ["my-gpu"]

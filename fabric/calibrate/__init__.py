@@ -8,7 +8,6 @@
 - :func:`cross_validate`: calibrate on one collective, predict the others;
 - :func:`save_profile` / :func:`load_profile`: the fit as JSON whose ``overrides`` are exactly what
   ``evaluate(..., transport_overrides=...)`` accepts;
-- :func:`overhead_whatif`: a diagnostic of what a per-op overhead term (not in the evaluator) would change.
 
 ``docs/validation.md`` has the measured errors on the real traces.
 """
@@ -28,12 +27,5 @@ __all__ = [
     "DEFAULT_REGIME_EDGES", "MIN_SIZES_PER_REGIME", "TARGET_IN_SAMPLE", "TARGET_OUT_OF_SAMPLE",
     "CalibrationResult", "PointResult", "fit_profile", "build_basis", "evaluate_points",
     "CrossValidation", "cross_validate", "CalibrationProfile", "save_profile", "load_profile",
-    "LARGE_BYTES", "error_summary", "geomean_error", "overhead_whatif",
+    "LARGE_BYTES", "error_summary", "geomean_error",
 ]
-
-
-def overhead_whatif(*args, **kwargs):
-    """See :func:`fabric.calibrate.whatif.overhead_whatif` (imported lazily)."""
-    from fabric.calibrate.whatif import overhead_whatif as _f
-
-    return _f(*args, **kwargs)

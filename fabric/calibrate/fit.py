@@ -4,8 +4,10 @@ What is fitted (on top of the design's transport profile, :mod:`fabric.evaluate.
 
 - the level the measurements exercise: one node -> ``nvlink_efficiency`` and ``nvlink_alpha_s``; several nodes ->
   ``bandwidth_efficiency`` and ``step_alpha_s`` (NVLink stays at the profile's values);
-- per message-size regime ``r`` an efficiency scale ``es_r`` and an alpha scale ``as_r`` (``regimes`` in the
-  profile: the evaluator divides an op's bandwidth time by ``es`` and multiplies its latency by ``as``).
+- per message-size regime ``r`` an efficiency scale ``es_r``, a per-call overhead ``oh_r`` and, when the fitted
+  collectives take different numbers of steps (the only way to tell per-step from per-call latency), an alpha
+  scale ``as_r`` (``regimes`` in the profile: the evaluator divides an op's bandwidth time by ``es``, multiplies
+  its latency by ``as`` and adds ``oh`` once per call; NCCL's small-message cost is mostly per call).
 
 Regime edges (:data:`DEFAULT_REGIME_EDGES`): <= 64 KiB, <= 1 MiB, <= 16 MiB, larger; roughly where NCCL moves from
 its LL to LL128 to Simple protocols (the exact switch points depend on the NCCL version, ranks and GPU). The base
@@ -54,6 +56,9 @@ LEVEL_PARAMETERS = {"nvlink": ("nvlink_efficiency", "nvlink_alpha_s"),
 _EFF_BOUNDS = (0.01, 2.0)
 _ALPHA_BOUNDS = (1e-9, 1e-3)
 _SCALE_BOUNDS = (1e-3, 1e3)
+#: per-call overhead (kernel launch, proxy progress): a few microseconds; fitted on a log scale, so never exactly 0
+_OVERHEAD_PRIOR = 5e-6
+_OVERHEAD_BOUNDS = (1e-8, 1e-2)
 _IDENTIFIED = 0.05      # a parameter is identified when some point's time moves >= 5 % per 100 % change
 
 
@@ -149,7 +154,7 @@ class CalibrationResult:
 @dataclass(frozen=True)
 class _Param:
     name: str
-    role: str          # base_eff, base_alpha, es, as
+    role: str          # base_eff, base_alpha, es, as, oh
     regime: int
     prior: float
     lo: float
@@ -178,37 +183,47 @@ def _check_counts(points, idx, edges) -> list[int]:
     return populated
 
 
-def _params(level: str, reference: dict, populated: list[int]) -> list[_Param]:
+def _params(level: str, reference: dict, populated: list[int], *, separable: bool) -> list[_Param]:
+    """The fitted parameters. Per-step alpha and per-call overhead are told apart only by collectives with
+    different step counts (``separable``); otherwise the alpha stays at the profile's value and the overhead
+    carries the latency (NCCL's small-message cost is mostly per call)."""
     eff_name, alpha_name = LEVEL_PARAMETERS[level]
+    a0 = reference[alpha_name]
+    alpha_bounds = _ALPHA_BOUNDS if separable else (a0 * (1 - 1e-9), a0 * (1 + 1e-9))
     ps = [_Param(eff_name, "base_eff", populated[-1], reference[eff_name], *_EFF_BOUNDS),
-          _Param(alpha_name, "base_alpha", populated[0], reference[alpha_name], *_ALPHA_BOUNDS)]
+          _Param(alpha_name, "base_alpha", populated[0], a0, *alpha_bounds)]
     ps += [_Param("efficiency_scale", "es", r, 1.0, *_SCALE_BOUNDS) for r in populated[:-1]]
-    ps += [_Param("alpha_scale", "as", r, 1.0, *_SCALE_BOUNDS) for r in populated[1:]]
+    if separable:
+        ps += [_Param("alpha_scale", "as", r, 1.0, *_SCALE_BOUNDS) for r in populated[1:]]
+    ps += [_Param("op_overhead_s", "oh", r, _OVERHEAD_PRIOR, *_OVERHEAD_BOUNDS) for r in populated]
     return ps
 
 
 def _scales(params: list[_Param], values: np.ndarray, n_regimes: int, populated: list[int]):
-    """(es, as) for every regime, empty ones filled from the nearest populated regime above (else below)."""
+    """(es, as, oh) for every regime, empty ones filled from the nearest populated regime above (else below)."""
     es = {r: 1.0 for r in populated}
     al = {r: 1.0 for r in populated}
+    oh = {r: 0.0 for r in populated}
     for p, v in zip(params, values):
         if p.role == "es":
             es[p.regime] = v
         elif p.role == "as":
             al[p.regime] = v
+        elif p.role == "oh":
+            oh[p.regime] = v
     out = []
     for r in range(n_regimes):
         src = next((q for q in populated if q >= r), populated[-1])
-        out.append((es[src], al[src]))
+        out.append((es[src], al[src], oh[src]))
     return out
 
 
 def _overrides(params, values, edges, populated) -> dict:
     ov = {p.name: float(v) for p, v in zip(params, values) if p.role.startswith("base")}
     scales = _scales(params, values, len(edges) + 1, populated)
-    regimes = [[float(e), float(s[0]), float(s[1])] for e, s in zip(edges, scales)]
-    regimes.append([CATCH_ALL_BYTES, float(scales[-1][0]), float(scales[-1][1])])
-    while regimes and regimes[-1][1] == 1.0 and regimes[-1][2] == 1.0:
+    regimes = [[float(e), float(s[0]), float(s[1]), float(s[2])] for e, s in zip(edges, scales)]
+    regimes.append([CATCH_ALL_BYTES, float(scales[-1][0]), float(scales[-1][1]), float(scales[-1][2])])
+    while regimes and regimes[-1][1] == 1.0 and regimes[-1][2] == 1.0 and regimes[-1][3] == 0.0:
         regimes.pop()
     ov["regimes"] = regimes
     return ov
@@ -231,6 +246,7 @@ def _initial(params, basis, fit_idx, measured, regime_of, populated, level) -> n
     x = []
     base_eff = eff[populated[-1]] or params[0].prior
     base_alpha = alpha[populated[0]] or params[1].prior
+    base_alpha = min(max(base_alpha, params[1].lo), params[1].hi)
     for p in params:
         if p.role == "base_eff":
             v = base_eff
@@ -238,10 +254,26 @@ def _initial(params, basis, fit_idx, measured, regime_of, populated, level) -> n
             v = base_alpha
         elif p.role == "es":
             v = (eff[p.regime] or base_eff) / base_eff
+        elif p.role == "oh":
+            v = _overhead_start(basis, measured, fit_idx, regime_of, p.regime, p.prior)
         else:
             v = (alpha[p.regime] or base_alpha) / base_alpha
         x.append(np.clip(v, p.lo, p.hi))
     return np.log(np.array(x))
+
+
+def _overhead_start(basis, measured, fit_idx, regime_of, regime: int, prior: float) -> float:
+    """Start value of a regime's per-call overhead: the median time its points spend beyond bandwidth and
+    step latency at the profile's values (the fit cannot find it from below the small-message floor, where the
+    model's time is flat)."""
+    ref = basis.reference
+    sel = fit_idx[regime_of[fit_idx] == regime]
+    if sel.size == 0:
+        return prior
+    bw = np.maximum(basis.b_nv[sel] / ref["nvlink_efficiency"], basis.b_net[sel] / ref["bandwidth_efficiency"])
+    lat = basis.n_nv[sel] * ref["nvlink_alpha_s"] + basis.n_net[sel] * ref["step_alpha_s"] + basis.l_fix[sel]
+    rest = measured[sel] - bw - lat
+    return float(max(np.median(rest), prior * 1e-3))
 
 
 def fit_profile(measurements, system: SystemSpec | None = None, *, kinds=None, regimes=DEFAULT_REGIME_EDGES,
@@ -287,7 +319,12 @@ def fit_profile(measurements, system: SystemSpec | None = None, *, kinds=None, r
     design, cat = system_design(system, catalog)
     basis = build_basis(design, cat, points, samples=samples, seed=seed)
     measured = np.array([p.time_s for p in points])
-    params = _params(system.level, basis.reference, populated)
+    # a per-call overhead and the per-step alpha are told apart only by collectives with different step counts
+    separable = len({int(basis.n_nv[i] + basis.n_net[i]) for i in fit_idx}) > 1
+    if not separable:
+        notes.append("the fitted collectives all take the same number of steps, so per-step alpha and per-call "
+                     "overhead cannot be told apart: alpha stays at the profile's value, the overhead is fitted")
+    params = _params(system.level, basis.reference, populated, separable=separable)
     prior = np.log([p.prior for p in params])
     lo = np.log([p.lo for p in params])
     hi = np.log([p.hi for p in params])
@@ -350,11 +387,12 @@ def _regime_rows(params, values, edges, populated, labels, points, fit_idx, regi
     base = {p.role: v for p, v in zip(params, values) if p.role.startswith("base")}
     rows = []
     lows = [0] + list(edges)
-    for r, (es, al) in enumerate(scales):
+    for r, (es, al, oh) in enumerate(scales):
         sel = [points[i].bytes for i in fit_idx if regime_of[i] == r]
         rows.append({
             "regime": labels[r], "min_bytes_exclusive": lows[r], "max_bytes": edges[r] if r < len(edges) else None,
             "sizes": len(set(sel)), "efficiency_scale": float(es), "alpha_scale": float(al),
+            "op_overhead_s": float(oh),
             "effective_efficiency": float(base["base_eff"] * es), "effective_alpha_s": float(base["base_alpha"] * al),
             "fitted": r in populated,
         })

@@ -6,10 +6,11 @@ point (kind, bytes, group = all ranks), p50 of each op's time. That is the predi
 For the fit, the evaluator's op time (docs/evaluator.md, step 5) is
 
     T = max(floor(p, S), max(B_nv / nvlink_efficiency, B_net / bandwidth_efficiency) / es(S)
-                         + as(S) x (n_nv x nvlink_alpha_s + n_net x step_alpha_s + L_fix))
+                         + as(S) x (n_nv x nvlink_alpha_s + n_net x step_alpha_s + L_fix) + oh(S))
 
 with ``B_nv``, ``B_net`` the op's NVLink and network seconds at efficiency 1, ``n_nv``, ``n_net`` its latency steps,
-``L_fix`` the switch/NIC/propagation latency of its network steps, ``es``/``as`` the regime scales of its size and
+``L_fix`` the switch/NIC/propagation latency of its network steps, ``es``/``as`` the regime scales of its size,
+``oh`` the per-call overhead of its regime and
 ``floor`` the small-message floor. :func:`build_basis` measures these five numbers per point with four calls to the
 evaluator (efficiencies and alphas set so that one term dominates by many orders of magnitude and the floor never
 binds), so the least-squares fit needs no further evaluator calls; :meth:`Basis.times` evaluates the expression
@@ -55,16 +56,19 @@ def evaluate_points(design, catalog, points, overrides: dict | None = None, *, s
     return np.array([op.time_p50_s for op in ev.ops], dtype=float)
 
 
-def regime_scales(sizes: np.ndarray, regimes) -> tuple[np.ndarray, np.ndarray]:
-    """(efficiency scale, alpha scale) per size, as ``TransportProfile.scales_for`` assigns them."""
+def regime_scales(sizes: np.ndarray, regimes, base_overhead_s: float = 0.0):
+    """(efficiency scale, alpha scale, per-call overhead) per size, as ``TransportProfile.scales_for`` does."""
     es = np.ones(len(sizes))
     al = np.ones(len(sizes))
+    oh = np.full(len(sizes), float(base_overhead_s))
     done = np.zeros(len(sizes), bool)
-    for max_bytes, e, a in regimes or ():
-        hit = ~done & (sizes <= float(max_bytes))
-        es[hit], al[hit] = float(e), float(a)
+    for regime in regimes or ():
+        hit = ~done & (sizes <= float(regime[0]))
+        es[hit], al[hit] = float(regime[1]), float(regime[2])
+        if len(regime) > 3:
+            oh[hit] = float(regime[3])
         done |= hit
-    return es, al
+    return es, al, oh
 
 
 @dataclass(frozen=True)
@@ -86,10 +90,10 @@ class Basis:
         ``extra_s`` (per point, seconds) is added before the floor: a what-if term the evaluator does not have.
         """
         p = {**self.reference, **(overrides or {})}
-        es, al = regime_scales(self.sizes, p.get("regimes", ()))
+        es, al, oh = regime_scales(self.sizes, p.get("regimes", ()), p.get("op_overhead_s", 0.0))
         bw = np.maximum(self.b_nv / p["nvlink_efficiency"], self.b_net / p["bandwidth_efficiency"]) / es
         lat = al * (self.n_nv * p["nvlink_alpha_s"] + self.n_net * p["step_alpha_s"] + self.l_fix)
-        return np.maximum(self.floor, bw + lat + (0.0 if extra_s is None else extra_s))
+        return np.maximum(self.floor, bw + lat + oh + (0.0 if extra_s is None else extra_s))
 
 
 def build_basis(design, catalog, points, *, samples: int = 16, seed: int = 0) -> Basis:

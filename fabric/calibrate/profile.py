@@ -67,9 +67,11 @@ def check_overrides(overrides: dict, transport: str = "infiniband", where: str =
         if k == "regimes":
             last = -math.inf
             for r in v:
-                if len(r) != 3 or not all(isinstance(x, (int, float)) and math.isfinite(x) and x > 0 for x in r):
-                    raise CalibrationError(f"{where}: each regime must be [max_bytes, efficiency_scale, alpha_scale] "
-                                           f"of positive numbers, got {r!r}")
+                ok = len(r) in (3, 4) and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                               and math.isfinite(x) for x in r)
+                if not ok or min(r[:3]) <= 0 or (len(r) == 4 and r[3] < 0):
+                    raise CalibrationError(f"{where}: each regime must be [max_bytes, efficiency_scale, alpha_scale"
+                                           f"(, op_overhead_s)] of positive numbers (overhead >= 0), got {r!r}")
                 if r[0] <= last:
                     raise CalibrationError(f"{where}: regimes must be in ascending max_bytes, got {v!r}")
                 last = r[0]

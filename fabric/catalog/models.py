@@ -126,4 +126,11 @@ class GpuModel:
     server_gpus: int
     server_price_usd: float
     server_power_w: float
+    nvls: str
     source: str
+
+    @property
+    def has_nvls(self) -> bool:
+        """NVLink SHARP: the NVSwitch reduces in the switch (H100 generation and later), so NCCL runs multi-node
+        all-reduces as a two-level NVLS tree instead of a flat ring."""
+        return self.nvls == "yes"

@@ -45,6 +45,8 @@ class Column:
 
     def parse(self, value: Any, fail) -> Any:
         """The SI value of a non-blank edge ``value``; ``fail(problem)`` raises the located error."""
+        if isinstance(value, bool) and self.kind == "choice" and set(self.choices) == {"yes", "no"}:
+            return "yes" if value else "no"          # YAML reads yes/no as booleans
         if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
             fail(f"must be {'text' if self.kind in ('text', 'choice') else 'a number'}, got {value!r}")
         if self.kind == "text":
@@ -189,7 +191,8 @@ TABLES: dict[str, TableSpec] = {
     "gpus": TableSpec("gpus", GpuModel, (
         _text("model"), _price(), Column("power_w"), _gbps("scale_up_gbps", "scale_up_bps", strict=False),
         _count("scale_up_domain_max"), Column("bf16_tflops", field="bf16_flops", scale=TFLOPS, strict=True),
-        _count("server_gpus"), _price("server_price_usd"), Column("server_power_w"), _text("source"),
+        _count("server_gpus"), _price("server_price_usd"), Column("server_power_w"),
+        Column("nvls", "choice", choices=("yes", "no")), _text("source"),
     )),
 }
 TABLE_NAMES = tuple(TABLES)

@@ -32,6 +32,8 @@ def register(sub) -> None:
     p.add_argument("--samples", type=int, default=256, help="Monte Carlo samples (default 256)")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same result)")
     p.add_argument("--catalog", metavar="FILE", help="hardware catalog override file")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="calibration profile from 'fabric calibrate --out' (fitted transport parameters)")
     p.add_argument("--scaling", action="store_true",
                    help="also report step throughput at N, 2N and 4N GPUs relative to linear (weak scaling)")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
@@ -51,9 +53,11 @@ def run(args) -> int:
         from fabric.errors import FabricError
 
         raise FabricError(f"--samples must be between 16 and 100,000, got {args.samples}")
-    ev = evaluate(design, workload, scenario, seed=args.seed, samples=args.samples, catalog=catalog)
+    overrides = _calibration(args.calibration)
+    ev = evaluate(design, workload, scenario, seed=args.seed, samples=args.samples, catalog=catalog,
+                  transport_overrides=overrides)
     scaling = scaling_efficiency(design, workload, seed=args.seed, samples=args.samples, catalog=catalog,
-                                 scenario=scenario) if args.scaling else None
+                                 scenario=scenario, transport_overrides=overrides) if args.scaling else None
     if args.json:
         out = ev.to_dict()
         if scaling is not None:
@@ -84,3 +88,12 @@ def run(args) -> int:
     for note in ev.notes:
         print(f"note: {note}")
     return 0
+
+
+def _calibration(path):
+    """The transport overrides of a calibration profile file (None without one)."""
+    if not path:
+        return None
+    from fabric.calibrate import load_profile
+
+    return load_profile(path).overrides

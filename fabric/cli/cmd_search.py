@@ -41,6 +41,8 @@ def register(sub) -> None:
     p.add_argument("--exhaustive", action="store_true", help="evaluate every design of the (small) space")
     p.add_argument("--resume", metavar="STATE", help="save the search state here and resume from it if present")
     p.add_argument("--catalog", metavar="FILE", help="hardware catalog override file")
+    p.add_argument("--calibration", metavar="FILE",
+                   help="calibration profile from 'fabric calibrate --out' (fitted transport parameters)")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="write evaluations.csv, pareto.csv, baselines.csv and summary.json here")
     p.add_argument("--quiet", action="store_true", help="no progress line")
@@ -71,6 +73,9 @@ def run(args) -> int:
         gpus = -(-gpus // gpn) * gpn
     cons = dataclasses.replace(cons, gpus=gpus) if cons else Constraints(gpus=gpus)
     scenario = load_scenario(args.scenario)
+    from fabric.cli.cmd_evaluate import _calibration
+
+    overrides = _calibration(args.calibration)
     runner = make_runner(args.workers, args.scheduler)
 
     def progress(p):
@@ -83,12 +88,14 @@ def run(args) -> int:
 
     if args.exhaustive:
         res = exhaustive_search(workload, cons, seed=args.seed, runner=runner, scenario=scenario,
-                                samples=args.samples, catalog=catalog, callback=progress)
+                                samples=args.samples, catalog=catalog, callback=progress,
+                                transport_overrides=overrides)
     else:
         budget_evals = args.budget_evals if args.budget_evals or args.budget_seconds else 3000
         res = run_search(workload, cons, budget_evals=budget_evals, budget_seconds=args.budget_seconds,
                          seed=args.seed, pop_size=args.pop_size, runner=runner, scenario=scenario,
-                         samples=args.samples, catalog=catalog, callback=progress, state_path=args.resume)
+                         samples=args.samples, catalog=catalog, callback=progress, state_path=args.resume,
+                         transport_overrides=overrides)
     if not args.quiet:
         sys.stderr.write("\n")
     out = res.write(args.out)

@@ -178,11 +178,12 @@ class _TrafficSamples:
 
 def _traffic_samples(fabric, model, design, prof, job: Job, group: ProcessGroup, gpus_of_rank: np.ndarray,
                      kind: str, size_bytes: float, rng: np.random.Generator, samples: int,
-                     background: float, algorithm: str | None = None) -> _TrafficSamples:
+                     background: float, algorithm: str | None = None, nvls: bool = False) -> _TrafficSamples:
     inst = group_instances(group, job.world_size)
     gpus = gpus_of_rank[inst]
     in_net = design.in_network_reduction and prof.in_network_reduction
-    tr = op_traffic(kind, size_bytes, gpus, fabric.gpu_domain, in_network=in_net, algorithm=algorithm)
+    tr = op_traffic(kind, size_bytes, gpus, fabric.gpu_domain, in_network=in_net, algorithm=algorithm,
+                    nvls=nvls)
     nv_line = _nvlink_bytes_per_s(fabric)
     nv_eff = nv_line * prof.nvlink_efficiency
     net_eff = prof.bandwidth_efficiency * (1.0 - background)
@@ -280,8 +281,11 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     placements = place_jobs(compute_jobs, fabric, design.placement, np.random.default_rng(s_place))
     storage = [j for j in workload.jobs if j.kind == "storage"]
     job_seeds = s_jobs.spawn(len(compute_jobs))
+    from fabric.catalog import default_catalog
+
+    nvls = (catalog or default_catalog()).gpu(design.gpu_model).has_nvls
     ctx = dict(fabric=fabric, design=design, prof=prof, storage=storage, samples=samples, scenario=scenario,
-               algorithms=algorithms)
+               algorithms=algorithms, nvls=nvls)
     runs = [_run_job(job, gpus, model, seq, **ctx) for job, gpus, seq in zip(compute_jobs, placements, job_seeds)]
     notes = []
     if len(compute_jobs) > 1:
@@ -329,7 +333,7 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
 
 
 def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storage, samples, scenario,
-             algorithms) -> dict:
+             algorithms, nvls) -> dict:
     """One job's step-time samples on ``model`` (its random draws come from ``seq``, so a rerun repeats them)."""
     rng_hash, rng_compute, rng_burst = (np.random.default_rng(x) for x in seq.spawn(3))
     cache: dict = {}
@@ -341,10 +345,10 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
         key = (op.group, kind, _size_class(kind, size, group, fabric))
         if key not in cache:
             cache[key] = _traffic_samples(fabric, model, design, prof, job, group, gpus_of_rank, kind, size,
-                                          rng_hash, samples, scenario.background_load, algorithms.get(kind))
+                                          rng_hash, samples, scenario.background_load, algorithms.get(kind), nvls)
         ts = cache[key]
-        eff_scale, alpha_scale = prof.scales_for(size)
-        t = size * ts.per_byte / eff_scale + ts.latency_s * alpha_scale
+        eff_scale, alpha_scale, overhead = prof.scales_for(size)
+        t = size * ts.per_byte / eff_scale + ts.latency_s * alpha_scale + (overhead if ts.group_size > 1 else 0.0)
         t = np.maximum(t, small_message_floor_s(ts.group_size, size))
         op_times.append(t)
         op_lb.append(size * ts.lb_per_byte)

@@ -168,8 +168,16 @@ def _split_nvlink(src, dst, per, steps, domain_of) -> NetPhase:
 
 
 def op_traffic(kind: str, size_bytes: float, instances_gpus: np.ndarray, gpu_domain: np.ndarray, *,
-               in_network: bool = False, algorithm: str | None = None) -> Traffic:
-    """The traffic pattern of ``kind`` on every instance (rows of ``instances_gpus``, GPU ids)."""
+               in_network: bool = False, algorithm: str | None = None, nvls: bool = False) -> Traffic:
+    """The traffic pattern of ``kind`` on every instance (rows of ``instances_gpus``, GPU ids).
+
+    Two-level groups (``g`` per domain, ``N`` domains): with ``nvls`` (NVSwitch in-switch reduction, H100 and
+    later) an all-reduce runs as NCCL's NVLS tree: the domain reduces in the switch and each rail carries the
+    bandwidth-optimal 2(N-1)/N x S/g. Otherwise NCCL's flat ring over all p = N g ranks, whose g channels cross
+    every node boundary on the g rails: each rail then carries 2(p-1)/p x S/g (all-gather, reduce-scatter:
+    (p-1)/p x S/g), more than the two-level optimum when N is small (1.875x for 2 nodes of 8), and the ring's
+    2(p-1) steps are paid in full (2(p-N) of them inside the domain).
+    """
     members = np.sort(instances_gpus, axis=1)
     I, n = members.shape
     dom = gpu_domain[members]
@@ -200,6 +208,14 @@ def op_traffic(kind: str, size_bytes: float, instances_gpus: np.ndarray, gpu_dom
             ph.bytes_per_byte = ph.bytes_per_byte / g
             ph.nvlink_bytes_per_byte /= g
         label = f"hierarchical/{net_alg}" if sequential else net_alg
+        if not sequential and net_alg == "ring" and not (kind == "all_reduce" and nvls):
+            # NCCL's flat ring: every node boundary carries the full ring volume over p ranks
+            flat = bandwidth_factor(kind, "ring", n) / max(bandwidth_factor(kind, "ring", N), 1e-300)
+            for ph in phases:
+                ph.bytes_per_byte = ph.bytes_per_byte * flat
+            up_steps = max(0, latency_steps(kind, "ring", n) - sum(ph.steps for ph in phases))
+        elif not sequential and kind == "all_reduce" and nvls and net_alg == "ring":
+            label = "nvls_tree"
         return Traffic(kind, label, n, I, g, N, scaleup_bytes_per_byte=up_factor, scaleup_steps=up_steps,
                        phases=phases, network_algorithm=net_alg, pipelined=not sequential)
     alg = algorithm or choose_algorithm(kind, n, size_bytes, nodes=N, in_network=in_network)

@@ -44,9 +44,12 @@ class TransportProfile:
     adaptive_imbalance: float = 0.05
     reorder_tolerant: bool = False
     in_network_reduction: bool = False
-    #: message-size regimes from calibration: ((max_bytes, efficiency_scale, alpha_scale), ...) in ascending
-    #: max_bytes; an op of size S uses the first regime with S <= max_bytes (none: scales 1.0). NCCL switches
-    #: protocols (LL, LL128, Simple) by size, so small messages reach a smaller share of the bandwidth.
+    #: fixed cost of one collective call (kernel launch, proxy set-up), seconds; calibration fits it per regime
+    op_overhead_s: float = 0.0
+    #: message-size regimes from calibration: ((max_bytes, efficiency_scale, alpha_scale[, op_overhead_s]), ...)
+    #: in ascending max_bytes; an op of size S uses the first regime with S <= max_bytes (none: scales 1.0 and the
+    #: base overhead). NCCL switches protocols (LL, LL128, Simple) by size, so small messages reach a smaller
+    #: share of the bandwidth and pay a different per-call cost.
     regimes: tuple = ()
 
     def with_overrides(self, **kw) -> "TransportProfile":
@@ -61,12 +64,13 @@ class TransportProfile:
             kw["regimes"] = tuple(tuple(float(x) for x in r) for r in kw["regimes"])
         return replace(self, **kw)
 
-    def scales_for(self, size_bytes: float) -> tuple[float, float]:
-        """(efficiency scale, alpha scale) of the regime an op of ``size_bytes`` falls in."""
-        for max_bytes, eff_scale, alpha_scale in self.regimes:
-            if size_bytes <= max_bytes:
-                return eff_scale, alpha_scale
-        return 1.0, 1.0
+    def scales_for(self, size_bytes: float) -> tuple[float, float, float]:
+        """(efficiency scale, alpha scale, per-call overhead s) of the regime an op of ``size_bytes`` falls in."""
+        for regime in self.regimes:
+            if size_bytes <= regime[0]:
+                overhead = regime[3] if len(regime) > 3 else self.op_overhead_s
+                return regime[1], regime[2], overhead
+        return 1.0, 1.0, self.op_overhead_s
 
 
 PROFILES = {

@@ -56,7 +56,7 @@ def violations(rec: dict, constraints) -> dict:
 
 
 def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog, constraints,
-                    genome=None, repairs=()) -> dict:
+                    genome=None, repairs=(), transport_overrides=None) -> dict:
     """Evaluate ``design`` and flatten the result; an unbuildable design gives a record saying why."""
     from fabric.evaluate import evaluate
 
@@ -68,7 +68,8 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
            "storage_isolation": design.storage_isolation, "in_network_reduction": design.in_network_reduction,
            "genome": None if genome is None else [int(g) for g in genome], "repairs": "; ".join(repairs)}
     try:
-        ev = evaluate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog)
+        ev = evaluate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog,
+                      transport_overrides=transport_overrides)
     except FabricError as err:
         rec.update({"buildable": False, "error": " ".join(str(err).split()), "cost_usd": INFEASIBLE_COST,
                     "power_w": INFEASIBLE_COST, "p50_s": INFEASIBLE_P99, "p95_s": INFEASIBLE_P99,

@@ -107,8 +107,9 @@ def _constraint_vector(rec: dict) -> list[float]:
 class _Session:
     """Evaluation bookkeeping shared by the search modes."""
 
-    def __init__(self, space, workload, scenario, seed, samples, runner, catalog, constraints):
+    def __init__(self, space, workload, scenario, seed, samples, runner, catalog, constraints, overrides=None):
         self.space, self.workload, self.scenario = space, workload, scenario
+        self.overrides = dict(overrides or {})
         self.seed, self.samples, self.runner = seed, samples, runner
         self.catalog, self.constraints = catalog, constraints
         self.wl_key = workload_key(workload)
@@ -123,7 +124,7 @@ class _Session:
 
     def _cache_key(self, design) -> tuple:
         return (design_key(design), self.wl_key, json.dumps(self.scenario.to_dict(), sort_keys=True), self.seed,
-                self.samples, id(self.catalog))
+                self.samples, id(self.catalog), json.dumps(self.overrides, sort_keys=True))
 
     def evaluate_designs(self, designs_meta: list) -> list[dict]:
         out: list = [None] * len(designs_meta)
@@ -243,17 +244,18 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
                budget_seconds: float | None = None, seed: int = 0, pop_size: int = 40, runner=None,
                scenario: Scenario | None = None, samples: int = 256, catalog=None, callback=None, cancel=None,
                state_path: str | Path | None = None, reference_point=None, normalisation=None,
-               seed_baselines: bool = True) -> SearchResult:
+               seed_baselines: bool = True, transport_overrides: dict | None = None) -> SearchResult:
     """NSGA-II search for the Pareto front of cost vs p99 step time (see the module docstring)."""
     _check_budget(budget_evals, budget_seconds)
     space = DesignSpace(constraints, catalog)
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
     n_obj = 3 if constraints.optimize_power else 2
-    session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints)
+    session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints,
+                       transport_overrides)
     t0 = time.perf_counter()
     state = _load_state(state_path)
-    runner.start(workload, scenario, seed, samples, space.catalog, constraints)
+    runner.start(workload, scenario, seed, samples, space.catalog, constraints, transport_overrides)
     try:
         bases = baseline_designs(space)
         base_recs = [dict(r, design=d.name) for r, d in
@@ -332,7 +334,8 @@ def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj
 
 
 def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runner=None, scenario=None,
-                      samples: int = 256, catalog=None, callback=None, max_designs: int = 200_000) -> SearchResult:
+                      samples: int = 256, catalog=None, callback=None, max_designs: int = 200_000,
+                      transport_overrides: dict | None = None) -> SearchResult:
     """Evaluate every distinct design of the space (the ground truth for small spaces)."""
     space = DesignSpace(constraints, catalog)
     if space.size > 20 * max_designs:
@@ -341,9 +344,10 @@ def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runn
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
     n_obj = 3 if constraints.optimize_power else 2
-    session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints)
+    session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints,
+                       transport_overrides)
     t0 = time.perf_counter()
-    runner.start(workload, scenario, seed, samples, space.catalog, constraints)
+    runner.start(workload, scenario, seed, samples, space.catalog, constraints, transport_overrides)
     try:
         bases = baseline_designs(space)
         base_recs = [dict(r, design=d.name) for r, d in

@@ -19,20 +19,21 @@ __all__ = ["InProcessRunner", "ProcessRunner", "DaskRunner", "make_runner"]
 _WORKER_CONTEXT: dict = {}
 
 
-def _eval_chunk(designs_with_meta, workload, scenario, seed, samples, catalog, constraints):
-    return [evaluate_record(d, workload, scenario, seed, samples, catalog, constraints, genome=g, repairs=r)
+def _eval_chunk(designs_with_meta, workload, scenario, seed, samples, catalog, constraints, overrides=None):
+    return [evaluate_record(d, workload, scenario, seed, samples, catalog, constraints, genome=g, repairs=r,
+                            transport_overrides=overrides)
             for d, g, r in designs_with_meta]
 
 
-def _init_worker(workload, scenario, seed, samples, catalog, constraints):
+def _init_worker(workload, scenario, seed, samples, catalog, constraints, overrides=None):
     _WORKER_CONTEXT.update(workload=workload, scenario=scenario, seed=seed, samples=samples, catalog=catalog,
-                           constraints=constraints)
+                           constraints=constraints, overrides=overrides)
 
 
 def _eval_chunk_in_worker(designs_with_meta):
     c = _WORKER_CONTEXT
     return _eval_chunk(designs_with_meta, c["workload"], c["scenario"], c["seed"], c["samples"], c["catalog"],
-                       c["constraints"])
+                       c["constraints"], c["overrides"])
 
 
 def _chunks(items: list, n_workers: int, min_chunk: int = 4) -> list[list]:
@@ -48,8 +49,8 @@ class InProcessRunner:
     workers = 1
     name = "in-process"
 
-    def start(self, workload, scenario, seed, samples, catalog, constraints):
-        self._ctx = (workload, scenario, seed, samples, catalog, constraints)
+    def start(self, workload, scenario, seed, samples, catalog, constraints, overrides=None):
+        self._ctx = (workload, scenario, seed, samples, catalog, constraints, overrides)
 
     def map(self, designs_with_meta: list) -> list[dict]:
         return _eval_chunk(designs_with_meta, *self._ctx)
@@ -76,8 +77,8 @@ class ProcessRunner:
         self._pool = None
         self._ctx = None
 
-    def start(self, workload, scenario, seed, samples, catalog, constraints):
-        self._ctx = (workload, scenario, seed, samples, catalog, constraints)
+    def start(self, workload, scenario, seed, samples, catalog, constraints, overrides=None):
+        self._ctx = (workload, scenario, seed, samples, catalog, constraints, overrides)
         self._new_pool()
 
     def _new_pool(self):
@@ -133,7 +134,7 @@ class DaskRunner:
             return self.n_workers
         return max(1, len(self._client.scheduler_info().get("workers", {})))
 
-    def start(self, workload, scenario, seed, samples, catalog, constraints):
+    def start(self, workload, scenario, seed, samples, catalog, constraints, overrides=None):
         from dask.distributed import Client, LocalCluster
 
         try:
@@ -145,7 +146,8 @@ class DaskRunner:
                 self._client = Client(self._cluster)
         except (OSError, TimeoutError) as err:
             raise FabricError(f"cannot reach the Dask scheduler at {self.address}: {err}") from err
-        self._ctx = self._client.scatter([workload, scenario, seed, samples, catalog, constraints], broadcast=True)
+        self._ctx = self._client.scatter([workload, scenario, seed, samples, catalog, constraints, overrides],
+                                         broadcast=True)
 
     def map(self, designs_with_meta: list) -> list[dict]:
         chunks = _chunks(designs_with_meta, self.workers)
