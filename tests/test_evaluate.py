@@ -382,3 +382,15 @@ def test_jobs_on_separate_leaves_do_not_interfere_and_mixed_leaves_share_fairly(
     a, b = busy.jobs["a"]["step_time_s"]["p50"], busy.jobs["b"]["step_time_s"]["p50"]
     assert 1.2 < a / quiet <= 2.0
     assert b == pytest.approx(a, rel=0.15)
+
+
+def test_flat_ring_without_nvls_moves_more_than_the_nvls_tree():
+    """2 nodes x 8 GPUs, 8 GiB all-reduce over 200G NICs (network-bound for both GPUs): NCCL's flat ring (A100)
+    puts 2(p-1)/p S through each node, the NVLS tree (H100) the optimal 2(N-1)/N S: (30/16) / (2/2) = 1.875x."""
+    wl = one_op("all_reduce", 8 * GIB, 16)
+    base = Design(gpus=16, routing="spray", nic_model="nic-cx6-200")
+    h100 = evaluate(base, wl, samples=16)
+    a100 = evaluate(base.replace(gpu_model="a100-sxm-80gb"), wl, samples=16)
+    assert h100.ops[0].algorithm == "nvls_tree" and a100.ops[0].algorithm == "ring"
+    assert a100.step_time_s["p50"] / h100.step_time_s["p50"] == pytest.approx(1.875, rel=0.03)
+    assert a100.lower_bound_s == pytest.approx(h100.lower_bound_s)        # same bandwidth-optimal bound
