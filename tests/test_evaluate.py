@@ -393,4 +393,4 @@ def test_flat_ring_without_nvls_moves_more_than_the_nvls_tree():
     a100 = evaluate(base.replace(gpu_model="a100-sxm-80gb"), wl, samples=16)
     assert h100.ops[0].algorithm == "nvls_tree" and a100.ops[0].algorithm == "ring"
     assert a100.step_time_s["p50"] / h100.step_time_s["p50"] == pytest.approx(1.875, rel=0.03)
-    assert a100.lower_bound_s == pytest.approx(h100.lower_bound_s)        # same bandwidth-optimal bound
+    assert a100.step_samples_s.min() >= a100.lower_bound_s                 # the flat ring stays above the bound
