@@ -62,7 +62,7 @@ def test_app_opens_on_the_sample_workload():
     assert {"tp", "dp", "ep"} <= roles
     figs = charts(at)
     assert len(figs) == 3
-    assert figs[0]["layout"]["xaxis"]["title"]["text"] == "GiB per step"
+    assert figs[0]["layout"]["xaxis"]["title"]["text"] == "bytes per step (GiB)"
     assert "Every communication event" in texts(at.success)
     assert at.query_params["wl"] == "sample:mixtral-8x7b.json"
     assert at.session_state["constraints"].gpus == 256
@@ -228,6 +228,21 @@ def test_search_runs_in_the_background_and_opens_a_design():
     assert at.title[0].value == "Design"
     assert at.selectbox(key="design_pick").value == f"selected: {pick}"
     assert "design" in at.query_params
+
+
+def test_search_can_be_cancelled():
+    at = app(evals="5000").run()
+    at.switch_page("pages/search.py").run()
+    ok(at)
+    job = at.session_state["search_job"]
+    assert job.running
+    assert "Search running" in at.progress[0].proto.text
+    at.button(key="cancel_search").click().run()
+    assert job.wait(30)
+    at.run()
+    ok(at)
+    assert "Search cancelled" in at.progress[0].proto.text
+    assert any("Front designs" in s.value for s in at.subheader)       # what it found so far stays
 
 
 def test_search_is_stale_after_the_inputs_change_and_restarts():

@@ -159,8 +159,9 @@ def test_upload_search_open_design_report(server, browser, tmp_path):
     shot(page, "workload", anchor="Collectives per step")
     assert "wl=upload" in page.url
 
-    # the search starts on the first visit and finishes within seconds
-    nav(page, "Search")
+    # the search starts on the first visit, reports progress while it runs, and finishes within seconds
+    page.get_by_test_id("stTopNavLink").filter(has_text=re.compile("^Search$")).first.click()
+    page.get_by_text(re.compile(r"Search running: generation")).first.wait_for(timeout=30_000)
     status = wait_for_search(page)
     assert "Search finished" in status, status
     pareto = page.locator(".js-plotly-plot").first

@@ -313,8 +313,7 @@ def cdf_overlay_figure(series: Mapping[str, Sequence[float]], *, height: int = 3
 
 def collectives_figure(job_summaries: Sequence[Mapping], *, height: int = 340) -> go.Figure:
     """Per collective kind: bytes per step (left) and calls per step (right), one colour per job."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.06, shared_yaxes=True,
-                        subplot_titles=("bytes per step (GiB)", "calls per step"))
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.06, shared_yaxes=True)
     for i, j in enumerate(job_summaries):
         kinds = sorted(j["per_kind"], key=lambda k: -j["per_kind"][k]["bytes_per_step"])
         if not kinds:
@@ -330,13 +329,17 @@ def collectives_figure(job_summaries: Sequence[Mapping], *, height: int = 340) -
                              hovertext=[f"{name}: {k} {j['per_kind'][k]['count_per_step']:,.4g} calls per step"
                                         for k in kinds], hoverinfo="text"), row=1, col=2)
     fig.update_layout(barmode="group")
-    fig.update_xaxes(title_text="GiB per step", row=1, col=1)
+    fig.update_xaxes(title_text="bytes per step (GiB)", row=1, col=1)
     fig.update_xaxes(title_text="calls per step", row=1, col=2)
-    fig.update_annotations(font_size=FONT_SIZE)
     fig.update_yaxes(autorange="reversed")
-    style(fig, height=height, legend_below=True)
+    style(fig, height=height)
     fig.update_layout(showlegend=len(job_summaries) > 1)
     return fig
+
+
+def _bin_label(nbytes: int) -> str:
+    """A power-of-two bin start without decimals: ``0 B``, ``512 B``, ``16 MiB``."""
+    return size_label(nbytes).replace(".0 ", " ")
 
 
 def message_size_figure(job_summaries: Sequence[Mapping], *, height: int = 320) -> go.Figure:
@@ -347,7 +350,7 @@ def message_size_figure(job_summaries: Sequence[Mapping], *, height: int = 320) 
         hist = j.get("message_size_histogram") or []
         if not hist:
             continue
-        xs = [size_label(h["bin_lo_bytes"]) for h in hist]
+        xs = [_bin_label(h["bin_lo_bytes"]) for h in hist]
         name = short_text(j["name"], 30)
         fig.add_trace(go.Bar(x=xs, y=[h["count_per_step"] for h in hist], name=name,
                              marker_color=_PALETTE[i % len(_PALETTE)],
@@ -355,10 +358,10 @@ def message_size_figure(job_summaries: Sequence[Mapping], *, height: int = 320) 
                                         f"<br>{h['count_per_step']:,.4g} calls, {size_label(h['bytes_per_step'])}"
                                         f" per step" for h in hist], hoverinfo="text"))
     fig.update_xaxes(title_text="message size (bin start; each bin up to 2x)", type="category",
-                     categoryorder="array", categoryarray=[size_label(b) for b in bins])
+                     categoryorder="array", categoryarray=[_bin_label(b) for b in bins])
     fig.update_yaxes(title_text="calls per step (log scale)", type="log", dtick=1)
     fig.update_layout(barmode="group", showlegend=len(job_summaries) > 1)
-    return style(fig, height=height, legend_below=len(job_summaries) > 1)
+    return style(fig, height=height)
 
 
 def compute_comm_figure(rows: Sequence[Mapping], *, height: int | None = None) -> go.Figure:
