@@ -1,0 +1,100 @@
+"""The small leaf-spine scenarios of the packet-level comparison table (``benchmarks/bench_packet.py``).
+
+A 10 Gb/s validation catalog keeps ns-3 affordable: ns-3's cost grows with the packets simulated, so a slower link
+gives milliseconds of transfer (where fixed latencies are a small share) for few packets. Two small-radix switches
+give the same 4 leaves x 8 hosts at two oversubscriptions:
+
+- ``val-sw-16x10``: 16 ports, 1:1 -> 8 down, 8 up; 4 leaves, 2 spines, bundles of 4 links per leaf-spine pair;
+- ``val-sw-12x10``: 12 ports, 2:1 -> 8 down, 4 up; 4 leaves, 2 spines, bundles of 2.
+
+Latencies are the catalog's Ethernet figures (500 ns per switch hop and NIC side).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+__all__ = ["VALIDATION_CATALOG", "validation_catalog", "validation_design", "one_op_workload", "TABLE_CASES"]
+
+_SRC = "validation: small-radix 10 Gb/s test hardware for the packet-level cross-check (not a product)"
+
+VALIDATION_CATALOG = {
+    "switches": [
+        {"model": "val-sw-16x10", "vendor": "test", "fabric": "ethernet", "ports": 16, "port_speed_gbps": 10,
+         "price_usd": 1, "power_w": 1, "latency_ns": 500, "source": _SRC},
+        {"model": "val-sw-12x10", "vendor": "test", "fabric": "ethernet", "ports": 12, "port_speed_gbps": 10,
+         "price_usd": 1, "power_w": 1, "latency_ns": 500, "source": _SRC},
+        {"model": "val-sw-8x10", "vendor": "test", "fabric": "ethernet", "ports": 8, "port_speed_gbps": 10,
+         "price_usd": 1, "power_w": 1, "latency_ns": 500, "source": _SRC},
+    ],
+    "nics": [
+        {"model": "val-nic-10", "fabric": "ethernet", "ports": 1, "port_speed_gbps": 10, "price_usd": 1,
+         "power_w": 1, "latency_ns": 500, "source": _SRC},
+    ],
+    "transceivers": [
+        {"model": "val-sfp-10-sr", "speed_gbps": 10, "ports_per_module": 1, "reach_m": 300, "side": "any",
+         "medium": "multimode", "price_usd": 1, "power_w": 1, "source": _SRC},
+    ],
+    "cables": [
+        {"model": "val-dac-10-3m", "kind": "dac", "speed_gbps": 10, "reach_m": 3, "price_usd": 1, "power_w": 0,
+         "source": _SRC},
+        {"model": "val-aoc-10-30m", "kind": "aoc", "speed_gbps": 10, "reach_m": 30, "price_usd": 1, "power_w": 1,
+         "source": _SRC},
+    ],
+}
+
+_CACHE: dict = {}
+
+
+def validation_catalog():
+    """The default catalog plus :data:`VALIDATION_CATALOG` (loaded through the documented override path)."""
+    if "cat" not in _CACHE:
+        from fabric.catalog import load_catalog
+
+        fd, path = tempfile.mkstemp(suffix=".json", prefix="fabric-validation-catalog-")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(VALIDATION_CATALOG, fh)
+            _CACHE["cat"] = load_catalog(path)
+        finally:
+            os.unlink(path)
+    return _CACHE["cat"]
+
+
+def validation_design(oversubscription: int = 1, *, routing: str = "ecmp", hosts: int = 32, name: str | None = None):
+    """A 2-tier leaf-spine of ``hosts`` single-GPU hosts at 10 Gb/s, 8 hosts per leaf (4 for ``hosts <= 16``)."""
+    from fabric.design import Design
+
+    if hosts <= 16:
+        switch = {1: "val-sw-8x10", 2: "val-sw-12x10"}[oversubscription]
+    else:
+        switch = {1: "val-sw-16x10", 2: "val-sw-12x10"}[oversubscription]
+    transport = "spray_ethernet" if routing == "spray" else "roce"
+    return Design(name=name or f"leaf-spine {hosts} hosts {oversubscription}:1 {routing}", family="clos",
+                  gpus=hosts, gpus_per_node=1, scale_up_size=1, nic_model="val-nic-10", switch_model=switch,
+                  tiers=2, oversubscription=(oversubscription, 1), routing=routing, transport=transport)
+
+
+def one_op_workload(kind: str, size_bytes: int, ranks: int):
+    """One job of ``ranks`` ranks running one ``kind`` op of ``size_bytes`` over all of them."""
+    from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
+
+    return Workload(jobs=(Job(name=f"{kind}-{ranks}", world_size=ranks,
+                              groups=(ProcessGroup("world", ranks, "dp", rank_start=0, rank_stride=1),),
+                              ops=(CommOp(kind, int(size_bytes), "world"),)),),
+                    name=f"{kind} {size_bytes / 1e6:g} MB x {ranks}")
+
+
+#: (label, kind, bytes, oversubscription, routing) of the published table.
+TABLE_CASES = [
+    ("ring all-reduce, 1:1, ECMP", "all_reduce", 4_000_000, 1, "ecmp"),
+    ("ring all-reduce, 1:1, spray", "all_reduce", 4_000_000, 1, "spray"),
+    ("ring all-reduce, 2:1, ECMP", "all_reduce", 4_000_000, 2, "ecmp"),
+    ("ring all-reduce, 2:1, spray", "all_reduce", 4_000_000, 2, "spray"),
+    ("all-to-all, 1:1, ECMP", "all_to_all", 4_000_000, 1, "ecmp"),
+    ("all-to-all, 1:1, spray", "all_to_all", 4_000_000, 1, "spray"),
+    ("all-to-all, 2:1, ECMP", "all_to_all", 4_000_000, 2, "ecmp"),
+    ("all-to-all, 2:1, spray", "all_to_all", 4_000_000, 2, "spray"),
+]
