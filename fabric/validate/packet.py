@@ -76,6 +76,8 @@ class PacketResult:
     packet_flow_s: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     fluid_flow_s: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     busiest_link_utilization: float = 0.0
+    retransmissions: int = 0
+    path_changes: int = 0             # ECMP: packets of a flow that left a switch on another port (must be 0)
     notes: tuple = ()
 
     def to_dict(self, *, include_flows: bool = False) -> dict:
@@ -254,7 +256,8 @@ def run_packet(design, workload_slice, *, catalog=None, seed: int = 0, routing: 
                 "ns3_run": round(sim.extra["run_s"], 3)},
         flow_src=np.array([f[0] for f in flows]), flow_dst=np.array([f[1] for f in flows]),
         flow_bytes=np.array([f[2] for f in flows], float), packet_flow_s=sim.done_s, fluid_flow_s=fluid_flow,
-        busiest_link_utilization=busiest, notes=tuple(notes))
+        busiest_link_utilization=busiest, retransmissions=int(sim.retransmissions),
+        path_changes=int(sim.path_changes), notes=tuple(notes))
 
 
 def _hash_mismatches(net: PacketNetwork, flows, salts, choices) -> int:
