@@ -326,18 +326,18 @@ def design_choices() -> list[dict]:
     if res is not None and res.front:
         rec = recommended_record(res.front, res.baselines, p99_target_s=constraints().p99_target_s)
     if rec is not None:
-        add(_genes_of_record(rec), rec["design"], "recommended")
+        add(genes_of_record(rec), rec["design"], "recommended")
     if ss.get("design_genes"):
         add(ss["design_genes"], ss.get("design_name") or short_label(ss["design_genes"]), "selected")
     for d in baselines():
         add(design_genes(d), d.name.removeprefix("baseline: "), "baseline")
     if res is not None:
         for r in sorted(res.front, key=lambda r: r["cost_usd"]):
-            add(_genes_of_record(r), r["design"], "front")
+            add(genes_of_record(r), r["design"], "front")
     return out
 
 
-def _genes_of_record(rec: dict) -> dict:
+def genes_of_record(rec: dict) -> dict:
     from fabric.ui_support.designs import GENE_COLUMNS
 
     g = {k: rec[k] for k in GENE_COLUMNS}

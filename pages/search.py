@@ -34,7 +34,7 @@ def start_search() -> None:
 def _open(key: str, records: list) -> None:
     rec = next((r for r in records if r.get("key") == key), None)
     if rec is not None:
-        C.select_design(C._genes_of_record(rec), rec["design"])
+        C.select_design(C.genes_of_record(rec), rec["design"])
         ss["_open_design"] = True
 
 
@@ -140,7 +140,7 @@ def draw(snap, *, live: bool) -> None:
         if rows and ss.get("_front_sel") != rows[0]:
             ss["_front_sel"] = rows[0]
             r = front.iloc[rows[0]].to_dict()
-            C.select_design(C._genes_of_record(r), r["design"])
+            C.select_design(C.genes_of_record(r), r["design"])
             st.switch_page(C.PAGE_FILES["design"])
         elif not rows:
             ss["_front_sel"] = None
@@ -150,7 +150,7 @@ def draw(snap, *, live: bool) -> None:
         pick = x.selectbox("Design to open", names, index=default, key="open_pick", label_visibility="collapsed")
         if y.button("Open design", key="open_design", width="stretch"):
             r = front[front["design"] == pick].iloc[0].to_dict()
-            C.select_design(C._genes_of_record(r), r["design"])
+            C.select_design(C.genes_of_record(r), r["design"])
             st.switch_page(C.PAGE_FILES["design"])
         z.download_button("Front (CSV)", front.to_csv(index=False).encode(), file_name="pareto_front.csv",
                           mime="text/csv", key="dl_front", on_click="ignore", width="stretch")

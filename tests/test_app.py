@@ -230,6 +230,19 @@ def test_search_runs_in_the_background_and_opens_a_design():
     assert "design" in at.query_params
 
 
+def test_selecting_a_front_row_opens_that_design():
+    at = app().run()
+    at.switch_page("pages/search.py").run()
+    finish_search(at)
+    names = at.selectbox(key="open_pick").options
+    at.session_state["front_table"] = {"selection": {"rows": [1], "columns": [], "cells": []}}
+    at.run()
+    ok(at)
+    assert at.title[0].value == "Design"
+    assert at.session_state["design_name"] == names[1]
+    assert at.selectbox(key="design_pick").value.endswith(names[1])
+
+
 def test_search_can_be_cancelled():
     at = app(evals="5000").run()
     at.switch_page("pages/search.py").run()

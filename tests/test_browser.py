@@ -201,6 +201,15 @@ def test_upload_search_open_design_report(server, browser, tmp_path):
 
     nav(page, "Constraints")
     shot(page, "constraints")
+
+    # clicking a point of the front opens that design
+    nav(page, "Search")
+    before = page.url
+    page.locator(".js-plotly-plot").first.locator(".scatterlayer .trace").nth(2).locator(".point").first \
+        .click(force=True)
+    page.get_by_role("heading", name="Topology").wait_for(timeout=60_000)
+    idle(page)
+    assert "/design?" in page.url and page.url != before
     assert not errors, errors
     ctx.close()
 
