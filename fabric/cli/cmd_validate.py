@@ -48,7 +48,8 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the hash salts, ns-3's RNG and the evaluator")
     p.add_argument("--samples", type=int, default=256, help="evaluator Monte Carlo samples (default 256)")
     p.add_argument("--switch-queue", type=int, default=None, metavar="PACKETS",
-                   help="FIFO size of every switch port in packets (default 1000)")
+                   help="drop-tail FIFO size of every switch port in packets (default: lossless, deep enough that "
+                        "nothing drops, like a PFC/credit-based fabric)")
     p.add_argument("--max-endpoints", type=int, default=64, help="largest group accepted (default 64)")
     p.add_argument("--flows", action="store_true", help="with --json: include every flow's times")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -98,6 +99,10 @@ def _json_default(x):
     return float(x)
 
 
+def _queue(q) -> str:
+    return "lossless (deep enough that nothing drops)" if q == "lossless" else f"{q} packets (drop-tail)"
+
+
 def format_result(r) -> str:
     """The human-readable report of a :class:`fabric.validate.PacketResult`."""
     ms = lambda x: f"{x * 1e3:,.3f} ms" if x is not None and math.isfinite(x) else "did not finish"  # noqa: E731
@@ -107,7 +112,7 @@ def format_result(r) -> str:
         f"{r.design} | op {op['index']}: {op['kind']} {op['bytes'] / 1e6:,.2f} MB over {op['group_size']} ranks "
         f"({op['algorithm']}), {r.flows} flows | routing {r.routing}, seed {r.seed}",
         f"network: {net['hosts']} hosts, {net['switches']} switches, {net['links']} links at "
-        f"{net['link_speed_gbps']:g} Gb/s; FIFO switch ports of {net['switch_queue_packets']} packets; TCP "
+        f"{net['link_speed_gbps']:g} Gb/s; FIFO switch ports: {_queue(net['switch_queue_packets'])}; TCP "
         f"{net['congestion_control']}, MSS {net['mss_bytes']} B (goodput {r.goodput_fraction:.1%} of line rate)",
         "",
         f"  packet level (ns-3)        {ms(r.packet_s):>14s}",
@@ -120,7 +125,8 @@ def format_result(r) -> str:
     ]
     if r.fluid_draws_p50_s is not None:
         lines.append(f"  fluid bound over other hash draws, p50: {ms(r.fluid_draws_p50_s)} (this draw "
-                     f"{pct(r.fluid_s / r.fluid_draws_p50_s - 1.0)})")
+                     f"{pct(r.fluid_s / r.fluid_draws_p50_s - 1.0)}); relative error at the typical draw: "
+                     f"{pct(r.rel_error_typical_draw)}")
     lines.append(f"  drops {r.drops}, TCP retransmissions {r.retransmissions}, busiest link "
                  f"{r.busiest_link_utilization:.0%} busy; ns-3 run {r.wall_s['ns3_run']:.1f} s")
     for n in r.notes:

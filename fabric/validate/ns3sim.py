@@ -4,9 +4,16 @@ ns-3 is imported lazily (``from ns import ns`` takes ~20 s); :func:`ns3_availabl
 
 The simulated network:
 
-- every link is a point-to-point link at the fabric's link speed with the given propagation delay; every port is a
-  plain FIFO (``DropTailQueue``, no queue disc: the default fq_codel is removed); switch ports hold
-  ``switch_queue_packets``, host NICs a deep ``host_queue_packets`` (a NIC does not drop its own packets);
+- every link is a point-to-point link at the fabric's link speed, its delay the propagation plus half of each end's
+  switch/NIC latency (:func:`fabric.validate.network.packet_network`);
+- switch ports are plain FIFOs (``DropTailQueue``; the default fq_codel queue disc is removed). By default they are
+  deep enough that nothing can overflow (:func:`lossless_queue_packets`): AI fabrics run lossless transports
+  (RoCE with PFC, InfiniBand credits), which is what fabric's evaluator assumes, and ns-3's point-to-point links
+  have no PFC. ``switch_queue_packets`` sets a finite drop-tail buffer instead (then TCP loss recovery shows);
+- hosts are Linux-like: an fq_codel queue disc (per-flow round robin, like a NIC scheduling its queue pairs) over
+  a short device ring (``host_ring_packets``), so one flow's ACKs do not wait behind another flow's data;
+  ``host_qdisc="fifo"`` gives a single deep FIFO instead. TCP: NewReno, MSS 1448 (1500-byte MTU with
+  timestamps), 256 KiB socket buffers, 5 ms minimum RTO (a data-centre setting; Linux defaults to 200 ms);
 - hosts route with ns-3's global routing (one link each). On switches the routing depends on ``routing``:
   ``ecmp``: a small C++ routing protocol (compiled through cppyy, placed ahead of global routing in each switch's
   ``Ipv4ListRouting``) picks the next hop per flow from the 5-tuple hashed with the switch's salt
@@ -21,6 +28,7 @@ The simulated network:
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -31,7 +39,8 @@ import numpy as np
 
 from fabric.errors import FabricError
 
-__all__ = ["ns3_available", "import_ns3", "simulate", "SimResult", "SimConfig", "NS3_MISSING", "cpp_flow_hash"]
+__all__ = ["ns3_available", "import_ns3", "simulate", "SimResult", "SimConfig", "NS3_MISSING", "cpp_flow_hash",
+           "lossless_queue_packets"]
 
 NS3_MISSING = ("the packet-level check needs ns-3's Python bindings, which are not installed: "
                "pip install .[packet]  (or: pip install ns3)")
@@ -294,9 +303,16 @@ def cpp_flow_hash(src: int, dst: int, proto: int, sport: int, dport: int, salt: 
 
 @dataclass(frozen=True)
 class SimConfig:
-    """Knobs of the packet-level model (defaults: a shallow-buffer data-centre switch, Linux-like TCP)."""
+    """Knobs of the packet-level model (see the module docstring).
 
-    switch_queue_packets: int = 1000
+    ``switch_queue_packets``: FIFO size of every switch port (``None``: lossless, see :func:`lossless_queue_packets`).
+    ``host_qdisc``: ``fq_codel`` (default) or ``fifo`` (one ``host_queue_packets`` FIFO). ``dupack_threshold``:
+    duplicate ACKs that trigger a fast retransmit (3; a large value makes TCP tolerate the reordering of per-packet
+    spraying, as spraying transports do in the NIC). ``time_limit_factor``:
+    the simulation stops at this many times the fluid bound (flows not done by then count as unfinished).
+    """
+
+    switch_queue_packets: int | None = None
     host_qdisc: str = "fq_codel"
     host_ring_packets: int = 4
     host_queue_packets: int = 100_000
@@ -304,6 +320,7 @@ class SimConfig:
     mtu_bytes: int = 1500
     tcp_buffer_bytes: int = 1 << 18
     min_rto_s: float = 0.005
+    dupack_threshold: int = 3
     congestion_control: str = "ns3::TcpNewReno"
     send_size_bytes: int = 8 * 1448
     time_limit_factor: float = 50.0
@@ -324,6 +341,12 @@ class SimResult:
     path_changes: int = 0           # ECMP: packets of a 5-tuple that left a switch on another port than the first
     sim_end_s: float = 0.0
     extra: dict = field(default_factory=dict)
+
+
+def lossless_queue_packets(n_flows: int, config: SimConfig | None = None) -> int:
+    """A switch FIFO no packet can overflow: every flow's data and ACKs in flight, at their largest windows."""
+    cfg = config or SimConfig()
+    return int(2 * n_flows * math.ceil(cfg.tcp_buffer_bytes / cfg.mss_bytes) + 1000)
 
 
 def simulate(net, flows, *, routing: str, salts=None, seed: int = 0, config: SimConfig | None = None,
@@ -349,6 +372,7 @@ def simulate(net, flows, *, routing: str, salts=None, seed: int = 0, config: Sim
         ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(cfg.tcp_buffer_bytes))
         ns.Config.SetDefault("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.Seconds(cfg.min_rto_s)))
         ns.Config.SetDefault("ns3::TcpSocketBase::Sack", ns.BooleanValue(routing != "spray"))
+        ns.Config.SetDefault("ns3::TcpSocketBase::ReTxThreshold", ns.UintegerValue(cfg.dupack_threshold))
         ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(ns.TypeId.LookupByName(
             cfg.congestion_control)))
         ns.Config.SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting", ns.BooleanValue(routing == "spray"))
@@ -361,6 +385,7 @@ def simulate(net, flows, *, routing: str, salts=None, seed: int = 0, config: Sim
         addr = ns.Ipv4AddressHelper()
         mask = ns.Ipv4Mask("255.255.255.252")
         tch = ns.TrafficControlHelper()
+        queue = cfg.switch_queue_packets or lossless_queue_packets(len(flows), cfg)
         devs = []
         for k in range(net.n_links):
             u, v = (int(x) for x in net.link_ends[k])
@@ -373,7 +398,7 @@ def simulate(net, flows, *, routing: str, salts=None, seed: int = 0, config: Sim
                 dev = pair.Get(side)
                 if node >= net.n_hosts or cfg.host_qdisc == "fifo":
                     tch.Uninstall(dev)
-                fv.SetQueuePackets(dev, cfg.switch_queue_packets if node >= net.n_hosts else
+                fv.SetQueuePackets(dev, queue if node >= net.n_hosts else
                                    cfg.host_queue_packets if cfg.host_qdisc == "fifo" else cfg.host_ring_packets)
             devs.append((pair.Get(0), pair.Get(1)))
         ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()

@@ -77,24 +77,42 @@ def validation_design(oversubscription: int = 1, *, routing: str = "ecmp", hosts
                   tiers=2, oversubscription=(oversubscription, 1), routing=routing, transport=transport)
 
 
-def one_op_workload(kind: str, size_bytes: int, ranks: int):
-    """One job of ``ranks`` ranks running one ``kind`` op of ``size_bytes`` over all of them."""
+def one_op_workload(kind: str, size_bytes: int, ranks: int, *, group_size: int | None = None, stride: int = 1):
+    """One job of ``ranks`` ranks running one ``kind`` op of ``size_bytes``.
+
+    The op's group spans all ranks by default; ``group_size`` with ``stride`` makes it strided (ranks ``i, i + stride,
+    ...``), and the evaluator runs every instance of it at once (``ranks / group_size`` groups), e.g. 8 rings of 4
+    ranks with stride 8: one rank per leaf of 8 hosts, so every ring flow crosses the spine layer.
+    """
     from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
 
-    return Workload(jobs=(Job(name=f"{kind}-{ranks}", world_size=ranks,
-                              groups=(ProcessGroup("world", ranks, "dp", rank_start=0, rank_stride=1),),
-                              ops=(CommOp(kind, int(size_bytes), "world"),)),),
-                    name=f"{kind} {size_bytes / 1e6:g} MB x {ranks}")
+    g = group_size or ranks
+    group = (ProcessGroup("world", ranks, "dp", rank_start=0, rank_stride=1) if g == ranks
+             else ProcessGroup("dp", g, "dp", rank_start=0, rank_stride=stride))
+    label = "" if g == ranks else f" in groups of {g} (stride {stride})"
+    return Workload(jobs=(Job(name=f"{kind}-{ranks}", world_size=ranks, groups=(group,),
+                              ops=(CommOp(kind, int(size_bytes), group.name),)),),
+                    name=f"{kind} {size_bytes / 1e6:g} MB x {ranks}{label}")
 
 
-#: (label, kind, bytes, oversubscription, routing) of the published table.
+def _case(label, kind, size, o, routing, *, group_size=None, stride=1, queue=None, dupack=3):
+    return {"label": label, "kind": kind, "bytes": size, "oversubscription": o, "routing": routing,
+            "group_size": group_size, "stride": stride, "switch_queue_packets": queue, "dupack_threshold": dupack}
+
+
+_RING = dict(group_size=4, stride=8)
+#: The published table (docs/validation-packet.md): 32 hosts; switch queues lossless unless a size is given.
 TABLE_CASES = [
-    ("ring all-reduce, 1:1, ECMP", "all_reduce", 4_000_000, 1, "ecmp"),
-    ("ring all-reduce, 1:1, spray", "all_reduce", 4_000_000, 1, "spray"),
-    ("ring all-reduce, 2:1, ECMP", "all_reduce", 4_000_000, 2, "ecmp"),
-    ("ring all-reduce, 2:1, spray", "all_reduce", 4_000_000, 2, "spray"),
-    ("all-to-all, 1:1, ECMP", "all_to_all", 4_000_000, 1, "ecmp"),
-    ("all-to-all, 1:1, spray", "all_to_all", 4_000_000, 1, "spray"),
-    ("all-to-all, 2:1, ECMP", "all_to_all", 4_000_000, 2, "ecmp"),
-    ("all-to-all, 2:1, spray", "all_to_all", 4_000_000, 2, "spray"),
+    _case("ring all-reduce, 32 ranks, 1:1, ECMP (NIC-bound)", "all_reduce", 4_000_000, 1, "ecmp"),
+    _case("8 rings x 4 across leaves, 1:1, ECMP", "all_reduce", 2_000_000, 1, "ecmp", **_RING),
+    _case("8 rings x 4 across leaves, 1:1, spray", "all_reduce", 2_000_000, 1, "spray", **_RING),
+    _case("8 rings x 4 across leaves, 2:1, ECMP", "all_reduce", 2_000_000, 2, "ecmp", **_RING),
+    _case("8 rings x 4 across leaves, 2:1, spray", "all_reduce", 2_000_000, 2, "spray", **_RING),
+    _case("all-to-all, 1:1, ECMP", "all_to_all", 4_000_000, 1, "ecmp"),
+    _case("all-to-all, 1:1, spray", "all_to_all", 4_000_000, 1, "spray"),
+    _case("all-to-all, 2:1, ECMP", "all_to_all", 4_000_000, 2, "ecmp"),
+    _case("all-to-all, 2:1, spray", "all_to_all", 4_000_000, 2, "spray"),
+    _case("all-to-all, 2:1, spray, reorder-tolerant TCP", "all_to_all", 4_000_000, 2, "spray", dupack=64),
+    _case("all-to-all, 2:1, ECMP, 1000-packet drop-tail", "all_to_all", 4_000_000, 2, "ecmp", queue=1000),
+    _case("all-to-all, 2:1, spray, 1000-packet drop-tail", "all_to_all", 4_000_000, 2, "spray", queue=1000),
 ]
