@@ -2,7 +2,10 @@
 
 Uploads real traces (../shared/traces, or the built-in samples when absent), runs a search to completion, opens a
 design, checks that the charts rendered, downloads the HTML report, follows a shared link, checks that two
-browser sessions keep their uploads apart, and saves the README screenshots (1280x720) to docs/screenshots/.
+browser sessions keep their uploads apart, and takes 1280x720 screenshots of every page. They go to a temporary
+folder; to refresh the README's pictures run
+
+    FABRIC_SCREENSHOTS_DIR=docs/screenshots python -m pytest tests/test_browser.py
 """
 
 from __future__ import annotations
@@ -24,12 +27,18 @@ from conftest import TRACES_DIR
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-SHOTS = ROOT / "docs" / "screenshots"
 CHROMIUM = os.environ.get("FABRIC_CHROMIUM", "/usr/bin/chromium")
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 VIEW = {"width": 1280, "height": 720}
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+
+def expect(locator):
+    """Playwright's auto-waiting assertions (imported late: the module must load without playwright)."""
+    from playwright.sync_api import expect as _expect
+
+    return _expect(locator)
 
 
 def _free_port() -> int:
@@ -84,17 +93,27 @@ def browser():
 
 
 def idle(page, timeout: float = 60) -> None:
-    """Wait until the script run ended and every plotly chart on the page is drawn."""
+    """Wait until the page has its title, the script run ended, and every plotly chart is drawn (the counts stay
+    the same over two polls: charts are briefly removed on every rerun)."""
+    page.wait_for_selector("[data-testid='stMain'] h1", timeout=timeout * 1000)
     page.wait_for_selector(IDLE, timeout=timeout * 1000)
     deadline = time.monotonic() + timeout
+    last = None
     while time.monotonic() < deadline:
-        want = page.locator("[data-testid='stPlotlyChart']").count()
-        if page.locator(".js-plotly-plot").count() >= want and page.locator(IDLE).count():
+        now = (page.locator(IDLE).count(), page.locator("[data-testid='stPlotlyChart']").count(),
+               page.locator(".js-plotly-plot").count())
+        if now[0] and now[2] >= now[1] and now == last:
             break
-        time.sleep(0.2)
-    time.sleep(0.4)
+        last = now
+        time.sleep(0.3)
     page.wait_for_selector(IDLE, timeout=timeout * 1000)
     assert page.get_by_test_id("stException").count() == 0, page.get_by_test_id("stException").first.inner_text()
+
+
+def charts_drawn(page, n: int) -> None:
+    """Exactly ``n`` plotly charts drawn (waits for them)."""
+    expect(page.locator(".js-plotly-plot")).to_have_count(n, timeout=30_000)
+    expect(page.get_by_test_id("stPlotlyChart")).to_have_count(n, timeout=30_000)
 
 
 def nav(page, title: str) -> None:
@@ -103,16 +122,24 @@ def nav(page, title: str) -> None:
     idle(page)
 
 
-def shot(page, name: str, anchor: str | None = None) -> None:
-    """A 1280x720 screenshot for the README, scrolled so that ``anchor`` (a heading) is at the top."""
+@pytest.fixture(scope="module")
+def shots_dir(tmp_path_factory) -> Path:
+    """Where screenshots go: FABRIC_SCREENSHOTS_DIR (relative to the repository) or a temporary folder."""
+    target = os.environ.get("FABRIC_SCREENSHOTS_DIR")
+    return (ROOT / target) if target else tmp_path_factory.mktemp("screenshots")
+
+
+def shot(page, folder: Path, name: str, anchor: str | None = None) -> None:
+    """A 1280x720 screenshot, scrolled so that ``anchor`` (a heading) is at the top."""
     if anchor is not None:
         page.get_by_role("heading", name=anchor).first.scroll_into_view_if_needed()
         page.get_by_role("heading", name=anchor).first.evaluate("e => e.scrollIntoView({block: 'start'})")
         page.wait_for_timeout(400)
     page.mouse.move(2, 700)                  # no hover toolbars or tooltips in the picture
     page.wait_for_timeout(300)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"))
+    assert (folder / f"{name}.png").stat().st_size > 20_000          # a real picture, not a blank page
 
 
 def trace_files() -> list[Path]:
@@ -135,7 +162,7 @@ def wait_for_search(page, timeout: float = 90) -> str:
     return page.get_by_text(re.compile(r"Search (finished|cancelled|failed)")).first.inner_text()
 
 
-def test_upload_search_open_design_report(server, browser, tmp_path):
+def test_upload_search_open_design_report(server, browser, shots_dir):
     ctx = browser.new_context(viewport=VIEW, accept_downloads=True)
     page = ctx.new_page()
     errors: list[str] = []
@@ -154,9 +181,9 @@ def test_upload_search_open_design_report(server, browser, tmp_path):
     idle(page)
     bad = files[-1].name
     assert page.get_by_test_id("stAlertContentError").filter(has_text=bad).count() == 1
-    assert page.locator(".js-plotly-plot").count() == 3
-    shot(page, "workload-upload")
-    shot(page, "workload", anchor="Collectives per step")
+    charts_drawn(page, 3)
+    shot(page, shots_dir, "workload-upload")
+    shot(page, shots_dir, "workload", anchor="Collectives per step")
     assert "wl=upload" in page.url
 
     # the search starts on the first visit, reports progress while it runs, and finishes within seconds
@@ -167,7 +194,7 @@ def test_upload_search_open_design_report(server, browser, tmp_path):
     pareto = page.locator(".js-plotly-plot").first
     assert pareto.locator(".scatterlayer .point").count() > 10           # the front, baselines, other designs
     assert page.get_by_text(re.compile(r"designs on the front after")).count() == 1
-    shot(page, "search")
+    shot(page, shots_dir, "search")
 
     # download the front as CSV
     with page.expect_download() as dl:
@@ -179,12 +206,12 @@ def test_upload_search_open_design_report(server, browser, tmp_path):
     page.get_by_role("button", name="Open design").click()
     page.get_by_role("heading", name="Topology").wait_for(timeout=60_000)
     idle(page)
-    assert page.locator(".js-plotly-plot").count() == 5
+    charts_drawn(page, 5)
     assert page.get_by_test_id("stMetric").count() == 6
     assert "design=" in page.url
-    shot(page, "design")
-    shot(page, "design-step-time", anchor="Step-time distribution")
-    shot(page, "design-what-if", anchor="Scaling efficiency")
+    shot(page, shots_dir, "design")
+    shot(page, shots_dir, "design-step-time", anchor="Step-time distribution")
+    shot(page, shots_dir, "design-what-if", anchor="Scaling efficiency")
 
     # the one-file report has its charts and plotly.js inline
     with page.expect_download() as dl:
@@ -196,11 +223,11 @@ def test_upload_search_open_design_report(server, browser, tmp_path):
     nav(page, "Compare")
     picks = page.get_by_test_id("stMultiSelect").first.inner_text()
     assert "baseline: fat tree 1:1" in picks and "recommended:" in picks
-    assert page.locator(".js-plotly-plot").count() == 1
-    shot(page, "compare")
+    charts_drawn(page, 1)
+    shot(page, shots_dir, "compare")
 
     nav(page, "Constraints")
-    shot(page, "constraints")
+    shot(page, shots_dir, "constraints")
 
     # clicking a point of the front opens that design
     nav(page, "Search")
@@ -222,12 +249,13 @@ def test_a_shared_link_reproduces_the_view(server, browser):
             "%2Crail_aligned%2C0%2C0%2C0")
     page.goto(link)
     idle(page)
-    body = page.get_by_test_id("stMain").inner_text()
-    assert "sample dlrm-dcnv2.json" in body and "256 GPUs" in body
-    assert "Genes: rail_optimized ib-ndr-64x400 nic-cx7-400 1:1 adaptive infiniband rail_aligned" in body
-    assert page.locator(".js-plotly-plot").count() == 5
+    main = page.get_by_test_id("stMain")
+    for text in ("sample dlrm-dcnv2.json", "256 GPUs",
+                 "Genes: rail_optimized ib-ndr-64x400 nic-cx7-400 1:1 adaptive infiniband rail_aligned"):
+        expect(main).to_contain_text(text, timeout=30_000)
+    charts_drawn(page, 5)
     nav(page, "Constraints")
-    assert "Constraints valid" in page.get_by_test_id("stMain").inner_text()
+    expect(main).to_contain_text("Constraints valid", timeout=30_000)
     budget = page.get_by_label("Network budget (million USD)")
     assert float(budget.input_value()) == pytest.approx(4.0)
     assert "budget_usd=4000000" in page.url and "families=clos" in page.url
@@ -257,9 +285,9 @@ def test_two_sessions_keep_their_uploads_apart(server, browser, tmp_path):
     (ca, pa, fa), (cb, pb, fb) = pages
     for page, mine, other, gpus in ((pa, fa, fb, "256"), (pb, fb, fa, "1,024")):
         nav(page, "Constraints")
-        assert f"The workload needs {gpus} GPUs" in page.get_by_test_id("stMain").inner_text()
+        expect(page.get_by_test_id("stMain")).to_contain_text(f"The workload needs {gpus} GPUs", timeout=30_000)
         nav(page, "Workload")
-        body = page.get_by_test_id("stMain").inner_text()
-        assert f"uploaded {mine.name}" in body and other.name not in body
+        expect(page.get_by_test_id("stMain")).to_contain_text(f"uploaded {mine.name}", timeout=30_000)
+        assert other.name not in page.get_by_test_id("stMain").inner_text()
     ca.close()
     cb.close()
