@@ -209,7 +209,6 @@ def test_upload_search_open_design_report(server, browser, shots_dir):
     charts_drawn(page, 5)
     assert page.get_by_test_id("stMetric").count() == 6
     assert "design=" in page.url
-    shot(page, shots_dir, "design")
     shot(page, shots_dir, "design-step-time", anchor="Step-time distribution")
     shot(page, shots_dir, "design-what-if", anchor="Scaling efficiency")
 
@@ -241,7 +240,7 @@ def test_upload_search_open_design_report(server, browser, shots_dir):
     ctx.close()
 
 
-def test_a_shared_link_reproduces_the_view(server, browser):
+def test_a_shared_link_reproduces_the_view(server, browser, shots_dir):
     ctx = browser.new_context(viewport=VIEW)
     page = ctx.new_page()
     link = (server + "/design?wl=sample%3Adlrm-dcnv2.json&families=clos%2Crail_optimized&budget_usd=4000000"
@@ -254,6 +253,7 @@ def test_a_shared_link_reproduces_the_view(server, browser):
                  "Genes: rail_optimized ib-ndr-64x400 nic-cx7-400 1:1 adaptive infiniband rail_aligned"):
         expect(main).to_contain_text(text, timeout=30_000)
     charts_drawn(page, 5)
+    shot(page, shots_dir, "design-topology", anchor="Topology")
     nav(page, "Constraints")
     expect(main).to_contain_text("Constraints valid", timeout=30_000)
     budget = page.get_by_label("Network budget (million USD)")

@@ -27,8 +27,9 @@ HOT_KIND_TO_LINK_KIND = {
 }
 _NETWORK_KINDS = ("nic-leaf", "leaf-spine", "spine-core", "router-local", "router-global")
 _ROW_COLORS = {"nic": "#9e9e9e", "leaf": "#1f5fbf", "router": "#1f5fbf", "spine": "#d95f02", "core": "#7570b3"}
-_UTIL_BINS = ((0.0, "#b0b0b0", "not reported hot"), (1e-9, "#fdae61", "under 25 %"), (0.25, "#f46d43", "25-50 %"),
-              (0.5, "#d73027", "50-75 %"), (0.75, "#7f0000", "75 % and more"))
+_UTIL_BINS = ((0.0, "#b0b0b0", "links"), (1e-9, "#fdae61", "hot links, busiest < 25 %"),
+              (0.25, "#f46d43", "hot links, busiest 25-50 %"), (0.5, "#d73027", "hot links, busiest 50-75 %"),
+              (0.75, "#7f0000", "hot links, busiest ≥ 75 %"))
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,7 @@ def topology_figure(view: TopologyView, *, height: int = 420) -> go.Figure:
         _, color, label = _UTIL_BINS[bi]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color=color, width=width),
                                  opacity=0.55 if bi == 0 else 0.9, hoverinfo="skip",
-                                 name=f"links: {label}" if bi else "links", legendgroup=f"u{bi}",
+                                 name=label, legendgroup=f"u{bi}",
                                  showlegend=bi not in shown_bins))
         shown_bins.add(bi)
     # edge hover points at midpoints (one per aggregated line)
@@ -189,7 +190,8 @@ def topology_figure(view: TopologyView, *, height: int = 420) -> go.Figure:
             x=[n["x"] for n in ns], y=[n["y"] for n in ns], mode="markers",
             marker=dict(symbol="square" if row != "nic" else "circle", size=16 if row != "nic" else 11,
                         color=_ROW_COLORS.get(row, "#333"), line=dict(color="white", width=1)),
-            name=row if row != "nic" else "NIC groups", hovertext=[n["hover"] for n in ns], hoverinfo="text"))
+            name=f"{row} switches" if row != "nic" else "NIC groups", hovertext=[n["hover"] for n in ns],
+            hoverinfo="text"))
     n_rows = max([n["y"] for n in view.nodes] + [0]) + 1
     planes = max([n["plane"] for n in view.nodes] + [0]) + 1
     plural = {"nic": "NICs", "leaf": "leaves", "spine": "spines", "core": "cores", "router": "routers"}
