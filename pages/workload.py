@@ -19,6 +19,8 @@ from fabric.workload.summary import size_label, summarize
 ss = st.session_state
 C.require_entry()
 SOURCES = {"sample": "Built-in sample", "upload": "Upload traces", "plan": "Parallelism plan"}
+#: Plan settings each kind of preset takes (fabric.workload.presets: a recommender has no TP/PP, a service no ZeRO).
+PLAN_FIELDS = {"training": ("tp", "pp", "ep", "zero_stage"), "inference": ("tp", "pp"), "recommendation": ()}
 
 st.title("Workload")
 st.caption("What will run on the network. Traces: PyTorch profiler (Kineto) JSON, Chakra ET, nccl-tests output, "
@@ -75,33 +77,42 @@ elif source == "upload":
 
 else:  # parallelism plan
     presets = [p.name for p in C.list_presets()]
-    base = choice if choice["kind"] == "plan" else {"preset": presets[1], "gpus": 256}
+    if "plan_preset" not in ss:
+        ss["plan_preset"] = choice["preset"] if choice["kind"] == "plan" else "mixtral-8x7b"
+    preset = st.selectbox("Model", presets, key="plan_preset",
+                          format_func=lambda n: f"{n}: {get_preset(n).description}")
+    pre = get_preset(preset)
+    allowed = PLAN_FIELDS[pre.kind]
+    if ss.get("_plan_for") != preset:  # a new model: its own defaults (or the plan in use)
+        deg = plan_degrees(C.plan_workload(preset, pre.default_gpus, "{}"))
+        mine = choice if choice["kind"] == "plan" and choice["preset"] == preset else {}
+        ss["plan_gpus"] = int(mine.get("gpus", pre.default_gpus))
+        for k in ("tp", "pp", "ep"):
+            ss[f"plan_{k}"] = int(mine.get(k, deg[k]))
+        ss["plan_zero"] = "preset default" if mine.get("zero_stage") is None else str(mine["zero_stage"])
+        ss["_plan_for"] = preset
     with st.form("plan_form"):
-        c1, c2, c3 = st.columns(3)
-        preset = c1.selectbox("Model", presets, index=presets.index(base["preset"]), key="plan_preset",
-                              format_func=lambda n: f"{n} ({get_preset(n).kind})")
-        gpus = c2.number_input("GPUs", min_value=1, max_value=1_048_576, value=int(base["gpus"]), step=8,
-                               key="plan_gpus")
-        zero = c3.selectbox("ZeRO stage (training)", [None, 0, 1, 2, 3], key="plan_zero",
-                            index=[None, 0, 1, 2, 3].index(base.get("zero_stage")),
-                            format_func=lambda v: "preset default" if v is None else str(v))
-        d1, d2, d3 = st.columns(3)
-        tp = d1.number_input("Tensor parallel (TP)", min_value=0, max_value=1024, value=int(base.get("tp") or 0),
-                             key="plan_tp", help="0 keeps the preset's default")
-        pp = d2.number_input("Pipeline parallel (PP)", min_value=0, max_value=1024, value=int(base.get("pp") or 0),
-                             key="plan_pp", help="0 keeps the preset's default")
-        ep = d3.number_input("Expert parallel (EP, MoE)", min_value=0, max_value=1024,
-                             value=int(base.get("ep") or 0), key="plan_ep", help="0 keeps the preset's default")
-        st.caption("Data parallelism fills the rest: DP = GPUs / (TP x PP). 0 keeps the preset's value. The preset's "
-                   "description and sources are on docs/synthesis.md.")
+        c1, c2, c3, c4, c5 = st.columns(5)
+        gpus = c1.number_input("GPUs", min_value=1, max_value=1_048_576, step=8, key="plan_gpus")
+        tp = c2.number_input("Tensor parallel (TP)", min_value=1, max_value=1024, key="plan_tp",
+                             disabled="tp" not in allowed)
+        pp = c3.number_input("Pipeline parallel (PP)", min_value=1, max_value=1024, key="plan_pp",
+                             disabled="pp" not in allowed)
+        ep = c4.number_input("Expert parallel (EP)", min_value=1, max_value=1024, key="plan_ep",
+                             disabled="ep" not in allowed, help="Mixture-of-experts models only")
+        zero = c5.selectbox("ZeRO stage", ["preset default", "0", "1", "2", "3"], key="plan_zero",
+                            disabled="zero_stage" not in allowed)
+        st.caption("Data parallelism fills the rest: DP = GPUs / (TP x PP). The values shown are the preset's plan; "
+                   "greyed-out settings do not apply to this kind of model. Sources: docs/synthesis.md.")
         submitted = st.form_submit_button("Build workload", type="primary")
     if submitted:
+        deg = plan_degrees(C.plan_workload(preset, pre.default_gpus, "{}"))
         new = {"kind": "plan", "preset": preset, "gpus": int(gpus)}
-        for k, v in (("tp", tp), ("pp", pp), ("ep", ep), ("zero_stage", zero)):
-            if v:
+        for k, v in (("tp", tp), ("pp", pp), ("ep", ep)):
+            if k in allowed and int(v) != deg[k]:  # only what differs, so the preset's own rules still apply
                 new[k] = int(v)
-            elif k == "zero_stage" and v == 0:
-                new[k] = 0
+        if "zero_stage" in allowed and zero != "preset default":
+            new["zero_stage"] = int(zero)
         try:
             C.plan_workload(preset, int(gpus), json.dumps(
                 {k: new[k] for k in C.urlstate.PLAN_KEYS if k in new}, sort_keys=True))

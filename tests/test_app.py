@@ -135,21 +135,29 @@ def test_upload_real_traces(traces_dir):
 def test_parallelism_plan_form_and_its_errors():
     at = app().run()
     at.radio(key="wl_source").set_value("plan").run()
-    at.selectbox(key="plan_preset").set_value("llama3-70b")
+    assert (at.number_input(key="plan_tp").value, at.number_input(key="plan_ep").value) == (2, 8)   # mixtral
+    at.selectbox(key="plan_preset").set_value("llama3-70b").run()
+    assert (at.number_input(key="plan_tp").value, at.number_input(key="plan_pp").value) == (8, 4)
+    assert at.selectbox(key="plan_zero").value == "preset default"
     at.number_input(key="plan_gpus").set_value(512)
-    at.number_input(key="plan_tp").set_value(8)
     at.number_input(key="plan_pp").set_value(2)
     at.button[0].click().run()
     ok(at)
     assert "Built the llama3-70b workload" in texts(at.success)
-    assert "plan llama3-70b on 512 GPUs (tp 8, pp 2)" in at.header[0].value
-    assert at.query_params["wl"] == "plan:llama3-70b:512:tp=8,pp=2"
+    assert "plan llama3-70b on 512 GPUs (pp 2)" in at.header[0].value
+    assert at.query_params["wl"] == "plan:llama3-70b:512:pp=2"
     assert at.session_state["constraints"].gpus == 512
     at.number_input(key="plan_tp").set_value(3)
     at.button[0].click().run()
     ok(at)
     assert "cannot be built" in texts(at.error)
-    assert "plan llama3-70b on 512 GPUs (tp 8, pp 2)" in at.header[0].value       # the last good plan stays
+    assert "plan llama3-70b on 512 GPUs (pp 2)" in at.header[0].value              # the last good plan stays
+    at.selectbox(key="plan_preset").set_value("dlrm-dcnv2").run()                # no TP/PP for a recommender
+    assert at.number_input(key="plan_tp").proto.disabled
+    at.number_input(key="plan_gpus").set_value(64)
+    at.button[0].click().run()
+    ok(at)
+    assert "plan dlrm-dcnv2 on 64 GPUs" in at.header[0].value
 
 
 # ------------------------------------------------------------------ constraints
