@@ -59,6 +59,8 @@ elif source == "upload":
             if result.workload is not None:
                 C.set_workload_choice({"kind": "upload", "names": [n for n, _ in data]})
     result = ss.get("upload_result")
+    if result is not None and result.workload is not None and not files and choice["kind"] != "upload":
+        C.set_workload_choice({"kind": "upload", "names": [n for n, _ in ss["uploads"]]})   # back to the uploads
     if result is not None:
         st.dataframe(files_table(result.files), hide_index=True, width="stretch",
                      column_config={"jobs or error": st.column_config.TextColumn(width="large")})

@@ -105,6 +105,11 @@ def test_upload_several_files_bad_ones_reported_next_to_them():
     at.switch_page("pages/workload.py").run()
     ok(at)
     assert at.header[0].value.endswith("3 uploaded files")
+    at.radio(key="wl_source").set_value("sample").run()                 # a sample, then back to the uploads
+    assert "mixtral-8x7b" in at.header[0].value
+    at.radio(key="wl_source").set_value("upload").run()
+    ok(at)
+    assert at.header[0].value.endswith("3 uploaded files") and "uploaded earlier" in texts(at.info)
 
 
 def test_upload_with_nothing_readable_keeps_the_previous_workload():
