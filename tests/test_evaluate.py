@@ -394,3 +394,12 @@ def test_flat_ring_without_nvls_moves_more_than_the_nvls_tree():
     assert h100.ops[0].algorithm == "nvls_tree" and a100.ops[0].algorithm == "ring"
     assert a100.step_time_s["p50"] / h100.step_time_s["p50"] == pytest.approx(1.875, rel=0.03)
     assert a100.step_samples_s.min() >= a100.lower_bound_s                 # the flat ring stays above the bound
+
+
+def test_a_scenario_that_partitions_the_fabric_says_so():
+    from fabric.errors import DesignError
+
+    wl = one_op("all_to_all", 64 << 20, 64)
+    d = Design(gpus=64, family="rail_optimized")                 # 8 rail leaves, 1 spine
+    with pytest.raises(DesignError, match="off from every spine: the fabric is partitioned"):
+        evaluate(d, wl, Scenario(failed_spines=1), samples=16)

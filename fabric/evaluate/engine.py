@@ -426,7 +426,8 @@ def _exposed(op_times: list, ops: list, compute: np.ndarray, samples: int):
     sum_over = np.sum(overl, axis=0)
     hidden = np.minimum(sum_over, compute)
     share = np.divide(hidden, sum_over, out=np.zeros_like(sum_over, dtype=float), where=sum_over > 0)
-    exposed = [t - o * share for t, o in zip(total, overl)]
+    with np.errstate(invalid="ignore"):
+        exposed = [np.where(np.isfinite(o), t - o * share, t) for t, o in zip(total, overl)]
     return exposed, np.sum(exposed, axis=0)
 
 

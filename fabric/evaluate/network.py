@@ -80,6 +80,14 @@ class NetworkModel:
         ls = (kind == _LS)
         leaf_end = a[ls & alive]
         leaf_up = np.bincount(leaf_end - sb, minlength=ns).astype(np.int64)
+        had = np.bincount(a[ls] - sb, minlength=ns)
+        cut = np.flatnonzero((had > 0) & (leaf_up == 0))
+        if cut.size:
+            from fabric.errors import DesignError
+
+            raise DesignError(f"the scenario cuts {fabric.node_label(int(cut[0]) + sb)}"
+                              f"{f' and {cut.size - 1} other leaves' if cut.size > 1 else ''} off from every "
+                              f"spine: the fabric is partitioned (fail fewer links or spines, or add spines)")
         slow = np.zeros(ns, np.int64)
         for s in slow_switches:
             m = ls & alive & (b == s)
