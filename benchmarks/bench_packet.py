@@ -94,7 +94,7 @@ def main(argv=None) -> int:
         design = validation_design(c["oversubscription"], routing=routing, hosts=HOSTS)
         wl = one_op_workload(c["kind"], int(c["bytes"] * scale), HOSTS, group_size=c["group_size"],
                              stride=c["stride"])
-        cfg = SimConfig(switch_queue_packets=c["switch_queue_packets"], dupack_threshold=c["dupack_threshold"])
+        cfg = SimConfig(switch_queue_packets=c["switch_queue_packets"])
         r = run_packet(design, wl, catalog=cat, seed=args.seed, routing=routing, config=cfg)
         label = c["label"]
         results.append({"case": i, "label": label, "config": c, **r.to_dict()})

@@ -233,7 +233,7 @@ def test_select_op_and_errors(cat):
     with pytest.raises(WorkloadError, match="out of range"):
         select_op(wl, 1)
     d = validation_design(1)
-    with pytest.raises(DesignError, match="'ecmp' or 'spray'"):
+    with pytest.raises(DesignError, match="'ecmp', 'spray' or 'spray_rr'"):
         run_packet(d, wl, catalog=cat, routing="adaptive")
     with pytest.raises(WorkloadError, match="endpoints"):
         run_packet(d, wl, catalog=cat, routing="ecmp", max_endpoints=16)
@@ -300,10 +300,11 @@ def test_packet_level_all_to_all_ecmp_small(ns3, cat):
     assert len(d["per_flow"]) == 240 and d["op"]["kind"] == "all_to_all"
 
 
-def test_packet_level_ring_spray_small(ns3, cat):
-    d = validation_design(2, routing="spray", hosts=16)
-    r = run_packet(d, one_op_workload("all_reduce", 1_000_000, 16), catalog=cat, seed=1, routing="spray")
-    assert r.flows == 16 and r.unfinished == 0 and r.routing == "spray"
+@pytest.mark.parametrize("routing", ["spray", "spray_rr"])
+def test_packet_level_ring_spray_small(ns3, cat, routing):
+    d = validation_design(2, routing=routing, hosts=16)
+    r = run_packet(d, one_op_workload("all_reduce", 1_000_000, 16), catalog=cat, seed=1, routing=routing)
+    assert r.flows == 16 and r.unfinished == 0 and r.routing == routing and r.drops == 0
     assert r.packet_s >= r.fluid_s * 0.999
     assert abs(r.rel_error) < 0.15
 

@@ -41,8 +41,9 @@ def register(sub) -> None:
                    help="run the packet-level (ns-3) cross-check (the only check so far; required)")
     p.add_argument("--op-index", type=int, default=0, metavar="K",
                    help="which op to run: index over the training/inference jobs' ops in file order (default 0)")
-    p.add_argument("--routing", choices=("ecmp", "spray"),
-                   help="ecmp: per-flow 5-tuple hash; spray: random next hop per packet (default: the design's)")
+    p.add_argument("--routing", choices=("ecmp", "spray", "spray_rr"),
+                   help="ecmp: per-flow 5-tuple hash; spray: random next hop per packet (ns-3's RandomEcmpRouting); "
+                        "spray_rr: round robin per packet (default: the design's ecmp or spray)")
     p.add_argument("--gpus", type=int, help="resize the design to this many GPUs")
     p.add_argument("--catalog", metavar="FILE", help="hardware catalog override file")
     p.add_argument("--seed", type=int, default=0, help="seed of the hash salts, ns-3's RNG and the evaluator")

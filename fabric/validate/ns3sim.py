@@ -19,8 +19,10 @@ The simulated network:
   ``Ipv4ListRouting``) picks the next hop per flow from the 5-tuple hashed with the switch's salt
   (:func:`fabric.validate.network.flow_hash`, the same arithmetic); it records the choice it made for every
   5-tuple, so the fluid bound can be checked to use the very same paths. ``spray``: ns-3's own
-  ``Ipv4GlobalRouting`` with ``RandomEcmpRouting`` (a random equal-cost next hop per packet, ACKs included), with
-  TCP SACK off (random per-packet routing with SACK on has been seen to crash ns-3 3.44);
+  ``Ipv4GlobalRouting`` with ``RandomEcmpRouting`` (a random equal-cost next hop per packet, ACKs included).
+  ``spray_rr``: the same C++ protocol in round-robin mode (each packet takes the next port of its candidate set,
+  an exactly even split). Spraying runs turn TCP SACK off (random per-packet routing with SACK on has been seen
+  to crash ns-3 3.44);
 - each flow is a ``BulkSendApplication`` bound to a fixed source port (so its 5-tuple is known before the run)
   sending to its own ``PacketSink``; a C++ recorder notes when each sink has received the flow's bytes. All flows
   start at time zero (the connection handshake is part of the measured time).
@@ -88,6 +90,9 @@ class HashEcmpRouting : public Ipv4RoutingProtocol {
     }
     HashEcmpRouting() : m_salt(0), m_forwarded(0) {}
     void SetSalt(uint64_t salt) { m_salt = salt; }
+    // round robin: every packet with a choice takes the next port of its candidate set (per-packet spraying that
+    // splits exactly evenly, as switches spraying in hardware do)
+    void SetRoundRobin(bool rr) { m_roundRobin = rr; }
     void AddRoute(uint32_t dst, uint32_t iface, uint32_t gateway) { m_table[dst].push_back(Hop{iface, gateway}); }
     uint64_t Forwarded() const { return m_forwarded; }
     uint64_t Changed() const { return m_changed; }
@@ -107,7 +112,9 @@ class HashEcmpRouting : public Ipv4RoutingProtocol {
         if (it == m_table.end()) return false;
         const std::vector<Hop>& hops = it->second;
         size_t k = 0;
-        if (hops.size() > 1) {
+        if (hops.size() > 1 && m_roundRobin) {
+            k = (m_rr[it->first]++) % hops.size();
+        } else if (hops.size() > 1) {
             uint16_t sport = 0, dport = 0;
             if (header.GetProtocol() == 6) {
                 TcpHeader tcp;
@@ -147,15 +154,18 @@ class HashEcmpRouting : public Ipv4RoutingProtocol {
     std::unordered_map<uint32_t, std::vector<Hop>> m_table;
     std::unordered_map<uint64_t, uint32_t> m_seen;
     uint64_t m_changed = 0;
+    bool m_roundRobin = false;
+    std::unordered_map<uint32_t, uint64_t> m_rr;
     std::vector<Choice> m_choices;
 };
 
-Ptr<HashEcmpRouting> InstallHashEcmp(Ptr<Node> node, uint64_t salt) {
+Ptr<HashEcmpRouting> InstallHashEcmp(Ptr<Node> node, uint64_t salt, bool roundRobin) {
     Ptr<Ipv4> ipv4 = node->GetObject<Ipv4>();
     Ptr<Ipv4ListRouting> list = DynamicCast<Ipv4ListRouting>(ipv4->GetRoutingProtocol());
     NS_ABORT_MSG_IF(!list, "expected Ipv4ListRouting on every node");
     Ptr<HashEcmpRouting> proto = CreateObject<HashEcmpRouting>();
     proto->SetSalt(salt);
+    proto->SetRoundRobin(roundRobin);
     list->AddRoutingProtocol(proto, 100);   // ahead of global routing (-10) and static routing (0)
     return proto;
 }
@@ -306,9 +316,7 @@ class SimConfig:
     """Knobs of the packet-level model (see the module docstring).
 
     ``switch_queue_packets``: FIFO size of every switch port (``None``: lossless, see :func:`lossless_queue_packets`).
-    ``host_qdisc``: ``fq_codel`` (default) or ``fifo`` (one ``host_queue_packets`` FIFO). ``dupack_threshold``:
-    duplicate ACKs that trigger a fast retransmit (3; a large value makes TCP tolerate the reordering of per-packet
-    spraying, as spraying transports do in the NIC). ``time_limit_factor``:
+    ``host_qdisc``: ``fq_codel`` (default) or ``fifo`` (one ``host_queue_packets`` FIFO). ``time_limit_factor``:
     the simulation stops at this many times the fluid bound (flows not done by then count as unfinished).
     """
 
@@ -320,7 +328,6 @@ class SimConfig:
     mtu_bytes: int = 1500
     tcp_buffer_bytes: int = 1 << 18
     min_rto_s: float = 0.005
-    dupack_threshold: int = 3
     congestion_control: str = "ns3::TcpNewReno"
     send_size_bytes: int = 8 * 1448
     time_limit_factor: float = 50.0
@@ -356,8 +363,8 @@ def simulate(net, flows, *, routing: str, salts=None, seed: int = 0, config: Sim
     ``routing``: ``ecmp`` (per-flow hash with ``salts``) or ``spray`` (``RandomEcmpRouting``).
     ``expected_s`` bounds the simulated time at ``time_limit_factor`` times it (flows unfinished then are NaN).
     """
-    if routing not in ("ecmp", "spray"):
-        raise FabricError(f"packet-level routing must be 'ecmp' or 'spray', got {routing!r}")
+    if routing not in ("ecmp", "spray", "spray_rr"):
+        raise FabricError(f"packet-level routing must be 'ecmp', 'spray' or 'spray_rr', got {routing!r}")
     cfg = config or SimConfig()
     ns = import_ns3()
     import cppyy
@@ -371,8 +378,7 @@ def simulate(net, flows, *, routing: str, salts=None, seed: int = 0, config: Sim
         ns.Config.SetDefault("ns3::TcpSocket::SndBufSize", ns.UintegerValue(cfg.tcp_buffer_bytes))
         ns.Config.SetDefault("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(cfg.tcp_buffer_bytes))
         ns.Config.SetDefault("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.Seconds(cfg.min_rto_s)))
-        ns.Config.SetDefault("ns3::TcpSocketBase::Sack", ns.BooleanValue(routing != "spray"))
-        ns.Config.SetDefault("ns3::TcpSocketBase::ReTxThreshold", ns.UintegerValue(cfg.dupack_threshold))
+        ns.Config.SetDefault("ns3::TcpSocketBase::Sack", ns.BooleanValue(routing == "ecmp"))
         ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(ns.TypeId.LookupByName(
             cfg.congestion_control)))
         ns.Config.SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting", ns.BooleanValue(routing == "spray"))
@@ -404,10 +410,11 @@ def simulate(net, flows, *, routing: str, salts=None, seed: int = 0, config: Sim
         ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
 
         protos = {}
-        if routing == "ecmp":
+        if routing in ("ecmp", "spray_rr"):
             for s in range(net.n_switches):
                 x = net.n_hosts + s
-                proto = fv.InstallHashEcmp(nodes.Get(x), int(salts[s]))
+                proto = fv.InstallHashEcmp(nodes.Get(x), int(salts[s]) if salts is not None else 0,
+                                           routing == "spray_rr")
                 for h, links in net.next_hops[x].items():
                     for k in links:
                         side = 0 if int(net.link_ends[k, 0]) == x else 1
@@ -449,8 +456,8 @@ def simulate(net, flows, *, routing: str, salts=None, seed: int = 0, config: Sim
         # bytes sent on each directed link (2k: from the link's first end, 2k + 1: from its second)
         link_bytes = np.array([float(fv.EnqueuedBytes(d)) for pair in devs for d in pair])
         choices = []
-        changed = sum(int(p.Changed()) for p in protos.values())
-        for s, proto in protos.items():
+        changed = sum(int(p.Changed()) for p in protos.values()) if routing == "ecmp" else 0
+        for s, proto in (protos.items() if routing == "ecmp" else ()):
             x = net.n_hosts + s
             node_links = {}
             for k in range(net.n_links):

@@ -38,7 +38,9 @@ from fabric.validate.network import PacketNetwork, ecmp_path, packet_network, sw
 __all__ = ["PacketResult", "run_packet", "select_op", "op_slice", "slice_flows", "ROUTINGS", "MAX_ENDPOINTS",
            "SRC_PORT_BASE", "DST_PORT_BASE"]
 
-ROUTINGS = ("ecmp", "spray")
+#: ``ecmp``: per-flow 5-tuple hash; ``spray``: ns-3's RandomEcmpRouting (a random next hop per packet);
+#: ``spray_rr``: round-robin per packet over the candidate ports (an exactly even split, as hardware spraying does).
+ROUTINGS = ("ecmp", "spray", "spray_rr")
 #: Largest group the packet-level check accepts by default (ns-3 runs at ~10k packets per second here).
 MAX_ENDPOINTS = 64
 #: Flow ``i`` goes from source port ``SRC_PORT_BASE + i`` to destination port ``DST_PORT_BASE + i``.
@@ -161,6 +163,7 @@ def _flows_tuples(net: PacketNetwork, src, dst, nbytes):
 
 def _design_for(design, routing: str):
     """The design with ``routing`` (spraying needs a reorder-tolerant transport in fabric's schema)."""
+    routing = "spray" if routing == "spray_rr" else routing
     if routing == design.routing:
         return design
     if routing == "spray" and design.transport == "roce":
@@ -176,8 +179,8 @@ def run_packet(design, workload_slice, *, catalog=None, seed: int = 0, routing: 
                max_endpoints: int = MAX_ENDPOINTS) -> PacketResult:
     """Run one op of ``workload_slice`` on ``design`` in ns-3 and compare it with the fluid bound and the evaluator.
 
-    ``routing``: ``ecmp`` (per-flow hash, salted per switch from ``seed``) or ``spray`` (per-packet random); default
-    the design's own. ``config`` is a :class:`fabric.validate.ns3sim.SimConfig`. Raises
+    ``routing``: ``ecmp`` (per-flow hash, salted per switch from ``seed``), ``spray`` (a random next hop per packet:
+    ns-3's ``RandomEcmpRouting``) or ``spray_rr`` (round robin per packet); default the design's own. ``config`` is a :class:`fabric.validate.ns3sim.SimConfig`. Raises
     :class:`fabric.errors.FabricError` with ``pip install .[packet]`` when ns-3 is missing.
     """
     from fabric.evaluate import evaluate
@@ -186,7 +189,7 @@ def run_packet(design, workload_slice, *, catalog=None, seed: int = 0, routing: 
 
     routing = routing or design.routing
     if routing not in ROUTINGS:
-        raise DesignError(f"the packet-level check runs routing 'ecmp' or 'spray', not {routing!r}")
+        raise DesignError(f"the packet-level check runs routing 'ecmp', 'spray' or 'spray_rr', not {routing!r}")
     if not ns3sim.ns3_available():
         raise DesignError(ns3sim.NS3_MISSING)
     cfg = config or ns3sim.SimConfig()
@@ -204,7 +207,8 @@ def run_packet(design, workload_slice, *, catalog=None, seed: int = 0, routing: 
     g = goodput_fraction(cfg.mss_bytes)
     salts = switch_salts(net.n_switches, seed)
 
-    fluid_flow, paths = fluid_bound(net, flows, routing=routing, salts=salts, goodput=g)
+    fluid_flow, paths = fluid_bound(net, flows, routing="spray" if routing == "spray_rr" else routing, salts=salts,
+                                    goodput=g)
     fluid_s = float(fluid_flow.max())
     draws_p50 = None
     if routing == "ecmp" and hash_draws > 0:

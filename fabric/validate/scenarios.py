@@ -71,10 +71,11 @@ def validation_design(oversubscription: int = 1, *, routing: str = "ecmp", hosts
         switch = {1: "val-sw-8x10", 2: "val-sw-12x10"}[oversubscription]
     else:
         switch = {1: "val-sw-16x10", 2: "val-sw-12x10"}[oversubscription]
-    transport = "spray_ethernet" if routing == "spray" else "roce"
+    spray = routing in ("spray", "spray_rr")
     return Design(name=name or f"leaf-spine {hosts} hosts {oversubscription}:1 {routing}", family="clos",
                   gpus=hosts, gpus_per_node=1, scale_up_size=1, nic_model="val-nic-10", switch_model=switch,
-                  tiers=2, oversubscription=(oversubscription, 1), routing=routing, transport=transport)
+                  tiers=2, oversubscription=(oversubscription, 1), routing="spray" if spray else routing,
+                  transport="spray_ethernet" if spray else "roce")
 
 
 def one_op_workload(kind: str, size_bytes: int, ranks: int, *, group_size: int | None = None, stride: int = 1):
@@ -95,9 +96,9 @@ def one_op_workload(kind: str, size_bytes: int, ranks: int, *, group_size: int |
                     name=f"{kind} {size_bytes / 1e6:g} MB x {ranks}{label}")
 
 
-def _case(label, kind, size, o, routing, *, group_size=None, stride=1, queue=None, dupack=3):
+def _case(label, kind, size, o, routing, *, group_size=None, stride=1, queue=None):
     return {"label": label, "kind": kind, "bytes": size, "oversubscription": o, "routing": routing,
-            "group_size": group_size, "stride": stride, "switch_queue_packets": queue, "dupack_threshold": dupack}
+            "group_size": group_size, "stride": stride, "switch_queue_packets": queue}
 
 
 _RING = dict(group_size=4, stride=8)
@@ -108,11 +109,11 @@ TABLE_CASES = [
     _case("8 rings x 4 across leaves, 1:1, spray", "all_reduce", 2_000_000, 1, "spray", **_RING),
     _case("8 rings x 4 across leaves, 2:1, ECMP", "all_reduce", 2_000_000, 2, "ecmp", **_RING),
     _case("8 rings x 4 across leaves, 2:1, spray", "all_reduce", 2_000_000, 2, "spray", **_RING),
+    _case("8 rings x 4 across leaves, 1:1, round-robin spray", "all_reduce", 2_000_000, 1, "spray_rr", **_RING),
     _case("all-to-all, 1:1, ECMP", "all_to_all", 4_000_000, 1, "ecmp"),
     _case("all-to-all, 1:1, spray", "all_to_all", 4_000_000, 1, "spray"),
     _case("all-to-all, 2:1, ECMP", "all_to_all", 4_000_000, 2, "ecmp"),
     _case("all-to-all, 2:1, spray", "all_to_all", 4_000_000, 2, "spray"),
-    _case("all-to-all, 2:1, spray, reorder-tolerant TCP", "all_to_all", 4_000_000, 2, "spray", dupack=64),
     _case("all-to-all, 2:1, ECMP, 1000-packet drop-tail", "all_to_all", 4_000_000, 2, "ecmp", queue=1000),
     _case("all-to-all, 2:1, spray, 1000-packet drop-tail", "all_to_all", 4_000_000, 2, "spray", queue=1000),
 ]
