@@ -403,3 +403,10 @@ def test_a_scenario_that_partitions_the_fabric_says_so():
     d = Design(gpus=64, family="rail_optimized")                 # 8 rail leaves, 1 spine
     with pytest.raises(DesignError, match="off from every spine: the fabric is partitioned"):
         evaluate(d, wl, Scenario(failed_spines=1), samples=16)
+
+
+def test_p99_breakdown_adds_ops_that_share_a_label():
+    g = ProcessGroup("g", 64, "dp", rank_start=0, rank_stride=1)
+    ops = tuple(CommOp("all_reduce", 64 << 20, "g", name="layer") for _ in range(3))
+    ev = evaluate(Design(gpus=64), Workload(jobs=(Job("j", world_size=64, groups=(g,), ops=ops),)), samples=32)
+    assert ev.p99_breakdown["ops"]["layer@g"] == pytest.approx(sum(o.exposed_in_p99_sample_s for o in ev.ops))

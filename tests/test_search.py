@@ -223,3 +223,21 @@ def test_killed_dask_worker_does_not_change_the_front():
                      callback=kill_one)
     assert killed
     assert _front_set(res) == _front_set(ref)
+
+
+def test_cached_designs_are_judged_by_the_current_constraints():
+    cons = Constraints(**SMALL)
+    free = run_search(_workload(), cons, budget_evals=32, seed=21, pop_size=16, samples=32)
+    assert free.feasible
+    tight = run_search(_workload(), Constraints(**{**SMALL, "budget_usd": 1000.0}), budget_evals=32, seed=21,
+                       pop_size=16, samples=32)                      # same designs, now all from the cache
+    assert tight.cache_hits > 0
+    assert not tight.feasible and tight.front == []
+
+
+def test_baselines_outside_the_allowed_families_stay_off_the_front():
+    cons = Constraints(**{**SMALL, "families": ("rail_optimized",)})
+    res = run_search(_workload(), cons, budget_evals=32, seed=2, pop_size=16, samples=32)
+    assert {b["design"] for b in res.baselines if not b["in_space"]} >= {"baseline: fat tree 1:1, fastest links"}
+    assert all(r["family"] == "rail_optimized" for r in res.front)
+    assert len(res.comparisons()) == 3                                  # still reported beside the front

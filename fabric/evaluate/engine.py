@@ -320,9 +320,13 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
 
     job, r = primary
     i99 = r["i99"]
+    per_op: dict = {}
+    for o in all_ops:
+        if o.job == job.name:          # ops sharing a label (e.g. per-layer calls of one kind) add up
+            label = f"{o.name or o.kind}@{o.group}"
+            per_op[label] = per_op.get(label, 0.0) + o.exposed_in_p99_sample_s
     breakdown = {"compute_s": float(r["compute"][i99]), "interference_s": float(r["interference"][i99]),
-                 "ops": {f"{o.name or o.kind}@{o.group}": o.exposed_in_p99_sample_s
-                         for o in all_ops if o.job == job.name}}
+                 "ops": per_op}
     hot_list = sorted(hot.values(), key=lambda h: -h["p99_sample_utilization"])[:top_links]
     return Evaluation(
         design_name=design.name, scenario=scenario.name, seed=seed, samples=samples, step_time_s=_stats(r["step"]),

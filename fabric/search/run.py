@@ -104,6 +104,14 @@ def _constraint_vector(rec: dict) -> list[float]:
     return [v.get(k, -1.0) for k in _CONSTRAINT_ORDER]
 
 
+def _judged(rec: dict, constraints) -> dict:
+    """A copy of a record with its violations and feasibility under ``constraints``."""
+    from fabric.search.records import violations
+
+    v = violations(rec, constraints)
+    return {**rec, "violations": v, "feasible": all(x <= 0 for x in v.values())}
+
+
 class _Session:
     """Evaluation bookkeeping shared by the search modes."""
 
@@ -114,6 +122,7 @@ class _Session:
         self.catalog, self.constraints = catalog, constraints
         self.wl_key = workload_key(workload)
         self.records: dict[str, dict] = {}
+        self.outside: set[str] = set()      # keys of designs the constraints do not allow (the human baselines)
         self.cache_hits = 0
 
     @property
@@ -133,6 +142,7 @@ class _Session:
             ck = self._cache_key(d)
             rec = GLOBAL_CACHE.get(ck)
             if rec is not None:
+                rec = _judged(rec, self.constraints)    # feasibility is this search's, not the cached one's
                 out[i] = rec
                 self.records.setdefault(rec["key"], rec)
                 self.cache_hits += 1
@@ -159,8 +169,20 @@ class _Session:
         return self.evaluate_designs(metas)
 
 
-def _feasible_front(records: list[dict], n_obj: int) -> list[dict]:
-    feas = [r for r in records if r["feasible"]]
+def _baseline_records(session, space, bases) -> list[dict]:
+    """Evaluate the human baselines; those the constraints do not allow are reported but kept off the front."""
+    recs = session.evaluate_designs([(d, space.encode(d), ()) for d in bases])
+    out = []
+    for r, d in zip(recs, bases):
+        inside = space.encode(d) is not None
+        if not inside:
+            session.outside.add(r["key"])
+        out.append(dict(r, design=d.name, in_space=inside))
+    return out
+
+
+def _feasible_front(records: list[dict], n_obj: int, outside=frozenset()) -> list[dict]:
+    feas = [r for r in records if r["feasible"] and r["key"] not in outside]
     if not feas:
         return []
     F = np.array([_objectives(r, n_obj) for r in feas])
@@ -258,8 +280,7 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
     runner.start(workload, scenario, seed, samples, space.catalog, constraints, transport_overrides)
     try:
         bases = baseline_designs(space)
-        base_recs = [dict(r, design=d.name) for r, d in
-                     zip(session.evaluate_designs([(d, space.encode(d), ()) for d in bases]), bases)]
+        base_recs = _baseline_records(session, space, bases)
         hv = _HV(n_obj, reference_point, normalisation)
         hv_history: list = []
         generation = 0
@@ -302,7 +323,7 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
             all_recs = list(session.records.values())
             if hv.ref is None:
                 hv.fix(base_recs, all_recs)
-            front = _feasible_front(all_recs, n_obj)
+            front = _feasible_front(all_recs, n_obj, session.outside)
             hv_history.append({"generation": generation, "evaluations": session.evaluations,
                                "hypervolume": hv(front), "elapsed_s": time.perf_counter() - t0})
             _save_state(state_path, algorithm, generation, session, hv, hv_history, seed)
@@ -320,7 +341,7 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
 
 def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0):
     records = list(session.records.values())
-    front = _feasible_front(records, n_obj)
+    front = _feasible_front(records, n_obj, session.outside)
     objectives = ("cost_usd", "p99_s", "power_w")[:n_obj]
     res = SearchResult(
         records=records, baselines=base_recs, front=front, hv_history=hv_history,
@@ -350,8 +371,7 @@ def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runn
     runner.start(workload, scenario, seed, samples, space.catalog, constraints, transport_overrides)
     try:
         bases = baseline_designs(space)
-        base_recs = [dict(r, design=d.name) for r, d in
-                     zip(session.evaluate_designs([(d, space.encode(d), ()) for d in bases]), bases)]
+        base_recs = _baseline_records(session, space, bases)
         genomes = list(space.enumerate())
         if len(genomes) > max_designs:
             raise FabricError(f"{len(genomes):,} distinct designs exceed the exhaustive limit {max_designs:,}")
@@ -365,7 +385,7 @@ def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runn
         runner.close()
     hv = _HV(n_obj)
     hv.fix(base_recs, list(session.records.values()))
-    front = _feasible_front(list(session.records.values()), n_obj)
+    front = _feasible_front(list(session.records.values()), n_obj, session.outside)
     hv_history = [{"generation": 0, "evaluations": session.evaluations, "hypervolume": hv(front),
                    "elapsed_s": time.perf_counter() - t0}]
     return _result(session, base_recs, hv, hv_history, 0, "exhaustive", seed, n_obj, constraints, t0)
