@@ -19,6 +19,7 @@ pages = [
     st.Page("pages/constraints.py", title="Constraints"),
     st.Page("pages/search.py", title="Search"),
     st.Page("pages/design.py", title="Design"),
+    st.Page("pages/calibrate.py", title="Calibrate"),
     st.Page("pages/compare.py", title="Compare"),
     st.Page("pages/build.py", title="Fabric & BOM"),
 ]

@@ -8,7 +8,9 @@ Session state (one browser session each; nothing here is shared between sessions
 - ``constraints``: the last valid :class:`~fabric.search.Constraints`;
 - ``catalog_tables``: edited catalog tables, or ``None`` for the built-in catalog;
 - ``design_genes``/``design_name``: the selected design; ``compare_genes``: designs picked for comparison;
-- ``search_evals``/``search_seed``: the search settings; ``search_job``: the session's background search.
+- ``search_evals``/``search_seed``: the search settings; ``search_job``: the session's background search;
+- ``calibration`` (:data:`CALIBRATION_KEY`): the calibration applied on the Calibrate page (``overrides`` for
+  ``transport_overrides=``, ``sources``, ``key``), or absent.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ SAMPLE_TITLES = {
 }
 DEFAULT_SAMPLE = "mixtral-8x7b.json"
 PRESET_NAMES = tuple(p.name for p in list_presets())
+#: Session key of the applied calibration: {"overrides": dict, "sources": [file names], "key": str}.
+CALIBRATION_KEY = "calibration"
 PAGE_FILES = {"workload": "pages/workload.py", "constraints": "pages/constraints.py", "search": "pages/search.py",
               "design": "pages/design.py", "compare": "pages/compare.py", "build": "pages/build.py"}
 
@@ -86,14 +90,16 @@ def catalog_from_json(tables_json: str) -> Catalog:
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def _evaluate(design_json: str, wl_key: str, cat_key: str, scenario: str, _workload, _catalog):
+def _evaluate(design_json: str, wl_key: str, cat_key: str, scenario: str, _workload, _catalog,
+              overrides_json: str = "null"):
     return evaluate(design_from_dict(json.loads(design_json)), _workload, SCENARIO_PRESETS[scenario],
-                    catalog=_catalog)
+                    catalog=_catalog, transport_overrides=json.loads(overrides_json))
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def _scaling(design_json: str, wl_key: str, cat_key: str, _workload, _catalog):
-    return scaling_efficiency(design_from_dict(json.loads(design_json)), _workload, catalog=_catalog)
+def _scaling(design_json: str, wl_key: str, cat_key: str, _workload, _catalog, overrides_json: str = "null"):
+    return scaling_efficiency(design_from_dict(json.loads(design_json)), _workload, catalog=_catalog,
+                              transport_overrides=json.loads(overrides_json))
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
@@ -269,8 +275,8 @@ def constraints() -> Constraints:
 def inputs_key() -> str:
     """What a search result depends on: workload, constraints, catalog, budget and seed."""
     wb, cb = workload_bundle(), catalog_bundle()
-    text = json.dumps([wb.key, constraints().to_dict(), cb.key, ss.get("search_evals"), ss.get("search_seed")],
-                      sort_keys=True, default=str)
+    text = json.dumps([wb.key, constraints().to_dict(), cb.key, ss.get("search_evals"), ss.get("search_seed")]
+                      + ([cal["key"]] if (cal := ss.get(CALIBRATION_KEY)) else []), sort_keys=True, default=str)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
@@ -358,14 +364,24 @@ def select_design(genes: dict, name: str | None) -> None:
 # ------------------------------------------------------------------ evaluation wrappers (cached)
 
 
+def calibration_overrides() -> dict | None:
+    """The applied calibration's ``transport_overrides`` (None when none is applied)."""
+    cal = ss.get(CALIBRATION_KEY)
+    return cal["overrides"] if cal else None
+
+
+def _overrides_json() -> str:
+    return json.dumps(calibration_overrides(), sort_keys=True)
+
+
 def evaluate_design(design: Design, scenario: str = "baseline"):
     wb, cb = workload_bundle(), catalog_bundle()
-    return _evaluate(_design_json(design), wb.key, cb.key, scenario, wb.workload, cb.catalog)
+    return _evaluate(_design_json(design), wb.key, cb.key, scenario, wb.workload, cb.catalog, _overrides_json())
 
 
 def scaling_rows(design: Design):
     wb, cb = workload_bundle(), catalog_bundle()
-    return _scaling(_design_json(design), wb.key, cb.key, wb.workload, cb.catalog)
+    return _scaling(_design_json(design), wb.key, cb.key, wb.workload, cb.catalog, _overrides_json())
 
 
 def bom_dict(design: Design) -> dict:
@@ -394,6 +410,18 @@ def inputs_line() -> None:
     c = constraints()
     st.caption(f"Workload: **{wb.label}** · cluster: **{c.gpus:,} GPUs** ({c.gpus_per_node} per server, "
                f"{c.gpu_model}) · change them on the Workload and Constraints pages.")
+
+
+def calibration_line(key: str) -> None:
+    """"calibrated: <files>" and a button to clear it, when a calibration is applied to the session."""
+    cal = ss.get(CALIBRATION_KEY)
+    if not cal:
+        return
+    a, b = st.columns([5, 1])
+    a.caption(f"calibrated: {', '.join(cal['sources'])} (transport parameters fitted on the Calibrate page)")
+    if b.button("Clear calibration", key=key):
+        ss.pop(CALIBRATION_KEY, None)
+        st.rerun()
 
 
 def page_link(name: str, label: str) -> None:

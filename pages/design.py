@@ -31,6 +31,7 @@ DEFAULT_SCENARIOS = ["fail-spine", "slow-switch", "checkpoint-burst", "job-mix-s
 st.title("Design")
 C.show_url_problems()
 C.inputs_line()
+C.calibration_line("clear_cal_design")
 
 choices = C.design_choices()
 if not choices:

@@ -20,6 +20,7 @@ st.title("Search", help="NSGA-II over topology family, switch and NIC models, NI
                         "Carlo samples of the step).")
 C.show_url_problems()
 C.inputs_line()
+C.calibration_line("clear_cal_search")
 
 
 def start_search() -> None:
@@ -28,7 +29,8 @@ def start_search() -> None:
         old.cancel()
     wb, cb = C.workload_bundle(), C.catalog_bundle()
     ss["search_job"] = SearchJob(wb.workload, C.constraints(), budget_evals=int(ss["search_evals"]),
-                                 seed=int(ss["search_seed"]), catalog=cb.catalog, inputs_key=C.inputs_key()).start()
+                                 seed=int(ss["search_seed"]), catalog=cb.catalog, inputs_key=C.inputs_key(),
+                                 transport_overrides=C.calibration_overrides()).start()
 
 
 def _open(key: str, records: list) -> None:

@@ -92,6 +92,7 @@ class SearchJob:
     samples: int = 256
     pop_size: int = 40
     inputs_key: str = ""
+    transport_overrides: dict | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
@@ -163,7 +164,8 @@ class SearchJob:
             res = run_search(self.workload, self.constraints, budget_evals=self.budget_evals, seed=self.seed,
                              pop_size=self.pop_size, samples=self.samples,
                              catalog=catalog_for_constraints(self.catalog, self.constraints),
-                             callback=self._progress, cancel=self._cancel)
+                             callback=self._progress, cancel=self._cancel,
+                             transport_overrides=self.transport_overrides)
         except FabricError as err:
             self._finish("failed", error=" ".join(str(err).split()))
         except Exception as err:  # a bug must reach the page as a message, not kill the thread silently

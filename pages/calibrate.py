@@ -1,0 +1,202 @@
+"""Calibrate: fit the evaluator's transport parameters to measured collective times (nccl-tests outputs, NCCL logs
+with a result table, per-op CSVs with timings), show the fit and its errors, and apply it to the session so the
+Search and Design pages evaluate with it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from pages import _common as C
+from fabric.catalog import default_catalog
+from fabric.errors import FabricError
+
+ss = st.session_state
+C.require_entry()
+
+TRACES_DIR = Path(os.environ.get("FABRIC_TRACES_DIR", C.ROOT.parent / "shared" / "traces"))
+REAL_DIR = TRACES_DIR / "nccl_tests"
+FROM_FILE = "from the file"
+
+
+def _clean(text, tmp: str) -> str:
+    """A message without the temporary folder the uploads were written to."""
+    return re.sub(re.escape(tmp) + r"[/\\]?(\d+[/\\])?", "", str(text))
+
+
+@st.cache_data(show_spinner="Fitting the transport profile...", max_entries=32)
+def fit_files(files: tuple, gpu_model: str | None, nic_gbps: float | None) -> dict:
+    """Load and fit ``files`` (name, bytes) pairs; keyed by their content and the system hints.
+
+    Returns ``{"errors": [(name, message)], "fit_error": str | None, "result": CalibrationResult | None,
+    "profile_json": str | None}``; never raises for bad input.
+    """
+    from fabric.calibrate import CalibrationError, fit_profile, load_measurements, save_profile
+
+    out = {"errors": [], "fit_error": None, "result": None, "profile_json": None}
+    hints = {"gpu_model": gpu_model, "nic_gbps": nic_gbps}
+    with tempfile.TemporaryDirectory(prefix="fabric-cal-") as tmp:
+        good = []
+        for i, (name, data) in enumerate(files):
+            folder = Path(tmp) / str(i)           # one folder each: two uploads may share a name
+            folder.mkdir()
+            path = folder / Path(name).name
+            path.write_bytes(data)
+            try:
+                load_measurements([path], **hints)
+            except (CalibrationError, FabricError, ValueError, OSError) as err:
+                out["errors"].append((name, _clean(err, tmp)))
+            except Exception as err:  # a parser bug must not show a traceback
+                out["errors"].append((name, f"could not be read ({type(err).__name__}: {_clean(err, tmp)})"))
+            else:
+                good.append((name, path))
+        if not good:
+            return out
+        names = tuple(n for n, _ in good)
+        try:
+            ms = load_measurements([p for _, p in good], **hints)
+            res = fit_profile(ms, sources=names)
+            res = replace(res, notes=tuple(_clean(n, tmp) for n in res.notes))
+            prof = save_profile(res, Path(tmp) / "profile.json")
+            out["profile_json"] = prof.read_text(encoding="utf-8")
+            out["result"] = res
+        except (CalibrationError, FabricError, ValueError) as err:
+            out["fit_error"] = _clean(err, tmp)
+        except Exception as err:
+            out["fit_error"] = f"the fit failed ({type(err).__name__}: {_clean(err, tmp)})"
+    return out
+
+
+def real_files() -> list[Path]:
+    if not REAL_DIR.is_dir():
+        return []
+    return sorted(p for p in REAL_DIR.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+st.title("Calibrate", help="Fits the efficiency and latency (alpha) of the level the measurements exercised (NVLink "
+                           "inside a server, the network across servers) plus a scale per message-size regime, by "
+                           "relative least squares, using the evaluator's own collective model. See "
+                           "docs/validation.md.")
+C.show_url_problems()
+st.caption("Measured collective times (nccl-tests output, an NCCL log with its result table, or a per-op CSV with "
+           "timings; `.gz` too) -> the evaluator's transport parameters. **Apply to this session** makes the Search "
+           "and Design pages use them.")
+C.calibration_line("clear_cal_calibrate")
+
+reals = real_files()
+sources = ["upload"] + (["real"] if reals else [])
+src = st.radio("Measurements", sources, key="cal_source", horizontal=True,
+               format_func={"upload": "upload files", "real": "real nccl-tests files (../shared/traces)"}.get)
+files: list[tuple[str, bytes]] = []
+if src == "upload":
+    ups = st.file_uploader("Measurement files", accept_multiple_files=True, key="cal_upload",
+                           help="One system at a time (the same GPUs, ranks and network); several collectives "
+                                "of it may be uploaded together.")
+    files = [(u.name, u.getvalue()) for u in ups or []]
+else:
+    rel = [str(p.relative_to(REAL_DIR)) for p in reals]
+    default = [r for r in rel if "allreduce" in r][:1] or rel[:1]
+    picked = st.multiselect("Files", rel, default=default, key="cal_real")
+    files = [(Path(r).name, (REAL_DIR / r).read_bytes()) for r in picked]
+error_box = st.container()
+
+with st.expander("System hints (when the file does not say)", expanded=False):
+    a, b = st.columns(2)
+    gpu = a.selectbox("GPU model", [FROM_FILE] + list(default_catalog().models("gpus")), key="cal_gpu")
+    nic = b.number_input("NIC speed (Gb/s, 0 = from the file)", min_value=0, max_value=3200, value=0, step=100,
+                         key="cal_nic")
+
+if not files:
+    st.info("Upload measurement files (or pick real ones) to fit the transport profile.")
+    C.stop()
+
+out = fit_files(tuple(files), None if gpu == FROM_FILE else gpu, float(nic) if nic else None)
+with error_box:
+    for name, msg in out["errors"]:
+        st.error(f"**{name}**: {msg}")
+    if out["fit_error"]:
+        st.error(f"The fit failed: {out['fit_error']}")
+res = out["result"]
+if res is None:
+    C.stop()
+
+sysd = res.system
+st.subheader("Fit")
+st.caption(f"System: **{sysd.name}** · {sysd.ranks} ranks, {sysd.gpus_per_node} per server, {sysd.gpu_model}"
+           + (f", {sysd.nic_gbps:g} Gb/s NICs" if sysd.nic_gbps else "") + f" · level fitted: **{res.level}** "
+           f"({res.transport}) · files: {', '.join(res.sources)}")
+ins = res.in_sample
+targets = res.targets()
+m = st.columns(4)
+ge1 = ins.get("geomean_error_ge_1mb")
+met = targets.get("in_sample", {})
+m[0].metric("In-sample error, >= 1 MB", f"{ge1:.1%}" if ge1 is not None and ins.get("points_ge_1mb") else "n/a",
+            delta=("meets" if met.get("met") else "misses") + f" the {met.get('target', 0.1):.0%} target" if met
+            else None, delta_color="normal" if met.get("met") else "inverse")
+m[1].metric("In-sample error, all sizes", f"{ins['geomean_error']:.1%}")
+m[2].metric("Points", f"{ins['points']}")
+m[3].metric("Largest error", f"{ins['max_abs_error']:.1%}")
+
+left, right = st.columns(2)
+with left:
+    st.markdown("**Errors per collective**")
+    rows = [{"collective": k, "in fit": "yes" if v.get("in_fit") else "no (held out)", "points": v["points"],
+             "geomean error (>= 1 MB)": v["geomean_error_ge_1mb"] if v["points_ge_1mb"] else None,
+             "geomean error (all sizes)": v["geomean_error"], "largest error": v["max_abs_error"],
+             "target (>= 1 MB)": 0.1 if v.get("in_fit") else 0.2} for k, v in res.per_kind.items()]
+    pct = st.column_config.NumberColumn(format="percent")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="cal_errors",
+                 column_config={c: pct for c in ("geomean error (>= 1 MB)", "geomean error (all sizes)",
+                                                 "largest error", "target (>= 1 MB)")})
+    st.caption("Geometric mean of |predicted/measured - 1| over message sizes; targets: 10 % in sample, 20 % for "
+               "collectives held out of the fit (issue 7).")
+with right:
+    st.markdown("**Fitted values**")
+    params = pd.DataFrame([{"parameter": p["name"], "regime": p["regime"], "value": p["value"], "prior": p["prior"],
+                            "identified": "yes" if p["identified"] else "no",
+                            "at bound": "yes" if p["at_bound"] else ""} for p in res.parameters])
+    st.dataframe(params, hide_index=True, width="stretch", key="cal_params",
+                 column_config={"value": st.column_config.NumberColumn(format="%.4g"),
+                                "prior": st.column_config.NumberColumn(format="%.4g")})
+    st.caption("Efficiencies are shares of line rate, alphas in seconds per step; 'identified': the measurements "
+               "constrain the value (otherwise it stays near its prior).")
+
+regs = pd.DataFrame([{"regime": r["regime"], "sizes": r["sizes"], "efficiency": r["effective_efficiency"],
+                      "alpha (s)": r["effective_alpha_s"], "overhead per call (s)": r["op_overhead_s"],
+                      "fitted": "yes" if r["fitted"] else "no"} for r in res.regimes])
+st.dataframe(regs, hide_index=True, width="stretch", key="cal_regimes",
+             column_config={c: st.column_config.NumberColumn(format="%.4g")
+                            for c in ("efficiency", "alpha (s)", "overhead per call (s)")})
+st.caption("Per message-size regime: the effective efficiency and alpha after the regime's scales, and the fitted "
+           "per-call overhead.")
+
+from fabric.calibrate.plot import busbw_figure  # noqa: E402  (plotly import only when a fit is shown)
+
+st.plotly_chart(busbw_figure(res), width="stretch", theme=None, key="cal_chart")
+st.caption("Bus bandwidth (GB/s) over message size (bytes, log scale): measured (dots) and predicted by the "
+           "calibrated evaluator (lines; dashed when held out of the fit).")
+if res.notes:
+    st.markdown("**Notes**\n" + "\n".join(f"- {n}" for n in res.notes))
+
+x, y = st.columns(2)
+if x.button("Apply to this session", type="primary", key="cal_apply", width="stretch"):
+    key = hashlib.sha1(json.dumps(res.overrides, sort_keys=True, default=float).encode()).hexdigest()[:16]
+    ss[C.CALIBRATION_KEY] = {"overrides": dict(res.overrides), "sources": list(res.sources), "key": key,
+                             "system": sysd.name}
+    st.rerun()
+y.download_button("Profile (JSON)", out["profile_json"].encode(), file_name="calibration.json",
+                  mime="application/json", key="cal_download", on_click="ignore", width="stretch")
+cal = ss.get(C.CALIBRATION_KEY)
+if cal:
+    st.success(f"Applied to this session: {', '.join(cal['sources'])}. The Search page marks its front stale until "
+               "the next search; the Design page evaluates with it.")
+
+C.sync_url()
