@@ -90,3 +90,21 @@ def test_apply_sets_the_session_and_search_shows_it():
     ok(at)
     assert "calibration" not in at.session_state
     assert "calibrated:" not in texts(at.caption)
+
+
+def test_design_page_evaluates_with_the_applied_calibration():
+    at = app().run()
+    at.switch_page("pages/design.py").run()
+    ok(at)
+    before = {m.label: m.value for m in at.metric}
+    overrides = {"bandwidth_efficiency": 0.3}
+    at.session_state["calibration"] = {"overrides": overrides, "sources": ["fake.log"], "key": "k1"}
+    at.run()
+    ok(at)
+    assert "calibrated: fake.log" in texts(at.caption)
+    after = {m.label: m.value for m in at.metric}
+    p99 = next(k for k in after if k.startswith("p99 step"))
+    assert after[p99] != before[p99]            # a much lower efficiency changes the step time
+    at.button(key="clear_cal_design").click().run()
+    ok(at)
+    assert {m.label: m.value for m in at.metric}[p99] == before[p99]
