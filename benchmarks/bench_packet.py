@@ -86,7 +86,7 @@ def main(argv=None) -> int:
     results = []
     print(f"ns-3 import {t_import:.1f} s; {HOSTS} hosts, 10 Gb/s, seed {args.seed}\n")
     header = ("| # | case | flows | ns-3 ms | fluid ms (same paths) | evaluator p50 ms [p1-p99] | evaluator vs ns-3 "
-              "| same, typical draw | ns-3 vs fluid | as shipped ms | drops | ns-3 run s |")
+              "| same, typical draw | ns-3 vs fluid | evaluator vs fluid | as shipped ms | retx / drops | ns-3 run s |")
     print(header)
     print("|---" * (header.count("|") - 1) + "|")
     for i, c in cases:
@@ -100,7 +100,9 @@ def main(argv=None) -> int:
         results.append({"case": i, "label": label, "config": c, **r.to_dict()})
         rng = f"{_ms(r.evaluator_p50_s)} [{_ms(r.evaluator_p1_s)}-{_ms(r.evaluator_p99_s)}]"
         print(f"| {i} | {label} | {r.flows} | {_ms(r.packet_s)} | {_ms(r.fluid_s)} | {rng} | {_pct(r.rel_error)} "
-              f"| {_pct(r.rel_error_typical_draw) if routing == 'ecmp' else '='} | {_pct(r.fluid_gap)} | {_ms(r.evaluator_shipped_p50_s)} | {r.drops} | {r.wall_s['ns3_run']:.1f} |",
+              f"| {_pct(r.rel_error_typical_draw) if routing == 'ecmp' else '='} | {_pct(r.fluid_gap)} "
+              f"| {_pct(r.evaluator_vs_fluid)} | {_ms(r.evaluator_shipped_p50_s)} | {r.retransmissions} / {r.drops} "
+              f"| {r.wall_s['ns3_run']:.1f} |",
               flush=True)
     lossless = [x for x in results if x["drops"] == 0]
     worst = max((abs(x["rel_error"]) for x in lossless), default=float("nan"))
