@@ -5,10 +5,11 @@ Run: python benchmarks/bench_packet.py [--quick] [--seed K] [--json FILE] [--wri
 Each case is one op on a 2-tier leaf-spine of 32 single-GPU hosts at 10 Gb/s (4 leaves x 8 hosts; 1:1 with 8
 uplinks per leaf, 2:1 with 4), ECMP (per-flow hash) or per-packet spraying: ring all-reduces (one over all 32
 ranks; 8 rings of 4 ranks, one per leaf, whose every flow crosses the spines) and all-to-alls of 4 MB per rank
-(fabric.validate.scenarios.TABLE_CASES). It prints a Markdown table: the ns-3 completion time, the fluid bound for the same paths, the
-evaluator's p50 (p1-p99 over its hash draws) with the packet model's goodput and no per-step software latency,
-the evaluator as shipped, and the relative errors. ``--quick`` halves the bytes; ``--write-examples DIR`` writes
-the designs, workloads and catalog as files for ``fabric validate``. ns-3 must be installed (pip install .[packet]).
+(fabric.validate.scenarios.TABLE_CASES). It prints a Markdown table: the ns-3 completion time, the fluid bound for
+the same paths, the evaluator's p50 (p1-p99 over its hash draws) with the packet model's goodput and no per-step
+software latency, the evaluator as shipped, and the relative errors. ``--quick`` halves the bytes;
+``--write-examples DIR`` writes the designs, workloads and catalog as files for ``fabric validate``. ns-3 must be
+installed (pip install .[packet]).
 """
 
 from __future__ import annotations

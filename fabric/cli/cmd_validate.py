@@ -28,8 +28,8 @@ def register(sub) -> None:
         ),
         epilog=("examples:\n"
                 "  python benchmarks/bench_packet.py --write-examples /tmp/val\n"
-                "  fabric validate --design /tmp/val/leaf-spine-1to1-ecmp.json --workload /tmp/val/all_to_all-4MB-x32.json"
-                " \\\n      --catalog /tmp/val/catalog.json --packet\n"
+                "  fabric validate --design /tmp/val/leaf-spine-1to1-ecmp.json \\\n"
+                "      --workload /tmp/val/all_to_all-4MB-x32.json --catalog /tmp/val/catalog.json --packet\n"
                 "  fabric validate -d my-design.yaml -w trace.json --packet --op-index 2 --routing spray --json"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

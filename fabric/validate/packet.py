@@ -180,8 +180,9 @@ def run_packet(design, workload_slice, *, catalog=None, seed: int = 0, routing: 
     """Run one op of ``workload_slice`` on ``design`` in ns-3 and compare it with the fluid bound and the evaluator.
 
     ``routing``: ``ecmp`` (per-flow hash, salted per switch from ``seed``), ``spray`` (a random next hop per packet:
-    ns-3's ``RandomEcmpRouting``) or ``spray_rr`` (round robin per packet); default the design's own. ``config`` is a :class:`fabric.validate.ns3sim.SimConfig`. Raises
-    :class:`fabric.errors.FabricError` with ``pip install .[packet]`` when ns-3 is missing.
+    ns-3's ``RandomEcmpRouting``) or ``spray_rr`` (round robin per packet); default the design's own. ``config``
+    is a :class:`fabric.validate.ns3sim.SimConfig`. Raises :class:`fabric.errors.FabricError` with
+    ``pip install .[packet]`` when ns-3 is missing.
     """
     from fabric.evaluate import evaluate
     from fabric.topology import build_fabric
@@ -253,7 +254,7 @@ def run_packet(design, workload_slice, *, catalog=None, seed: int = 0, routing: 
             "algorithm": tr.algorithm, "job": job.name, "index": int(op_index)},
         network={**net.summary(), "switch_queue_packets": cfg.switch_queue_packets or "lossless",
                  "mss_bytes": cfg.mss_bytes,
-                 "congestion_control": cfg.congestion_control.split("::")[-1],
+                 "congestion_control": cfg.congestion_control.split("::")[-1].removeprefix("Tcp"),
                  "oversubscription": list(design.oversubscription)},
         flows=len(flows), packet_s=packet_s, fluid_s=fluid_s, evaluator_p50_s=p50, evaluator_p1_s=p1,
         evaluator_p99_s=p99, evaluator_shipped_p50_s=shipped,
