@@ -45,6 +45,8 @@ def register(sub) -> None:
                    help="ecmp: per-flow 5-tuple hash; spray: random next hop per packet (ns-3's RandomEcmpRouting); "
                         "spray_rr: round robin per packet (default: the design's ecmp or spray)")
     p.add_argument("--gpus", type=int, help="resize the design to this many GPUs")
+    p.add_argument("--one-gpu-per-host", action="store_true",
+                   help="make every GPU its own host (gpus_per_node: 1, scale_up_size: 1), e.g. to check a preset")
     p.add_argument("--catalog", metavar="FILE", help="hardware catalog override file")
     p.add_argument("--seed", type=int, default=0, help="seed of the hash salts, ns-3's RNG and the evaluator")
     p.add_argument("--samples", type=int, default=256, help="evaluator Monte Carlo samples (default 256)")
@@ -73,6 +75,8 @@ def run(args) -> int:
         raise FabricError(NS3_MISSING)
     catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
     design = load_design_arg(args.design, args.gpus, catalog)
+    if args.one_gpu_per_host:
+        design = design.replace(gpus_per_node=1, scale_up_size=1)
     workload = load_workload_files(args.workload)
     cfg = SimConfig() if args.switch_queue is None else SimConfig(switch_queue_packets=_positive(args.switch_queue))
     from fabric.validate import run_packet

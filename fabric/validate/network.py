@@ -135,7 +135,8 @@ def packet_network(fabric, *, link_delay_s: float | None = None) -> PacketNetwor
         raise DesignError("the packet-level check needs one NIC per GPU (GPUs sharing a NIC are not supported)")
     if getattr(d, "gpus_per_node", 1) != 1:
         raise DesignError(f"the packet-level check models one GPU per host: use gpus_per_node: 1 (got "
-                          f"{d.gpus_per_node}); flows inside a node would use NVLink, which ns-3 does not model here")
+                          f"{d.gpus_per_node}; fabric validate --one-gpu-per-host does it); flows inside a node "
+                          "would use NVLink, which ns-3 does not model here")
     if fabric.n_switches == 0:
         raise DesignError("the fabric has no switches")
     nic_nodes = fabric.gpu_nics[:, 0].astype(np.int64)

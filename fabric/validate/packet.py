@@ -240,6 +240,15 @@ def run_packet(design, workload_slice, *, catalog=None, seed: int = 0, routing: 
         cap = np.repeat(net.link_capacity_bps / 8.0, 2)
         busiest = float((sim.link_bytes / (cap * packet_s)).max())
     notes = []
+    # the evaluator's per-step network latency (engine: hops x switch + 2 NICs + propagation), paid once per step
+    steps = int(tr.phases[0].steps)
+    hops = max(len(ecmp_path(net, f[0], f[1], f[3], f[4], salts)) for f in flows) - 1
+    nic_lat = float(fabric.node_latency_s[fabric.nic_base])
+    path_s = hops * net.switch_latency_s + 2 * nic_lat + (2 * 50.0 if hops > 1 else 2 * 30.0) * 5e-9
+    if steps > 1 and steps * path_s > 0.05 * fluid_s:
+        notes.append(f"the evaluator charges {steps} algorithm steps x ~{path_s * 1e6:.1f} us of path latency "
+                     f"({steps * path_s * 1e3:.3f} ms, {steps * path_s / fluid_s:.0%} of the fluid time); bulk flows "
+                     "pay it once: use a larger op or slower links to compare bandwidth")
     if unfinished:
         notes.append(f"{unfinished} flow(s) did not finish within {cfg.time_limit_factor:g}x the fluid bound")
     if mismatches:
