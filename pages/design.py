@@ -185,6 +185,99 @@ if srows:
     st.caption("Before/after step times in seconds for each what-if scenario (same seed, so the change is the "
                "scenario's, not noise).")
 
+# ------------------------------------------------------------------ packet-level check (ns-3)
+
+
+def _packet_op(design) -> tuple[int | None, str]:
+    """The first op of the workload the packet-level check can run on ``design``, or None and why not."""
+    from fabric.topology import build_fabric
+    from fabric.validate.packet import MAX_ENDPOINTS, op_slice, slice_flows
+
+    if design.gpus_per_node != 1:
+        return None, (f"it simulates network flows only, one GPU per server, and this design has "
+                      f"{design.gpus_per_node} GPUs per server (set GPUs per server to 1 on the Constraints page "
+                      f"for a small slice)")
+    wl = C.workload_bundle().workload
+    ops = [(j, o) for j in wl.jobs if j.kind != "storage" for o in j.ops]
+    if not any(j.group(o.group).size <= MAX_ENDPOINTS for j, o in ops):
+        return None, f"no op of this workload runs on a group of at most {MAX_ENDPOINTS} ranks (ns-3 is slow)"
+    try:
+        fab = build_fabric(design, C.catalog_bundle().catalog)
+    except FabricError as err:
+        return None, f"the design cannot be built for it ({err})"
+    for k, (j, o) in sorted(enumerate(ops), key=lambda kv: kv[1][1].bytes):    # the smallest op runs fastest
+        if j.group(o.group).size > MAX_ENDPOINTS:
+            continue
+        try:
+            _, job1, op1 = op_slice(wl, k)
+            slice_flows(fab, design, job1, op1)
+        except FabricError:
+            continue
+        return k, f"op {k}: {o.kind} of {o.bytes:,.0f} B on group {o.group!r} ({j.group(o.group).size} ranks)"
+    return None, "no op of this workload is a single-phase network op the packet-level simulation can run"
+
+
+def _packet_worker(box: dict, design, workload, catalog, op_index: int, routing: str) -> None:
+    from fabric.validate import run_packet
+
+    try:
+        box["result"] = run_packet(design, workload, catalog=catalog, op_index=op_index, routing=routing)
+    except FabricError as err:
+        box["error"] = " ".join(str(err).split())
+    except Exception as err:  # shown as a message, never a traceback
+        box["error"] = f"internal error: {type(err).__name__}: {err}"
+    box["done"] = True
+
+
+with st.expander("Packet-level check (ns-3)"):
+    from fabric.validate import ns3_available
+
+    if not ns3_available():
+        st.info("The packet-level check needs ns-3's Python bindings: `pip install .[packet]`.")
+    else:
+        op_k, why = (None, "") if design.gpus > 4096 else _packet_op(design)
+        if op_k is None:
+            st.info("Not offered for this design: the packet-level simulation runs one op on at most 64 endpoints; "
+                    + (why or f"this design has {design.gpus:,} GPUs") + ".")
+        else:
+            routing = design.routing if design.routing in ("ecmp", "spray") else "spray"
+            pkey = (C._design_json(design), C.workload_bundle().key, op_k, routing)
+            box = ss.get("packet_check")
+            st.caption(f"Runs {why} in ns-3 on this design's cabling ({routing} routing) on a background thread "
+                       "(importing ns-3 takes ~20 s) and compares it with the fluid bound and the evaluator.")
+            if st.button("Run packet-level check", key="packet_run", disabled=bool(box and box["key"] == pkey
+                                                                                   and not box.get("done"))):
+                import threading
+
+                box = {"key": pkey, "done": False}
+                ss["packet_check"] = box
+                threading.Thread(target=_packet_worker, name="fabric-packet", daemon=True,
+                                 args=(box, design, C.workload_bundle().workload, C.catalog_bundle().catalog, op_k,
+                                       routing)).start()
+
+            @st.fragment(run_every=1.0)
+            def _packet_poll() -> None:
+                if ss["packet_check"].get("done"):
+                    st.rerun()
+                st.info("Packet-level simulation running...")
+
+            if box and box["key"] == pkey:
+                if not box.get("done"):
+                    _packet_poll()
+                elif box.get("error"):
+                    st.error(f"The packet-level check failed: {box['error']}")
+                else:
+                    r = box["result"]
+                    sc, un = charts.time_unit([r.packet_s])
+                    q = st.columns(4)
+                    q[0].metric(f"Packet level, ns-3 ({un})", f"{r.packet_s * sc:,.4g}")
+                    q[1].metric(f"Fluid bound ({un})", f"{r.fluid_s * sc:,.4g}")
+                    q[2].metric(f"Flow level, evaluator p50 ({un})", f"{r.evaluator_p50_s * sc:,.4g}")
+                    q[3].metric("Relative error", f"{r.rel_error:+.1%}")
+                    st.caption(f"{r.flows} flows; relative error = evaluator p50 / packet level - 1; the fluid bound "
+                               f"is the same flows' max-min time on the same paths ({r.fluid_gap:+.1%} to ns-3). "
+                               "See docs/validation-packet.md.")
+
 # ------------------------------------------------------------------ downloads
 
 

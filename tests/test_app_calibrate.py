@@ -108,3 +108,11 @@ def test_design_page_evaluates_with_the_applied_calibration():
     at.button(key="clear_cal_design").click().run()
     ok(at)
     assert {m.label: m.value for m in at.metric}[p99] == before[p99]
+
+
+def test_design_page_explains_when_the_packet_check_is_not_offered():
+    at = app().run()
+    at.switch_page("pages/design.py").run()
+    ok(at)
+    info = texts(at.info)
+    assert "Not offered for this design" in info or "pip install .[packet]" in info
