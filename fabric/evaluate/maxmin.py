@@ -16,13 +16,16 @@ __all__ = ["max_min_rates", "fluid_completion_times"]
 
 
 def max_min_rates(n_flows: int, flow_of: np.ndarray, link_of: np.ndarray, capacity: np.ndarray,
-                  active: np.ndarray | None = None) -> np.ndarray:
+                  active: np.ndarray | None = None, weight: np.ndarray | None = None) -> np.ndarray:
     """Max-min fair rate of every flow (0 for inactive ones), by progressive filling.
 
-    All unfrozen flows grow at the same pace; when a link fills, the flows crossing it freeze.
+    All unfrozen flows grow at the same pace; when a link fills, the flows crossing it freeze. ``weight[i]`` is
+    the share of flow ``flow_of[i]``'s rate that link ``link_of[i]`` carries (1 when omitted; a flow sprayed
+    evenly over four paths puts 1/4 on each).
     """
     flow_of = np.asarray(flow_of, dtype=np.int64)
     link_of = np.asarray(link_of, dtype=np.int64)
+    weight = np.ones(flow_of.size) if weight is None else np.asarray(weight, dtype=float)
     cap = np.asarray(capacity, dtype=float)
     rate = np.zeros(n_flows)
     frozen = np.zeros(n_flows, bool) if active is None else ~np.asarray(active, bool)
@@ -31,13 +34,15 @@ def max_min_rates(n_flows: int, flow_of: np.ndarray, link_of: np.ndarray, capaci
         live = ~frozen[flow_of]
         if not live.any():
             break
-        users = np.bincount(link_of[live], minlength=cap.size)
+        load = np.bincount(link_of[live], weights=weight[live], minlength=cap.size)
         with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(users > 0, remaining / users, np.inf)
+            share = np.where(load > 0, remaining / np.where(load > 0, load, 1.0), np.inf)
         delta = share.min()
+        if not np.isfinite(delta):
+            break
         rate[~frozen] += delta
-        remaining -= delta * users
-        full = (users > 0) & (remaining <= 1e-9 * np.maximum(cap, 1.0))
+        remaining -= delta * load
+        full = (load > 0) & (remaining <= 1e-9 * np.maximum(cap, 1.0))
         hit = np.zeros(n_flows, bool)
         hit[flow_of[full[link_of] & live]] = True
         frozen |= hit
@@ -45,8 +50,10 @@ def max_min_rates(n_flows: int, flow_of: np.ndarray, link_of: np.ndarray, capaci
 
 
 def fluid_completion_times(bytes_: np.ndarray, flow_of: np.ndarray, link_of: np.ndarray,
-                           capacity: np.ndarray) -> np.ndarray:
-    """When each flow finishes if all start together and rates stay max-min fair as flows leave (seconds)."""
+                           capacity: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
+    """When each flow finishes if all start together and rates stay max-min fair as flows leave (seconds).
+
+    ``weight`` as in :func:`max_min_rates` (split flows)."""
     bytes_ = np.asarray(bytes_, dtype=float)
     n = bytes_.size
     left = bytes_.copy()
@@ -56,7 +63,7 @@ def fluid_completion_times(bytes_: np.ndarray, flow_of: np.ndarray, link_of: np.
     for _ in range(n + 1):
         if done.all():
             break
-        rate = max_min_rates(n, flow_of, link_of, capacity, active=~done)
+        rate = max_min_rates(n, flow_of, link_of, capacity, active=~done, weight=weight)
         with np.errstate(divide="ignore"):
             t_to = np.where(~done & (rate > 0), left / np.where(rate > 0, rate, 1.0), np.inf)
         step = t_to.min()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fabric.evaluate.maxmin import fluid_completion_times
+from fabric.evaluate.maxmin import fluid_completion_times, max_min_rates
 from fabric.validate.network import PacketNetwork, ecmp_path, spray_split
 
 __all__ = ["goodput_fraction", "ecmp_incidence", "spray_incidence", "weighted_max_min_rates",
@@ -57,55 +57,12 @@ def spray_incidence(net: PacketNetwork, flows):
 
 def weighted_max_min_rates(n_flows: int, flow_of, link_of, weight, capacity, active=None) -> np.ndarray:
     """Max-min fair rates when flow ``flow_of[i]`` puts ``weight[i]`` of its rate on link ``link_of[i]``."""
-    flow_of = np.asarray(flow_of, np.int64)
-    link_of = np.asarray(link_of, np.int64)
-    weight = np.asarray(weight, float)
-    cap = np.asarray(capacity, float)
-    rate = np.zeros(n_flows)
-    frozen = np.zeros(n_flows, bool) if active is None else ~np.asarray(active, bool)
-    remaining = cap.copy()
-    for _ in range(n_flows + 1):
-        live = ~frozen[flow_of]
-        if not live.any():
-            break
-        w = np.bincount(link_of[live], weights=weight[live], minlength=cap.size)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(w > 0, remaining / np.where(w > 0, w, 1.0), np.inf)
-        delta = share.min()
-        if not np.isfinite(delta):
-            break
-        rate[~frozen] += delta
-        remaining -= delta * w
-        full = (w > 0) & (remaining <= 1e-9 * np.maximum(cap, 1.0))
-        hit = np.zeros(n_flows, bool)
-        hit[flow_of[full[link_of] & live]] = True
-        frozen |= hit
-    return rate
+    return max_min_rates(n_flows, flow_of, link_of, capacity, active=active, weight=weight)
 
 
 def weighted_fluid_completion_times(bytes_, flow_of, link_of, weight, capacity) -> np.ndarray:
     """When each flow finishes if all start together and rates stay (weighted) max-min fair as flows leave."""
-    bytes_ = np.asarray(bytes_, float)
-    n = bytes_.size
-    left = bytes_.copy()
-    done = left <= 0
-    finish = np.zeros(n)
-    now = 0.0
-    for _ in range(n + 1):
-        if done.all():
-            break
-        rate = weighted_max_min_rates(n, flow_of, link_of, weight, capacity, active=~done)
-        with np.errstate(divide="ignore"):
-            t_to = np.where(~done & (rate > 0), left / np.where(rate > 0, rate, 1.0), np.inf)
-        step = t_to.min()
-        if not np.isfinite(step):
-            raise ValueError("some flows cross a link of zero capacity")
-        now += step
-        left = np.where(done, 0.0, left - rate * step)
-        newly = ~done & (left <= 1e-9 * np.maximum(bytes_, 1.0))
-        finish[newly] = now
-        done |= newly
-    return finish
+    return fluid_completion_times(bytes_, flow_of, link_of, capacity, weight=weight)
 
 
 def fluid_bound(net: PacketNetwork, flows, *, routing: str, salts=None, goodput: float | None = None):
