@@ -54,9 +54,9 @@ def part_a(seeds: int, workers: int) -> None:
           f"{'random found':>12s}")
     ga_all, rnd_all = [], []
     for s in range(seeds):
-        ga = run_search(wl, cons, budget_evals=budget, seed=s, pop_size=40, samples=256,
+        ga = run_search(wl, cons, budget_evals=budget, seed=s, pop_size=40, samples=256, eval_seed=0,
                         reference_point=ex.reference_point, normalisation=ex.normalisation)
-        rnd = random_search(wl, cons, budget_evals=budget, seed=s, samples=256)
+        rnd = random_search(wl, cons, budget_evals=budget, seed=s, samples=256, eval_seed=0)
         hga = _hv(ga.records, ex.normalisation, ex.reference_point) / full
         hrn = _hv(rnd.records, ex.normalisation, ex.reference_point) / full
         ga_all.append(hga)

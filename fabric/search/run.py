@@ -266,18 +266,24 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
                budget_seconds: float | None = None, seed: int = 0, pop_size: int = 40, runner=None,
                scenario: Scenario | None = None, samples: int = 256, catalog=None, callback=None, cancel=None,
                state_path: str | Path | None = None, reference_point=None, normalisation=None,
-               seed_baselines: bool = True, transport_overrides: dict | None = None) -> SearchResult:
-    """NSGA-II search for the Pareto front of cost vs p99 step time (see the module docstring)."""
+               seed_baselines: bool = True, transport_overrides: dict | None = None,
+               eval_seed: int | None = None) -> SearchResult:
+    """NSGA-II search for the Pareto front of cost vs p99 step time (see the module docstring).
+
+    ``seed`` drives the genetic operators and, unless ``eval_seed`` is given, the evaluations' Monte Carlo too
+    (a fixed ``eval_seed`` compares searches of different seeds on identical evaluations).
+    """
+    ev_seed = seed if eval_seed is None else eval_seed
     _check_budget(budget_evals, budget_seconds)
     space = DesignSpace(constraints, catalog)
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
     n_obj = 3 if constraints.optimize_power else 2
-    session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints,
+    session = _Session(space, workload, scenario, ev_seed, samples, runner, space.catalog, constraints,
                        transport_overrides)
     t0 = time.perf_counter()
     state = _load_state(state_path)
-    runner.start(workload, scenario, seed, samples, space.catalog, constraints, transport_overrides)
+    runner.start(workload, scenario, ev_seed, samples, space.catalog, constraints, transport_overrides)
     try:
         bases = baseline_designs(space)
         base_recs = _baseline_records(session, space, bases)
@@ -392,16 +398,17 @@ def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runn
 
 
 def random_search(workload, constraints: Constraints, *, budget_evals: int, seed: int = 0, runner=None,
-                  scenario=None, samples: int = 256, catalog=None) -> SearchResult:
+                  scenario=None, samples: int = 256, catalog=None, eval_seed: int | None = None) -> SearchResult:
     """Uniformly random distinct designs up to the budget (the baseline a genetic search must beat)."""
+    ev_seed = seed if eval_seed is None else eval_seed
     space = DesignSpace(constraints, catalog)
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
     n_obj = 3 if constraints.optimize_power else 2
-    session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints)
+    session = _Session(space, workload, scenario, ev_seed, samples, runner, space.catalog, constraints)
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
-    runner.start(workload, scenario, seed, samples, space.catalog, constraints)
+    runner.start(workload, scenario, ev_seed, samples, space.catalog, constraints)
     try:
         tries = 0
         while session.evaluations < budget_evals and tries < 50 * budget_evals:
