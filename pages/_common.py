@@ -426,3 +426,15 @@ def calibration_line(key: str) -> None:
 
 def page_link(name: str, label: str) -> None:
     st.page_link(PAGE_FILES[name], label=label)
+
+
+def bom_table(bom: dict) -> None:
+    """The bill of materials as a formatted table (one row per item and place; USD and W columns)."""
+    items = pd.DataFrame(bom["items"])[["category", "model", "where", "count", "unit_price_usd", "price_usd",
+                                        "power_w"]]
+    items.columns = ["item", "model", "where", "count", "unit price (USD)", "total (USD)", "power (W)"]
+    money = st.column_config.NumberColumn(format="dollar")
+    whole = st.column_config.NumberColumn(format="localized")
+    st.dataframe(items, hide_index=True, width="stretch",
+                 column_config={"unit price (USD)": money, "total (USD)": money, "count": whole, "power (W)": whole})
+

@@ -60,11 +60,5 @@ with b:
     st.caption("Physical links (one cable each) between the tiers named.")
 
 st.subheader("Bill of materials")
-items = pd.DataFrame(bom["items"])[["category", "model", "where", "count", "unit_price_usd", "price_usd", "power_w"]]
-items.columns = ["item", "model", "where", "count", "unit price (USD)", "total (USD)", "power (W)"]
-money = st.column_config.NumberColumn(format="dollar")
-st.dataframe(items, hide_index=True, width="stretch",
-             column_config={"unit price (USD)": money, "total (USD)": money,
-                            "count": st.column_config.NumberColumn(format="localized"),
-                            "power (W)": st.column_config.NumberColumn(format="localized")})
+C.bom_table(bom)
 st.caption("One row per item and place; totals are count x catalog unit price; power excludes the servers.")

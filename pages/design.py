@@ -88,13 +88,7 @@ with right:
     st.caption("Switches per tier and physical links (one cable each) per tier pair.")
 
 st.subheader("Bill of materials")
-items = pd.DataFrame(bom["items"])[["category", "model", "where", "count", "unit_price_usd", "price_usd", "power_w"]]
-items.columns = ["item", "model", "where", "count", "unit price (USD)", "total (USD)", "power (W)"]
-money = st.column_config.NumberColumn(format="dollar")
-st.dataframe(items, hide_index=True, width="stretch",
-             column_config={"unit price (USD)": money, "total (USD)": money,
-                            "count": st.column_config.NumberColumn(format="localized"),
-                            "power (W)": st.column_config.NumberColumn(format="localized")})
+C.bom_table(bom)
 st.caption(f"One row per item and place; totals are count x catalog unit price (USD), power in W excludes the "
            f"servers. Total {charts.money_text(bom['cost_usd'])}, {bom['power_w'] / 1e3:,.1f} kW.")
 
