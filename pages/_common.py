@@ -428,8 +428,9 @@ def page_link(name: str, label: str) -> None:
     st.page_link(PAGE_FILES[name], label=label)
 
 
-def bom_table(bom: dict) -> None:
-    """The bill of materials as a formatted table (one row per item and place; USD and W columns)."""
+def bom_table(bom: dict) -> pd.DataFrame:
+    """Show the bill of materials as a formatted table (one row per item and place; USD and W columns); returns
+    the table's frame (the design report reuses it)."""
     items = pd.DataFrame(bom["items"])[["category", "model", "where", "count", "unit_price_usd", "price_usd",
                                         "power_w"]]
     items.columns = ["item", "model", "where", "count", "unit price (USD)", "total (USD)", "power (W)"]
@@ -437,4 +438,5 @@ def bom_table(bom: dict) -> None:
     whole = st.column_config.NumberColumn(format="localized")
     st.dataframe(items, hide_index=True, width="stretch",
                  column_config={"unit price (USD)": money, "total (USD)": money, "count": whole, "power (W)": whole})
+    return items
 

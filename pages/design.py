@@ -88,7 +88,7 @@ with right:
     st.caption("Switches per tier and physical links (one cable each) per tier pair.")
 
 st.subheader("Bill of materials")
-C.bom_table(bom)
+items = C.bom_table(bom)
 st.caption(f"One row per item and place; totals are count x catalog unit price (USD), power in W excludes the "
            f"servers. Total {charts.money_text(bom['cost_usd'])}, {bom['power_w'] / 1e3:,.1f} kW.")
 
