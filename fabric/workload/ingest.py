@@ -274,3 +274,16 @@ def ingest_paths(paths, limits: Limits | None = None) -> IngestResult:
     it = iter(res.files)
     reports = [pre_fail[i] if i in pre_fail else next(it) for i in range(len(paths))]
     return replace(res, files=tuple(reports))
+
+
+def parse_grouped(parse_groups, files, limits, fmt_name: str) -> Workload:
+    """``parse`` of a parser that merges files into jobs (``parse_groups``): one workload, or the first error."""
+    if not files:
+        raise ParseError(f"no {fmt_name} trace given")
+    wls = []
+    for _, res in parse_groups(files, limits):
+        if isinstance(res, Exception):
+            raise res
+        wls.append(res)
+    return wls[0] if len(wls) == 1 else combine_workloads(wls)
+

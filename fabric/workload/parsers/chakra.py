@@ -545,15 +545,6 @@ def _with_warning(wl: Workload, msg: str) -> Workload:
 
 def parse(files: list[tuple[str, bytes]], limits: Limits | None = None) -> Workload:
     """Parse Chakra files into a workload; raises the first ParseError."""
-    if not files:
-        raise ParseError("no Chakra trace given")
-    wls = []
-    for _, res in parse_groups(files, limits):
-        if isinstance(res, Exception):
-            raise res
-        wls.append(res)
-    if len(wls) == 1:
-        return wls[0]
-    from fabric.workload.ingest import combine_workloads
+    from fabric.workload.ingest import parse_grouped
 
-    return combine_workloads(wls)
+    return parse_grouped(parse_groups, files, limits, "Chakra")

@@ -1170,16 +1170,6 @@ def parse_groups(files: list[tuple[str, bytes]], limits: Limits | None = None) -
 
 def parse(files: list[tuple[str, bytes]], limits: Limits | None = None) -> Workload:
     """Parse Kineto trace files (already decompressed) into a workload; raises the first ParseError."""
-    if not files:
-        raise ParseError("no Kineto trace given")
-    results = parse_groups(files, limits)
-    wls = []
-    for _, res in results:
-        if isinstance(res, Exception):
-            raise res
-        wls.append(res)
-    if len(wls) == 1:
-        return wls[0]
-    from fabric.workload.ingest import combine_workloads
+    from fabric.workload.ingest import parse_grouped
 
-    return combine_workloads(wls)
+    return parse_grouped(parse_groups, files, limits, "Kineto")
