@@ -31,3 +31,13 @@ def fuzz_examples(default: int) -> int:
     """Hypothesis examples for a fuzz test: ``default`` in the normal run, or ``FABRIC_FUZZ_EXAMPLES`` in a
     dedicated fuzz run (e.g. ``FABRIC_FUZZ_EXAMPLES=3000 python -m pytest tests -k fuzz``)."""
     return int(os.environ.get("FABRIC_FUZZ_EXAMPLES", default))
+
+
+def fuzz_deadline():
+    """Per-input time bound for fuzz tests: none in the normal run (CI machines vary in speed), or
+    ``FABRIC_FUZZ_DEADLINE_S`` seconds in a dedicated fuzz run, where an input that takes longer fails the test as
+    a hang."""
+    from datetime import timedelta
+
+    value = os.environ.get("FABRIC_FUZZ_DEADLINE_S")
+    return None if not value else timedelta(seconds=float(value))

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fabric.errors import FabricError
-from tests.conftest import fuzz_examples
+from tests.conftest import fuzz_deadline, fuzz_examples
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True),
                     st.text(max_size=20))
@@ -37,7 +37,7 @@ design_dicts = st.lists(st.sampled_from(DESIGN_KEYS), max_size=8, unique=True).f
     lambda ks: st.fixed_dictionaries({k: _key_value(k) for k in ks}))
 
 
-@settings(max_examples=fuzz_examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(300), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
 @given(d=design_dicts)
 def test_fuzz_design_dicts_build_or_fail_cleanly(d):
     from fabric.cost import bill_of_materials
@@ -52,7 +52,7 @@ def test_fuzz_design_dicts_build_or_fail_cleanly(d):
         pass
 
 
-@settings(max_examples=fuzz_examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(300), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
 @given(d=st.dictionaries(st.sampled_from(["gpus", "budget_usd", "families", "max_oversubscription",
                                           "oversubscriptions", "qps", "planes", "switch_models", "p99_target_s",
                                           "cable_count", "nope"]), VALUES, max_size=5))
@@ -70,7 +70,7 @@ def test_fuzz_constraints_and_scenarios(d):
 CATALOG_TABLES = ["switches", "nics", "transceivers", "cables", "gpus", "routers"]
 
 
-@settings(max_examples=fuzz_examples(200), deadline=None,
+@settings(max_examples=fuzz_examples(200), deadline=fuzz_deadline(),
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(rows=st.dictionaries(st.sampled_from(CATALOG_TABLES),
                             st.lists(st.dictionaries(st.sampled_from(
@@ -107,7 +107,7 @@ ARGS = st.lists(st.sampled_from(["build", "catalog", "parse", "synth", "evaluate
                                  "--dp", "--tp", "x", "--help"]), max_size=7)
 
 
-@settings(max_examples=fuzz_examples(150), deadline=None,
+@settings(max_examples=fuzz_examples(150), deadline=fuzz_deadline(),
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(argv=ARGS)
 def test_fuzz_cli_arguments(argv, capsys):

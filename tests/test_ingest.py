@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import trace_path
-from tests.conftest import fuzz_examples
+from tests.conftest import fuzz_deadline, fuzz_examples
 from fabric.cli.main import main
 from fabric.errors import FabricError, ParseError
 from fabric.limits import Limits
@@ -293,7 +293,7 @@ def test_all_real_traces_load_in_one_call(traces_dir):
 # ---------------------------------------------------------------- fuzz
 
 
-@settings(max_examples=fuzz_examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(300), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.text(min_size=1, max_size=20), st.binary(max_size=400)), max_size=4))
 def test_ingest_never_raises_on_arbitrary_bytes(files):
     res = ingest(files)
@@ -309,7 +309,7 @@ _json_values = st.recursive(
     max_leaves=20)
 
 
-@settings(max_examples=fuzz_examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(300), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(["traceEvents", "workload_graph", "jobs", "schema"]), _json_values, _json_values)
 def test_ingest_never_raises_on_json_shaped_like_a_known_format(key, value, extra):
     doc = {key: value, "schemaVersion": 1, "x": extra}

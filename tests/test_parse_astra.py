@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from fabric.errors import FabricError, ParseError
 from fabric.workload.parsers import aicb_csv, astra_text, nccl_log, nccl_tests
-from tests.conftest import trace_path, fuzz_examples
+from tests.conftest import trace_path, fuzz_examples, fuzz_deadline
 
 
 def _read(rel: str) -> tuple[str, bytes]:
@@ -284,7 +284,7 @@ _ASTRA_LINES = ["DATA", "HYBRID_TRANSFORMER model_parallel_NPU_group: 2", "2", "
 _CSV_LINES = TIMED_CSV.splitlines() + ["[rank0 ~ rank7]", "CommType.all_reduce,,,,", ",,,,,,,,,,,"]
 
 
-@settings(max_examples=fuzz_examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(200), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(st.sampled_from(_ASTRA_LINES), st.text(max_size=60)), max_size=12),
        st.one_of(st.none(), st.integers(min_value=1, max_value=64)))
 def test_fuzz_astra(lines, world):
@@ -297,7 +297,7 @@ def test_fuzz_astra(lines, world):
     assert wl.jobs
 
 
-@settings(max_examples=fuzz_examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(200), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(st.sampled_from(_CSV_LINES), st.text(max_size=60)), max_size=12))
 def test_fuzz_aicb(lines):
     data = "\n".join(lines).encode("utf-8", errors="replace")
@@ -309,7 +309,7 @@ def test_fuzz_aicb(lines):
     assert wl.jobs
 
 
-@settings(max_examples=fuzz_examples(100), deadline=None)
+@settings(max_examples=fuzz_examples(100), deadline=fuzz_deadline())
 @given(st.binary(max_size=300))
 def test_fuzz_bytes(data):
     for mod in (astra_text, aicb_csv):

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import TRACES_DIR, trace_path
-from tests.conftest import fuzz_examples
+from tests.conftest import fuzz_deadline, fuzz_examples
 from fabric.errors import FabricError, ParseError
 from fabric.workload.parsers import chakra
 
@@ -252,7 +252,7 @@ _VALID = _et(_meta(schema="1.0.1"), _node(1, "g", 4, dur=5, is_cpu_op=False), _c
              _coll(3, 6, 100), _node(4, "s", 5, comm_size=9))
 
 
-@settings(max_examples=fuzz_examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(300), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, len(_VALID)), st.binary(min_size=1, max_size=16))
 def test_fuzz_mutated_et_only_raises_parse_errors(pos, patch):
     data = _VALID[:pos] + patch + _VALID[pos + len(patch):]
@@ -263,7 +263,7 @@ def test_fuzz_mutated_et_only_raises_parse_errors(pos, patch):
         pass
 
 
-@settings(max_examples=fuzz_examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(200), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=200))
 def test_fuzz_random_bytes(data):
     chakra.sniff(data, "r.et")
@@ -280,7 +280,7 @@ _jnode = st.dictionaries(st.sampled_from(["Id", "Name", "NodeType", "runtime", "
                                           "pg_name", "attr"]), _jv | st.integers(0, 10), max_size=7)
 
 
-@settings(max_examples=fuzz_examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(300), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_jnode, max_size=6), _jv)
 def test_fuzz_json_graph(nodes, ngpus):
     doc = {"workload_graph": nodes, "ngpus": ngpus}

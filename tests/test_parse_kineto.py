@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import TRACES_DIR, trace_path
-from tests.conftest import fuzz_examples
+from tests.conftest import fuzz_deadline, fuzz_examples
 from fabric.errors import FabricError, ParseError
 from fabric.limits import Limits
 from fabric.workload.io import read_input
@@ -442,7 +442,7 @@ _event = st.fixed_dictionaries(
     optional={"args": st.one_of(st.dictionaries(_argkeys, _argvals | _coll, max_size=8), _scalars)})
 
 
-@settings(max_examples=fuzz_examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(300), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_event, max_size=25), st.dictionaries(st.sampled_from(["rank", "world_size", "pg_config"]),
                                                       _argvals, max_size=3))
 def test_fuzz_structured_events_only_raise_parse_errors(events, di):
@@ -454,7 +454,7 @@ def test_fuzz_structured_events_only_raise_parse_errors(events, di):
     assert isinstance(wl, Workload) and len(wl.jobs) == 1
 
 
-@settings(max_examples=fuzz_examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(200), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=300), st.integers(0, 2000))
 def test_fuzz_mutated_real_trace_only_raises_parse_errors(junk, cut):
     job = _llm_job()

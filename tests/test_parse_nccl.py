@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from fabric.errors import FabricError, ParseError
 from fabric.workload.parsers import nccl_log, nccl_tests
-from tests.conftest import trace_path, fuzz_examples
+from tests.conftest import trace_path, fuzz_examples, fuzz_deadline
 
 SUPERBENCH = "nccl_tests/superbench/"
 AWS_LOG = "nccl_debug/aws_efa_eks_p4d_16rank/README.md.nccl-tests-efa-16.log"
@@ -321,7 +321,7 @@ _LINES = NEW_LAYOUT.splitlines() + COLL_LOG.splitlines() + [
 ]
 
 
-@settings(max_examples=fuzz_examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(200), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(st.sampled_from(_LINES), st.text(max_size=80)), max_size=30),
        st.sampled_from(["a.log", "all_reduce_perf.log", "x"]))
 def test_fuzz_only_parse_errors_escape(lines, fname):
@@ -335,7 +335,7 @@ def test_fuzz_only_parse_errors_escape(lines, fname):
         assert wl.jobs
 
 
-@settings(max_examples=fuzz_examples(100), deadline=None)
+@settings(max_examples=fuzz_examples(100), deadline=fuzz_deadline())
 @given(st.binary(max_size=400))
 def test_fuzz_bytes(data):
     for mod in (nccl_tests, nccl_log):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import fuzz_examples
+from tests.conftest import fuzz_deadline, fuzz_examples
 from fabric.errors import WorkloadError
 from fabric.workload.model import load_workload_json
 from fabric.workload.presets import get_preset, list_presets, preset_workload
@@ -210,7 +210,7 @@ def test_bad_hardware_numbers():
         synthesize(DENSE, ParallelPlan(), gpu_flops=0)
 
 
-@settings(max_examples=fuzz_examples(150), deadline=None)
+@settings(max_examples=fuzz_examples(150), deadline=fuzz_deadline())
 @given(st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4]), st.integers(1, 16), st.sampled_from([0, 1, 2, 3]),
        st.integers(1, 8))
 def test_dp_bytes_closed_form_for_any_plan(tp, pp, dp, zero, accum):

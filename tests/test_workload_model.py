@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import fuzz_examples
+from tests.conftest import fuzz_deadline, fuzz_examples
 from fabric.errors import FabricError, ParseError, WorkloadError
 from fabric.workload.model import (
     COLLECTIVE_KINDS, ROLES, SCHEMA_VERSION, CommOp, Job, Measurement, ProcessGroup, UnparsedComm, Workload,
@@ -145,7 +145,7 @@ def _jobs(draw):
                compute_time_s=draw(st.floats(0, 100)), compute_cv=draw(st.floats(0, 2)))
 
 
-@settings(max_examples=fuzz_examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(200), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_jobs(), min_size=1, max_size=3, unique_by=lambda j: j.name))
 def test_any_valid_workload_round_trips_through_native_json(jobs):
     wl = Workload(jobs=tuple(jobs))
@@ -153,7 +153,7 @@ def test_any_valid_workload_round_trips_through_native_json(jobs):
     assert native.parse([("w.json", dump_workload_json(wl).encode())]) == wl
 
 
-@settings(max_examples=fuzz_examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(200), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=300))
 def test_native_parser_fuzz(data):
     try:
