@@ -14,7 +14,7 @@ __all__ = ["Limits", "current_limits"]
 
 @dataclass(frozen=True)
 class Limits:
-    """Caps on input sizes. All sizes in bytes."""
+    """Caps on input sizes and on the work one user can start. All sizes in bytes."""
 
     #: largest single uploaded/read file (before decompression)
     max_upload_bytes: int = 1_000_000_000
@@ -30,6 +30,13 @@ class Limits:
     max_design_links: int = 20_000_000
     #: most evaluations in one search
     max_search_evaluations: int = 200_000
+    #: most evaluations one dashboard session may spend on searches in all (the session's search budget)
+    max_session_evaluations: int = 100_000
+    #: most dashboard searches running at once on one server (later ones wait in a queue)
+    max_concurrent_searches: int = 4
+    #: seconds without a sign of life from its browser tab after which a dashboard search counts as abandoned and
+    #: is cancelled (its worker processes end)
+    search_abandon_after_s: int = 60
 
     @classmethod
     def from_env(cls, environ=None) -> "Limits":

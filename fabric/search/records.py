@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections import OrderedDict
 from dataclasses import asdict
 
@@ -94,23 +95,31 @@ class EvaluationCache:
     def __init__(self, max_entries: int = 200_000):
         self.max_entries = max_entries
         self._d: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()       # the dashboard runs several searches at once, one thread each
         self.hits = 0
         self.misses = 0
 
     def get(self, key):
-        rec = self._d.get(key)
-        if rec is None:
-            self.misses += 1
-            return None
-        self.hits += 1
-        self._d.move_to_end(key)
-        return rec
+        with self._lock:
+            rec = self._d.get(key)
+            if rec is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+            self._d.move_to_end(key)
+            return rec
 
     def put(self, key, rec) -> None:
-        self._d[key] = rec
-        self._d.move_to_end(key)
-        while len(self._d) > self.max_entries:
-            self._d.popitem(last=False)
+        with self._lock:
+            self._d[key] = rec
+            self._d.move_to_end(key)
+            while len(self._d) > self.max_entries:
+                self._d.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every record (tests, and a server that wants its memory back)."""
+        with self._lock:
+            self._d.clear()
 
     def __len__(self) -> int:
         return len(self._d)

@@ -3,21 +3,33 @@
 The worker thread calls :func:`fabric.search.run_search` and writes what the per-generation callback tells it into
 this plain object; the page keeps the object (one per browser session) and polls :meth:`SearchJob.snapshot`. The
 worker makes no UI calls. Cancelling sets a ``threading.Event`` that the search checks between generations.
+
+On a server the evaluations run in worker processes (``workers``, default ``FABRIC_SEARCH_WORKERS`` or 1), which
+end when the search ends, is cancelled, or is abandoned: a page calls :meth:`SearchJob.touch` while its browser tab
+is open, and a reaper thread cancels a search untouched for ``search_abandon_after_s``. At most
+``max_concurrent_searches`` run at once; later ones wait in the queue (state "queued"). A job given a
+``state_dir`` saves its inputs and its progress there (:mod:`fabric.ui_support.saved_searches`), so
+:meth:`SearchJob.resume` continues it after a server restart.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 import threading
 import time
 import traceback
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from fabric.errors import FabricError
+from fabric.limits import current_limits
 
-__all__ = ["SearchJob", "SearchSnapshot", "catalog_for_constraints"]
+__all__ = ["SearchJob", "SearchSnapshot", "SearchAllowance", "catalog_for_constraints", "live_job",
+           "default_search_workers", "running_jobs"]
 
 _CATALOGS: OrderedDict = OrderedDict()
 _CATALOGS_LOCK = threading.Lock()
@@ -49,7 +61,7 @@ def catalog_for_constraints(catalog, constraints):
 
 @dataclass(frozen=True)
 class SearchSnapshot:
-    """A consistent copy of a job's progress. ``state``: "running", "done", "cancelled" or "failed"."""
+    """A consistent copy of a job's progress. ``state``: "queued", "running", "done", "cancelled" or "failed"."""
 
     state: str
     generation: int
@@ -62,10 +74,13 @@ class SearchSnapshot:
     hv_history: list
     error: str = ""
     result: object | None = None
+    resumed_from: int = 0        # generation the search resumed from after a restart (0: started afresh)
+    queue_position: int = 0      # searches ahead of this one while it waits (state "queued")
 
     @property
     def running(self) -> bool:
-        return self.state == "running"
+        """True while the search is queued or running (not yet ended)."""
+        return self.state in ("queued", "running")
 
     @property
     def fraction(self) -> float:
@@ -77,11 +92,102 @@ class SearchSnapshot:
         return max(0.0, min(1.0, self.evaluations / self.budget_evals))
 
 
+def default_search_workers() -> int:
+    """Worker processes per dashboard search: ``FABRIC_SEARCH_WORKERS`` (0 = evaluate in the server process)."""
+    text = os.environ.get("FABRIC_SEARCH_WORKERS", "1")
+    try:
+        n = int(text)
+    except ValueError:
+        raise FabricError(f"environment variable FABRIC_SEARCH_WORKERS must be a whole number, got {text!r}")
+    if n < 0:
+        raise FabricError(f"environment variable FABRIC_SEARCH_WORKERS must be 0 or more, got {n}")
+    return n
+
+
+# ------------------------------------------------------------------ server-wide bookkeeping
+
+_LIVE: "weakref.WeakValueDictionary[str, SearchJob]" = weakref.WeakValueDictionary()   # search id -> running job
+_ALL_RUNNING: "weakref.WeakSet[SearchJob]" = weakref.WeakSet()
+_QUEUE: list = []                        # jobs waiting for a slot, in arrival order
+_SLOTS_LOCK = threading.Condition()
+_REAPER: threading.Thread | None = None
+
+
+def live_job(search_id: str):
+    """The job with ``search_id`` that is queued or running in this server process, or None."""
+    job = _LIVE.get(search_id)
+    return job if job is not None and job.running else None
+
+
+def running_jobs() -> list:
+    """Jobs queued or running in this server process (monitoring and tests)."""
+    return [j for j in list(_ALL_RUNNING) if j.running]
+
+
+def _active_count() -> int:
+    return sum(1 for j in list(_ALL_RUNNING) if j._state == "running")
+
+
+def _ensure_reaper() -> None:
+    global _REAPER
+    with _SLOTS_LOCK:
+        if _REAPER is not None and _REAPER.is_alive():
+            return
+        _REAPER = threading.Thread(target=_reap_forever, name="fabric-search-reaper", daemon=True)
+        _REAPER.start()
+
+
+def _reap_forever() -> None:
+    while True:
+        time.sleep(1.0)
+        reap_abandoned()
+
+
+def reap_abandoned(now: float | None = None) -> list:
+    """Cancel every running search whose page has not touched it for its ``abandon_after_s``; returns them."""
+    now = time.monotonic() if now is None else now
+    out = []
+    for job in list(_ALL_RUNNING):
+        if job.running and not job._cancel.is_set() and now - job.last_seen > job.abandon_after_s:
+            job._abandoned = True
+            job.cancel()
+            out.append(job)
+    return out
+
+
 @dataclass
+class SearchAllowance:
+    """What one browser session may still spend on searches (limit ``max_session_evaluations``)."""
+
+    limit: int = field(default_factory=lambda: current_limits().max_session_evaluations)
+    spent: int = 0
+
+    def check(self, budget_evals: int) -> None:
+        """Raise FabricError naming the limit when a search of ``budget_evals`` would exceed what is left."""
+        left = self.limit - self.spent
+        if budget_evals > left:
+            raise FabricError(
+                f"this session has {max(0, left):,} of its {self.limit:,} evaluations left "
+                f"(limit max_session_evaluations, set by FABRIC_LIMIT_MAX_SESSION_EVALUATIONS on the server): "
+                f"lower the evaluation budget to at most {max(0, left):,}")
+
+    def charge(self, job) -> None:
+        """Count what ``job`` evaluated (call once, when the session lets go of the job)."""
+        if job is not None and not getattr(job, "_charged", False):
+            job._charged = True
+            self.spent += int(job.snapshot().evaluations)
+
+    def remaining(self) -> int:
+        return max(0, self.limit - self.spent)
+
+
+@dataclass(eq=False)
 class SearchJob:
     """One search of ``workload`` under ``constraints``; start it with :meth:`start`.
 
     ``inputs_key`` identifies the inputs the job was started with, so a page can tell when its front is stale.
+    ``workers``: worker processes for the evaluations (None: :func:`default_search_workers`; 0: in this process).
+    ``state_dir`` and ``search_id``: where the job saves its inputs and progress (None: nothing is saved).
     """
 
     workload: object
@@ -93,9 +199,15 @@ class SearchJob:
     pop_size: int = 40
     inputs_key: str = ""
     transport_overrides: dict | None = None
+    workers: int | None = None
+    state_dir: Path | None = None
+    search_id: str = ""
+    label: str = ""
+    abandon_after_s: float = field(default_factory=lambda: float(current_limits().search_abandon_after_s))
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
+    _runner: object | None = field(default=None, repr=False)
     _t0: float = 0.0
     _t_end: float | None = None
     _state: str = "new"
@@ -107,6 +219,36 @@ class SearchJob:
     _hv_history: list = field(default_factory=list)
     _error: str = ""
     _result: object | None = None
+    _resumed_from: int = 0
+    _abandoned: bool = False
+    last_seen: float = field(default_factory=time.monotonic)
+
+    def __post_init__(self):
+        from fabric.ui_support.saved_searches import is_search_id, new_search_id
+
+        if self.workers is None:
+            self.workers = default_search_workers()
+        if self.state_dir is not None and not self.search_id:
+            self.search_id = new_search_id()
+        if self.search_id and not is_search_id(self.search_id):
+            raise FabricError("not a search id: a search id is 32 hexadecimal digits")
+
+    @classmethod
+    def resume(cls, search_id: str, state_dir: Path, **kw) -> "SearchJob | None":
+        """A job continuing the saved search ``search_id`` (None when nothing is saved under that id); start it
+        with :meth:`start`. Raises FabricError when the saved files cannot be read back."""
+        from fabric.ui_support.saved_searches import load_inputs
+
+        saved = load_inputs(state_dir, search_id)
+        if saved is None:
+            return None
+        job = cls(saved.workload, saved.constraints, budget_evals=saved.budget_evals, seed=saved.seed,
+                  catalog=saved.catalog, samples=saved.samples, pop_size=saved.pop_size,
+                  inputs_key=saved.inputs_key, transport_overrides=saved.transport_overrides, state_dir=state_dir,
+                  search_id=search_id, label=saved.label, **kw)
+        job._resumed_from = saved.generation
+        job._generation, job._evaluations = saved.generation, saved.evaluations
+        return job
 
     def start(self) -> "SearchJob":
         """Start the worker thread (once); returns the job."""
@@ -114,14 +256,30 @@ class SearchJob:
             if self._thread is not None:
                 return self
             self._t0 = time.monotonic()
-            self._state = "running"
+            self.last_seen = time.monotonic()
+            self._state = "queued"
             self._thread = threading.Thread(target=self._run, name="fabric-search", daemon=True)
+        if self.state_dir is not None:
+            self._save_inputs()
+        with _SLOTS_LOCK:
+            _ALL_RUNNING.add(self)
+            if self.search_id:
+                _LIVE[self.search_id] = self
+            _QUEUE.append(self)
+        _ensure_reaper()
         self._thread.start()
         return self
 
+    def touch(self) -> None:
+        """A sign of life from the page showing this job (keeps it from counting as abandoned)."""
+        self.last_seen = time.monotonic()
+
     def cancel(self) -> None:
-        """Ask the search to stop after the current generation (it keeps what it found)."""
+        """Ask the search to stop after the current generation (it keeps what it found); a queued search leaves
+        the queue at once."""
         self._cancel.set()
+        with _SLOTS_LOCK:
+            _SLOTS_LOCK.notify_all()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the worker ends (tests and scripts); True when it has ended."""
@@ -132,20 +290,64 @@ class SearchJob:
 
     @property
     def running(self) -> bool:
+        """True while queued or running."""
         with self._lock:
-            return self._state == "running"
+            return self._state in ("queued", "running")
+
+    @property
+    def abandoned(self) -> bool:
+        """True when the reaper cancelled the search because no page had touched it."""
+        return self._abandoned
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the search's live worker processes (empty when evaluating in-process or ended)."""
+        runner = self._runner
+        return runner.worker_pids() if runner is not None and hasattr(runner, "worker_pids") else []
 
     def snapshot(self) -> SearchSnapshot:
         """A consistent copy of the progress so far."""
+        with _SLOTS_LOCK:       # taken before self._lock, as everywhere (no lock-order inversion)
+            position = _QUEUE.index(self) if self in _QUEUE else 0
         with self._lock:
             end = self._t_end if self._t_end is not None else time.monotonic()
             return SearchSnapshot(
                 state=self._state, generation=self._generation, evaluations=self._evaluations,
                 budget_evals=self.budget_evals, elapsed_s=(end - self._t0) if self._t0 else 0.0,
                 hypervolume=self._hypervolume, front=list(self._front), baselines=list(self._baselines),
-                hv_history=list(self._hv_history), error=self._error, result=self._result)
+                hv_history=list(self._hv_history), error=self._error, result=self._result,
+                resumed_from=self._resumed_from, queue_position=position)
 
     # ------------------------------------------------------------------ worker side
+
+    def _save_inputs(self) -> None:
+        from fabric.ui_support.saved_searches import save_inputs
+
+        try:
+            save_inputs(self.state_dir, self.search_id, workload=self.workload, constraints=self.constraints,
+                        budget_evals=self.budget_evals, seed=self.seed, samples=self.samples,
+                        pop_size=self.pop_size, catalog=self.catalog, transport_overrides=self.transport_overrides,
+                        inputs_key=self.inputs_key, label=self.label)
+        except OSError as err:   # the search still runs; it just cannot survive a restart
+            self.state_dir = None
+            self._error = f"the search is not saved on the server ({type(err).__name__})"
+
+    def _wait_for_slot(self) -> bool:
+        """Wait in the queue until fewer than ``max_concurrent_searches`` run; False when cancelled meanwhile."""
+        limit = max(1, current_limits().max_concurrent_searches)
+        with _SLOTS_LOCK:
+            while True:
+                if self._cancel.is_set():
+                    if self in _QUEUE:
+                        _QUEUE.remove(self)
+                    _SLOTS_LOCK.notify_all()
+                    return False
+                if _QUEUE and _QUEUE[0] is self and _active_count() < limit:
+                    _QUEUE.pop(0)
+                    with self._lock:
+                        self._state = "running"
+                    _SLOTS_LOCK.notify_all()
+                    return True
+                _SLOTS_LOCK.wait(0.5)
 
     def _progress(self, p) -> None:
         with self._lock:
@@ -159,12 +361,19 @@ class SearchJob:
 
     def _run(self) -> None:
         from fabric.search import run_search
+        from fabric.search.runners import InProcessRunner, ProcessRunner
+        from fabric.ui_support.saved_searches import state_file
 
         try:
+            if not self._wait_for_slot():
+                self._finish("cancelled")
+                return
+            self._runner = ProcessRunner(self.workers) if self.workers else InProcessRunner()
+            state_path = state_file(self.state_dir, self.search_id) if self.state_dir is not None else None
             res = run_search(self.workload, self.constraints, budget_evals=self.budget_evals, seed=self.seed,
-                             pop_size=self.pop_size, samples=self.samples,
+                             pop_size=self.pop_size, samples=self.samples, runner=self._runner,
                              catalog=catalog_for_constraints(self.catalog, self.constraints),
-                             callback=self._progress, cancel=self._cancel,
+                             callback=self._progress, cancel=self._cancel, state_path=state_path,
                              transport_overrides=self.transport_overrides)
         except FabricError as err:
             self._finish("failed", error=" ".join(str(err).split()))
@@ -184,6 +393,8 @@ class SearchJob:
     def _finish(self, state: str, *, error: str = "", result=None) -> None:
         with self._lock:
             self._state = state
-            self._error = error
+            self._error = error or (self._error if state != "failed" else "")
             self._result = result
             self._t_end = time.monotonic()
+        with _SLOTS_LOCK:
+            _SLOTS_LOCK.notify_all()
