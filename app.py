@@ -14,6 +14,19 @@ st.html("<style>[data-testid='stMainBlockContainer'] {padding-top: 2rem; padding
 
 init_state()
 
+
+@st.fragment(run_every=10)
+def heartbeat() -> None:
+    """While this browser tab is open, on any page, tell the session's search it is still wanted; a search
+    nobody watches any more is cancelled by the server after ``search_abandon_after_s`` (see
+    fabric.ui_support.jobs), which ends its worker processes."""
+    job = st.session_state.get("search_job")
+    if job is not None and job.running:
+        job.touch()
+
+
+heartbeat()
+
 pages = [
     st.Page("pages/workload.py", title="Workload", default=True),
     st.Page("pages/constraints.py", title="Constraints"),

@@ -33,6 +33,7 @@ from fabric.search.baselines import baseline_designs
 from fabric.search.records import workload_key
 from fabric.topology import build_fabric
 from fabric.ui_support import urlstate
+from fabric.ui_support.messages import public_message  # noqa: F401  (pages call C.public_message)
 from fabric.ui_support.designs import design_from_record, design_genes, recommended_record, short_label
 from fabric.ui_support.topology_view import topology_view
 from fabric.ui_support.workload_view import cluster_gpus
@@ -180,6 +181,7 @@ def init_state() -> None:
     ss["compare_genes"] = list(view.compare)
     ss["search_evals"] = view.evals
     ss["search_seed"] = view.seed
+    ss["url_search_id"] = view.search_id
     choice = view.workload
     if choice and choice["kind"] == "upload":
         names = ", ".join(choice.get("names", [])) or "files"
@@ -207,7 +209,7 @@ def sync_url() -> None:
         choice = {"kind": "upload", "names": [n for n, _ in ss.get("uploads", [])]}
     params = urlstate.encode_view(workload=choice, constraints=ss["constraints"], design=ss.get("design_genes"),
                                   compare=ss.get("compare_genes") or (), evals=ss.get("search_evals", 300),
-                                  seed=ss.get("search_seed", 0))
+                                  seed=ss.get("search_seed", 0), search_id=search_id())
     if dict(st.query_params.to_dict()) != params:
         st.query_params.from_dict(params)
 
@@ -298,6 +300,14 @@ def baselines() -> list[Design]:
                                                           cb.key, cb.catalog)]
     except FabricError:
         return []
+
+
+def search_id() -> str | None:
+    """The id of the session's saved search (the one in its URL), or None."""
+    job = ss.get("search_job")
+    if job is not None and getattr(job, "state_dir", None) is not None:
+        return job.search_id
+    return ss.get("url_search_id")
 
 
 def search_snapshot():

@@ -36,7 +36,7 @@ with left:
 try:
     name, structure, bom = _bom(preset, int(gpus))
 except FabricError as err:
-    st.error(str(err))
+    st.error(C.public_message(err))
     st.stop()
 
 with right:

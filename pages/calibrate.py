@@ -7,8 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,6 +16,7 @@ import streamlit as st
 from pages import _common as C
 from fabric.catalog import default_catalog
 from fabric.errors import FabricError
+from fabric.ui_support.uploads import UploadArea
 
 ss = st.session_state
 C.require_entry()
@@ -27,14 +26,12 @@ REAL_DIR = TRACES_DIR / "nccl_tests"
 FROM_FILE = "from the file"
 
 
-def _clean(text, tmp: str) -> str:
-    """A message without the temporary folder the uploads were written to."""
-    return re.sub(re.escape(tmp) + r"[/\\]?(\d+[/\\])?", "", str(text))
-
-
 @st.cache_data(show_spinner="Fitting the transport profile...", max_entries=32)
 def fit_files(files: tuple, gpu_model: str | None, nic_gbps: float | None) -> dict:
     """Load and fit ``files`` (name, bytes) pairs; keyed by their content and the system hints.
+
+    The readers need files on disk: the uploads go to a private temporary folder that is deleted afterwards
+    (:class:`~fabric.ui_support.uploads.UploadArea`), and messages never show that folder.
 
     Returns ``{"errors": [(name, message)], "fit_error": str | None, "result": CalibrationResult | None,
     "profile_json": str | None}``; never raises for bad input.
@@ -43,19 +40,17 @@ def fit_files(files: tuple, gpu_model: str | None, nic_gbps: float | None) -> di
 
     out = {"errors": [], "fit_error": None, "result": None, "profile_json": None}
     hints = {"gpu_model": gpu_model, "nic_gbps": nic_gbps}
-    with tempfile.TemporaryDirectory(prefix="fabric-cal-") as tmp:
+    with UploadArea(prefix="fabric-cal-") as area:
         good = []
-        for i, (name, data) in enumerate(files):
-            folder = Path(tmp) / str(i)           # one folder each: two uploads may share a name
-            folder.mkdir()
-            path = folder / Path(name).name
-            path.write_bytes(data)
+        for name, data in files:
+            path = area.write(name, data)
             try:
                 load_measurements([path], **hints)
             except (CalibrationError, FabricError, ValueError, OSError) as err:
-                out["errors"].append((name, _clean(err, tmp)))
+                out["errors"].append((name, C.public_message(area.scrub(err))))
             except Exception as err:  # a parser bug must not show a traceback
-                out["errors"].append((name, f"could not be read ({type(err).__name__}: {_clean(err, tmp)})"))
+                out["errors"].append((name, f"could not be read ({type(err).__name__}: "
+                                            f"{C.public_message(area.scrub(err))})"))
             else:
                 good.append((name, path))
         if not good:
@@ -64,14 +59,14 @@ def fit_files(files: tuple, gpu_model: str | None, nic_gbps: float | None) -> di
         try:
             ms = load_measurements([p for _, p in good], **hints)
             res = fit_profile(ms, sources=names)
-            res = replace(res, notes=tuple(_clean(n, tmp) for n in res.notes))
-            prof = save_profile(res, Path(tmp) / "profile.json")
+            res = replace(res, notes=tuple(area.scrub(n) for n in res.notes))
+            prof = save_profile(res, area.write("profile.json", b""))
             out["profile_json"] = prof.read_text(encoding="utf-8")
             out["result"] = res
         except (CalibrationError, FabricError, ValueError) as err:
-            out["fit_error"] = _clean(err, tmp)
+            out["fit_error"] = C.public_message(area.scrub(err))
         except Exception as err:
-            out["fit_error"] = f"the fit failed ({type(err).__name__}: {_clean(err, tmp)})"
+            out["fit_error"] = f"the fit failed ({type(err).__name__}: {C.public_message(area.scrub(err))})"
     return out
 
 
@@ -121,9 +116,9 @@ if not files:
 out = fit_files(tuple(files), None if gpu == FROM_FILE else gpu, float(nic) if nic else None)
 with error_box:
     for name, msg in out["errors"]:
-        st.error(f"**{name}**: {msg}")
+        st.error(f"**{name}**: {C.public_message(msg)}")
     if out["fit_error"]:
-        st.error(f"The fit failed: {out['fit_error']}")
+        st.error(f"The fit failed: {C.public_message(out['fit_error'])}")
 res = out["result"]
 if res is None:
     C.stop()

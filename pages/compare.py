@@ -46,7 +46,7 @@ for p in picked:
         d = C.design_from_genes(entry["genes"], entry["name"])
         ev = C.evaluate_design(d)
     except FabricError as err:
-        st.error(f"{p}: {err}")
+        st.error(f"{p}: {C.public_message(err)}")
         continue
     name = charts.short_text(entry["name"], 48)
     while name in designs:

@@ -121,7 +121,7 @@ try:
         raise FabricError(f"constraint 'gpus': the workload needs {gpus_needed(wb.workload):,} GPUs, more than the "
                           f"{new.gpus:,} in the cluster")
 except FabricError as err:
-    st.error(f"{err}. The other pages keep using the last valid constraints.")
+    st.error(f"{C.public_message(err)}. The other pages keep using the last valid constraints.")
 else:
     # "everything allowed" is stored as None so links stay short
     if new.switch_models is not None and set(new.switch_models) == set(switch_models):
@@ -162,7 +162,7 @@ if changed:
     try:
         Catalog.from_tables(edited, source="catalog edited in the dashboard")
     except FabricError as err:
-        st.error(f"Catalog edit not used: {err}")
+        st.error(f"Catalog edit not used: {C.public_message(err)}")
     else:
         ss["catalog_tables"] = {n: df.reset_index(drop=True) for n, df in edited.items()}
 if st.button("Reset catalog to the built-in defaults", key="cat_reset"):

@@ -53,7 +53,7 @@ try:
     ev = C.evaluate_design(design)
     bom = C.bom_dict(design)
 except FabricError as err:
-    st.error(f"This design cannot be evaluated: {err}")
+    st.error(f"This design cannot be evaluated: {C.public_message(err)}")
     C.stop()
 
 st.caption(f"Genes: {short_label(entry['genes'])} · {design.gpus:,} GPUs, {design.gpus_per_node} per server.")
@@ -155,7 +155,7 @@ with b:
         try:
             e2 = C.evaluate_design(design, s)
         except FabricError as err:
-            st.warning(f"{s}: {err}")
+            st.warning(f"{s}: {C.public_message(err)}")
             continue
         if not all(math.isfinite(v) for v in e2.step_time_s.values()):
             st.warning(f"{s}: no finite step time under this scenario (the fabric may be cut in two, e.g. its only "
@@ -259,7 +259,7 @@ with st.expander("Packet-level check (ns-3)"):
                 if not box.get("done"):
                     _packet_poll()
                 elif box.get("error"):
-                    st.error(f"The packet-level check failed: {box['error']}")
+                    st.error(f"The packet-level check failed: {C.public_message(box['error'])}")
                 else:
                     r = box["result"]
                     sc, un = charts.time_unit([r.packet_s])

@@ -8,7 +8,9 @@ import streamlit as st
 from pages import _common as C
 from fabric.ui_support import charts
 from fabric.ui_support.designs import recommended_record
-from fabric.ui_support.jobs import SearchJob
+from fabric.errors import FabricError
+from fabric.ui_support.jobs import SearchAllowance, SearchJob, live_job
+from fabric.ui_support.saved_searches import prune, state_dir
 from fabric.ui_support.urlstate import MAX_EVALS
 
 ss = st.session_state
@@ -23,14 +25,66 @@ C.inputs_line()
 C.calibration_line("clear_cal_search")
 
 
-def start_search() -> None:
+def _allowance() -> SearchAllowance:
+    if "search_allowance" not in ss:
+        ss["search_allowance"] = SearchAllowance()
+    return ss["search_allowance"]
+
+
+def _with_current_job() -> SearchAllowance:
+    """The session's allowance counting what its current search has evaluated so far (a search that is replaced
+    early gives back what it did not evaluate)."""
+    cur = ss.get("search_job")
+    spent = cur.snapshot().evaluations if cur is not None and not getattr(cur, "_charged", False) else 0
+    return SearchAllowance(limit=_allowance().limit, spent=_allowance().spent + spent)
+
+
+def _adopt(job: SearchJob) -> None:
+    """Make ``job`` the session's search, counting the one it replaces against the session's allowance."""
     old = ss.get("search_job")
     if old is not None:
         old.cancel()
-    wb, cb = C.workload_bundle(), C.catalog_bundle()
-    ss["search_job"] = SearchJob(wb.workload, C.constraints(), budget_evals=int(ss["search_evals"]),
-                                 seed=int(ss["search_seed"]), catalog=cb.catalog, inputs_key=C.inputs_key(),
-                                 transport_overrides=C.calibration_overrides()).start()
+        _allowance().charge(old)
+    ss["search_job"] = job.start()
+    ss["url_search_id"] = job.search_id
+
+
+def start_search() -> None:
+    """Start a search on the current inputs (an error message instead when the session's allowance is spent)."""
+    ss.pop("search_refused", None)
+    budget = int(ss["search_evals"])
+    try:
+        _with_current_job().check(budget)
+        wb, cb = C.workload_bundle(), C.catalog_bundle()
+        folder = state_dir()
+        prune(folder)
+        job = SearchJob(wb.workload, C.constraints(), budget_evals=budget, seed=int(ss["search_seed"]),
+                        catalog=cb.catalog, inputs_key=C.inputs_key(), transport_overrides=C.calibration_overrides(),
+                        state_dir=folder, label=wb.label)
+    except (FabricError, OSError) as err:
+        ss["search_refused"] = C.public_message(err)
+        return
+    _adopt(job)
+
+
+def resume_saved_search(search_id: str) -> bool:
+    """Continue the search the link names when this server has it saved and nobody runs it; True if it did."""
+    if live_job(search_id) is not None:
+        return False
+    try:
+        job = SearchJob.resume(search_id, state_dir())
+    except (FabricError, OSError) as err:
+        ss["url_problems"] = ss.get("url_problems", []) + [C.public_message(err)]
+        return False
+    if job is None:
+        return False
+    try:
+        _allowance().check(max(0, job.budget_evals - job.snapshot().evaluations))
+    except FabricError as err:
+        ss["search_refused"] = str(err)
+        return False
+    _adopt(job)
+    return True
 
 
 def _open(key: str, records: list) -> None:
@@ -68,11 +122,22 @@ d.write("")
 cancel = d.button("Cancel", key="cancel_search", width="stretch")
 
 job = ss.get("search_job")
-if start or job is None:  # the first visit starts a search on the current inputs
+if job is None and not start and ss.get("url_search_id") and "search_refused" not in ss:
+    resume_saved_search(ss["url_search_id"])   # a reload after a server restart continues the saved search
+    job = ss.get("search_job")
+if start or (job is None and "search_refused" not in ss):  # the first visit starts a search on the current inputs
     start_search()
-    job = ss["search_job"]
+    job = ss.get("search_job")
 if cancel and job is not None:
     job.cancel()
+if ss.get("search_refused"):
+    st.error(f"The search was not started: {ss['search_refused']}")
+left = _with_current_job().remaining()
+st.caption(f"This session may still evaluate {left:,} designs (server limit max_session_evaluations = "
+           f"{_allowance().limit:,}).")
+if job is None:
+    C.stop()
+job.touch()
 
 if ss.pop("_open_design", False):
     st.switch_page(C.PAGE_FILES["design"])
@@ -81,11 +146,19 @@ if ss.pop("_open_design", False):
 def draw(snap, *, live: bool) -> None:
     """Progress, Pareto front, hypervolume, summary and the front table of one snapshot."""
     budget = snap.budget_evals or 0
+    if snap.state == "queued":
+        ahead = f"{snap.queue_position} ahead of it" if snap.queue_position else "next in line"
+        st.progress(0.0, text=f"Search waiting for a free slot on the server ({ahead}; the server runs at most "
+                              f"max_concurrent_searches at once), {snap.elapsed_s:.0f} s")
+        return
     state = {"running": "running", "done": "finished", "cancelled": "cancelled", "failed": "failed"}[snap.state]
+    if snap.state == "cancelled" and ss["search_job"].abandoned:
+        state = "cancelled (no open page was watching it)"
+    resumed = f", resumed after a server restart at generation {snap.resumed_from}" if snap.resumed_from else ""
     st.progress(snap.fraction, text=f"Search {state}: generation {snap.generation}, {snap.evaluations:,} designs "
-                                    f"evaluated (budget {budget:,}), {snap.elapsed_s:.1f} s")
+                                    f"evaluated (budget {budget:,}), {snap.elapsed_s:.1f} s{resumed}")
     if snap.state == "failed":
-        st.error(f"The search stopped: {snap.error.splitlines()[0] if snap.error else 'unknown error'}")
+        st.error(f"The search stopped: {C.public_message(snap.error) if snap.error else 'unknown error'}")
         return
     res = snap.result
     cons = C.constraints()
@@ -160,6 +233,7 @@ def draw(snap, *, live: bool) -> None:
 
 @st.fragment(run_every=0.5)
 def live_panel() -> None:
+    ss["search_job"].touch()
     snap = ss["search_job"].snapshot()
     if not snap.running:
         st.rerun()

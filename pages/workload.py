@@ -68,7 +68,7 @@ elif source == "upload":
                    "went into or the reason it did not.")
         for f in result.files:
             if not f.ok:
-                st.error(f"**{f.name}** could not be read: {f.error}")
+                st.error(f"**{f.name}** could not be read: {C.public_message(f.error)}")
         if result.workload is None:
             st.warning("No uploaded file could be read, so the page still shows the previous workload.")
         elif not files:
@@ -119,7 +119,7 @@ else:  # parallelism plan
             C.plan_workload(preset, int(gpus), json.dumps(
                 {k: new[k] for k in C.urlstate.PLAN_KEYS if k in new}, sort_keys=True))
         except FabricError as err:
-            st.error(f"This plan cannot be built: {err}")
+            st.error(f"This plan cannot be built: {C.public_message(err)}")
         else:
             C.set_workload_choice(new)
             st.success(f"Built the {preset} workload on {int(gpus):,} GPUs.")
@@ -127,7 +127,7 @@ else:  # parallelism plan
         st.info("Set a plan and press **Build workload**; until then the current workload stays.")
 
 if ss.get("wl_error"):
-    st.error(ss["wl_error"])
+    st.error(C.public_message(ss["wl_error"]))
 
 # ------------------------------------------------------------------ what was understood
 wb = C.workload_bundle()

@@ -41,3 +41,12 @@ def fuzz_deadline():
 
     value = os.environ.get("FABRIC_FUZZ_DEADLINE_S")
     return None if not value else timedelta(seconds=float(value))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_search_state_dir(tmp_path_factory):
+    """Searches the dashboard saves during the tests go to a folder of their own (FABRIC_STATE_DIR), which
+    servers started by the tests inherit."""
+    if "FABRIC_STATE_DIR" not in os.environ:
+        os.environ["FABRIC_STATE_DIR"] = str(tmp_path_factory.mktemp("search-state"))
+    yield

@@ -271,6 +271,56 @@ def test_search_can_be_cancelled():
     assert any("Front designs" in s.value for s in at.subheader)       # what it found so far stays
 
 
+def test_session_search_budget_is_enforced_and_named(monkeypatch):
+    monkeypatch.setenv("FABRIC_LIMIT_MAX_SESSION_EVALUATIONS", "150")
+    at = app().run()
+    at.switch_page("pages/search.py").run()
+    finish_search(at)
+    first = at.session_state["search_job"]
+    used = first.snapshot().evaluations
+    assert 60 <= used <= 150
+    assert f"may still evaluate {150 - used:,} designs" in texts(at.caption)
+    at.number_input(key="in_evals").set_value(150 - used + 1)
+    at.button(key="start_search").click().run()
+    ok(at)
+    assert at.session_state["search_job"] is first                   # refused: the old result stays
+    err = texts(at.error)
+    assert "The search was not started" in err and "max_session_evaluations" in err
+    assert "FABRIC_LIMIT_MAX_SESSION_EVALUATIONS" in err
+
+
+def test_a_link_with_a_search_id_reopens_the_saved_search():
+    at = app().run()
+    at.switch_page("pages/search.py").run()
+    finish_search(at)
+    job = at.session_state["search_job"]
+    assert at.query_params["search"] == [job.search_id] or at.query_params["search"] == job.search_id
+    front = sorted(r["key"] for r in job.snapshot().front)
+    # another session (or the same browser after a server restart) opens the link
+    other = app(search=job.search_id).run()
+    other.switch_page("pages/search.py").run()
+    again = other.session_state["search_job"]
+    assert again is not job
+    assert again.search_id == job.search_id
+    assert again.wait(60)
+    other.run()
+    ok(other)
+    snap = again.snapshot()
+    assert snap.resumed_from == job.snapshot().generation
+    assert snap.evaluations == job.snapshot().evaluations                 # nothing evaluated again
+    assert sorted(r["key"] for r in snap.front) == front
+    assert "resumed after a server restart" in other.progress[0].proto.text
+
+
+def test_a_link_with_a_malformed_search_id_is_ignored_with_a_warning():
+    at = app(search="../../etc/passwd").run()
+    ok(at)
+    assert "not a search id" in texts(at.warning)
+    at.switch_page("pages/search.py").run()
+    ok(at)
+    assert at.session_state["search_job"].search_id != "../../etc/passwd"
+
+
 def test_search_is_stale_after_the_inputs_change_and_restarts():
     at = app().run()
     at.switch_page("pages/search.py").run()

@@ -10,7 +10,9 @@ Readable, no pickles, every value validated on the way in:
   for the workload;
 - ``design``: the selected design's genes in :data:`~fabric.ui_support.designs.GENE_COLUMNS` order, comma
   separated; ``compare``: designs to compare, ``|`` separated;
-- ``evals`` and ``seed``: the search budget and seed (the search is deterministic for a seed).
+- ``evals`` and ``seed``: the search budget and seed (the search is deterministic for a seed);
+- ``search``: the id of the search saved on the server (32 hex digits), so that reloading the page after a server
+  restart resumes it (:mod:`fabric.ui_support.saved_searches`).
 
 :func:`decode_view` never raises for a bad link: whatever cannot be used is left at its default and explained in
 ``problems``.
@@ -41,7 +43,7 @@ _FLOAT_FIELDS = {"max_oversubscription", "budget_usd", "power_w", "p99_target_s"
 _STR_LIST_FIELDS = {"switch_models", "nic_models", "families", "routings", "transports", "placements"}
 _FLOAT_LIST_FIELDS = {"nics_per_gpu", "oversubscriptions"}
 _INT_LIST_FIELDS = {"qps", "planes"}
-_RESERVED = {"wl", "design", "compare", "evals", "seed"}
+_RESERVED = {"wl", "design", "compare", "evals", "seed", "search"}
 
 
 @dataclass
@@ -57,6 +59,7 @@ class View:
     compare: list = field(default_factory=list)
     evals: int = DEFAULT_EVALS
     seed: int = 0
+    search_id: str | None = None
     problems: list = field(default_factory=list)
 
 
@@ -213,7 +216,8 @@ def _parse_constraint(name: str, text: str):
 
 
 def encode_view(*, workload: Mapping[str, Any] | None, constraints: Constraints, design: Mapping | None = None,
-                compare: list | tuple = (), evals: int = DEFAULT_EVALS, seed: int = 0) -> dict[str, str]:
+                compare: list | tuple = (), evals: int = DEFAULT_EVALS, seed: int = 0,
+                search_id: str | None = None) -> dict[str, str]:
     """Query parameters of a view (defaults left out)."""
     out: dict[str, str] = {}
     if workload is not None:
@@ -227,6 +231,8 @@ def encode_view(*, workload: Mapping[str, Any] | None, constraints: Constraints,
         out["evals"] = str(int(evals))
     if int(seed) != 0:
         out["seed"] = str(int(seed))
+    if search_id:
+        out["search"] = search_id
     return out
 
 
@@ -279,4 +285,11 @@ def decode_view(params: Mapping[str, Any], *, samples: tuple[str, ...], presets:
                 setattr(view, k, val)
             except ValueError:
                 view.problems.append(f"link parameter {k}={p[k]!r} must be a whole number in [{lo}, {hi:,}]")
+    if "search" in p:
+        from fabric.ui_support.saved_searches import is_search_id
+
+        if is_search_id(p["search"]):
+            view.search_id = p["search"]
+        else:
+            view.problems.append("link parameter search is not a search id (32 hexadecimal digits) and was ignored")
     return view
