@@ -146,13 +146,7 @@ def _reap_forever() -> None:
 def reap_abandoned(now: float | None = None) -> list:
     """Cancel every running search whose page has not touched it for its ``abandon_after_s``; returns them."""
     now = time.monotonic() if now is None else now
-    out = []
-    for job in list(_ALL_RUNNING):
-        if job.running and not job._cancel.is_set() and now - job.last_seen > job.abandon_after_s:
-            job._abandoned = True
-            job.cancel()
-            out.append(job)
-    return out
+    return [job for job in list(_ALL_RUNNING) if job.cancel_if_idle(now)]
 
 
 @dataclass
@@ -273,6 +267,14 @@ class SearchJob:
     def touch(self) -> None:
         """A sign of life from the page showing this job (keeps it from counting as abandoned)."""
         self.last_seen = time.monotonic()
+
+    def cancel_if_idle(self, now: float) -> bool:
+        """Cancel the search as abandoned when untouched for ``abandon_after_s`` at ``now``; True if it did."""
+        if not self.running or self._cancel.is_set() or now - self.last_seen <= self.abandon_after_s:
+            return False
+        self._abandoned = True
+        self.cancel()
+        return True
 
     def cancel(self) -> None:
         """Ask the search to stop after the current generation (it keeps what it found); a queued search leaves
