@@ -35,16 +35,18 @@ def _with_current_job() -> SearchAllowance:
     """The session's allowance counting what its current search has evaluated so far (a search that is replaced
     early gives back what it did not evaluate)."""
     cur = ss.get("search_job")
-    spent = cur.snapshot().evaluations if cur is not None and not getattr(cur, "_charged", False) else 0
+    mine = cur is not None and not ss.get("search_watching") and not getattr(cur, "_charged", False)
+    spent = cur.snapshot().evaluations if mine else 0
     return SearchAllowance(limit=_allowance().limit, spent=_allowance().spent + spent)
 
 
 def _adopt(job: SearchJob) -> None:
     """Make ``job`` the session's search, counting the one it replaces against the session's allowance."""
     old = ss.get("search_job")
-    if old is not None:
+    if old is not None and not ss.get("search_watching"):  # a search opened by link is left running for its owner
         old.cancel()
         _allowance().charge(old)
+    ss["search_watching"] = False
     ss["search_job"] = job.start()
     ss["url_search_id"] = job.search_id
 
@@ -67,10 +69,13 @@ def start_search() -> None:
     _adopt(job)
 
 
-def resume_saved_search(search_id: str) -> bool:
-    """Continue the search the link names when this server has it saved and nobody runs it; True if it did."""
-    if live_job(search_id) is not None:
-        return False
+def open_linked_search(search_id: str) -> bool:
+    """Show the search a link names: the running one when another page runs it (a shared link during a design
+    review), else continue it from its saved state (a reload after a server restart); True if it did either."""
+    running = live_job(search_id)
+    if running is not None:
+        ss["search_job"], ss["search_watching"], ss["url_search_id"] = running, True, search_id
+        return True
     try:
         job = SearchJob.resume(search_id, state_dir())
     except (FabricError, OSError) as err:
@@ -123,7 +128,7 @@ cancel = d.button("Cancel", key="cancel_search", width="stretch")
 
 job = ss.get("search_job")
 if job is None and not start and ss.get("url_search_id") and "search_refused" not in ss:
-    resume_saved_search(ss["url_search_id"])   # a reload after a server restart continues the saved search
+    open_linked_search(ss["url_search_id"])
     job = ss.get("search_job")
 if start or (job is None and "search_refused" not in ss):  # the first visit starts a search on the current inputs
     start_search()
@@ -137,6 +142,9 @@ st.caption(f"This session may still evaluate {left:,} designs (server limit max_
            f"{_allowance().limit:,}).")
 if job is None:
     C.stop()
+if ss.get("search_watching"):
+    st.caption("This search was opened from a shared link and runs for the page that started it; **Start search** "
+               "runs one of your own.")
 job.touch()
 
 if ss.pop("_open_design", False):

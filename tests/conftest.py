@@ -50,3 +50,17 @@ def private_search_state_dir(tmp_path_factory):
     if "FABRIC_STATE_DIR" not in os.environ:
         os.environ["FABRIC_STATE_DIR"] = str(tmp_path_factory.mktemp("search-state"))
     yield
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian Chromium driven by Playwright (browser tests skip when either is missing)."""
+    from browser_support import CHROMIUM, LAUNCH_ARGS
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not found (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        yield b
+        b.close()

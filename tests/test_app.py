@@ -312,6 +312,26 @@ def test_a_link_with_a_search_id_reopens_the_saved_search():
     assert "resumed after a server restart" in other.progress[0].proto.text
 
 
+def test_a_link_to_a_running_search_shows_it_without_starting_another():
+    at = app(evals="20000").run()
+    at.switch_page("pages/search.py").run()
+    job = at.session_state["search_job"]
+    try:
+        assert job.running
+        other = app(evals="20000", search=job.search_id).run()
+        other.switch_page("pages/search.py").run()
+        ok(other)
+        assert other.session_state["search_job"] is job                   # the same search, not a new one
+        assert "opened from a shared link" in texts(other.caption)
+        assert "may still evaluate 100,000 designs" in texts(other.caption)   # not charged to the viewer
+        other.button(key="start_search").click().run()                     # the viewer starts a search of its own
+        mine = other.session_state["search_job"]
+        assert mine is not job and job.running and not job.snapshot().state == "cancelled"
+        mine.cancel()
+    finally:
+        job.cancel()
+
+
 def test_a_link_with_a_malformed_search_id_is_ignored_with_a_warning():
     at = app(search="../../etc/passwd").run()
     ok(at)

@@ -12,114 +12,24 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from browser_support import ROOT, VIEW, Dashboard, charts_drawn, expect, free_port, idle, nav, shot, wait_for_search
 from conftest import TRACES_DIR
 
 pytestmark = pytest.mark.browser
-
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("FABRIC_CHROMIUM", "/usr/bin/chromium")
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-               "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-VIEW = {"width": 1280, "height": 720}
-IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
-
-
-def expect(locator):
-    """Playwright's auto-waiting assertions (imported late: the module must load without playwright)."""
-    from playwright.sync_api import expect as _expect
-
-    return _expect(locator)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server():
     """The dashboard on 127.0.0.1 on a free port, for this module's tests."""
-    if shutil.which("streamlit") is None and not (Path(sys.executable).parent / "streamlit").exists():
-        pytest.skip("streamlit command not found")
-    port = _free_port()
-    exe = Path(sys.executable).parent / "streamlit"
-    cmd = [str(exe) if exe.exists() else "streamlit", "run", "app.py", "--server.headless", "true",
-           "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
+    dash = Dashboard(free_port()).start()
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read().strip() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode(errors="replace") if proc.poll() is not None else ""
-                pytest.fail(f"the dashboard did not start: {err[-2000:]}")
-            time.sleep(0.2)
-        yield url
+        yield dash.url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} not found (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        yield b
-        b.close()
-
-
-def idle(page, timeout: float = 60) -> None:
-    """Wait until the page has its title, the script run ended, and every plotly chart is drawn (the counts stay
-    the same over two polls: charts are briefly removed on every rerun)."""
-    page.wait_for_selector("[data-testid='stMain'] h1", timeout=timeout * 1000)
-    page.wait_for_selector(IDLE, timeout=timeout * 1000)
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        now = (page.locator(IDLE).count(), page.locator("[data-testid='stPlotlyChart']").count(),
-               page.locator(".js-plotly-plot").count())
-        if now[0] and now[2] >= now[1] and now == last:
-            break
-        last = now
-        time.sleep(0.3)
-    page.wait_for_selector(IDLE, timeout=timeout * 1000)
-    assert page.get_by_test_id("stException").count() == 0, page.get_by_test_id("stException").first.inner_text()
-
-
-def charts_drawn(page, n: int) -> None:
-    """Exactly ``n`` plotly charts drawn (waits for them)."""
-    expect(page.locator(".js-plotly-plot")).to_have_count(n, timeout=30_000)
-    expect(page.get_by_test_id("stPlotlyChart")).to_have_count(n, timeout=30_000)
-
-
-def nav(page, title: str) -> None:
-    page.get_by_test_id("stTopNavLink").filter(has_text=re.compile(f"^{re.escape(title)}$")).first.click()
-    page.wait_for_timeout(300)
-    idle(page)
+        dash.stop()
 
 
 @pytest.fixture(scope="module")
@@ -127,19 +37,6 @@ def shots_dir(tmp_path_factory) -> Path:
     """Where screenshots go: FABRIC_SCREENSHOTS_DIR (relative to the repository) or a temporary folder."""
     target = os.environ.get("FABRIC_SCREENSHOTS_DIR")
     return (ROOT / target) if target else tmp_path_factory.mktemp("screenshots")
-
-
-def shot(page, folder: Path, name: str, anchor: str | None = None) -> None:
-    """A 1280x720 screenshot, scrolled so that ``anchor`` (a heading) is at the top."""
-    if anchor is not None:
-        page.get_by_role("heading", name=anchor).first.scroll_into_view_if_needed()
-        page.get_by_role("heading", name=anchor).first.evaluate("e => e.scrollIntoView({block: 'start'})")
-        page.wait_for_timeout(400)
-    page.mouse.move(2, 700)                  # no hover toolbars or tooltips in the picture
-    page.wait_for_timeout(300)
-    folder.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(folder / f"{name}.png"))
-    assert (folder / f"{name}.png").stat().st_size > 20_000          # a real picture, not a blank page
 
 
 def trace_files() -> list[Path]:
@@ -154,12 +51,6 @@ def trace_files() -> list[Path]:
     return [ROOT / "sample_traces/kineto/llama3-70b.rank0.pt.trace.json.gz",
             ROOT / "sample_traces/kineto/llama3-70b.rank1.pt.trace.json.gz",
             ROOT / "sample_traces/dlrm-dcnv2.json", ROOT / "sample_traces/README.md"]
-
-
-def wait_for_search(page, timeout: float = 90) -> str:
-    page.get_by_text(re.compile(r"Search (finished|cancelled|failed)")).first.wait_for(timeout=timeout * 1000)
-    idle(page)
-    return page.get_by_text(re.compile(r"Search (finished|cancelled|failed)")).first.inner_text()
 
 
 def test_upload_search_open_design_report(server, browser, shots_dir):
