@@ -237,3 +237,29 @@ def download_text(page, button: str) -> str:
     with page.expect_download() as dl:
         page.get_by_role("button", name=button).click()
     return Path(dl.value.path()).read_text()
+
+
+# ------------------------------------------------------------------ one browser session of the load test
+
+
+def open_with_upload(browser, url: str, trace: Path):
+    """A new browser session on the dashboard that uploads ``trace`` on the Workload page; returns (context,
+    page) once the upload is chosen (call :func:`wait_for_upload` before reading the page)."""
+    ctx = browser.new_context(viewport=VIEW, accept_downloads=True)
+    page = ctx.new_page()
+    page.goto(url + "/")
+    idle(page)
+    page.get_by_text("Upload traces").click()
+    idle(page)
+    page.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(trace))
+    return ctx, page
+
+
+def wait_for_upload(page, trace: Path, timeout: float = 120) -> None:
+    page.get_by_role("heading", name=re.compile(f"uploaded {re.escape(trace.name)}")).wait_for(timeout=timeout * 1000)
+    idle(page, timeout)
+
+
+def go_to_search(page) -> None:
+    """Open the Search page (the first visit starts a search on the session's inputs) without waiting for it."""
+    page.get_by_test_id("stTopNavLink").filter(has_text=re.compile("^Search$")).first.click()

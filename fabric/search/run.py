@@ -139,6 +139,11 @@ class _Session:
         out: list = [None] * len(designs_meta)
         todo, where = [], {}
         for i, (d, g, r) in enumerate(designs_meta):
+            seen = self.records.get(design_key(d))    # this search has it (or its saved state had it)
+            if seen is not None:
+                out[i] = seen
+                self.cache_hits += 1
+                continue
             ck = self._cache_key(d)
             rec = GLOBAL_CACHE.get(ck)
             if rec is not None:
@@ -309,9 +314,9 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
                           mutation=_ChoiceMutation(prob=1.0), repair=_Canonical(space), eliminate_duplicates=True)
         algorithm.setup(problem, seed=seed, verbose=False)
         if state:
-            algorithm.random_state.bit_generator.state = state["rng"]
+            _restore_population(algorithm, problem, initial, state)
         stopped = "budget reached"
-        stale = 0
+        stale = int(state.get("stale_generations", 0)) if state else 0
         while True:
             if cancel is not None and cancel.is_set():
                 stopped = "cancelled"
@@ -326,17 +331,17 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
             algorithm.evaluator.eval(problem, pop)
             algorithm.tell(infills=pop)
             generation += 1
+            stale = stale + 1 if session.evaluations == before else 0
             all_recs = list(session.records.values())
             if hv.ref is None:
                 hv.fix(base_recs, all_recs)
             front = _feasible_front(all_recs, n_obj, session.outside)
             hv_history.append({"generation": generation, "evaluations": session.evaluations,
                                "hypervolume": hv(front), "elapsed_s": time.perf_counter() - t0})
-            _save_state(state_path, algorithm, generation, session, hv, hv_history, seed)
+            _save_state(state_path, algorithm, generation, session, hv, hv_history, seed, stale)
             if callback is not None:
                 callback(SearchProgress(generation, session.evaluations, budget_evals, time.perf_counter() - t0,
                                         hv_history[-1]["hypervolume"], front, base_recs))
-            stale = stale + 1 if session.evaluations == before else 0
             if stale >= 10:
                 stopped = "converged (no new designs in 10 generations)"
                 break
@@ -421,18 +426,38 @@ def random_search(workload, constraints: Constraints, *, budget_evals: int, seed
     return _result(session, [], hv, [], 0, "budget reached", seed, n_obj, constraints, t0)
 
 
-def _save_state(path, algorithm, generation, session, hv, hv_history, seed):
+def _restore_population(algorithm, problem, X, state) -> None:
+    """Put the algorithm where the saved generation left it: the population in its order with the ranks and
+    crowding distances survival gave it, and the random generator's state, so that the resumed search makes the
+    same choices as one that never stopped. (Letting pymoo initialise from the saved population instead would run
+    a survival step the undisturbed search never ran, which draws random numbers and changes the crowding of the
+    last front, so the fronts would part.)"""
+    if "pop_rank" in state and "pop_crowding" in state:
+        pop = Population.new(X=X)
+        algorithm.evaluator.eval(problem, pop)      # the records are restored: nothing is evaluated again
+        pop.set("rank", np.array([None if v is None else int(v) for v in state["pop_rank"]], dtype=object),
+                "crowding", np.array([None if v is None else float(v) for v in state["pop_crowding"]], dtype=object))
+        algorithm.pop, algorithm.off = pop, None
+        algorithm.n_iter = int(state["generation"]) + 1
+        algorithm.is_initialized = True
+    # else: a state saved before ranks were kept; pymoo initialises from the saved population (and re-ranks it)
+    algorithm.random_state.bit_generator.state = state["rng"]
+
+
+def _save_state(path, algorithm, generation, session, hv, hv_history, seed, stale):
     if path is None:
         return
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     state = {"version": 1, "seed": seed, "generation": generation,
              "pop_X": algorithm.pop.get("X").astype(int).tolist(),
+             "pop_rank": [None if v is None else int(v) for v in algorithm.pop.get("rank")],
+             "pop_crowding": [None if v is None else float(v) for v in algorithm.pop.get("crowding")],
              "rng": algorithm.random_state.bit_generator.state,
              "records": list(session.records.values()), "hv_history": hv_history,
              "reference_point": None if hv.ref is None else hv.ref.tolist(),
              "normalisation": None if hv.scale is None else hv.scale.tolist(),
-             "evaluations": session.evaluations}
+             "evaluations": session.evaluations, "stale_generations": stale}
     tmp = p.with_suffix(p.suffix + ".tmp")
     tmp.write_text(json.dumps(state, default=_json_default))
     tmp.replace(p)
