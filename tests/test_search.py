@@ -146,7 +146,8 @@ def test_a_search_resumed_from_any_saved_generation_ends_exactly_like_an_undistu
 
     cons = Constraints(gpus=256)
     wl = _workload(256)
-    kw = dict(budget_evals=600, seed=3, pop_size=20, samples=32)
+    kw = dict(budget_evals=1500, seed=3, pop_size=20, samples=32)   # long enough for pymoo's 50-generation
+    #                                                                     convergence window to matter
     state = tmp_path / "state.json"
     copies = {}
 
@@ -154,8 +155,8 @@ def test_a_search_resumed_from_any_saved_generation_ends_exactly_like_an_undistu
         copies[p.generation] = state.read_text()
 
     full = run_search(wl, cons, state_path=state, callback=keep_copy, **kw)
-    assert full.generations >= 12
-    for k in (1, 4, full.generations // 2, full.generations - 1):
+    assert full.generations >= 60
+    for k in (1, full.generations // 2, full.generations - 1):
         GLOBAL_CACHE.clear()                 # a restarted server has nothing cached
         crashed = tmp_path / f"crash-{k}.json"
         crashed.write_text(copies[k])

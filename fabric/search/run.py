@@ -24,6 +24,7 @@ from pymoo.algorithms.moo.nsga2 import NSGA2
 from pymoo.core.mutation import Mutation
 from pymoo.core.population import Population
 from pymoo.core.problem import Problem
+from pymoo.core.termination import NoTermination
 from pymoo.core.repair import Repair
 from pymoo.operators.crossover.ux import UX
 
@@ -312,7 +313,8 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
         problem = _Problem(space, session.evaluate_genomes, n_obj, len(_CONSTRAINT_ORDER))
         algorithm = NSGA2(pop_size=pop_size, sampling=Population.new(X=initial), crossover=UX(prob=0.9),
                           mutation=_ChoiceMutation(prob=1.0), repair=_Canonical(space), eliminate_duplicates=True)
-        algorithm.setup(problem, seed=seed, verbose=False)
+        # the loop below decides when to stop; pymoo's own convergence test is state a resume could not restore
+        algorithm.setup(problem, termination=NoTermination(), seed=seed, verbose=False)
         if state:
             _restore_population(algorithm, problem, initial, state)
         stopped = "budget reached"
@@ -439,6 +441,7 @@ def _restore_population(algorithm, problem, X, state) -> None:
                 "crowding", np.array([None if v is None else float(v) for v in state["pop_crowding"]], dtype=object))
         algorithm.pop, algorithm.off = pop, None
         algorithm.n_iter = int(state["generation"]) + 1
+        algorithm.start_time = time.time()
         algorithm.is_initialized = True
     # else: a state saved before ranks were kept; pymoo initialises from the saved population (and re-ranks it)
     algorithm.random_state.bit_generator.state = state["rng"]
