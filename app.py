@@ -5,15 +5,6 @@ import streamlit as st
 
 from pages._common import init_state, sync_url
 
-st.set_page_config(page_title="fabric: network design for AI clusters", layout="wide")
-
-# Less empty space above the title: the page must fit a 1280x720 shared screen.
-st.html("<style>[data-testid='stMainBlockContainer'] {padding-top: 2rem; padding-bottom: 2rem;}"
-        "h1 {font-size: 2.1rem !important; padding-bottom: 0.3rem !important;}"
-        "h2 {font-size: 1.6rem !important;} h3 {font-size: 1.3rem !important;}</style>")
-
-init_state()
-
 
 @st.fragment(run_every=10)
 def heartbeat() -> None:
@@ -25,16 +16,30 @@ def heartbeat() -> None:
         job.touch()
 
 
-heartbeat()
+def main() -> None:
+    """One run of the dashboard script."""
+    st.set_page_config(page_title="fabric: network design for AI clusters", layout="wide")
+    # Less empty space above the title: the page must fit a 1280x720 shared screen.
+    st.html("<style>[data-testid='stMainBlockContainer'] {padding-top: 2rem; padding-bottom: 2rem;}"
+            "h1 {font-size: 2.1rem !important; padding-bottom: 0.3rem !important;}"
+            "h2 {font-size: 1.6rem !important;} h3 {font-size: 1.3rem !important;}</style>")
+    init_state()
+    heartbeat()
+    pages = [
+        st.Page("pages/workload.py", title="Workload", default=True),
+        st.Page("pages/constraints.py", title="Constraints"),
+        st.Page("pages/search.py", title="Search"),
+        st.Page("pages/design.py", title="Design"),
+        st.Page("pages/calibrate.py", title="Calibrate"),
+        st.Page("pages/compare.py", title="Compare"),
+        st.Page("pages/build.py", title="Fabric & BOM"),
+    ]
+    st.navigation(pages, position="top").run()
+    sync_url()
 
-pages = [
-    st.Page("pages/workload.py", title="Workload", default=True),
-    st.Page("pages/constraints.py", title="Constraints"),
-    st.Page("pages/search.py", title="Search"),
-    st.Page("pages/design.py", title="Design"),
-    st.Page("pages/calibrate.py", title="Calibrate"),
-    st.Page("pages/compare.py", title="Compare"),
-    st.Page("pages/build.py", title="Fabric & BOM"),
-]
-st.navigation(pages, position="top").run()
-sync_url()
+
+# Streamlit runs this file as __main__. Search worker processes are spawned (multiprocessing "spawn"), and a spawned
+# process imports the parent's main module under the name __mp_main__: there it must define things, not draw a
+# dashboard (it would run the whole app in every worker, without a browser session).
+if __name__ == "__main__":
+    main()

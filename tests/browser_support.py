@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -109,6 +110,7 @@ class Dashboard:
     port: int
     env: dict = field(default_factory=dict)
     proc: subprocess.Popen | None = None
+    log: Path | None = None
 
     @property
     def url(self) -> str:
@@ -118,8 +120,11 @@ class Dashboard:
         cmd = [_streamlit_command(), "run", "app.py", "--server.headless", "true", "--server.address", "127.0.0.1",
                "--server.port", str(self.port), "--browser.gatherUsageStats", "false",
                "--server.fileWatcherType", "none"]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **self.env}, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, start_new_session=True)
+        # the server's log goes to a file: a pipe nobody reads would fill up and block the server when it logs
+        self.log = Path(tempfile.mkstemp(prefix=f"fabric-dashboard-{self.port}-", suffix=".log")[1])
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **self.env}, stdout=log, stderr=log,
+                                         start_new_session=True)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -129,10 +134,13 @@ class Dashboard:
             except OSError:
                 pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                err = self.proc.stderr.read().decode(errors="replace") if self.proc.poll() is not None else ""
                 self.kill()
-                pytest.fail(f"the dashboard did not start: {err[-2000:]}")
+                pytest.fail(f"the dashboard did not start: {self.log_tail()}")
             time.sleep(0.2)
+
+    def log_tail(self, chars: int = 2000) -> str:
+        """The end of the server's log."""
+        return self.log.read_text(errors="replace")[-chars:] if self.log and self.log.exists() else ""
 
     @property
     def pid(self) -> int:
@@ -166,6 +174,8 @@ class Dashboard:
         except subprocess.TimeoutExpired:
             pass
         self.kill()
+        if self.log is not None:
+            self.log.unlink(missing_ok=True)
 
 
 def wait_until(pred, timeout: float, what: str, poll: float = 0.2):

@@ -452,3 +452,16 @@ def test_build_page_changes_size_and_reports_errors():
     ok(at)
     assert "8-GPU nodes" in at.error[0].value
 
+
+
+def test_search_workers_importing_the_main_module_do_not_run_the_dashboard():
+    """Streamlit makes app.py the server's __main__ module; a search worker started with multiprocessing "spawn"
+    imports it as __mp_main__. It must come out of that import without running the app (without a browser
+    session, every call would log "missing ScriptRunContext", and a worker ran the whole dashboard)."""
+    import subprocess
+    import sys
+
+    code = "import runpy, sys; sys.path.insert(0, '.'); runpy.run_path('app.py', run_name='__mp_main__')"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ScriptRunContext" not in done.stderr

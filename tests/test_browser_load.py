@@ -127,6 +127,7 @@ def test_five_sessions_each_get_their_own_correct_front(dashboard, browser, sess
         for ctx, _ in sessions:
             ctx.close()
         wait_until(lambda: not dashboard.search_workers(), 30, "the search workers to end")
+    assert "ScriptRunContext" not in dashboard.log.read_text(errors="replace")   # no worker ran the app
     print(f"5 sessions: {wall_s:.1f} s, peak server tree RSS {watch.peak_rss_bytes / 2 ** 20:.0f} MiB, "
           f"peak workers {watch.peak_workers}")
     assert 1 <= watch.peak_workers <= 4                        # max_concurrent_searches = 4: the fifth queued
@@ -185,7 +186,7 @@ def test_a_search_interrupted_by_a_server_crash_resumes_after_a_restart(browser,
                     Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
         ctx.close()
     finally:
-        dash.kill()
+        dash.stop()
     dash = Dashboard(port, env={"FABRIC_STATE_DIR": str(state)}).start()
     try:
         ctx = browser.new_context(viewport=VIEW, accept_downloads=True)
