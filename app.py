@@ -34,6 +34,9 @@ def main() -> None:
         st.Page("pages/compare.py", title="Compare"),
         st.Page("pages/build.py", title="Fabric & BOM"),
     ]
+    # An empty first slot: when a fragment's timed rerun (the search progress, the heartbeat) lands right after a
+    # full rerun, Streamlit can drop the first element of the page; this keeps that from being the page's title.
+    st.empty()
     st.navigation(pages, position="top").run()
     sync_url()
 

@@ -241,6 +241,7 @@ def draw(snap, *, live: bool) -> None:
 
 @st.fragment(run_every=0.5)
 def live_panel() -> None:
+    """The running search's progress, redrawn twice a second; once it ends, a full-page rerun draws the result."""
     ss["search_job"].touch()
     snap = ss["search_job"].snapshot()
     if not snap.running:

@@ -252,12 +252,13 @@ def download_text(page, button: str) -> str:
 # ------------------------------------------------------------------ one browser session of the load test
 
 
-def open_with_upload(browser, url: str, trace: Path):
-    """A new browser session on the dashboard that uploads ``trace`` on the Workload page; returns (context,
-    page) once the upload is chosen (call :func:`wait_for_upload` before reading the page)."""
+def open_with_upload(browser, url: str, trace: Path, query: str = ""):
+    """A new browser session on the dashboard (the Workload page, with ``query`` such as ``seed=3``) that uploads
+    ``trace``; returns (context, page) once the upload is chosen (call :func:`wait_for_upload` before reading the
+    page)."""
     ctx = browser.new_context(viewport=VIEW, accept_downloads=True)
     page = ctx.new_page()
-    page.goto(url + "/")
+    page.goto(url + "/" + (f"?{query}" if query else ""))
     idle(page)
     page.get_by_text("Upload traces").click()
     idle(page)

@@ -37,14 +37,14 @@ DEFAULT_EVALS, SEED, SAMPLES = 300, 0, 256
 PEAK_RSS_LIMIT_BYTES = 2 * 2 ** 30
 
 
-def reference_front(trace: Path, *, budget_evals: int = DEFAULT_EVALS) -> pd.DataFrame:
+def reference_front(trace: Path, *, budget_evals: int = DEFAULT_EVALS, seed: int = SEED) -> pd.DataFrame:
     """The front an independent in-process search of ``trace`` gives, sized the way the dashboard sizes it."""
     from fabric.search import Constraints, run_search
     from fabric.ui_support.workload_view import cluster_gpus
     from fabric.workload.ingest import ingest
 
     workload = ingest([(trace.name, trace.read_bytes())]).workload
-    res = run_search(workload, Constraints(gpus=cluster_gpus(workload, 8)), budget_evals=budget_evals, seed=SEED,
+    res = run_search(workload, Constraints(gpus=cluster_gpus(workload, 8)), budget_evals=budget_evals, seed=seed,
                      samples=SAMPLES)
     return res.front_frame()
 
