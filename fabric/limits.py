@@ -37,6 +37,9 @@ class Limits:
     #: seconds without a sign of life from its browser tab after which a dashboard search counts as abandoned and
     #: is cancelled (its worker processes end)
     search_abandon_after_s: int = 60
+    #: evaluation records one process keeps for reuse by later searches, oldest dropped first (a few KB each:
+    #: 50,000 take a few hundred MB)
+    max_cached_evaluations: int = 50_000
 
     @classmethod
     def from_env(cls, environ=None) -> "Limits":

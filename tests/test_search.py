@@ -270,3 +270,15 @@ def test_baselines_outside_the_allowed_families_stay_off_the_front():
     assert {b["design"] for b in res.baselines if not b["in_space"]} >= {"baseline: fat tree 1:1, fastest links"}
     assert all(r["family"] == "rail_optimized" for r in res.front)
     assert len(res.comparisons()) == 3                                  # still reported beside the front
+
+
+def test_the_evaluation_cache_is_capped_by_its_limit(monkeypatch):
+    """The records kept for reuse are bounded (limit max_cached_evaluations); the oldest go first."""
+    from fabric.search.records import EvaluationCache
+
+    monkeypatch.setenv("FABRIC_LIMIT_MAX_CACHED_EVALUATIONS", "3")
+    cache = EvaluationCache()
+    for k in range(5):
+        cache.put(k, {"key": k})
+    assert len(cache) == 3
+    assert cache.get(0) is None and cache.get(1) is None and cache.get(4) == {"key": 4}

@@ -92,7 +92,8 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
 class EvaluationCache:
     """An LRU of records keyed by (design, workload, scenario, seed, samples)."""
 
-    def __init__(self, max_entries: int = 200_000):
+    def __init__(self, max_entries: int | None = None):
+        #: None: the limit max_cached_evaluations (read when first needed, so the server's setting applies)
         self.max_entries = max_entries
         self._d: OrderedDict = OrderedDict()
         self._lock = threading.Lock()       # the dashboard runs several searches at once, one thread each
@@ -113,6 +114,10 @@ class EvaluationCache:
         with self._lock:
             self._d[key] = rec
             self._d.move_to_end(key)
+            if self.max_entries is None:
+                from fabric.limits import current_limits
+
+                self.max_entries = current_limits().max_cached_evaluations
             while len(self._d) > self.max_entries:
                 self._d.popitem(last=False)
 
