@@ -137,9 +137,13 @@ if cancel and job is not None:
     job.cancel()
 if ss.get("search_refused"):
     st.error(f"The search was not started: {ss['search_refused']}")
-left = _with_current_job().remaining()
-st.caption(f"This session may still evaluate {left:,} designs (server limit max_session_evaluations = "
-           f"{_allowance().limit:,}).")
+if job is not None and job.running and not ss.get("search_watching"):   # true for the whole run, not a moment
+    after = max(0, _allowance().remaining() - job.budget_evals)
+    st.caption(f"This session may evaluate {after:,} more designs after the running search (budget "
+               f"{job.budget_evals:,}; server limit max_session_evaluations = {_allowance().limit:,}).")
+else:
+    st.caption(f"This session may still evaluate {_with_current_job().remaining():,} designs (server limit "
+               f"max_session_evaluations = {_allowance().limit:,}).")
 if job is None:
     C.stop()
 if ss.get("search_watching"):

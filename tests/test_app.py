@@ -318,6 +318,7 @@ def test_a_link_to_a_running_search_shows_it_without_starting_another():
     job = at.session_state["search_job"]
     try:
         assert job.running
+        assert "may evaluate 80,000 more designs after the running search (budget 20,000" in texts(at.caption)
         other = app(evals="20000", search=job.search_id).run()
         other.switch_page("pages/search.py").run()
         ok(other)
