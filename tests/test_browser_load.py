@@ -197,7 +197,8 @@ def test_a_search_interrupted_by_a_server_crash_resumes_after_a_restart(browser,
         status = wait_for_search(page, timeout=300)
         assert "Search finished" in status, status
         at = int(re.search(r"at generation (\d+)", status).group(1))
-        assert 1 <= at <= generation_seen + 1
+        final = int(re.search(r"generation (\d+),", status).group(1))
+        assert generation_seen <= at < final      # saved at least as far as the page had shown; not from scratch
         assert f"{evals:,} designs evaluated" in status or "designs evaluated (budget 3,000)" in status
         assert_same_front(download_text(page, "Front (CSV)"), expected)
         ctx.close()
