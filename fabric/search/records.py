@@ -13,6 +13,7 @@ from collections import OrderedDict
 from dataclasses import asdict
 
 from fabric.errors import FabricError
+from fabric.limits import current_limits
 
 __all__ = ["evaluate_record", "design_key", "workload_key", "EvaluationCache", "violations", "INFEASIBLE_COST",
            "INFEASIBLE_P99"]
@@ -115,8 +116,6 @@ class EvaluationCache:
             self._d[key] = rec
             self._d.move_to_end(key)
             if self.max_entries is None:
-                from fabric.limits import current_limits
-
                 self.max_entries = current_limits().max_cached_evaluations
             while len(self._d) > self.max_entries:
                 self._d.popitem(last=False)

@@ -122,6 +122,9 @@ class _Session:
         self.seed, self.samples, self.runner = seed, samples, runner
         self.catalog, self.constraints = catalog, constraints
         self.wl_key = workload_key(workload)
+        # what the cache key adds to the design: the same for every evaluation of this search
+        self._context_key = (self.wl_key, json.dumps(scenario.to_dict(), sort_keys=True), seed, samples, id(catalog),
+                             json.dumps(self.overrides, sort_keys=True))
         self.records: dict[str, dict] = {}
         self.outside: set[str] = set()      # keys of designs the constraints do not allow (the human baselines)
         self.cache_hits = 0
@@ -132,20 +135,18 @@ class _Session:
         what an earlier search left in the cache; the cache only saves the compute)."""
         return len(self.records)
 
-    def _cache_key(self, design) -> tuple:
-        return (design_key(design), self.wl_key, json.dumps(self.scenario.to_dict(), sort_keys=True), self.seed,
-                self.samples, id(self.catalog), json.dumps(self.overrides, sort_keys=True))
 
     def evaluate_designs(self, designs_meta: list) -> list[dict]:
         out: list = [None] * len(designs_meta)
-        todo, where = [], {}
+        todo, todo_keys, where = [], [], {}
         for i, (d, g, r) in enumerate(designs_meta):
-            seen = self.records.get(design_key(d))    # this search has it (or its saved state had it)
+            dkey = design_key(d)
+            seen = self.records.get(dkey)             # this search has it (or its saved state had it)
             if seen is not None:
                 out[i] = seen
                 self.cache_hits += 1
                 continue
-            ck = self._cache_key(d)
+            ck = (dkey,) + self._context_key
             rec = GLOBAL_CACHE.get(ck)
             if rec is not None:
                 rec = _judged(rec, self.constraints)    # feasibility is this search's, not the cached one's
@@ -158,9 +159,9 @@ class _Session:
                 continue
             where[ck] = [i]
             todo.append((d, g, r))
+            todo_keys.append(ck)
         if todo:
-            for rec, (d, _, _) in zip(self.runner.map(todo), todo):
-                ck = self._cache_key(d)
+            for rec, ck in zip(self.runner.map(todo), todo_keys):
                 GLOBAL_CACHE.put(ck, rec)
                 self.records.setdefault(rec["key"], rec)
                 for i in where[ck]:
