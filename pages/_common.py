@@ -434,6 +434,11 @@ def calibration_line(key: str) -> None:
         st.rerun()
 
 
+def md_text(text: str) -> str:
+    """Plain text made safe for ``st.markdown``: ``$`` would start LaTeX, ``*`` and ``_`` emphasis."""
+    return str(text).replace("\\", "\\\\").replace("$", "\\$").replace("*", "\\*").replace("_", "\\_")
+
+
 def page_link(name: str, label: str) -> None:
     st.page_link(PAGE_FILES[name], label=label)
 

@@ -13,7 +13,7 @@ from fabric.design import dump_design
 from fabric.errors import FabricError
 from fabric.ui_support import charts
 from fabric.ui_support.designs import short_label
-from fabric.ui_support.report import Section, report_html
+from fabric.ui_support.report import Section, cell_text, report_html
 from fabric.ui_support.topology_view import topology_figure
 
 ss = st.session_state
@@ -167,17 +167,21 @@ with b:
     if srows:
         scen_fig = charts.scenario_figure(srows)
         st.plotly_chart(scen_fig, width="stretch", theme=None, key="scen_chart")
-        st.caption("Change of the p99 step time under each scenario against the healthy fabric (red: slower).")
+        st.caption("Change of the p99 step time under each scenario against the healthy fabric, in % (red: "
+                   "slower, green: faster, grey: unchanged).")
+report_scenario_table = None
 if srows:
+    # the same unit as the step-time charts above, so the table, the charts and the captions agree
     sdf = pd.DataFrame([{"scenario": r["scenario"], "what happens": SCENARIOS[r["scenario"]],
-                         "p50 before (s)": st_["p50"], "p50 after (s)": r["p50_s"],
-                         "p99 before (s)": st_["p99"], "p99 after (s)": r["p99_s"],
+                         f"p50 before ({unit})": st_["p50"] * scale, f"p50 after ({unit})": r["p50_s"] * scale,
+                         f"p99 before ({unit})": st_["p99"] * scale, f"p99 after ({unit})": r["p99_s"] * scale,
                          "p99 change": f"{r['delta_p99']:+.1%}"} for r in srows])
-    num = st.column_config.NumberColumn(format="%.4f")
+    num = st.column_config.NumberColumn(format="%.4g")
     st.dataframe(sdf, hide_index=True, width="stretch",
-                 column_config={c: num for c in sdf.columns if c.endswith("(s)")})
-    st.caption("Before/after step times in seconds for each what-if scenario (same seed, so the change is the "
+                 column_config={c: num for c in sdf.columns if c.endswith(f"({unit})")})
+    st.caption(f"Before/after step times in {unit} for each what-if scenario (same seed, so the change is the "
                "scenario's, not noise).")
+    report_scenario_table = sdf
 
 # ------------------------------------------------------------------ packet-level check (ns-3)
 
@@ -275,24 +279,37 @@ with st.expander("Packet-level check (ns-3)"):
 # ------------------------------------------------------------------ downloads
 
 
+# Everything the report shows is taken now, while the page runs: Streamlit calls the download's data function
+# later, outside this script run, where the session's state (the workload choice) cannot be read.
+report_workload = C.workload_bundle().label
+report_cluster = f"{design.gpus:,} GPUs, {design.gpus_per_node} per server ({C.constraints().gpu_model})"
+report_genes = short_label(entry["genes"])
+
+
 def _report() -> str:
-    facts = [f"Workload: {C.workload_bundle().label}", f"Genes: {short_label(entry['genes'])}",
-             f"Network capex {charts.money_text(ev.cost_usd)} ({ev.cost_usd / design.gpus:,.0f} USD per GPU), "
-             f"power {ev.power_w / 1e3:,.1f} kW",
-             f"Step time p50 {st_['p50']:.4f} s, p95 {st_['p95']:.4f} s, p99 {st_['p99']:.4f} s; lower bound "
-             f"{ev.lower_bound_s:.4f} s ({ev.samples} samples, seed {ev.seed})"]
+    facts = [f"Workload: {report_workload}", f"Cluster: {report_cluster}", f"Genes: {report_genes}",
+             f"Network capex {cell_text(ev.cost_usd, 'usd')} ({cell_text(ev.cost_usd / design.gpus, 'usd')} per "
+             f"GPU), power {ev.power_w / 1e3:,.1f} kW",
+             f"Step time p50 {charts.time_text(st_['p50'])}, p95 {charts.time_text(st_['p95'])}, p99 "
+             f"{charts.time_text(st_['p99'])}; lower bound {charts.time_text(ev.lower_bound_s)} ({ev.samples} "
+             f"samples, seed {ev.seed})"]
+    money = {"unit price (USD)": "usd", "total (USD)": "usd", "count": "count", "power (W)": "count"}
     sections = [Section("Topology", view.title, topo_fig),
-                Section("Bill of materials", "Count x catalog unit price (USD); power in W.", items),
+                Section("Bill of materials", "Count x catalog unit price (USD); power in W.", items, money),
                 Section("Step-time distribution", "Histogram and CDF of the Monte Carlo steps; p50/p95/p99 marked.",
                         step_fig),
                 Section("Where the p99 step goes", "Compute and each op's exposed communication in the p99 step.",
                         brk_fig)]
     if hot:
-        sections.append(Section("Hot spots", "Busiest link groups: utilization as a share of line rate.", hot_df))
+        sections.append(Section("Hot spots", "Busiest link groups: utilization as a share of line rate.", hot_df,
+                                {"mean utilization": "percent", "busiest link in p99 step": "percent",
+                                 "groups like it": "count", "links per group": "count"}))
     if scal_fig is not None:
         sections.append(Section("Scaling efficiency", "Throughput relative to linear at N, 2N, 4N GPUs.", scal_fig))
     if scen_fig is not None:
-        sections.append(Section("What if", "Change of p99 step time under each scenario.", scen_fig))
+        sections.append(Section("What if", f"Change of p99 step time under each scenario ({unit} in the table).",
+                                scen_fig))
+        sections.append(Section("What if: step times", f"Before and after, in {unit}.", report_scenario_table))
     return report_html(f"fabric design report: {design.name}", facts, sections)
 
 

@@ -7,9 +7,9 @@ import streamlit as st
 
 from pages import _common as C
 from fabric.ui_support import charts
-from fabric.ui_support.designs import recommended_record
+from fabric.search.recommend import recommend
 from fabric.errors import FabricError
-from fabric.ui_support.jobs import SearchAllowance, SearchJob, live_job
+from fabric.ui_support.jobs import SearchAllowance, SearchJob, live_job, recent_job
 from fabric.ui_support.saved_searches import prune, state_dir
 from fabric.ui_support.urlstate import MAX_EVALS
 
@@ -70,11 +70,12 @@ def start_search() -> None:
 
 
 def open_linked_search(search_id: str) -> bool:
-    """Show the search a link names: the running one when another page runs it (a shared link during a design
-    review), else continue it from its saved state (a reload after a server restart); True if it did either."""
-    running = live_job(search_id)
-    if running is not None:
-        ss["search_job"], ss["search_watching"], ss["url_search_id"] = running, True, search_id
+    """Show the search a link names: the one this server runs or ran (a shared link during a design review: shown
+    as it is, finished or not), else continue it from its saved state (a reload after a server restart); True if
+    it did either."""
+    known = live_job(search_id) or recent_job(search_id)
+    if known is not None:
+        ss["search_job"], ss["search_watching"], ss["url_search_id"] = known, True, search_id
         return True
     try:
         job = SearchJob.resume(search_id, state_dir())
@@ -82,6 +83,9 @@ def open_linked_search(search_id: str) -> bool:
         ss["url_problems"] = ss.get("url_problems", []) + [C.public_message(err)]
         return False
     if job is None:
+        ss["url_problems"] = ss.get("url_problems", []) + [
+            "the search this link names is no longer saved on this server, so a new search with the link's "
+            "settings was started"]
         return False
     try:
         _allowance().check(max(0, job.budget_evals - job.snapshot().evaluations))
@@ -90,6 +94,16 @@ def open_linked_search(search_id: str) -> bool:
         return False
     _adopt(job)
     return True
+
+
+def show_settings_of(job) -> None:
+    """Set the budget and seed fields (and the link) to those of the search the page shows, once per search: a
+    link opened on a search shows the budget that ran, not a value typed later and never run."""
+    if job is None or ss.get("_fields_for") == id(job):
+        return
+    ss["_fields_for"] = id(job)
+    ss["search_evals"] = ss["in_evals"] = int(job.budget_evals)
+    ss["search_seed"] = ss["in_seed"] = int(job.seed)
 
 
 def _open(key: str, records: list) -> None:
@@ -111,6 +125,14 @@ def on_chart_select() -> None:
             _open(cd[0], (res.records if res is not None else []) + snap.front + snap.baselines)
 
 
+# a link naming a search: show that search (its budget and seed fill the fields below)
+if ss.get("search_job") is None and ss.get("url_search_id") and "search_refused" not in ss \
+        and not ss.get("_link_opened"):
+    ss["_link_opened"] = True
+    open_linked_search(ss["url_search_id"])
+    C.show_url_problems()
+show_settings_of(ss.get("search_job"))
+
 a, b, c, d = st.columns([1.2, 1.2, 1, 1])
 if "in_evals" not in ss:
     ss["in_evals"] = int(ss["search_evals"])
@@ -127,12 +149,10 @@ d.write("")
 cancel = d.button("Cancel", key="cancel_search", width="stretch")
 
 job = ss.get("search_job")
-if job is None and not start and ss.get("url_search_id") and "search_refused" not in ss:
-    open_linked_search(ss["url_search_id"])
-    job = ss.get("search_job")
 if start or (job is None and "search_refused" not in ss):  # the first visit starts a search on the current inputs
     start_search()
     job = ss.get("search_job")
+    ss["_fields_for"] = id(job)
 if cancel and job is not None:
     job.cancel()
 if ss.get("search_refused"):
@@ -166,7 +186,10 @@ def draw(snap, *, live: bool) -> None:
     state = {"running": "running", "done": "finished", "cancelled": "cancelled", "failed": "failed"}[snap.state]
     if snap.state == "cancelled" and ss["search_job"].abandoned:
         state = "cancelled (no open page was watching it)"
-    resumed = f", resumed after a server restart at generation {snap.resumed_from}" if snap.resumed_from else ""
+    resumed = ""
+    if snap.resumed_from:
+        resumed = (f", continued from its saved state at generation {snap.resumed_from} after a server restart"
+                   if snap.after_restart else f", reopened from its saved state at generation {snap.resumed_from}")
     st.progress(snap.fraction, text=f"Search {state}: generation {snap.generation}, {snap.evaluations:,} designs "
                                     f"evaluated (budget {budget:,}), {snap.elapsed_s:.1f} s{resumed}")
     if snap.state == "failed":
@@ -190,11 +213,12 @@ def draw(snap, *, live: bool) -> None:
                    "baselines; dashed lines: p99 target and budget. Click a dot to open the design.")
     with right:
         st.subheader("Search progress")
-        st.plotly_chart(charts.hypervolume_figure(snap.hv_history, height=330), width="stretch", theme=None,
-                        key="hv_live" if live else "hv_chart")
-        st.caption("Hypervolume dominated by the front (objectives normalised by the fat-tree baseline) after each "
-                   "generation, against designs evaluated: it rises while the front improves and flattens as the "
-                   "search converges.")
+        st.plotly_chart(charts.hypervolume_figure(snap.hv_history, finished=not snap.running, height=330),
+                        width="stretch", theme=None, key="hv_live" if live else "hv_chart")
+        st.caption("Hypervolume dominated by the front after each generation, in % of "
+                   + ("the best so far" if snap.running else "this run's final value")
+                   + ", against designs evaluated: it rises while the front improves and flattens as the search "
+                     "converges (100 % at the end of every run, so runs read alike).")
     if live:
         return
     if res is not None and not res.feasible:
@@ -203,9 +227,13 @@ def draw(snap, *, live: bool) -> None:
         return
     if res is not None:
         st.subheader("What the front says")
-        st.markdown("\n".join(f"- {line}" for line in res.summary_lines()))
+        advice = recommend(res.front, res.baselines, p99_target_s=cons.p99_target_s)
+        rec = advice.record
+        lines = res.summary_lines()
+        if rec is not None:
+            lines.insert(1, f"★ recommended: '{rec['design']}', {advice.rule}.")
+        st.markdown("\n".join(f"- {C.md_text(line)}" for line in lines))
         front = res.front_frame()
-        rec = recommended_record(res.front, res.baselines, p99_target_s=cons.p99_target_s)
         table = front[["design", "cost_usd", "p99_s", "p50_s", "power_w", "family", "switch_model", "nic_model",
                        "routing", "transport", "placement"]].copy()
         table.insert(0, "recommended", ["★" if rec is not None and n == rec["design"] else "" for n in table["design"]])
@@ -221,8 +249,7 @@ def draw(snap, *, live: bool) -> None:
                            "p50_s": st.column_config.NumberColumn("p50 step (s)", format="%.4f"),
                            "power_w": st.column_config.NumberColumn("network power (kW)", format="%.1f")})
         st.caption("The non-dominated designs, cheapest first (capex in USD, step times in seconds, power in kW); "
-                   "★ marks the recommended one (cheapest at least as fast as the fat-tree baseline). Select a row "
-                   "to open it.")
+                   f"★ marks the recommended one: {C.md_text(advice.rule)}. Select a row to open it.")
         rows = sel.selection.rows if sel is not None and hasattr(sel, "selection") else []
         if rows and ss.get("_front_sel") != rows[0]:
             ss["_front_sel"] = rows[0]

@@ -109,6 +109,8 @@ class Dashboard:
 
     port: int
     env: dict = field(default_factory=dict)
+    #: Streamlit's file watcher for this server; None leaves it to .streamlit/config.toml (as the README's command)
+    file_watcher: str | None = "none"
     proc: subprocess.Popen | None = None
     log: Path | None = None
 
@@ -118,8 +120,9 @@ class Dashboard:
 
     def start(self, timeout: float = 60) -> "Dashboard":
         cmd = [_streamlit_command(), "run", "app.py", "--server.headless", "true", "--server.address", "127.0.0.1",
-               "--server.port", str(self.port), "--browser.gatherUsageStats", "false",
-               "--server.fileWatcherType", "none"]
+               "--server.port", str(self.port), "--browser.gatherUsageStats", "false"]
+        if self.file_watcher is not None:
+            cmd += ["--server.fileWatcherType", self.file_watcher]
         # the server's log goes to a file: a pipe nobody reads would fill up and block the server when it logs
         self.log = Path(tempfile.mkstemp(prefix=f"fabric-dashboard-{self.port}-", suffix=".log")[1])
         with open(self.log, "ab") as log:

@@ -33,6 +33,17 @@ def charts(at) -> list[dict]:
     return [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
 
 
+def values(data) -> list:
+    """A plotly data array from a chart's JSON (plotly 7 sends numeric arrays as base64 ``bdata``)."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(data, dict) and "bdata" in data:
+        return np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"])).tolist()
+    return list(data)
+
+
 def texts(elements) -> str:
     return "\n".join(str(e.value) for e in elements)
 
@@ -230,7 +241,10 @@ def test_search_runs_in_the_background_and_opens_a_design():
     assert any("Front designs" in s.value for s in at.subheader)
     figs = charts(at)
     assert figs[0]["layout"]["xaxis"]["title"]["text"] == "network capex (USD)"
-    assert figs[1]["layout"]["yaxis"]["title"]["text"] == "hypervolume (normalised)"
+    # hypervolume in % of the run's final value: the last point is 100 %, every point within 0-100 %
+    assert figs[1]["layout"]["yaxis"]["title"]["text"] == "hypervolume (% of this run's final)"
+    hv = values(figs[1]["data"][0]["y"])
+    assert hv[-1] == pytest.approx(100.0) and all(0 <= v <= 100 + 1e-9 for v in hv)
     assert "designs on the front after" in texts(at.markdown)
     assert at.progress[0].value == 100
     assert any(b.label == "Front (CSV)" for b in at.download_button)
@@ -289,27 +303,54 @@ def test_session_search_budget_is_enforced_and_named(monkeypatch):
     assert "FABRIC_LIMIT_MAX_SESSION_EVALUATIONS" in err
 
 
-def test_a_link_with_a_search_id_reopens_the_saved_search():
-    at = app().run()
+def test_a_link_to_a_finished_search_shows_it_with_the_budget_that_ran():
+    at = app(evals="140").run()
     at.switch_page("pages/search.py").run()
     finish_search(at)
     job = at.session_state["search_job"]
     assert at.query_params["search"] == [job.search_id] or at.query_params["search"] == job.search_id
-    front = sorted(r["key"] for r in job.snapshot().front)
-    # another session (or the same browser after a server restart) opens the link
-    other = app(search=job.search_id).run()
+    # the owner types another budget without running it; the copied link carries that value...
+    at.number_input(key="in_evals").set_value(20).run()
+    assert at.query_params["evals"] in ("20", ["20"])
+    # ...but a session opening the link sees the search as it ran: the same job, its budget, no restart story
+    other = app(evals="20", search=job.search_id).run()
     other.switch_page("pages/search.py").run()
-    again = other.session_state["search_job"]
-    assert again is not job
-    assert again.search_id == job.search_id
-    assert again.wait(60)
-    other.run()
     ok(other)
-    snap = again.snapshot()
-    assert snap.resumed_from == job.snapshot().generation
-    assert snap.evaluations == job.snapshot().evaluations                 # nothing evaluated again
-    assert sorted(r["key"] for r in snap.front) == front
-    assert "resumed after a server restart" in other.progress[0].proto.text
+    assert other.session_state["search_job"] is job
+    assert other.number_input(key="in_evals").value == 140
+    assert other.query_params["evals"] in ("140", ["140"])
+    status = other.progress[0].proto.text
+    assert "Search finished" in status and "restart" not in status and "reopened" not in status
+
+
+def test_a_link_reopens_a_saved_search_and_says_whether_the_server_restarted(monkeypatch):
+    from fabric.ui_support import jobs
+
+    at = app().run()
+    at.switch_page("pages/search.py").run()
+    finish_search(at)
+    job = at.session_state["search_job"]
+    front = sorted(r["key"] for r in job.snapshot().front)
+    for restarted in (False, True):
+        jobs._RECENT.clear()                  # the server no longer holds the job: only its saved files are left
+        if restarted:                         # a server started after the search was saved
+            monkeypatch.setattr(jobs, "PROCESS_STARTED", jobs.time.time() + 1)
+        other = app(search=job.search_id).run()
+        other.switch_page("pages/search.py").run()
+        again = other.session_state["search_job"]
+        assert again is not job and again.search_id == job.search_id
+        assert again.wait(60)
+        other.run()
+        ok(other)
+        snap = again.snapshot()
+        assert snap.resumed_from == job.snapshot().generation
+        assert snap.evaluations == job.snapshot().evaluations                 # nothing evaluated again
+        assert sorted(r["key"] for r in snap.front) == front
+        status = other.progress[0].proto.text
+        if restarted:
+            assert "after a server restart" in status, status
+        else:
+            assert "reopened from its saved state" in status and "restart" not in status, status
 
 
 def test_a_link_to_a_running_search_shows_it_without_starting_another():

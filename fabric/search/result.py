@@ -114,22 +114,41 @@ class SearchResult:
         }
 
     def summary_lines(self) -> list[str]:
-        """The sentences a design review wants."""
+        """The sentences a design review wants; each states the rule and the reference it used."""
+        from fabric.search.recommend import seconds_text, violation_text
+
         if not self.feasible:
             return [f"no feasible design: {self.infeasible_reason}"]
-        lines = [f"{len(self.front)} designs on the front after {self.evaluations:,} evaluations "
+        n = len(self.front)
+        lines = [f"{n} design{'s' if n != 1 else ''} on the front after {self.evaluations:,} evaluations "
                  f"({self.elapsed_s:.1f} s, {self.stopped_because})."]
+        front_keys = {r.get("key") for r in self.front}
+        by_name = {b["design"]: b for b in self.baselines}
         for c in self.comparisons():
+            b = by_name[c["baseline"]]
+            name, p99 = c["baseline"], seconds_text(c["baseline_p99_s"])
+            if not b.get("buildable", True):
+                lines.append(f"'{name}' cannot be built with the allowed hardware, so nothing is compared with it.")
+                continue
+            if not b.get("feasible", True):   # said where the baseline is named, so it reads as the baseline's
+                p99 += f"; it does not meet the constraints: {violation_text(b)}"
             if "at_p99_design" in c:
                 save = c["at_p99_saving_usd"]
                 if save > 0:
-                    lines.append(f"at the p99 of '{c['baseline']}' ({c['baseline_p99_s'] * 1e3:,.1f} ms), "
-                                 f"'{c['at_p99_design']}' costs ${save:,.0f} less "
+                    lines.append(f"at the p99 of '{name}' ({p99}), '{c['at_p99_design']}' costs ${save:,.0f} less "
                                  f"({save / c['baseline_cost_usd']:.0%}).")
+                elif b.get("key") in front_keys:
+                    lines.append(f"'{name}' is on the front: no design is cheaper at its p99 ({p99}).")
+                elif save == 0:
+                    lines.append(f"'{c['at_p99_design']}' matches '{name}': the same cost and a p99 at least as good "
+                                 f"({p99}).")
                 else:
-                    lines.append(f"'{c['baseline']}' is on the front: nothing cheaper matches its p99.")
+                    lines.append(f"every front design at least as fast as '{name}' ({p99}) costs more; the cheapest, "
+                                 f"'{c['at_p99_design']}', costs ${-save:,.0f} more.")
+            else:
+                lines.append(f"no front design is as fast as '{name}' ({p99}).")
             if "at_cost_design" in c and c["at_cost_speedup"] > 1.0001:
-                lines.append(f"for the cost of '{c['baseline']}' (${c['baseline_cost_usd']:,.0f}), "
+                lines.append(f"for the cost of '{name}' (${c['baseline_cost_usd']:,.0f}), "
                              f"'{c['at_cost_design']}' has a {c['at_cost_speedup']:.2f}x faster p99.")
         return lines
 

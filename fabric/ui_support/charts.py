@@ -17,6 +17,7 @@ from fabric.workload.summary import size_label
 
 __all__ = ["FAMILY_COLORS", "FONT_SIZE", "time_unit", "time_text", "money_text", "style", "pareto_figure",
            "hypervolume_figure", "step_time_figure", "breakdown_figure", "scaling_figure", "scenario_figure",
+           "change_color", "CHANGE_COLORS",
            "cdf_overlay_figure", "p99_parts", "collectives_figure", "message_size_figure", "compute_comm_figure",
            "short_text", "num_text"]
 
@@ -164,17 +165,22 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
     return style(fig, height=height, legend_below=True)
 
 
-def hypervolume_figure(history: Sequence[Mapping], *, height: int = 300) -> go.Figure:
-    """Hypervolume of the front after each generation against the evaluations spent."""
+def hypervolume_figure(history: Sequence[Mapping], *, finished: bool = True, height: int = 300) -> go.Figure:
+    """Hypervolume of the front after each generation against the evaluations spent, in % of the run's last value
+    (its final one once ``finished``, else the best so far), so that every run reads on the same 0-100 % scale
+    whatever its reference point."""
     fig = go.Figure()
+    ref = float(history[-1]["hypervolume"]) if history else 0.0
     if history:
-        fig.add_trace(go.Scatter(x=[h["evaluations"] for h in history], y=[h["hypervolume"] for h in history],
+        ys = [100.0 * float(h["hypervolume"]) / ref if ref > 0 else 0.0 for h in history]
+        fig.add_trace(go.Scatter(x=[h["evaluations"] for h in history], y=ys,
                                  mode="lines+markers", line=dict(color="#1f5fbf", width=2), name="hypervolume",
-                                 hovertemplate="generation %{text}<br>%{x} evaluations<br>hypervolume %{y:.4g}"
+                                 hovertemplate="generation %{text}<br>%{x} evaluations<br>%{y:.1f} %"
                                                "<extra></extra>",
                                  text=[h["generation"] for h in history]))
+    what = "this run's final" if finished else "the best so far"
     fig.update_xaxes(title_text="designs evaluated", rangemode="tozero")
-    fig.update_yaxes(title_text="hypervolume (normalised)")
+    fig.update_yaxes(title_text=f"hypervolume (% of {what})", range=[0, 105], ticksuffix=" %")
     return style(fig, height=height)
 
 
@@ -273,16 +279,34 @@ def scaling_figure(rows: Sequence[Mapping], *, height: int = 320) -> go.Figure:
     return style(fig, height=height)
 
 
+#: What-if bar colours: slower (red), faster (green), unchanged (grey).
+CHANGE_COLORS = {"slower": "#d62728", "faster": "#2ca02c", "same": "#9e9e9e"}
+
+
+def change_color(delta: float) -> str:
+    """The colour of a relative step-time change: any increase is slower (red), any decrease faster (green); only
+    a change below 1e-9 (equal within float rounding) is grey."""
+    if delta > 1e-9:
+        return CHANGE_COLORS["slower"]
+    if delta < -1e-9:
+        return CHANGE_COLORS["faster"]
+    return CHANGE_COLORS["same"]
+
+
 def scenario_figure(rows: Sequence[Mapping], *, height: int = 320) -> go.Figure:
-    """Change of p99 step time under each what-if scenario, in percent of the healthy baseline."""
+    """Change of p99 step time under each what-if scenario, in percent of the healthy baseline (red: slower,
+    green: faster, grey: unchanged); the hover gives the p99 in the unit that suits the step times."""
+    scale, unit = time_unit([r["p99_s"] for r in rows] or [1.0])
     fig = go.Figure(go.Bar(
         x=[r["scenario"] for r in rows], y=[r["delta_p99"] for r in rows],
-        marker_color=["#d62728" if r["delta_p99"] > 0.005 else "#2ca02c" for r in rows],
-        text=[f"{r['delta_p99']:+.1%}" for r in rows], textposition="outside",
-        hovertext=[f"{r['scenario']}: p99 {r['p99_s']:.4g} s ({r['delta_p99']:+.2%})" for r in rows],
+        marker_color=[change_color(r["delta_p99"]) for r in rows],
+        text=[f"{r['delta_p99']:+.1%}" for r in rows], textposition="outside", cliponaxis=False,
+        hovertext=[f"{r['scenario']}: p99 {r['p99_s'] * scale:,.4g} {unit} ({r['delta_p99']:+.2%})" for r in rows],
         hoverinfo="text"))
     top = max([abs(r["delta_p99"]) for r in rows] + [0.01])
-    fig.update_yaxes(title_text="p99 step time change", tickformat="+.0%", range=[-top * 0.2 - 0.005, top * 1.3])
+    low = min([r["delta_p99"] for r in rows] + [0.0])
+    fig.update_yaxes(title_text="p99 step time change", tickformat="+.0%",
+                     range=[min(-top * 0.2 - 0.005, low * 1.3), top * 1.3])
     fig.update_xaxes(title_text="scenario")
     return style(fig, height=height)
 

@@ -148,21 +148,8 @@ def short_label(genes: Mapping[str, Any]) -> str:
 
 
 def recommended_record(front: list[dict], baselines: list[dict], *, p99_target_s: float | None = None) -> dict | None:
-    """The design the dashboard proposes from a front, or ``None`` for an empty front.
+    """The design the dashboard proposes from a front, or ``None`` for an empty front (the rule and its reference:
+    :func:`fabric.search.recommend.recommend`)."""
+    from fabric.search.recommend import recommend
 
-    With a p99 target: the cheapest front design that meets it. Otherwise: the cheapest front design at least as
-    fast (p99) as the first buildable baseline (the fat tree 1:1), i.e. "the same tail for less money"; when no
-    front design is that fast, the fastest front design.
-    """
-    if not front:
-        return None
-    if p99_target_s is not None:
-        meets = [r for r in front if r["p99_s"] <= p99_target_s]
-        if meets:
-            return min(meets, key=lambda r: (r["cost_usd"], r["p99_s"]))
-    ref = next((b for b in baselines if b.get("buildable", True) and b.get("feasible", True)), None)
-    if ref is not None:
-        as_fast = [r for r in front if r["p99_s"] <= ref["p99_s"]]
-        if as_fast:
-            return min(as_fast, key=lambda r: (r["cost_usd"], r["p99_s"]))
-    return min(front, key=lambda r: (r["p99_s"], r["cost_usd"]))
+    return recommend(front, baselines, p99_target_s=p99_target_s).record

@@ -28,8 +28,14 @@ from pathlib import Path
 from fabric.errors import FabricError
 from fabric.limits import current_limits
 
-__all__ = ["SearchJob", "SearchSnapshot", "SearchAllowance", "catalog_for_constraints", "live_job",
-           "default_search_workers", "running_jobs"]
+__all__ = ["SearchJob", "SearchSnapshot", "SearchAllowance", "catalog_for_constraints", "live_job", "recent_job",
+           "default_search_workers", "running_jobs", "PROCESS_STARTED"]
+
+#: When this server process started (Unix time; set when the module is first imported, before any search of this
+#: process is saved): a saved search written earlier was made by a server that has since restarted.
+PROCESS_STARTED = time.time()
+#: Searches of this process kept after they end, so that a link to a finished search shows it as it ended.
+_RECENT_KEEP = 64
 
 _CATALOGS: OrderedDict = OrderedDict()
 _CATALOGS_LOCK = threading.Lock()
@@ -74,8 +80,9 @@ class SearchSnapshot:
     hv_history: list
     error: str = ""
     result: object | None = None
-    resumed_from: int = 0        # generation the search resumed from after a restart (0: started afresh)
+    resumed_from: int = 0        # generation the search continued from its saved state (0: started afresh)
     queue_position: int = 0      # searches ahead of this one while it waits (state "queued")
+    after_restart: bool = False  # the saved state it continued from was written before this server started
 
     @property
     def running(self) -> bool:
@@ -107,6 +114,7 @@ def default_search_workers() -> int:
 # ------------------------------------------------------------------ server-wide bookkeeping
 
 _LIVE: "weakref.WeakValueDictionary[str, SearchJob]" = weakref.WeakValueDictionary()   # search id -> running job
+_RECENT: OrderedDict = OrderedDict()     # search id -> job of this process, running or ended (newest last)
 _ALL_RUNNING: "weakref.WeakSet[SearchJob]" = weakref.WeakSet()
 _QUEUE: list = []                        # jobs waiting for a slot, in arrival order
 _SLOTS_LOCK = threading.Condition()
@@ -117,6 +125,12 @@ def live_job(search_id: str):
     """The job with ``search_id`` that is queued or running in this server process, or None."""
     job = _LIVE.get(search_id)
     return job if job is not None and job.running else None
+
+
+def recent_job(search_id: str):
+    """The job with ``search_id`` that this server process ran or runs (kept for a while after it ends), or None."""
+    with _SLOTS_LOCK:
+        return _RECENT.get(search_id)
 
 
 def running_jobs() -> list:
@@ -214,6 +228,7 @@ class SearchJob:
     _error: str = ""
     _result: object | None = None
     _resumed_from: int = 0
+    _after_restart: bool = False
     _abandoned: bool = False
     last_seen: float = field(default_factory=time.monotonic)
 
@@ -241,6 +256,7 @@ class SearchJob:
                   inputs_key=saved.inputs_key, transport_overrides=saved.transport_overrides, state_dir=state_dir,
                   search_id=search_id, label=saved.label, **kw)
         job._resumed_from = saved.generation
+        job._after_restart = saved.saved_at < PROCESS_STARTED
         job._generation, job._evaluations = saved.generation, saved.evaluations
         return job
 
@@ -259,6 +275,10 @@ class SearchJob:
             _ALL_RUNNING.add(self)
             if self.search_id:
                 _LIVE[self.search_id] = self
+                _RECENT[self.search_id] = self
+                _RECENT.move_to_end(self.search_id)
+                while len(_RECENT) > _RECENT_KEEP:
+                    _RECENT.popitem(last=False)
             _QUEUE.append(self)
         _ensure_reaper()
         self._thread.start()
@@ -317,7 +337,7 @@ class SearchJob:
                 budget_evals=self.budget_evals, elapsed_s=(end - self._t0) if self._t0 else 0.0,
                 hypervolume=self._hypervolume, front=list(self._front), baselines=list(self._baselines),
                 hv_history=list(self._hv_history), error=self._error, result=self._result,
-                resumed_from=self._resumed_from, queue_position=position)
+                resumed_from=self._resumed_from, queue_position=position, after_restart=self._after_restart)
 
     # ------------------------------------------------------------------ worker side
 

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-__all__ = ["Section", "report_html"]
+__all__ = ["Section", "report_html", "cell_text", "COLUMN_KINDS"]
+
+#: How a table column is written: ``usd`` ($1,344,000), ``percent`` (a share: 0.42 -> 42.0 %), ``count`` (1,024),
+#: ``number`` (4 significant digits, never in e-notation), ``text``.
+COLUMN_KINDS = ("usd", "percent", "count", "number", "text")
 
 _CSS = """
 body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; font-size: 15px;
@@ -30,22 +35,58 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 
 
 class Section:
-    """One block of the report: a heading, a one-line caption, and a figure, a table or a list of lines."""
+    """One block of the report: a heading, a one-line caption, and a figure, a table or a list of lines.
 
-    def __init__(self, heading: str, caption: str, content):
+    ``formats`` says how a table's columns are written (column name -> one of :data:`COLUMN_KINDS`); numeric
+    columns not named are written as ``number``.
+    """
+
+    def __init__(self, heading: str, caption: str, content, formats: Mapping[str, str] | None = None):
         self.heading = heading
         self.caption = caption
         self.content = content
+        self.formats = dict(formats or {})
+        bad = sorted(set(self.formats.values()) - set(COLUMN_KINDS))
+        if bad:
+            raise ValueError(f"unknown column format(s) {', '.join(bad)}; use {', '.join(COLUMN_KINDS)}")
 
 
-def _table_html(df: pd.DataFrame) -> str:
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def cell_text(value, kind: str = "number") -> str:
+    """A table cell as a person reads it: ``$1,344,000``, ``42.0 %``, ``1,024``, ``0.003412``; never e-notation.
+
+    >>> cell_text(1.344e6, "usd"), cell_text(0.4213, "percent"), cell_text(1024.0, "count"), cell_text(3.4125e-5)
+    ('$1,344,000', '42.1 %', '1,024', '0.00003413')
+    """
+    if not _is_number(value):
+        return "" if value is None else str(value)
+    v = float(value)
+    if not np.isfinite(v):
+        return "n/a" if np.isnan(v) else ("∞" if v > 0 else "-∞")
+    if kind == "usd":
+        return f"-${-v:,.0f}" if v < 0 else f"${v:,.0f}"
+    if kind == "percent":
+        return f"{v * 100:.1f} %"
+    if kind == "count" or (kind == "number" and (abs(v) >= 1000 or (v.is_integer() and abs(v) < 1e15))):
+        return f"{v:,.0f}"
+    if kind == "text":
+        return str(value)
+    return np.format_float_positional(v, precision=4, unique=False, fractional=False, trim="-")
+
+
+def _table_html(df: pd.DataFrame, formats: Mapping[str, str] | None = None) -> str:
+    formats = formats or {}
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     body = []
     for _, row in df.iterrows():
         cells = []
-        for v in row.tolist():
-            num = isinstance(v, (int, float)) and not isinstance(v, bool)
-            text = f"{v:,.6g}" if isinstance(v, float) else (f"{v:,}" if num else str(v))
+        for col, v in zip(df.columns, row.tolist()):
+            kind = formats.get(col, "number")
+            num = _is_number(v) and kind != "text"
+            text = cell_text(v, kind) if num else ("" if v is None else str(v))
             cells.append(f"<td class='num'>{html.escape(text)}</td>" if num else f"<td>{html.escape(text)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -67,7 +108,7 @@ def report_html(title: str, facts: Sequence[str], sections: Sequence[Section], *
             parts.append(c.to_html(full_html=False, include_plotlyjs=False, div_id=f"fig{i}",
                                    config={"displaylogo": False, "responsive": True}))
         elif isinstance(c, pd.DataFrame):
-            parts.append(_table_html(c))
+            parts.append(_table_html(c, s.formats))
         else:
             parts.append("<ul>" + "".join(f"<li>{html.escape(str(x))}</li>" for x in c) + "</ul>")
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

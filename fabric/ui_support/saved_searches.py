@@ -74,6 +74,7 @@ class SavedSearch:
     label: str
     generation: int          # generations already in the saved state (0 when none was saved)
     evaluations: int
+    saved_at: float = 0.0    # Unix time the inputs were written
 
 
 def save_inputs(folder: Path, search_id: str, *, workload, constraints, budget_evals: int, seed: int, samples: int,
@@ -127,7 +128,8 @@ def load_inputs(folder: Path, search_id: str) -> SavedSearch | None:
                            samples=int(meta["samples"]), pop_size=int(meta["pop_size"]), catalog=catalog,
                            transport_overrides=meta.get("transport_overrides"),
                            inputs_key=str(meta.get("inputs_key", "")), label=str(meta.get("label", "")),
-                           generation=generation, evaluations=evaluations)
+                           generation=generation, evaluations=evaluations,
+                           saved_at=float(meta.get("saved_at", 0.0)))
     except (OSError, ValueError, KeyError, TypeError, FabricError) as err:
         reason = str(err).replace(str(folder), "<state folder>")
         raise FabricError(f"saved search {search_id} cannot be read back ({type(err).__name__}: {reason})") from None

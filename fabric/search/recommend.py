@@ -1,0 +1,92 @@
+"""Which front design to propose, and the sentence saying by which rule and against which reference.
+
+A design review reads the rule beside the star: "cheapest front design meeting the p99 target of 4.70 s", or
+"cheapest front design at least as fast (p99) as the baseline 'fat tree 2:1' (4.68 s); 'fat tree 1:1' was not
+used: over the budget by 11.1 %". :func:`violation_text` says in words why a design does not meet the
+constraints (the search's normalised violations, > 0 when violated).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Recommendation", "recommend", "violation_text", "seconds_text"]
+
+_LIMIT_WORDS = {
+    "budget": "over the budget", "power": "over the power limit", "cables": "over the cable count limit",
+    "radix": "above the radix limit", "p99_target": "p99 above the target",
+}
+
+
+def seconds_text(seconds: float) -> str:
+    """A step time for a sentence: ``4.68 s``, ``412 ms``, ``248 us``."""
+    a = abs(seconds)
+    if a >= 1.0:
+        return f"{seconds:,.3g} s" if a < 1000 else f"{seconds:,.0f} s"
+    if a >= 1e-3:
+        return f"{seconds * 1e3:,.3g} ms"
+    return f"{seconds * 1e6:,.3g} us"
+
+
+def violation_text(rec: dict) -> str:
+    """Why ``rec`` is infeasible, in words (``""`` when it meets every constraint)."""
+    if not rec.get("buildable", True):
+        return f"it cannot be built ({rec['error']})" if rec.get("error") else "it cannot be built"
+    parts = []
+    for name, v in (rec.get("violations") or {}).items():
+        if name in _LIMIT_WORDS and v > 0:
+            parts.append(f"{_LIMIT_WORDS[name]} by {v:.1%}")
+    return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The proposed design (``record``, None for an empty front), the rule that chose it, and the reference the
+    rule compared against (a baseline record, or None)."""
+
+    record: dict | None
+    rule: str
+    reference: dict | None = None
+
+
+def recommend(front: list[dict], baselines: list[dict], *, p99_target_s: float | None = None) -> Recommendation:
+    """The design to propose from a front, with the rule used, stated with its actual reference.
+
+    1. With a p99 target: the cheapest front design that meets it.
+    2. Otherwise (or when none meets it): the cheapest front design at least as fast (p99) as the first baseline
+       that is buildable and meets the constraints (normally the fat tree 1:1; when it is over a limit, the next
+       one, and the rule names both).
+    3. When no front design is that fast, or no baseline qualifies: the fastest front design.
+    """
+    if not front:
+        return Recommendation(None, "the front is empty: no design meets every constraint")
+    cheapest = lambda rows: min(rows, key=lambda r: (r["cost_usd"], r["p99_s"]))  # noqa: E731
+    missed = ""
+    if p99_target_s is not None:
+        meets = [r for r in front if r["p99_s"] <= p99_target_s]
+        if meets:
+            return Recommendation(cheapest(meets), f"the cheapest front design meeting the p99 target of "
+                                                   f"{seconds_text(p99_target_s)}")
+        missed = f"no front design meets the p99 target of {seconds_text(p99_target_s)}, so: "
+    usable = [b for b in baselines if b.get("buildable", True)]
+    ref = next((b for b in usable if b.get("feasible", True)), None)
+    skipped = [b for b in usable[: usable.index(ref)]] if ref is not None else usable
+    why_not = "; ".join(f"'{_short(b)}' was not used: {violation_text(b) or 'it does not meet the constraints'}"
+                        for b in skipped)
+    if ref is not None:
+        as_fast = [r for r in front if r["p99_s"] <= ref["p99_s"]]
+        if as_fast:
+            rule = (f"{missed}the cheapest front design at least as fast (p99) as the baseline '{_short(ref)}' "
+                    f"({seconds_text(ref['p99_s'])})")
+            return Recommendation(cheapest(as_fast), rule + (f" ({why_not})" if why_not else ""), ref)
+        rule = (f"{missed}no front design is as fast (p99) as the baseline '{_short(ref)}' "
+                f"({seconds_text(ref['p99_s'])}), so the fastest front design")
+        return Recommendation(min(front, key=lambda r: (r["p99_s"], r["cost_usd"])),
+                              rule + (f" ({why_not})" if why_not else ""), ref)
+    rule = f"{missed}no baseline meets the constraints to compare with, so the fastest front design"
+    return Recommendation(min(front, key=lambda r: (r["p99_s"], r["cost_usd"])),
+                          rule + (f" ({why_not})" if why_not else ""))
+
+
+def _short(rec: dict) -> str:
+    return str(rec["design"]).removeprefix("baseline: ")
