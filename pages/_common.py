@@ -443,6 +443,22 @@ def page_link(name: str, label: str) -> None:
     st.page_link(PAGE_FILES[name], label=label)
 
 
+def design_downloads(design: Design, bom: dict, key: str) -> None:
+    """The export buttons every page showing a design has: the design file, its bill of materials as CSV, and
+    both as one JSON document."""
+    from fabric.design import dump_design
+    from fabric.ui_support.exports import bom_csv_text, design_bom_json_text
+
+    x, y, z = st.columns(3)
+    x.download_button("Design (JSON)", dump_design(design).encode(), file_name="design.json",
+                      mime="application/json", key=f"{key}_design", on_click="ignore", width="stretch")
+    y.download_button("Bill of materials (CSV)", bom_csv_text(bom).encode(), file_name="bill_of_materials.csv",
+                      mime="text/csv", key=f"{key}_bom_csv", on_click="ignore", width="stretch")
+    z.download_button("Design and bill of materials (JSON)", design_bom_json_text(design, bom).encode(),
+                      file_name="design_and_bom.json", mime="application/json", key=f"{key}_bom_json",
+                      on_click="ignore", width="stretch")
+
+
 def bom_table(bom: dict) -> pd.DataFrame:
     """Show the bill of materials as a formatted table (one row per item and place; USD and W columns); returns
     the table's frame (the design report reuses it)."""

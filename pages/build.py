@@ -1,4 +1,5 @@
-"""Build a reference design (or any preset at another size) and show its bill of materials."""
+"""Fabric & BOM: build a reference design (any preset at another size) and show, and export, its bill of
+materials."""
 
 import pandas as pd
 import streamlit as st
@@ -9,6 +10,7 @@ from fabric.design.presets import PRESETS, preset_design
 from fabric.errors import FabricError
 from fabric.topology import build_fabric
 from fabric.cost import bill_of_materials
+from fabric.ui_support import charts
 
 C.require_entry()
 
@@ -18,12 +20,14 @@ def _bom(preset: str, gpus: int):
     design = preset_design(preset, gpus)
     fabric = build_fabric(design)
     bom = bill_of_materials(fabric)
-    return design.name, fabric.structure, bom.to_dict()
+    return design, fabric.structure, bom.to_dict()
 
 
-st.title("fabric: network designs for AI clusters")
+st.title("Fabric & BOM")
 st.caption("Pick a reference design and a GPU count to see the network it needs: switches per tier, links, "
-           "optics and copper, network capex (USD) and power (W).")
+           "optics and copper, network capex (USD) and power (W). Export the design and its bill of materials "
+           "below.")
+C.show_url_problems()
 
 left, right = st.columns([1, 2])
 with left:
@@ -34,18 +38,18 @@ with left:
                            value=PRESETS[preset].default_gpus, key="gpus")
 
 try:
-    name, structure, bom = _bom(preset, int(gpus))
+    design, structure, bom = _bom(preset, int(gpus))
 except FabricError as err:
     st.error(C.public_message(err))
-    st.stop()
+    C.stop()
 
 with right:
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Network capex", f"${bom['cost_usd'] / 1e6:,.2f}M")
+    c1.metric("Network capex", charts.money_text(bom["cost_usd"]))
     c2.metric("Per GPU", f"${bom['cost_per_gpu_usd']:,.0f}")
     c3.metric("Network power", f"{bom['power_w'] / 1e3:,.1f} kW")
     c4.metric("Share of cluster capex", f"{bom['network_share_of_capex']:.1%}")
-    st.caption(f"{name}: {structure['tiers']} switch tier(s), radix {structure['radix']} at "
+    st.caption(f"{design.name}: {structure['tiers']} switch tier(s), radix {structure['radix']} at "
                f"{structure['link_speed_gbps']:g} Gb/s, {structure['planes']} plane(s).")
 
 a, b = st.columns(2)
@@ -62,3 +66,10 @@ with b:
 st.subheader("Bill of materials")
 C.bom_table(bom)
 st.caption("One row per item and place; totals are count x catalog unit price; power excludes the servers.")
+
+st.subheader("Export")
+C.design_downloads(design, bom, "build_dl")
+st.caption("The design file (open it with `fabric build design.json`), the bill of materials as CSV (USD and W, one "
+           "row per item and place, then the total) and both together as JSON.")
+
+C.sync_url()

@@ -14,7 +14,7 @@ from fabric.ui_support.designs import design_genes, short_label
 ss = st.session_state
 C.require_entry()
 
-st.title("Compare designs")
+st.title("Compare", help="Designs side by side: their genes, bills of materials, step-time distributions and what the money buys.")
 C.show_url_problems()
 C.inputs_line()
 

@@ -9,7 +9,6 @@ import pandas as pd
 import streamlit as st
 
 from pages import _common as C
-from fabric.design import dump_design
 from fabric.errors import FabricError
 from fabric.ui_support import charts
 from fabric.ui_support.designs import short_label
@@ -314,12 +313,11 @@ def _report() -> str:
 
 
 st.subheader("Share")
-x, y, z = st.columns(3)
-x.download_button("Design (JSON)", dump_design(design).encode(), file_name="design.json", mime="application/json",
-                  key="dl_design", on_click="ignore", width="stretch")
-y.download_button("Report (one HTML file)", _report, file_name="design_report.html", mime="text/html",
+C.design_downloads(design, bom, "dl")
+x, y = st.columns([1, 2])
+x.download_button("Report (one HTML file)", _report, file_name="design_report.html", mime="text/html",
                   key="dl_report", on_click="ignore", width="stretch")
-z.caption("The page's link (browser address bar) reproduces this view: workload, constraints and design. The "
-          "report embeds its charts and opens offline.")
+y.caption("The page's link (browser address bar) reproduces this view: workload, constraints and design. The "
+          "report embeds its charts and opens offline; the CSV has one row per item of the bill of materials.")
 
 C.sync_url()

@@ -10,8 +10,8 @@ import streamlit as st
 from pages import _common as C
 from fabric.errors import FabricError
 from fabric.ui_support import charts
-from fabric.ui_support.workload_view import (compute_comm_rows, files_table, gpus_needed, groups_table, jobs_table,
-                                             ops_table, plan_degrees, unparsed_table)
+from fabric.ui_support.workload_view import (comm_split, compute_comm_rows, files_table, gpus_needed, groups_table,
+                                             jobs_table, ops_table, plan_degrees, unparsed_table)
 from fabric.workload.ingest import ingest
 from fabric.workload.presets import get_preset
 from fabric.workload.summary import size_label, summarize
@@ -136,11 +136,19 @@ summary = summarize(wl)
 st.header(f"What fabric understood: {wb.label}")
 jobs = summary["jobs"]
 train = [j for j in jobs if j["kind"] != "storage"]
-m1, m2, m3, m4 = st.columns(4)
+gpn = C.constraints().gpus_per_node
+split = comm_split(wl, gpn)
+m1, m2, m3, m4, m5 = st.columns(5)
 m1.metric("Jobs", f"{len(jobs)}")
 m2.metric("GPUs needed", f"{gpus_needed(wl):,}")
-m3.metric("Communication per step", size_label(sum(j["comm_bytes_per_step"] for j in train)))
-m4.metric("Compute per step (first job)", charts.time_text(train[0]["compute_time_s"]) if train else "n/a")
+m3.metric("Network traffic per step", size_label(split["network_bytes"]),
+          help="Bytes per step of the ops whose process groups span servers, so they cross the scale-out network.")
+m4.metric("NVLink traffic per step", size_label(split["nvlink_bytes"]),
+          help="Bytes per step of the ops whose process groups stay inside one server (scale-up domain).")
+m5.metric("Compute per step (first job)", charts.time_text(train[0]["compute_time_s"]) if train else "n/a")
+st.caption(f"Traffic per step (nccl-tests size convention) split by where the ops' process groups run with ranks "
+           f"packed on {gpn}-GPU servers: groups inside one server stay on NVLink; groups spanning servers cross the "
+           f"network (their hierarchical algorithms still move part of those bytes over NVLink).")
 deg = plan_degrees(wl)
 st.caption("Parallelism inferred from the process groups of the first job: "
            + ", ".join(f"{k.upper()} {v}" for k, v in deg.items() if v > 1 or k == "dp") + ".")

@@ -69,6 +69,9 @@ def test_app_opens_on_the_sample_workload():
     assert "mixtral-8x7b" in at.header[0].value
     labels = {m.label: m.value for m in at.metric}
     assert labels["GPUs needed"] == "256" and labels["Jobs"] == "1"
+    # network and NVLink traffic apart (TP/EP groups inside 8-GPU servers, DP across them)
+    assert labels["NVLink traffic per step"] == "64.0 GiB" and labels["Network traffic per step"] == "38.7 GiB"
+    assert "Communication per step" not in labels
     roles = set(at.dataframe[1].value["role"])
     assert {"tp", "dp", "ep"} <= roles
     figs = charts(at)
@@ -421,7 +424,8 @@ def test_design_page_shows_everything():
     tables = [d.value for d in at.dataframe]
     assert any("p99 change" in t.columns for t in tables)                   # before/after deltas
     assert any("total (USD)" in t.columns for t in tables)                  # bill of materials
-    assert {b.label for b in at.download_button} == {"Design (JSON)", "Report (one HTML file)"}
+    assert {b.label for b in at.download_button} == {"Design (JSON)", "Report (one HTML file)",
+                                                      "Bill of materials (CSV)", "Design and bill of materials (JSON)"}
     at.selectbox(key="design_pick").set_value(at.selectbox(key="design_pick").options[1]).run()
     ok(at)
     assert at.query_params["design"]
@@ -493,6 +497,21 @@ def test_build_page_changes_size_and_reports_errors():
     at.number_input(key="gpus").set_value(12).run()       # not a whole number of 8-GPU nodes
     ok(at)
     assert "8-GPU nodes" in at.error[0].value
+
+
+def test_every_page_is_titled_as_its_navigation_entry_and_design_pages_export():
+    import re as _re
+
+    titles = dict(_re.findall(r'st\.Page\("(pages/\w+\.py)", title="([^"]+)"', (ROOT / "app.py").read_text()))
+    assert len(titles) == 7 and titles["pages/build.py"] == "Fabric & BOM"
+    at = app().run()
+    for page, title in titles.items():
+        at.switch_page(page).run()
+        ok(at)
+        assert at.title[0].value == title, page
+        if page in ("pages/design.py", "pages/build.py"):      # the same exports on both pages that show a BOM
+            labels = {b.label for b in at.download_button}
+            assert {"Design (JSON)", "Bill of materials (CSV)", "Design and bill of materials (JSON)"} <= labels, page
 
 
 

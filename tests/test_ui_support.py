@@ -432,3 +432,140 @@ def test_report_embeds_plotly_once_and_works_offline(mixtral):
     assert "design &lt;report&gt; &amp; co" in html and "&lt;y&gt;" in html
     assert len(html) > 1_000_000                                      # plotly.js is inside
     assert json.dumps("histogram")[1:-1] in html
+
+
+def test_report_tables_write_money_percent_and_counts_readably():
+    import pandas as pd
+
+    from fabric.ui_support.report import cell_text
+
+    df = pd.DataFrame({"item": ["switch"], "count": [32.0], "total (USD)": [1.344e6], "unit price (USD)": [42000.0],
+                       "mean utilization": [0.8125], "small": [3.2e-5], "plain": [1234567.0]})
+    html = report_html("r", [], [Section("BOM", "", df, {"count": "count", "total (USD)": "usd",
+                                                           "unit price (USD)": "usd", "mean utilization": "percent"})])
+    body = html[html.index("<table>"):]
+    for text in ("$1,344,000", "$42,000", ">32<", "81.2 %", "0.000032", "1,234,567"):
+        assert text in body, text
+    assert not re.search(r"\de[+-]\d", body)                                 # no e-notation anywhere in a table
+    assert cell_text(-1500.0, "usd") == "-$1,500" and cell_text(float("nan")) == "n/a"
+    with pytest.raises(ValueError, match="unknown column format"):
+        Section("x", "", df, {"count": "dollars"})
+
+
+# ------------------------------------------------------------------ recommendation and front sentences
+
+
+def _rec(name, cost, p99, *, feasible=True, buildable=True, violations=None, key=None):
+    return {"design": name, "cost_usd": cost, "p99_s": p99, "feasible": feasible, "buildable": buildable,
+            "violations": violations or {"buildable": 0.0}, "key": key or name, "power_w": 1.0}
+
+
+def test_recommendation_states_the_rule_and_the_reference_it_used():
+    from fabric.search.recommend import recommend
+
+    front = [_rec("cheap", 100.0, 5.0), _rec("mid", 200.0, 4.0), _rec("fast", 400.0, 3.0)]
+    ft11 = _rec("baseline: fat tree 1:1", 500.0, 4.2)
+    ft21 = _rec("baseline: fat tree 2:1", 300.0, 4.5)
+    r = recommend(front, [ft11, ft21])
+    assert r.record["design"] == "mid" and "'fat tree 1:1' (4.2 s)" in r.rule and "2:1" not in r.rule
+    # a budget makes the fat tree 1:1 infeasible: the rule names the baseline it used instead, and why
+    over = dict(ft11, feasible=False, violations={"buildable": 0.0, "budget": 0.25})
+    r = recommend(front, [over, ft21])
+    assert r.record["design"] == "mid" and r.reference is ft21
+    assert "'fat tree 2:1' (4.5 s)" in r.rule and "'fat tree 1:1' was not used: over the budget by 25.0%" in r.rule
+    # a p99 target: the cheapest design meeting it
+    r = recommend(front, [ft11, ft21], p99_target_s=4.5)
+    assert r.record["design"] == "mid" and r.rule == "the cheapest front design meeting the p99 target of 4.5 s"
+    # a target nobody meets falls back, and says so
+    r = recommend(front, [ft11], p99_target_s=1.0)
+    assert r.rule.startswith("no front design meets the p99 target of 1 s, so: the cheapest front design at least")
+    # nothing as fast as the reference: the fastest design
+    r = recommend(front, [_rec("baseline: fat tree 1:1", 500.0, 2.0)])
+    assert r.record["design"] == "fast" and "no front design is as fast (p99) as the baseline" in r.rule
+    assert recommend([], [ft11]).record is None
+
+
+def test_front_sentences_are_true_when_the_baselines_do_not_meet_the_target():
+    from fabric.search.result import SearchResult
+
+    front = [_rec("only", 900.0, 3.0)]
+    bases = [_rec("baseline: fat tree 1:1", 500.0, 4.2, feasible=False,
+                  violations={"buildable": 0.0, "p99_target": 0.05}),
+             _rec("baseline: rail", 300.0, 2.5, feasible=False, violations={"buildable": 0.0, "budget": 0.5})]
+    res = SearchResult(records=front + bases, baselines=bases, front=front, hv_history=[], reference_point=[],
+                       normalisation=[], evaluations=10, elapsed_s=1.0, generations=1, stopped_because="budget reached",
+                       seed=0)
+    lines = res.summary_lines()
+    assert lines[0].startswith("1 design on the front")
+    text = " ".join(lines)
+    assert "is on the front" not in text                                  # neither baseline is on the front
+    assert ("every front design at least as fast as 'baseline: fat tree 1:1' (4.2 s; it does not meet the "
+            "constraints: p99 above the target by 5.0%) costs more; the cheapest, 'only', costs $400 more.") in lines
+    assert ("no front design is as fast as 'baseline: rail' (2.5 s; it does not meet the constraints: over the "
+            "budget by 50.0%).") in lines
+    # a baseline that is on the front is said to be
+    res2 = SearchResult(records=front, baselines=[_rec("b", 900.0, 3.0, key="only")], front=front, hv_history=[],
+                        reference_point=[], normalisation=[], evaluations=1, elapsed_s=1.0, generations=1,
+                        stopped_because="budget reached", seed=0)
+    assert "'b' is on the front: no design is cheaper at its p99 (3 s)." in res2.summary_lines()
+
+
+def test_what_if_colours_follow_the_sign_of_the_change():
+    rows = [{"scenario": s, "delta_p99": d, "p99_s": 0.5 * (1 + d), "p50_s": 0.5}
+            for s, d in (("slower", 0.003), ("faster", -0.02), ("same", 0.0))]
+    fig = charts.scenario_figure(rows)
+    assert list(fig.data[0].marker.color) == [charts.CHANGE_COLORS["slower"], charts.CHANGE_COLORS["faster"],
+                                             charts.CHANGE_COLORS["same"]]
+    assert "ms" in fig.data[0].hovertext[0] and " s " not in fig.data[0].hovertext[0]    # the unit of the values
+
+
+def test_hypervolume_chart_reads_in_percent_of_the_final_value():
+    hist = [{"generation": g, "evaluations": 40 * g, "hypervolume": v} for g, v in ((1, 17.5), (2, 30.0), (3, 35.0))]
+    fig = charts.hypervolume_figure(hist)
+    assert list(fig.data[0].y) == pytest.approx([50.0, 85.714285, 100.0])
+    assert fig.layout.yaxis.title.text == "hypervolume (% of this run's final)"
+    scaled = charts.hypervolume_figure([dict(h, hypervolume=h["hypervolume"] * 1e-3) for h in hist], finished=False)
+    assert list(scaled.data[0].y) == pytest.approx(list(fig.data[0].y))      # any reference point reads alike
+    assert scaled.layout.yaxis.title.text == "hypervolume (% of the best so far)"
+
+
+def test_traffic_split_by_where_the_groups_run():
+    from fabric.ui_support.workload_view import comm_split
+    from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
+
+    # 16 ranks: TP groups of 8 (contiguous), DP groups of 2 (stride 8); 1 MiB TP all-reduce x 10, 4 MiB DP x 1
+    job = Job(name="t", world_size=16, groups=(ProcessGroup("tp", 8, "tp"), ProcessGroup("dp", 2, "dp")),
+              ops=(CommOp("all_reduce", 2 ** 20, "tp", count_per_step=10), CommOp("all_reduce", 4 * 2 ** 20, "dp")))
+    wl = Workload(jobs=(job,))
+    assert comm_split(wl, 8) == {"nvlink_bytes": 10 * 2 ** 20, "network_bytes": 4 * 2 ** 20}
+    assert comm_split(wl, 4) == {"nvlink_bytes": 0.0, "network_bytes": 14 * 2 ** 20}   # TP 8 spans 4-GPU servers
+    assert comm_split(wl, 16) == {"nvlink_bytes": 14 * 2 ** 20, "network_bytes": 0.0}
+
+
+def test_steps_observed_says_why_there_is_no_count(mixtral):
+    from fabric.ui_support.workload_view import steps_observed_text
+
+    assert jobs_table(summarize(mixtral))["steps observed"].tolist() == ["n/a: synthesized from a plan"]
+    assert steps_observed_text({"steps_observed": 12, "notes": []}) == "12"
+    assert steps_observed_text({"steps_observed": 0, "notes": ["from kineto"]}) == "none marked in the input"
+
+
+def test_bom_exports_carry_every_item_and_the_totals():
+    import io
+
+    import pandas as pd
+
+    from fabric.cost import bill_of_materials
+    from fabric.ui_support.exports import bom_csv_text, design_bom_json_text
+
+    design = preset_design("dgx-h100-superpod", 248)
+    bom = bill_of_materials(build_fabric(design)).to_dict()
+    df = pd.read_csv(io.StringIO(bom_csv_text(bom)))
+    items = df[df["category"] != "total"]
+    assert len(items) == len(bom["items"])
+    assert (items["count"] * items["unit_price_usd"]).sum() == pytest.approx(bom["cost_usd"])
+    total = df[df["category"] == "total"].iloc[0]
+    assert total["price_usd"] == pytest.approx(bom["cost_usd"]) and total["power_w"] == pytest.approx(bom["power_w"])
+    assert int(items[(items["category"] == "switch") & (items["where"] == "leaf")]["count"].iloc[0]) == 8
+    doc = json.loads(design_bom_json_text(design, bom))
+    assert doc["design"]["gpus"] == 248 and doc["bill_of_materials"]["switches"] == {"leaf": 8, "spine": 4}

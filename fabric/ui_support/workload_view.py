@@ -10,7 +10,7 @@ import pandas as pd
 from fabric.workload.summary import size_label
 
 __all__ = ["files_table", "jobs_table", "groups_table", "ops_table", "unparsed_table", "gpus_needed",
-           "cluster_gpus", "plan_degrees", "compute_comm_rows"]
+           "cluster_gpus", "plan_degrees", "compute_comm_rows", "comm_split", "steps_observed_text"]
 
 
 def files_table(reports) -> pd.DataFrame:
@@ -29,8 +29,50 @@ def jobs_table(summary: Mapping) -> pd.DataFrame:
                      "communication per step": size_label(j["comm_bytes_per_step"]),
                      "calls per step": j["comm_calls_per_step"],
                      "bytes hidden behind compute": f"{j['overlap_fraction_bytes_weighted']:.0%}",
-                     "steps observed": j["steps_observed"]})
+                     "steps observed": steps_observed_text(j)})
     return pd.DataFrame(rows)
+
+
+def steps_observed_text(job_summary: Mapping) -> str:
+    """How many training steps the input showed for a job, or why there is no count (a synthesized job has no
+    steps to observe; some traces mark none)."""
+    n = int(job_summary.get("steps_observed") or 0)
+    if n > 0:
+        return f"{n:,}"
+    if any(str(note).startswith("synthesized") for note in job_summary.get("notes", ())):
+        return "n/a: synthesized from a plan"
+    return "none marked in the input"
+
+
+def comm_split(workload, gpus_per_node: int) -> dict[str, float]:
+    """Bytes per step of the non-storage jobs (nccl-tests size convention) split by where the op's process groups
+    run, with ranks placed on consecutive GPUs from a server boundary (fabric's ``packed`` placement of one job):
+
+    - ``nvlink_bytes``: ops whose every group instance lies inside one server (scale-up domain, NVLink only);
+    - ``network_bytes``: ops whose groups span servers, so they cross the scale-out network (a hierarchical
+      algorithm still moves part of these bytes over NVLink).
+
+    A group whose instances cannot be derived counts as spanning servers when it is larger than a server.
+    """
+    from fabric.errors import WorkloadError
+    from fabric.evaluate.placement import group_instances
+
+    gpn = max(1, int(gpus_per_node))
+    out = {"nvlink_bytes": 0.0, "network_bytes": 0.0}
+    for job in workload.jobs:
+        if job.kind == "storage":
+            continue
+        inside: dict[str, bool] = {}
+        for g in job.groups:
+            try:
+                inst = group_instances(g, job.world_size)
+                inside[g.name] = bool(((inst // gpn) == (inst[:, :1] // gpn)).all())
+            except WorkloadError:
+                inside[g.name] = g.size <= 1
+        for op in job.ops:
+            where = "nvlink_bytes" if inside.get(op.group, False) else "network_bytes"
+            out[where] += float(op.bytes_per_step)
+    return out
 
 
 def groups_table(summary: Mapping) -> pd.DataFrame:
