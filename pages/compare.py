@@ -48,7 +48,7 @@ for p in picked:
     except FabricError as err:
         st.error(f"{p}: {C.public_message(err)}")
         continue
-    name = charts.short_text(entry["name"], 48)
+    name = entry["name"]
     while name in designs:
         name += "'"
     designs[name] = d
@@ -58,21 +58,19 @@ for p in picked:
 if len(rows) < 2:
     C.stop()
 
-a, b = st.columns(2)
-with a:
-    st.subheader("Side by side")
-    st.dataframe(metrics_frame(rows), width="stretch")
-    st.caption("One column per design: network capex (USD), network power (kW), step-time percentiles and the lower "
-               "bound (seconds), from the same workload and seed.")
-with b:
-    st.subheader("Step-time CDFs")
-    st.plotly_chart(charts.cdf_overlay_figure(samples, height=340), width="stretch", theme=None, key="cmp_cdf")
-    st.caption("Share of steps finishing within a time (x); a curve further left is faster, dots mark each design's "
-               "p99.")
+st.subheader("Side by side")
+st.dataframe(metrics_frame(rows), width="stretch")
+st.caption("One column per design (full names), network capex (USD), network power (kW), step-time percentiles and "
+           "the lower bound (seconds), from the same workload and seed.")
+st.subheader("Step-time CDFs")
+st.plotly_chart(charts.cdf_overlay_figure(samples, height=360 + 24 * len(samples)), width="stretch", theme=None,
+                key="cmp_cdf")
+st.caption("Share of steps finishing within a time (x); a curve further left is faster, dots mark each design's "
+           "p99.")
 
 st.subheader("What money buys")
 for d in money_deltas(rows):
-    st.markdown(f"- {d['sentence']}")
+    st.markdown(f"- {C.md_text(d['sentence'])}")
 st.caption("Each design against the first one picked: capex difference in USD and p99 step-time difference; when "
            "a design costs more and is faster, the price of each millisecond of p99 it saves.")
 
@@ -82,6 +80,6 @@ st.dataframe(gene_frame(designs, only_differences=only), hide_index=True, width=
 st.caption("Design decisions gene by gene (one column per design, in the order picked); 'differs' marks the "
            "decisions that set the designs apart.")
 for name, d in designs.items():
-    st.caption(f"**{name}**: {short_label(design_genes(d))}")
+    st.caption(f"**{C.md_text(name)}**: {C.md_text(short_label(design_genes(d)))}")
 
 C.sync_url()

@@ -69,12 +69,13 @@ gpus = a.number_input("GPUs in the cluster", min_value=1, max_value=1_048_576, s
 a.caption(f"The workload needs {gpus_needed(wb.workload):,} GPUs.")
 gpn = b.selectbox("GPUs per server", GPN, key="con_gpn")
 gpu_model = c.selectbox("GPU model", cat.models("gpus"), key="con_gpu_model")
-a, b = st.columns(2)
-sw = a.multiselect("Allowed switch models", switch_models, key="con_switches")
-a.caption("Switch models: " + "; ".join(f"{m}: {cat.switch(m).fabric}, {cat.switch(m).ports} x "
+# the switch models get a full-width row: six or more model chips do not fit in half a page at 1,280-1,600 px
+sw = st.multiselect("Allowed switch models", switch_models, key="con_switches")
+st.caption(C.md_text("Switch models: " + "; ".join(f"{m}: {cat.switch(m).fabric}, {cat.switch(m).ports} x "
                                           f"{cat.switch(m).port_speed_bps / 1e9:g}G, ${cat.switch(m).price_usd:,.0f}"
-                                          for m in switch_models) + ".")
-sp = b.multiselect("Allowed NIC port speeds (Gb/s)", speeds, key="con_speeds", format_func=lambda s: f"{s:g} Gb/s")
+                                          for m in switch_models) + "."))
+a, b = st.columns(2)
+sp = a.multiselect("Allowed NIC port speeds (Gb/s)", speeds, key="con_speeds", format_func=lambda s: f"{s:g} Gb/s")
 allowed_nics = [m for m in nic_models if cat.nic(m).port_speed_bps / 1e9 in sp]
 b.caption("NIC models at these speeds: " + (", ".join(allowed_nics) or "none"))
 

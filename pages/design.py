@@ -98,18 +98,21 @@ with a:
     step_fig = charts.step_time_figure(ev.step_samples_s, st_, lower_bound_s=ev.lower_bound_s)
     st.plotly_chart(step_fig, width="stretch", theme=None, key="steps")
     st.caption(f"Histogram of {ev.samples} Monte Carlo steps (bars, left axis) and their CDF (line, right axis); "
-               f"dashed lines mark p50/p95/p99 (the lower bound is in the numbers above). Unit: {unit}.")
+               f"dashed lines mark p50/p95/p99 (the lower bound is in the numbers above). Unit: "
+               f"{charts.axis_unit(step_fig)}.")
 with b:
     st.subheader("Where the p99 step goes")
     brk = charts.p99_parts(ev)
     brk_fig = charts.breakdown_figure(brk)
     st.plotly_chart(brk_fig, width="stretch", theme=None, key="breakdown")
     exposed = sum(brk["ops"].values())
-    st.caption(f"Communication of each op not hidden behind compute in the p99 sample, longest first ({unit}). The "
-               f"p99 step is {st_['p99'] * scale:,.4g} {unit}: compute {brk['compute_s'] * scale:,.4g} {unit} "
-               f"(slowest rank) plus {exposed * scale:,.4g} {unit} of exposed communication"
-               + (f" and {brk['interference_s'] * scale:,.4g} {unit} of checkpoint interference"
-                  if brk["interference_s"] else "") + ".")
+    brk_unit = charts.axis_unit(brk_fig)
+    T = charts.time_text
+    st.caption(f"Communication of each op not hidden behind compute in the p99 sample, longest first (axis in "
+               f"{brk_unit}). The p99 step is {T(st_['p99'])}: compute {T(brk['compute_s'])} (slowest rank) plus "
+               f"{T(exposed)} of exposed communication"
+               + (f" and {T(brk['interference_s'])} of checkpoint interference" if brk["interference_s"] else "")
+               + ".")
 
 st.subheader("Hot spots")
 hot = sorted(ev.hot_links, key=lambda h: -h.get("p99_sample_utilization", 0.0))[:10]

@@ -424,6 +424,12 @@ def test_design_page_shows_everything():
     tables = [d.value for d in at.dataframe]
     assert any("p99 change" in t.columns for t in tables)                   # before/after deltas
     assert any("total (USD)" in t.columns for t in tables)                  # bill of materials
+    # every caption names the unit its chart or table uses (the p99 breakdown is in ms while steps are in s)
+    brk_unit = figs[2]["layout"]["xaxis"]["title"]["text"].rsplit("(", 1)[1].rstrip(")")
+    assert brk_unit == "ms"
+    assert f"longest first (axis in {brk_unit})" in texts(at.caption)
+    scen = next(t for t in tables if "p99 change" in t.columns)
+    assert "p99 after (s)" in scen.columns and "Before/after step times in s " in texts(at.caption)
     assert {b.label for b in at.download_button} == {"Design (JSON)", "Report (one HTML file)",
                                                       "Bill of materials (CSV)", "Design and bill of materials (JSON)"}
     at.selectbox(key="design_pick").set_value(at.selectbox(key="design_pick").options[1]).run()

@@ -15,11 +15,11 @@ from plotly.subplots import make_subplots
 
 from fabric.workload.summary import size_label
 
-__all__ = ["FAMILY_COLORS", "FONT_SIZE", "time_unit", "time_text", "money_text", "style", "pareto_figure",
+__all__ = ["FAMILY_COLORS", "FONT_SIZE", "time_unit", "time_text", "axis_unit", "money_text", "style", "pareto_figure",
            "hypervolume_figure", "step_time_figure", "breakdown_figure", "scaling_figure", "scenario_figure",
            "change_color", "CHANGE_COLORS",
            "cdf_overlay_figure", "p99_parts", "collectives_figure", "message_size_figure", "compute_comm_figure",
-           "short_text", "num_text"]
+           "short_text", "wrap_text", "num_text"]
 
 FONT_SIZE = 14
 #: One colour per topology family, the same on every chart.
@@ -48,6 +48,16 @@ def time_text(seconds: float) -> str:
     return f"{seconds * scale:,.3g} {unit}"
 
 
+def axis_unit(fig: go.Figure, axis: str = "xaxis") -> str:
+    """The unit a figure's axis title names in brackets (``"step time (ms)"`` -> ``"ms"``), so a caption can say
+    the unit the chart actually uses; ``""`` when the title names none."""
+    import re
+
+    title = getattr(getattr(fig.layout, axis).title, "text", None) or ""
+    m = re.search(r"\(([^()]*)\)\s*$", title)
+    return m.group(1) if m else ""
+
+
 def money_text(usd: float) -> str:
     """``$1.23M``, ``$456k`` or ``$789``."""
     a = abs(usd)
@@ -72,6 +82,17 @@ def short_text(text: str, width: int = 42) -> str:
     """``text`` cut to ``width`` characters with an ellipsis."""
     text = str(text)
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def wrap_text(text: str, width: int = 40, lines: int = 2) -> str:
+    """``text`` broken into lines of at most ``width`` characters at spaces (plotly ``<br>``), at most ``lines``
+    lines (the last one cut with an ellipsis), so long labels stay readable instead of running off the chart."""
+    import textwrap
+
+    parts = textwrap.wrap(str(text), width=width, break_long_words=True, break_on_hyphens=False) or [""]
+    if len(parts) > lines:
+        parts = parts[: lines - 1] + [short_text(" ".join(parts[lines - 1:]), width)]
+    return "<br>".join(parts)
 
 
 def style(fig: go.Figure, *, height: int = 380, legend_below: bool = False) -> go.Figure:
@@ -255,14 +276,14 @@ def breakdown_figure(p99_breakdown: Mapping, *, include_compute: bool = False,
     ops = sorted(p99_breakdown.get("ops", {}).items(), key=lambda kv: -kv[1])
     items += [(k, float(v)) for k, v in ops]
     scale, unit = time_unit([v for _, v in items if v > 0] or [1.0])
-    labels = [short_text(k, 44) for k, _ in items]
+    labels = [wrap_text(k, 40) for k, _ in items]
     colors = ["#bdbdbd" if k in ("compute", "checkpoint interference") else "#1f5fbf" for k, _ in items]
     fig = go.Figure(go.Bar(x=[v * scale for _, v in items], y=labels, orientation="h", marker_color=colors,
                            text=[num_text(v * scale) for _, v in items], textposition="auto",
                            hovertext=[f"{k}: {v * scale:,.4g} {unit}" for k, v in items], hoverinfo="text"))
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title_text=f"exposed time ({unit})")
-    return style(fig, height=height or max(260, 60 + 34 * len(items)))
+    return style(fig, height=height or max(260, 60 + 46 * len(items)))
 
 
 def scaling_figure(rows: Sequence[Mapping], *, height: int = 320) -> go.Figure:
@@ -320,7 +341,7 @@ def cdf_overlay_figure(series: Mapping[str, Sequence[float]], *, height: int = 3
         srt = np.sort(np.asarray(vals, float)) * scale
         color = _PALETTE[i % len(_PALETTE)]
         fig.add_trace(go.Scatter(x=srt, y=np.arange(1, srt.size + 1) / max(srt.size, 1), mode="lines",
-                                 name=short_text(name, 60), line=dict(color=color, width=2.5),
+                                 name=wrap_text(name, 60), line=dict(color=color, width=2.5),
                                  hovertemplate=f"%{{x:.4g}} {unit}: %{{y:.1%}}<extra>{short_text(name, 40)}</extra>"))
         if srt.size:
             p99 = float(np.percentile(srt, 99))
