@@ -25,12 +25,17 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def server():
+def dashboard():
     dash = Dashboard(free_port()).start()
     try:
-        yield dash.url
+        yield dash
     finally:
         dash.stop()
+
+
+@pytest.fixture(scope="module")
+def server(dashboard):
+    return dashboard.url
 
 
 def _page(browser, width: int = VIEW["width"], height: int = VIEW["height"]):
@@ -38,7 +43,7 @@ def _page(browser, width: int = VIEW["width"], height: int = VIEW["height"]):
     return ctx, ctx.new_page()
 
 
-def test_report_names_the_workload_evaluated_and_reads_like_a_table(server, browser):
+def test_report_names_the_workload_evaluated_and_reads_like_a_table(dashboard, server, browser):
     ctx, page = _page(browser)
     page.goto(server + "/design?wl=plan%3Allama3-70b%3A1024")
     idle(page)
@@ -46,6 +51,7 @@ def test_report_names_the_workload_evaluated_and_reads_like_a_table(server, brow
     html = download_text(page, "Report (one HTML file)")
     assert "Workload: plan llama3-70b on 1,024 GPUs" in html
     assert "mixtral" not in html
+    assert "missing ScriptRunContext" not in dashboard.log_tail(200_000)     # nothing read the session at download
     tables = html[html.index("<table>"):]
     cells = re.findall(r"<td class='num'>([^<]*)</td>", tables)
     assert cells and not [c for c in cells if re.search(r"\de[+-]?\d", c)]     # no e-notation
