@@ -119,18 +119,24 @@ def _capacity_error(label: str, tiers: int, radix: int, o1: float, o2: float, en
 
 def _upper(n_leaves: int, u1: int, radix: int, o2: float, tiers: int, unit: int, label: str,
            o1: float, endpoints: int):
-    """Spine (and core) layer above ``n_leaves`` leaves of ``u1`` uplinks each. Returns link index arrays."""
+    """Spine (and core) layer above ``n_leaves`` leaves of ``u1`` uplinks each. Returns link index arrays.
+
+    Each layer is sized to the links it carries (:func:`sizing.spread_upward`). Three tiers: pods of up to
+    ``d2`` leaves (whole units of ``unit`` leaves), each pod's spines sized for a full pod (a partly filled last
+    pod keeps them, so growing it needs no recabling); every pod sends its ``spines_per_pod x spine_uplinks``
+    core-facing links over one shared core layer of the fewest cores whose ports take them (at least two), the
+    same number (give or take one) to every core. The evaluator only counts a pod's core-facing links.
+    """
     if tiers == 2:
-        spread = sizing.spread_over_spines(u1, n_leaves, radix)
+        spread = sizing.spread_upward(u1, n_leaves, radix)
         if spread is None:
             _capacity_error(label, 2, radix, o1, o2, endpoints, "; use 3 tiers, a larger radix or more "
                                                               "oversubscription")
-        s, b = spread
-        leaf = np.repeat(np.arange(n_leaves), s * b)
-        spine = np.tile(np.repeat(np.arange(s), b), n_leaves)
-        info = {"spines": s, "leaf_spine_bundle": b, "spine_ports_used": n_leaves * b}
-        return s, 0, (leaf, spine), (np.zeros(0, int), np.zeros(0, int)), np.zeros(s, int), info
-    # 3 tiers: pods of whole units; every leaf has one link to each of its pod's u1 spines.
+        leaf, spine = sizing.bundle_links(n_leaves, u1, spread)
+        info = {"spines": spread.switches, "leaf_spine_bundle": spread.bundle, "leaf_spine_even": spread.even,
+                "spine_ports_used": spread.max_ports}
+        return spread.switches, 0, (leaf, spine), (np.zeros(0, int), np.zeros(0, int)), \
+            np.zeros(spread.switches, int), info
     d2, _ = sizing.split_ports(radix, o2)
     per_pod = (d2 // unit) * unit
     if per_pod == 0:
@@ -138,24 +144,33 @@ def _upper(n_leaves: int, u1: int, radix: int, o2: float, tiers: int, unit: int,
                           f"the {unit} leaves of one scalable unit; lower the spine oversubscription")
     per_pod = min(per_pod, n_leaves)
     pods = math.ceil(n_leaves / per_pod)
-    s1 = u1
-    u2 = sizing.uplinks_for(per_pod, o2)
-    spread = sizing.spread_over_spines(u2, pods, radix)
-    if spread is None:
+    pod_spread = sizing.spread_upward(u1, per_pod, d2)   # never None: per_pod <= d2
+    s1 = pod_spread.switches
+    u2 = sizing.leaf_uplinks(pod_spread.max_ports, o2, radix)
+    u_pod = s1 * u2
+    core_spread = sizing.spread_upward(u_pod, pods, radix, equal_bundles=False)
+    if core_spread is None:
         _capacity_error(label, 3, radix, o1, o2, endpoints, "; use a larger radix or more oversubscription")
-    c, b2 = spread
-    leaf = np.repeat(np.arange(n_leaves), s1)
-    spine = (np.arange(n_leaves) // per_pod)[:, None] * s1 + np.arange(s1)[None, :]
+    n_cores = core_spread.switches
+    pl, ps = sizing.bundle_links(per_pod, u1, pod_spread)
+    pod_of = np.arange(pods)
+    leaf = (pod_of[:, None] * per_pod + pl[None, :]).ravel()
+    spine = (pod_of[:, None] * s1 + ps[None, :]).ravel()
+    keep = leaf < n_leaves                       # the last pod may be partly filled
+    leaf, spine = leaf[keep], spine[keep]
     n_spines = pods * s1
-    # spine (pod q, index j) -> cores of group j, b2 links to each of its c cores
-    sp = np.repeat(np.arange(n_spines), c * b2)
-    j = sp % s1
-    core = j * c + np.tile(np.repeat(np.arange(c), b2), n_spines)
+    # pod q's core-facing links t = 0 .. u_pod-1, spine-major (spine j of the pod owns t = j*u2 .. j*u2 + u2 - 1),
+    # dealt round-robin over the cores: a spine's uplinks reach u2 different cores (when u2 <= cores), and with
+    # equal bundles every pod sends u_pod / cores links to every core
+    t = np.arange(pods * u_pod)
+    sp = (t // u_pod) * s1 + (t % u_pod) // u2
+    cc = t % n_cores
     info = {"pods": pods, "leaves_per_pod": per_pod, "spines_per_pod": s1, "spines": n_spines,
-            "spine_uplinks": u2, "cores_per_group": c, "cores": s1 * c, "spine_core_bundle": b2,
-            "leaf_spine_bundle": 1}
+            "leaf_spine_bundle": pod_spread.bundle, "leaf_spine_even": pod_spread.even, "spine_uplinks": u2,
+            "pod_core_links": u_pod, "cores": n_cores, "spine_core_bundle": core_spread.bundle,
+            "spine_core_even": core_spread.even}
     spine_group = np.arange(n_spines) // s1
-    return n_spines, s1 * c, (leaf, spine.ravel()), (sp, core), spine_group, info
+    return n_spines, n_cores, (leaf, spine), (sp, cc), spine_group, info
 
 
 def _tiers_needed(fits_one: bool, fits_two: bool) -> int:
@@ -174,8 +189,8 @@ def _plan_clos(design: Design, slots: int, Q: int, radix: int, endpoints: int) -
                           f"{sizing.format_ratio(o1)} leaves {d1} downlinks; use a larger switch or family "
                           f"'rail_optimized'")
     n_leaves_2 = math.ceil(slots / per_leaf) if per_leaf else 0
-    u1 = sizing.uplinks_for(min(slots, per_leaf) * Q, o1) if per_leaf else 0
-    fits_two = per_leaf > 0 and sizing.spread_over_spines(u1, n_leaves_2, radix) is not None
+    u1 = sizing.leaf_uplinks(min(slots, per_leaf) * Q, o1, radix) if per_leaf else 0
+    fits_two = per_leaf > 0 and sizing.spread_upward(u1, n_leaves_2, radix) is not None
     tiers = design.tiers or _tiers_needed(fits_one, fits_two)
     if tiers == 1:
         if not fits_one:
@@ -193,7 +208,11 @@ def _plan_clos(design: Design, slots: int, Q: int, radix: int, endpoints: int) -
 
 
 def _plan_rail_optimized(design: Design, slots: int, Q: int, radix: int, endpoints: int) -> _Plane:
-    """Scalable units of ``nodes_per_su`` nodes; one leaf per (unit, rail); Clos above."""
+    """Scalable units of ``nodes_per_su`` nodes; rail r of a unit goes to one rail-r leaf; Clos above.
+
+    A rail leaf takes rail r of as many whole units as its downlinks hold (``d1 // nodes_per_su``; one unit when
+    ``nodes_per_su`` is not given, which then defaults to ``d1``), so small units do not leave leaves mostly empty.
+    """
     o1, o2 = design.oversub(0), design.oversub(1)
     label = "rail-optimized Clos"
     d1, _ = sizing.split_ports(radix, o1)
@@ -202,18 +221,21 @@ def _plan_rail_optimized(design: Design, slots: int, Q: int, radix: int, endpoin
         raise DesignError(f"nodes_per_su {nps} needs {nps} leaf downlinks, but a radix-{radix} leaf at "
                           f"{sizing.format_ratio(o1)} has {d1}")
     sus = math.ceil(slots / nps)
-    n_leaves = sus * Q
-    u1 = sizing.uplinks_for(min(slots, nps), o1)
-    fits_two = sizing.spread_over_spines(u1, n_leaves, radix) is not None
+    sus_per_leaf = d1 // nps
+    npl = sus_per_leaf * nps                  # nodes (one NIC port each) per rail leaf
+    n_leaves = math.ceil(slots / npl) * Q
+    u1 = sizing.leaf_uplinks(min(slots, npl), o1, radix)
+    fits_two = sizing.spread_upward(u1, n_leaves, radix) is not None
     tiers = design.tiers or (2 if fits_two else 3)
     if tiers == 1:
         raise DesignError("a rail-optimized fabric needs at least 2 tiers (rail leaves joined by spines); "
                           "use family 'rail_only' for one switch per rail")
     slot = np.arange(slots)
-    ep_leaf = (slot // nps)[:, None] * Q + np.arange(Q)[None, :]
+    ep_leaf = (slot // npl)[:, None] * Q + np.arange(Q)[None, :]
     s, c, ls, sc, sg, info = _upper(n_leaves, u1, radix, o2, tiers, Q, label, o1, endpoints)
-    info.update({"tiers": tiers, "radix": radix, "leaf_down": min(slots, nps), "leaf_up": u1,
-                 "nodes_per_su": nps, "scalable_units": sus, "rails": Q, "leaves": n_leaves})
+    info.update({"tiers": tiers, "radix": radix, "leaf_down": min(slots, npl), "leaf_up": u1,
+                 "nodes_per_su": nps, "scalable_units": sus, "sus_per_leaf": sus_per_leaf,
+                 "nodes_per_leaf": npl, "rails": Q, "leaves": n_leaves})
     return _Plane(n_leaves, s, c, ep_leaf, ls, sc, np.arange(n_leaves) // Q, sg, info)
 
 
@@ -224,8 +246,8 @@ def _plan_rail_only(design: Design, slots: int, Q: int, radix: int, endpoints: i
     fits_one = slots <= radix
     d1, _ = sizing.split_ports(radix, o1)
     per_rail_leaves = math.ceil(slots / d1)
-    u1 = sizing.uplinks_for(min(slots, d1), o1)
-    fits_two = sizing.spread_over_spines(u1, per_rail_leaves, radix) is not None
+    u1 = sizing.leaf_uplinks(min(slots, d1), o1, radix)
+    fits_two = sizing.spread_upward(u1, per_rail_leaves, radix) is not None
     tiers = design.tiers or _tiers_needed(fits_one, fits_two)
     slot = np.arange(slots)
     if tiers == 1:
@@ -424,6 +446,11 @@ def _plan_dragonfly(design: Design, slots: int, Q: int, radix: int) -> _Plane:
         raise DesignError(f"a node's {Q} NIC ports do not fit on one dragonfly router with {p} terminal ports")
     routers_needed = math.ceil(slots / per_router)
     g = math.ceil(routers_needed / a)
+    if design.dragonfly_routers is None and g == 1:
+        # everything fits one group: buy the routers that hold the terminals, not a balanced group of a = 2p
+        # (mostly empty) routers; fewer routers only frees ports, so the radix still fits. With two or more groups
+        # the balanced a stays (its global ports are what joins the groups)
+        a = routers_needed
     gmax = a * h + 1
     if g > gmax:
         cap = sizing.dragonfly_max_endpoints(p, a, h)
