@@ -107,7 +107,7 @@ class Catalog:
         ))
 
     def cable_for(self, kind: str, speed_bps: float, reach_m: float) -> Cable:
-        """The cheapest ``kind`` cable ("dac", "aoc", "fibre") for ``speed_bps`` at least ``reach_m`` long.
+        """The cheapest ``kind`` cable ("dac", "acc", "aoc", "fibre") for ``speed_bps`` at least ``reach_m`` long.
 
         Fibre rows with speed 0 fit any speed. Ties go to the shorter cable, then the model id.
         """

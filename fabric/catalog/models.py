@@ -93,7 +93,8 @@ class Transceiver:
 
 @dataclass(frozen=True)
 class Cable:
-    """A cable: ``kind`` dac, aoc or fibre, up to ``reach_m`` long; ``speed_bps`` 0 means any speed (fibre)."""
+    """A cable: ``kind`` dac (passive copper), acc (active copper), aoc (active optical) or fibre, up to ``reach_m``
+    long; ``speed_bps`` 0 means any speed (passive fibre)."""
 
     model: str
     kind: str

@@ -184,7 +184,7 @@ TABLES: dict[str, TableSpec] = {
         _text("source"),
     )),
     "cables": TableSpec("cables", Cable, (
-        _text("model"), Column("kind", "choice", choices=("dac", "aoc", "fibre")),
+        _text("model"), Column("kind", "choice", choices=("dac", "acc", "aoc", "fibre")),
         _gbps("speed_gbps", "speed_bps", strict=False), Column("reach_m", strict=True), _price(),
         Column("power_w"), _text("source"),
     )),

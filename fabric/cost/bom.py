@@ -6,7 +6,11 @@ Counting rules (documented in docs/cost.md):
 - one NIC per NIC slot (``nics_per_gpu`` x GPUs);
 - every optical link has a fibre cable and a transceiver at each end: NIC ends take one NIC-side module per port,
   switch ends take switch-side modules counted per switch (a twin-port module serves two ports of one switch);
-- every copper link is one DAC cable (no transceivers, no power);
+- every other link is one cable with its ends built in, no transceivers: passive copper (DAC, no power) in the
+  rack, active copper (ACC) or an active optical cable (AOC, both with the catalog row's power) to the next rack;
+  which link gets which is decided by the builder from the rack layout (:mod:`fabric.topology.racks`);
+- each link takes the cheapest catalog cable of its medium and speed at least as long as the link; the optical
+  links of one kind share the module model that covers the longest of them;
 - NVLink/NVSwitch and the PCIe GPU-NIC attachment are part of the server and are not network items;
 - ports of reserved node slots (e.g. a SuperPOD's UFM node) are counted as used on the leaves, not costed;
 - ``storage_isolation`` buys a separate storage/checkpoint network: one extra NIC per node (the cheapest Ethernet
@@ -29,7 +33,8 @@ from fabric.topology.fabric import LINK_KINDS, MEDIA, SWITCH, Fabric
 __all__ = ["BomItem", "BillOfMaterials", "bill_of_materials"]
 
 _OPTICS = MEDIA.index("optics")
-_COPPER = MEDIA.index("copper")
+#: Catalog cable kind of each cable-only medium (no transceivers: the cable's ends are part of it).
+_CABLE_KIND = {"copper": "dac", "active_copper": "acc", "aoc": "aoc"}
 _NETWORK_KINDS = [k for k in LINK_KINDS if k not in ("nvlink", "pcie")]
 
 
@@ -153,28 +158,32 @@ def bill_of_materials(fabric: Fabric, catalog=None) -> BillOfMaterials:
         sel = fabric.link_kind == kcode
         if not sel.any():
             continue
-        for medium_code, medium in ((_OPTICS, "optics"), (_COPPER, "copper")):
-            m = sel & (fabric.link_medium == medium_code)
-            n = int(m.sum())
-            if not n:
-                continue
-            reach = float(fabric.link_reach_m[m].max())
-            if medium == "copper":
-                cable = cat.cable_for("dac", speed, reach)
-            else:
-                cable = cat.cable_for("fibre", speed, reach)
-                # NIC ends: one NIC-side module per port
-                if kind == "nic-leaf":
-                    tx = cat.transceiver_for(speed, reach, "nic")
-                    items.append(BomItem("transceiver", tx.model, f"{kind} (NIC end)", n, tx.price_usd,
-                                         tx.power_w, tx.source))
-                    transceivers[tx.model] = transceivers.get(tx.model, 0) + n
-                tx = cat.transceiver_for(speed, reach, "switch")
-                for tier, modules in _switch_end_modules(fabric, m, tx.ports_per_module).items():
-                    if modules:
-                        items.append(BomItem("transceiver", tx.model, f"{kind} ({tier} end)", modules,
-                                             tx.price_usd, tx.power_w, tx.source))
-                        transceivers[tx.model] = transceivers.get(tx.model, 0) + modules
+        optical = sel & (fabric.link_medium == _OPTICS)
+        if optical.any():
+            # modules for the longest optical link of the kind (one model serves all of them, so twin-port
+            # modules pair ports of one switch whatever their lengths); fibre by length below
+            reach = float(fabric.link_reach_m[optical].max())
+            if kind == "nic-leaf":                    # NIC ends: one NIC-side module per port
+                tx = cat.transceiver_for(speed, reach, "nic")
+                n = int(optical.sum())
+                items.append(BomItem("transceiver", tx.model, f"{kind} (NIC end)", n, tx.price_usd,
+                                     tx.power_w, tx.source))
+                transceivers[tx.model] = transceivers.get(tx.model, 0) + n
+            tx = cat.transceiver_for(speed, reach, "switch")
+            for tier, modules in _switch_end_modules(fabric, optical, tx.ports_per_module).items():
+                if modules:
+                    items.append(BomItem("transceiver", tx.model, f"{kind} ({tier} end)", modules,
+                                         tx.price_usd, tx.power_w, tx.source))
+                    transceivers[tx.model] = transceivers.get(tx.model, 0) + modules
+        # cables: one per link, by medium and length (optics first, as the lines above)
+        counts: dict[str, list] = {}
+        groups = np.unique(np.stack([fabric.link_medium[sel].astype(float), fabric.link_reach_m[sel]], 1), axis=0)
+        for medium_code, reach in sorted(groups.tolist(), key=lambda g: (g[0] != _OPTICS, g[0], g[1])):
+            medium = MEDIA[int(medium_code)]
+            n = int((sel & (fabric.link_medium == int(medium_code)) & (fabric.link_reach_m == reach)).sum())
+            cable = cat.cable_for("fibre" if medium == "optics" else _CABLE_KIND[medium], speed, reach)
+            counts.setdefault(cable.model, [cable, 0])[1] += n
+        for cable, n in counts.values():
             items.append(BomItem("cable", cable.model, kind, n, cable.price_usd, cable.power_w, cable.source))
             cables[cable.kind] = cables.get(cable.kind, 0) + n
 

@@ -22,16 +22,17 @@ import numpy as np
 from fabric.design.schema import Design
 from fabric.errors import DesignError
 from fabric.limits import current_limits
-from fabric.topology import sizing
+from fabric.topology import racks, sizing
 from fabric.topology.fabric import GPU, LINK_KINDS, MEDIA, NIC, NVSWITCH, SWITCH, Fabric
 
 __all__ = ["build_fabric", "required_tiers"]
 
-# Reach of each link kind in metres (drives optics vs copper and the cable/transceiver choice).
+# Reach of each link kind in metres (drives the cable/transceiver choice). Server-to-leaf links get theirs from the
+# rack layout (fabric.topology.racks: 2 m in the rack, 5 m to the next rack, 30 m farther).
 #: in-rack copper from a server to its top-of-rack leaf
-REACH_IN_RACK_M = 2.0
+REACH_IN_RACK_M = racks.REACH_IN_RACK_M
 #: a server to a leaf in another rack of its row (rail-optimized leaves sit in a network rack)
-REACH_ENDPOINT_OPTICS_M = 30.0
+REACH_ENDPOINT_OPTICS_M = racks.REACH_ROW_M
 #: leaf to spine within a hall
 REACH_LEAF_SPINE_M = 50.0
 #: spine to core across halls (single-mode optics)
@@ -62,7 +63,8 @@ class _Links:
     def new(cls):
         return cls([], [], [], [], [], [])
 
-    def add(self, a, b, kind: str, medium: str, cap_bps: float, reach_m: float):
+    def add(self, a, b, kind: str, medium, cap_bps: float, reach_m):
+        """Links ``a[i] - b[i]``; ``medium`` (a MEDIA name) and ``reach_m`` are one value or one per link."""
         a = np.asarray(a, dtype=np.int64)
         b = np.asarray(b, dtype=np.int64)
         n = a.shape[0]
@@ -71,9 +73,12 @@ class _Links:
         self.a.append(a)
         self.b.append(b)
         self.kind.append(np.full(n, _K[kind], np.int8))
-        self.medium.append(np.full(n, _M[medium], np.int8))
+        if isinstance(medium, str):
+            self.medium.append(np.full(n, _M[medium], np.int8))
+        else:
+            self.medium.append(np.array([_M[m] for m in medium], np.int8))
         self.cap.append(np.full(n, float(cap_bps)))
-        self.reach.append(np.full(n, float(reach_m)))
+        self.reach.append(np.broadcast_to(np.asarray(reach_m, float), (n,)).copy())
 
     def arrays(self):
         cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
@@ -302,7 +307,17 @@ def _resolve_hw(design: Design, catalog):
     if dom > gpu.scale_up_domain_max:
         raise DesignError(f"{gpu.model} supports NVLink domains of at most {gpu.scale_up_domain_max} GPUs; "
                           f"scale_up_size is {dom}")
-    return sw, nic, gpu, link_speed, radix
+    return cat, sw, nic, gpu, link_speed, radix
+
+
+def _apart_reason(design: Design, info: dict, per_rack: int) -> str:
+    """Why a node and its leaf can be in different racks, for the refusal of endpoint_cabling 'copper'."""
+    if design.family in racks.TOP_OF_RACK_FAMILIES:
+        held = info.get("nodes_per_leaf", info.get("nodes_per_router", 0))
+        return f" (a leaf holds up to {held} nodes, a rack {per_rack})"
+    held = info.get("nodes_per_leaf", info.get("leaf_down", 0))
+    return (f" (a rail leaf takes one port from each of up to {held} nodes in racks of {per_rack}, and sits in "
+            f"a network rack)")
 
 
 def build_fabric(design: Design, catalog=None) -> Fabric:
@@ -311,7 +326,7 @@ def build_fabric(design: Design, catalog=None) -> Fabric:
     if design.gpus > limits.max_design_gpus:
         raise DesignError(f"{design.gpus:,} GPUs exceeds the limit max_design_gpus = {limits.max_design_gpus:,} "
                           f"(set FABRIC_LIMIT_MAX_DESIGN_GPUS to raise it)")
-    sw, nic, gpu, link_speed, radix = _resolve_hw(design, catalog)
+    cat, sw, nic, gpu, link_speed, radix = _resolve_hw(design, catalog)
     G, gpn = design.gpus, design.gpus_per_node
     nodes = design.nodes
     npn = design.nics_per_node
@@ -335,14 +350,15 @@ def build_fabric(design: Design, catalog=None) -> Fabric:
         plane_plans = [plan] * P  # planes are identical copies
     tier_names = ("router",) if design.family == "dragonfly" else ("leaf", "spine", "core")
     node_tier, node_plane, node_group = [], [], []
-    endpoint_medium = design.endpoint_cabling
-    if endpoint_medium == "auto":
-        endpoint_medium = "copper" if design.family in ("clos", "dragonfly") else "optics"
-    ep_reach = REACH_IN_RACK_M if endpoint_medium == "copper" else REACH_ENDPOINT_OPTICS_M
+    # server-to-leaf media by distance: racks of per_rack node slots (fabric.topology.racks)
+    per_rack = racks.nodes_per_rack(gpu, gpn)
+    node_slot = np.arange(nodes) + design.reserved_node_slots
+    distance = racks.endpoint_distance(design.family, plane_plans[0].ep_leaf[:, 0], per_rack)[node_slot]
+    ep_media, ep_reach = racks.endpoint_media(cat, link_speed, design.endpoint_cabling, np.repeat(distance, Q),
+                                              why=_apart_reason(design, plane_plans[0].info, per_rack))
     nic_ports = np.empty((n_nics, nic.ports), np.int64)
     reserved_ports = []
     base = switch_base
-    node_slot = np.arange(nodes) + design.reserved_node_slots
     for p, plan in enumerate(plane_plans):
         leaf0, spine0 = base, base + plan.n_leaves
         core0 = spine0 + plan.n_spines
@@ -357,7 +373,7 @@ def build_fabric(design: Design, catalog=None) -> Fabric:
         port = p * ppp + rail % ppp
         nic_ports[nic_id.ravel(), np.tile(port, nodes)] = (leaf0 + leaf_of).ravel()
         kind = "nic-leaf"
-        links.add(nic_base + nic_id.ravel(), leaf0 + leaf_of.ravel(), kind, endpoint_medium, link_speed, ep_reach)
+        links.add(nic_base + nic_id.ravel(), leaf0 + leaf_of.ravel(), kind, ep_media, link_speed, ep_reach)
         if design.reserved_node_slots:
             res_leaf = plan.ep_leaf[: design.reserved_node_slots].ravel()
             reserved_ports.append((leaf0 + res_leaf))
@@ -417,7 +433,10 @@ def build_fabric(design: Design, catalog=None) -> Fabric:
     info = dict(plane_plans[0].info)
     info.update({"planes": P, "endpoint_ports_per_node_per_plane": Q, "nodes": nodes,
                  "reserved_node_slots": design.reserved_node_slots, "link_speed_gbps": link_speed / 1e9,
-                 "switch_model": sw.model, "nic_model": nic.model, "scale_up_size": dom})
+                 "switch_model": sw.model, "nic_model": nic.model, "scale_up_size": dom,
+                 "nodes_per_rack": per_rack, "racks": math.ceil(slots / per_rack),
+                 "endpoint_media": {str(m): int(c) * P for m, c in zip(*np.unique(ep_media.astype(str),
+                                                                                  return_counts=True))}})
     return Fabric(
         design=design, family=design.family, tier_names=tier_names, link_speed_bps=link_speed,
         n_gpus=G, nic_base=nic_base, n_nics=n_nics, switch_base=switch_base, n_switches=n_switches,
