@@ -284,7 +284,7 @@ def required_tiers(design: Design, catalog=None) -> int:
 
 
 def _resolve_hw(design: Design, catalog):
-    from fabric.catalog import default_catalog
+    from fabric.catalog import default_catalog, nic_host_problem
 
     cat = catalog or default_catalog()
     sw, nic, gpu = cat.switch(design.switch_model), cat.nic(design.nic_model), cat.gpu(design.gpu_model)
@@ -303,6 +303,9 @@ def _resolve_hw(design: Design, catalog):
     if sw.fabric != transport_fabric:
         raise DesignError(f"transport '{design.transport}' needs {transport_fabric} switches; "
                           f"{sw.model} is {sw.fabric}")
+    problem = nic_host_problem(gpu, nic, design.nics_per_gpu, cat)
+    if problem:
+        raise DesignError(problem)
     dom = design.domain_size
     if dom > gpu.scale_up_domain_max:
         raise DesignError(f"{gpu.model} supports NVLink domains of at most {gpu.scale_up_domain_max} GPUs; "
