@@ -124,7 +124,8 @@ class BillOfMaterials:
 
 
 def _switch_end_modules(fabric: Fabric, optical: np.ndarray, ports_per_module: int):
-    """Switch-side modules per switch tier: optical link ends on each switch, rounded up per switch."""
+    """Switch-side modules per switch tier: optical link ends on each switch, rounded up per switch (``optical``:
+    link ids or a mask over the links)."""
     ends = np.concatenate([fabric.link_a[optical], fabric.link_b[optical]])
     ends = ends[(ends >= fabric.switch_base) & (ends < fabric.switch_base + fabric.n_switches)]
     per_switch = np.bincount(ends - fabric.switch_base, minlength=fabric.n_switches)
@@ -154,21 +155,20 @@ def bill_of_materials(fabric: Fabric, catalog=None) -> BillOfMaterials:
     transceivers: dict[str, int] = {}
     links = fabric.link_counts()
     for kind in _NETWORK_KINDS:
-        kcode = LINK_KINDS.index(kind)
-        sel = fabric.link_kind == kcode
-        if not sel.any():
+        sel = np.flatnonzero(fabric.link_kind == LINK_KINDS.index(kind))
+        if not sel.size:
             continue
-        optical = sel & (fabric.link_medium == _OPTICS)
-        if optical.any():
+        medium_of, reach_of = fabric.link_medium[sel], fabric.link_reach_m[sel]
+        optical = sel[medium_of == _OPTICS]
+        if optical.size:
             # modules for the longest optical link of the kind (one model serves all of them, so twin-port
             # modules pair ports of one switch whatever their lengths); fibre by length below
             reach = float(fabric.link_reach_m[optical].max())
             if kind == "nic-leaf":                    # NIC ends: one NIC-side module per port
                 tx = cat.transceiver_for(speed, reach, "nic")
-                n = int(optical.sum())
-                items.append(BomItem("transceiver", tx.model, f"{kind} (NIC end)", n, tx.price_usd,
+                items.append(BomItem("transceiver", tx.model, f"{kind} (NIC end)", optical.size, tx.price_usd,
                                      tx.power_w, tx.source))
-                transceivers[tx.model] = transceivers.get(tx.model, 0) + n
+                transceivers[tx.model] = transceivers.get(tx.model, 0) + int(optical.size)
             tx = cat.transceiver_for(speed, reach, "switch")
             for tier, modules in _switch_end_modules(fabric, optical, tx.ports_per_module).items():
                 if modules:
@@ -177,12 +177,17 @@ def bill_of_materials(fabric: Fabric, catalog=None) -> BillOfMaterials:
                     transceivers[tx.model] = transceivers.get(tx.model, 0) + modules
         # cables: one per link, by medium and length (optics first, as the lines above)
         counts: dict[str, list] = {}
-        groups = np.unique(np.stack([fabric.link_medium[sel].astype(float), fabric.link_reach_m[sel]], 1), axis=0)
-        for medium_code, reach in sorted(groups.tolist(), key=lambda g: (g[0] != _OPTICS, g[0], g[1])):
-            medium = MEDIA[int(medium_code)]
-            n = int((sel & (fabric.link_medium == int(medium_code)) & (fabric.link_reach_m == reach)).sum())
-            cable = cat.cable_for("fibre" if medium == "optics" else _CABLE_KIND[medium], speed, reach)
-            counts.setdefault(cable.model, [cable, 0])[1] += n
+        present = np.flatnonzero(np.bincount(medium_of, minlength=len(MEDIA)))
+        for code in sorted(present.tolist(), key=lambda c: (c != _OPTICS, c)):
+            lengths = reach_of[medium_of == code]
+            if lengths.min() == lengths.max():        # the common case: one length per kind and medium
+                groups = [(float(lengths[0]), int(lengths.size))]
+            else:
+                groups = list(zip(*[a.tolist() for a in np.unique(lengths, return_counts=True)]))
+            for reach, n in groups:
+                medium = MEDIA[code]
+                cable = cat.cable_for("fibre" if medium == "optics" else _CABLE_KIND[medium], speed, reach)
+                counts.setdefault(cable.model, [cable, 0])[1] += n
         for cable, n in counts.values():
             items.append(BomItem("cable", cable.model, kind, n, cable.price_usd, cable.power_w, cable.source))
             cables[cable.kind] = cables.get(cable.kind, 0) + n

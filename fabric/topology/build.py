@@ -64,7 +64,8 @@ class _Links:
         return cls([], [], [], [], [], [])
 
     def add(self, a, b, kind: str, medium, cap_bps: float, reach_m):
-        """Links ``a[i] - b[i]``; ``medium`` (a MEDIA name) and ``reach_m`` are one value or one per link."""
+        """Links ``a[i] - b[i]``; ``medium`` is a MEDIA name or one MEDIA code per link, ``reach_m`` one value or
+        one per link."""
         a = np.asarray(a, dtype=np.int64)
         b = np.asarray(b, dtype=np.int64)
         n = a.shape[0]
@@ -76,7 +77,7 @@ class _Links:
         if isinstance(medium, str):
             self.medium.append(np.full(n, _M[medium], np.int8))
         else:
-            self.medium.append(np.array([_M[m] for m in medium], np.int8))
+            self.medium.append(np.asarray(medium, np.int8))
         self.cap.append(np.full(n, float(cap_bps)))
         self.reach.append(np.broadcast_to(np.asarray(reach_m, float), (n,)).copy())
 
@@ -438,8 +439,8 @@ def build_fabric(design: Design, catalog=None) -> Fabric:
                  "reserved_node_slots": design.reserved_node_slots, "link_speed_gbps": link_speed / 1e9,
                  "switch_model": sw.model, "nic_model": nic.model, "scale_up_size": dom,
                  "nodes_per_rack": per_rack, "racks": math.ceil(slots / per_rack),
-                 "endpoint_media": {str(m): int(c) * P for m, c in zip(*np.unique(ep_media.astype(str),
-                                                                                  return_counts=True))}})
+                 "endpoint_media": {MEDIA[m]: int(c) * P
+                                    for m, c in enumerate(np.bincount(ep_media, minlength=len(MEDIA))) if c}})
     return Fabric(
         design=design, family=design.family, tier_names=tier_names, link_speed_bps=link_speed,
         n_gpus=G, nic_base=nic_base, n_nics=n_nics, switch_base=switch_base, n_switches=n_switches,

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from fabric.errors import DesignError
+from fabric.topology.fabric import MEDIA
 
 __all__ = [
     "RACK_POWER_BUDGET_W", "REACH_IN_RACK_M", "REACH_NEIGHBOUR_RACK_M", "REACH_ROW_M",
@@ -95,7 +96,8 @@ def endpoint_distance(family: str, slot_leaf: np.ndarray, per_rack: int) -> np.n
 
 
 def endpoint_media(catalog, speed_bps: float, cabling: str, distance: np.ndarray, *, why: str = ""):
-    """Medium name and cable length (m) of each server-to-leaf link of the given distance classes.
+    """Medium code (index into :data:`~fabric.topology.fabric.MEDIA`) and cable length (m) of each server-to-leaf
+    link of the given distance classes.
 
     ``cabling`` is the design's ``endpoint_cabling``: ``auto`` takes the first medium of the module docstring's table
     the catalog has; ``optics`` always optics; ``copper`` passive copper, refused with a :class:`DesignError` when
@@ -103,6 +105,7 @@ def endpoint_media(catalog, speed_bps: float, cabling: str, distance: np.ndarray
     """
     distance = np.asarray(distance, np.int8)
     reach = np.asarray(_REACH, float)[distance]
+    by_class = np.full(len(_REACH), MEDIA.index("optics"), np.int8)
     if cabling == "copper":
         apart = int((distance != IN_RACK).sum())
         if apart:
@@ -110,15 +113,14 @@ def endpoint_media(catalog, speed_bps: float, cabling: str, distance: np.ndarray
                 f"endpoint_cabling 'copper': {apart:,} of {distance.size:,} server-to-leaf links join a node to a "
                 f"leaf in another rack{why}, beyond the ~{REACH_IN_RACK_M:g} m of passive copper; use 'auto' "
                 f"(copper inside the rack, active copper or optics beyond it) or 'optics'")
-        return np.full(distance.size, "copper", object), reach
-    media = np.full(distance.size, "optics", object)
-    if cabling == "auto":
-        for cls in np.unique(distance).tolist():
-            for medium, kind in _CABLES[cls]:
+        by_class[IN_RACK] = MEDIA.index("copper")
+    elif cabling == "auto":
+        for cls, options in _CABLES.items():
+            for medium, kind in options:
                 if _has_cable(catalog, kind, speed_bps, _REACH[cls]):
-                    media[distance == cls] = medium
+                    by_class[cls] = MEDIA.index(medium)
                     break
-    return media, reach
+    return by_class[distance], reach
 
 
 def _has_cable(catalog, kind: str, speed_bps: float, reach_m: float) -> bool:
