@@ -7,9 +7,12 @@
 - ``dragonfly``: groups of routers, all-to-all local links, global links spread evenly over group pairs;
 - ``planes > 1`` (dual-plane): each NIC's ports are split over independent copies of the network.
 
-Cabling rules: every lower switch spreads its uplinks evenly over all switches of the layer above (equal bundles);
-a spine count that cannot split the uplinks evenly is rounded up to one that can; partly filled scalable units /
-leaves / pods keep the uplinks of a full one, so growing the cluster needs no recabling of the upper tiers.
+Cabling rules: every tier is sized to the links it carries (:func:`fabric.topology.sizing.spread_upward`): every
+lower switch spreads its uplinks over all switches of the layer above, in equal bundles when a count that splits
+them evenly leaves the layer at least half used (else bundles that differ by one), with at least two spines and
+two cores; pods share one core layer. Partly filled scalable units / leaves / pods keep the uplinks of a full one.
+Server-to-leaf media follow the rack layout (:mod:`fabric.topology.racks`); a design whose NICs the GPU's host
+cannot feed is refused (:mod:`fabric.catalog.compat`).
 """
 
 from __future__ import annotations
