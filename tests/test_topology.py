@@ -251,8 +251,11 @@ def test_cost_and_counts_grow_with_gpus(d, extra, small_catalog):
     ({"gpus": 12}, "not a whole number of 8-GPU nodes"),
     ({"switch_model": "nope"}, "unknown switch model 'nope'"),
     ({"gpus": 100000, "tiers": 3}, "3-tier Clos with radix 64 holds at most 65,536 endpoints at 1:1; got 100,000"),
-    ({"switch_model": "eth-12t-32x400", "transport": "roce", "nic_model": "nic-eth-400", "nics_per_gpu": 4,
-      "gpus": 64}, "do not fit on one leaf"),
+    ({"switch_model": "ib-hdr-40x200", "nic_model": "nic-cx6-200", "gpu_model": "b200", "nics_per_gpu": 4,
+      "gpus": 64}, "a node's 32 NIC ports do not fit on one leaf"),
+    ({"switch_model": "ib-xdr-144x800", "nic_model": "nic-cx8-800", "gpus": 64},
+     "NIC nic-cx8-800 (800G) cannot run at full speed on the h100-sxm host: it needs 800 Gb/s per GPU, the host's "
+     "PCIe link feeds at most 400 Gb/s"),
     ({"colour": "red"}, "unknown design field(s) colour"),
     ({"routing": "spray", "transport": "roce"}, "plain RoCEv2 NICs"),
 ])

@@ -244,15 +244,20 @@ def _err(source: str, msg: str) -> CalibrationError:
 
 def system_design(system: SystemSpec, catalog=None):
     """``(design, catalog)`` standing for ``system``: a Clos of catalog rows at the measured NIC speed."""
-    from fabric.catalog import apply_overrides, default_catalog
+    from fabric.catalog import apply_overrides, compatible_nics, default_catalog
     from fabric.design import Design
 
     base = catalog or default_catalog()
     transport, routing = _TRANSPORT.get(system.network, ("infiniband", "ecmp"))
     if system.level == "nvlink":
+        # one node: the network is not exercised, but the design's NIC must be one the host runs (an A100 host
+        # feeds 200G per GPU, not the default 400G NIC); the fastest such NIC of the default switch's fabric
+        nics = [base.nic(m) for m in compatible_nics(base, system.gpu_model)]
+        same = [n for n in nics if n.fabric == base.switch(Design.switch_model).fabric] or nics
+        nic = max(same, key=lambda n: (n.port_speed_bps * n.ports, -n.price_usd)).model if same else Design.nic_model
         design = Design(name=f"calibration {system.name}", family="clos", gpus=system.ranks,
                         gpus_per_node=system.gpus_per_node, gpu_model=system.gpu_model, transport=transport,
-                        routing=routing)
+                        routing=routing, nic_model=nic)
         return design, base
     nics = int(system.nics_per_node or system.gpus_per_node)
     speed = float(system.nic_gbps) / nics
@@ -269,6 +274,11 @@ def system_design(system: SystemSpec, catalog=None):
         ("cables", src, {"model": "calib-dac", "kind": "dac", "speed_gbps": speed, "reach_m": 5, "price_usd": 0,
                          "power_w": 0, "source": src}),
     ]
+    limit = base.gpu(system.gpu_model).max_nic_bps_per_gpu
+    per_gpu_gbps = speed * max(1.0, nics / system.gpus_per_node)       # as fabric.catalog.compat counts it
+    if limit is not None and per_gpu_gbps * 1e9 > limit:
+        # the measured system is what it is: its host fed these NICs, whatever the catalog's limit says
+        rows.append(("gpus", src, {"model": system.gpu_model, "max_nic_gbps_per_gpu": per_gpu_gbps}))
     cat = apply_overrides(base, rows, source=f"{base.source} + calibration rows")
     design = Design(name=f"calibration {system.name}", family="clos", gpus=system.ranks,
                     gpus_per_node=system.gpus_per_node, gpu_model=system.gpu_model,

@@ -107,7 +107,7 @@ class Catalog:
         ))
 
     def cable_for(self, kind: str, speed_bps: float, reach_m: float) -> Cable:
-        """The cheapest ``kind`` cable ("dac", "aoc", "fibre") for ``speed_bps`` at least ``reach_m`` long.
+        """The cheapest ``kind`` cable ("dac", "acc", "aoc", "fibre") for ``speed_bps`` at least ``reach_m`` long.
 
         Fibre rows with speed 0 fit any speed. Ties go to the shorter cable, then the model id.
         """
@@ -136,7 +136,8 @@ class Catalog:
 
     @classmethod
     def from_tables(cls, tables: Mapping[str, pd.DataFrame], source: str = "edited tables") -> "Catalog":
-        """A catalog rebuilt from edge-unit DataFrames shaped like :meth:`tables` (every table, every column).
+        """A catalog rebuilt from edge-unit DataFrames shaped like :meth:`tables` (every table, every column but
+        the optional ones, which a frame may leave out).
 
         Errors name ``source``, the table, the row number (1-based), model, column and value.
         """
@@ -149,7 +150,7 @@ class Catalog:
         built = {}
         for name in TABLE_NAMES:
             frame = tables[name]
-            absent = [c for c in TABLES[name].column_names if c not in frame.columns]
+            absent = [c for c in TABLES[name].required_names if c not in frame.columns]
             if absent:
                 raise CatalogError(f"{source}: table {name} is missing column(s) {', '.join(absent)}")
             rows = (

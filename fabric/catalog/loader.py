@@ -37,7 +37,7 @@ def default_catalog() -> Catalog:
         where = f"fabric/catalog/{name}.csv"
         text = resources.files("fabric.catalog").joinpath(f"{name}.csv").read_text(encoding="utf-8")
         header, rows = _read_csv(text, where)
-        _check_header(header, TABLES[name].column_names, where)
+        _check_header(header, TABLES[name].column_names, where, TABLES[name].required_names)
         built[name] = build_table(TABLES[name], rows, where)
     return Catalog(**built, source=DEFAULTS_NAME)
 

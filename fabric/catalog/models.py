@@ -93,7 +93,8 @@ class Transceiver:
 
 @dataclass(frozen=True)
 class Cable:
-    """A cable: ``kind`` dac, aoc or fibre, up to ``reach_m`` long; ``speed_bps`` 0 means any speed (fibre)."""
+    """A cable: ``kind`` dac (passive copper), acc (active copper), aoc (active optical) or fibre, up to ``reach_m``
+    long; ``speed_bps`` 0 means any speed (passive fibre)."""
 
     model: str
     kind: str
@@ -114,7 +115,11 @@ class GpuModel:
 
     ``scale_up_bps`` is the NVLink-class bandwidth per GPU per direction; ``scale_up_domain_max`` the most GPUs
     one scale-up domain can hold; ``bf16_flops`` the dense BF16 rate in FLOP/s; ``server_price_usd`` and
-    ``server_power_w`` are for a whole server of ``server_gpus`` GPUs, GPUs included.
+    ``server_power_w`` are for a whole server of ``server_gpus`` GPUs, GPUs included. ``max_nic_bps_per_gpu`` is
+    the most scale-out NIC bandwidth the host feeds one GPU (bits/s per direction, set by its PCIe link: one
+    Gen5 x16 link carries ~64 GB/s, so 400G per H100); it bounds the NIC bandwidth serving a GPU and each NIC's
+    own bandwidth (a NIC sits on one such link). ``None``: the catalog row gives no limit, none is checked
+    (see :mod:`fabric.catalog.compat`).
     """
 
     model: str
@@ -128,6 +133,7 @@ class GpuModel:
     server_power_w: float
     nvls: str
     source: str
+    max_nic_bps_per_gpu: float | None = None
 
     @property
     def has_nvls(self) -> bool:

@@ -27,7 +27,9 @@ class Column:
     """One column: ``name`` in edge units, the SI ``field`` it fills and the values it accepts.
 
     ``kind`` is "text", "choice", "int" or "number"; numbers must be >= ``minimum`` (> it when ``strict``);
-    ``scale`` turns the edge value into SI.
+    ``scale`` turns the edge value into SI. An ``optional`` column may be left out of a file or left blank in a
+    new row: the row then takes ``None`` (its meaning is documented with the column, e.g. "no limit"), so catalog
+    files written before the column existed still load.
     """
 
     name: str
@@ -37,6 +39,7 @@ class Column:
     minimum: float = 0.0
     strict: bool = False
     choices: tuple[str, ...] = ()
+    optional: bool = False
 
     @property
     def attr(self) -> str:
@@ -72,7 +75,7 @@ class Column:
 
     def to_edge(self, si_value: Any) -> Any:
         """The edge-unit value of an SI value (whole numbers come back as ``int``)."""
-        if self.kind in ("text", "choice"):
+        if self.kind in ("text", "choice") or si_value is None:
             return si_value
         edge = float(f"{si_value / self.scale:.12g}")  # drop float noise such as 129.99999999999997 ns
         return int(edge) if edge.is_integer() else edge
@@ -107,6 +110,11 @@ class TableSpec:
         """Edge-unit column names in CSV order."""
         return tuple(c.name for c in self.columns)
 
+    @property
+    def required_names(self) -> tuple[str, ...]:
+        """The columns every file and every new row must give (all but the optional ones)."""
+        return tuple(c.name for c in self.columns if not c.optional)
+
     def column(self, name: str) -> Column:
         """The column called ``name``."""
         for col in self.columns:
@@ -128,11 +136,13 @@ class TableSpec:
             )
         given = {name: v for name, v in cells.items() if not is_blank(v)}
         if complete:
-            missing = [name for name in self.column_names if name not in given]
+            optional = [name for name in self.column_names if name not in self.required_names]
+            missing = [name for name in self.required_names if name not in given]
             if missing:
                 raise CatalogError(
                     f"{where}: table {self.name}, model {model!r}: missing column(s) {', '.join(missing)}; "
-                    f"a new or replacing row must give every column ({', '.join(self.column_names)})"
+                    f"a new or replacing row must give every column ({', '.join(self.required_names)})"
+                    + (f"; {', '.join(optional)} may be left out" if optional else "")
                 )
         out = {}
         for name, value in given.items():
@@ -143,7 +153,9 @@ class TableSpec:
         return out
 
     def build(self, values: Mapping[str, Any], where: str):
-        """A row object from complete SI ``values``, after the checks that span several columns."""
+        """A row object from complete SI ``values`` (optional columns may be absent: ``None``), after the checks
+        that span several columns."""
+        values = {**{c.attr: None for c in self.columns if c.optional}, **values}
         row = self.row_type(**values)
         if isinstance(row, Cable) and row.kind != "fibre" and row.speed_bps == 0:
             raise CatalogError(
@@ -184,7 +196,7 @@ TABLES: dict[str, TableSpec] = {
         _text("source"),
     )),
     "cables": TableSpec("cables", Cable, (
-        _text("model"), Column("kind", "choice", choices=("dac", "aoc", "fibre")),
+        _text("model"), Column("kind", "choice", choices=("dac", "acc", "aoc", "fibre")),
         _gbps("speed_gbps", "speed_bps", strict=False), Column("reach_m", strict=True), _price(),
         Column("power_w"), _text("source"),
     )),
@@ -192,7 +204,9 @@ TABLES: dict[str, TableSpec] = {
         _text("model"), _price(), Column("power_w"), _gbps("scale_up_gbps", "scale_up_bps", strict=False),
         _count("scale_up_domain_max"), Column("bf16_tflops", field="bf16_flops", scale=TFLOPS, strict=True),
         _count("server_gpus"), _price("server_price_usd"), Column("server_power_w"),
-        Column("nvls", "choice", choices=("yes", "no")), _text("source"),
+        Column("nvls", "choice", choices=("yes", "no")),
+        Column("max_nic_gbps_per_gpu", field="max_nic_bps_per_gpu", scale=GBPS, strict=True, optional=True),
+        _text("source"),
     )),
 }
 TABLE_NAMES = tuple(TABLES)

@@ -48,7 +48,7 @@ def format_table(catalog: Catalog, table: str) -> str:
     rows = catalog.rows(table)
     cells = [[_cell(row[c]) for c in columns] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    numeric = [all(isinstance(row[c], (int, float)) for row in rows) for c in columns]
+    numeric = [all(isinstance(row[c], (int, float)) or row[c] is None for row in rows) for c in columns]
 
     def line(values):
         return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)).rstrip()
@@ -61,4 +61,6 @@ def format_table(catalog: Catalog, table: str) -> str:
 
 
 def _cell(value) -> str:
+    if value is None:
+        return "-"                                   # an optional column left blank (see docs/catalog.md)
     return f"{value:g}" if isinstance(value, float) else str(value)

@@ -72,6 +72,12 @@ def run(args) -> int:
     if gpus % gpn:
         gpus = -(-gpus // gpn) * gpn
     cons = dataclasses.replace(cons, gpus=gpus) if cons else Constraints(gpus=gpus)
+    if cons.nic_models:
+        from fabric.search import DesignSpace
+
+        left_out = DesignSpace(cons, catalog).excluded_nics
+        if left_out and not args.quiet:
+            sys.stderr.write(f"note: left out NIC(s) {', '.join(left_out)}: {next(iter(left_out.values()))}\n")
     scenario = load_scenario(args.scenario)
     from fabric.cli.cmd_evaluate import _calibration
 

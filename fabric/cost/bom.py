@@ -6,7 +6,11 @@ Counting rules (documented in docs/cost.md):
 - one NIC per NIC slot (``nics_per_gpu`` x GPUs);
 - every optical link has a fibre cable and a transceiver at each end: NIC ends take one NIC-side module per port,
   switch ends take switch-side modules counted per switch (a twin-port module serves two ports of one switch);
-- every copper link is one DAC cable (no transceivers, no power);
+- every other link is one cable with its ends built in, no transceivers: passive copper (DAC, no power) in the
+  rack, active copper (ACC) or an active optical cable (AOC, both with the catalog row's power) to the next rack;
+  which link gets which is decided by the builder from the rack layout (:mod:`fabric.topology.racks`);
+- each link takes the cheapest catalog cable of its medium and speed at least as long as the link; the optical
+  links of one kind share the module model that covers the longest of them;
 - NVLink/NVSwitch and the PCIe GPU-NIC attachment are part of the server and are not network items;
 - ports of reserved node slots (e.g. a SuperPOD's UFM node) are counted as used on the leaves, not costed;
 - ``storage_isolation`` buys a separate storage/checkpoint network: one extra NIC per node (the cheapest Ethernet
@@ -29,7 +33,8 @@ from fabric.topology.fabric import LINK_KINDS, MEDIA, SWITCH, Fabric
 __all__ = ["BomItem", "BillOfMaterials", "bill_of_materials"]
 
 _OPTICS = MEDIA.index("optics")
-_COPPER = MEDIA.index("copper")
+#: Catalog cable kind of each cable-only medium (no transceivers: the cable's ends are part of it).
+_CABLE_KIND = {"copper": "dac", "active_copper": "acc", "aoc": "aoc"}
 _NETWORK_KINDS = [k for k in LINK_KINDS if k not in ("nvlink", "pcie")]
 
 
@@ -119,7 +124,8 @@ class BillOfMaterials:
 
 
 def _switch_end_modules(fabric: Fabric, optical: np.ndarray, ports_per_module: int):
-    """Switch-side modules per switch tier: optical link ends on each switch, rounded up per switch."""
+    """Switch-side modules per switch tier: optical link ends on each switch, rounded up per switch (``optical``:
+    link ids or a mask over the links)."""
     ends = np.concatenate([fabric.link_a[optical], fabric.link_b[optical]])
     ends = ends[(ends >= fabric.switch_base) & (ends < fabric.switch_base + fabric.n_switches)]
     per_switch = np.bincount(ends - fabric.switch_base, minlength=fabric.n_switches)
@@ -149,32 +155,40 @@ def bill_of_materials(fabric: Fabric, catalog=None) -> BillOfMaterials:
     transceivers: dict[str, int] = {}
     links = fabric.link_counts()
     for kind in _NETWORK_KINDS:
-        kcode = LINK_KINDS.index(kind)
-        sel = fabric.link_kind == kcode
-        if not sel.any():
+        sel = np.flatnonzero(fabric.link_kind == LINK_KINDS.index(kind))
+        if not sel.size:
             continue
-        for medium_code, medium in ((_OPTICS, "optics"), (_COPPER, "copper")):
-            m = sel & (fabric.link_medium == medium_code)
-            n = int(m.sum())
-            if not n:
-                continue
-            reach = float(fabric.link_reach_m[m].max())
-            if medium == "copper":
-                cable = cat.cable_for("dac", speed, reach)
+        medium_of, reach_of = fabric.link_medium[sel], fabric.link_reach_m[sel]
+        optical = sel[medium_of == _OPTICS]
+        if optical.size:
+            # modules for the longest optical link of the kind (one model serves all of them, so twin-port
+            # modules pair ports of one switch whatever their lengths); fibre by length below
+            reach = float(fabric.link_reach_m[optical].max())
+            if kind == "nic-leaf":                    # NIC ends: one NIC-side module per port
+                tx = cat.transceiver_for(speed, reach, "nic")
+                items.append(BomItem("transceiver", tx.model, f"{kind} (NIC end)", optical.size, tx.price_usd,
+                                     tx.power_w, tx.source))
+                transceivers[tx.model] = transceivers.get(tx.model, 0) + int(optical.size)
+            tx = cat.transceiver_for(speed, reach, "switch")
+            for tier, modules in _switch_end_modules(fabric, optical, tx.ports_per_module).items():
+                if modules:
+                    items.append(BomItem("transceiver", tx.model, f"{kind} ({tier} end)", modules,
+                                         tx.price_usd, tx.power_w, tx.source))
+                    transceivers[tx.model] = transceivers.get(tx.model, 0) + modules
+        # cables: one per link, by medium and length (optics first, as the lines above)
+        counts: dict[str, list] = {}
+        present = np.flatnonzero(np.bincount(medium_of, minlength=len(MEDIA)))
+        for code in sorted(present.tolist(), key=lambda c: (c != _OPTICS, c)):
+            lengths = reach_of[medium_of == code]
+            if lengths.min() == lengths.max():        # the common case: one length per kind and medium
+                groups = [(float(lengths[0]), int(lengths.size))]
             else:
-                cable = cat.cable_for("fibre", speed, reach)
-                # NIC ends: one NIC-side module per port
-                if kind == "nic-leaf":
-                    tx = cat.transceiver_for(speed, reach, "nic")
-                    items.append(BomItem("transceiver", tx.model, f"{kind} (NIC end)", n, tx.price_usd,
-                                         tx.power_w, tx.source))
-                    transceivers[tx.model] = transceivers.get(tx.model, 0) + n
-                tx = cat.transceiver_for(speed, reach, "switch")
-                for tier, modules in _switch_end_modules(fabric, m, tx.ports_per_module).items():
-                    if modules:
-                        items.append(BomItem("transceiver", tx.model, f"{kind} ({tier} end)", modules,
-                                             tx.price_usd, tx.power_w, tx.source))
-                        transceivers[tx.model] = transceivers.get(tx.model, 0) + modules
+                groups = list(zip(*[a.tolist() for a in np.unique(lengths, return_counts=True)]))
+            for reach, n in groups:
+                medium = MEDIA[code]
+                cable = cat.cable_for("fibre" if medium == "optics" else _CABLE_KIND[medium], speed, reach)
+                counts.setdefault(cable.model, [cable, 0])[1] += n
+        for cable, n in counts.values():
             items.append(BomItem("cable", cable.model, kind, n, cable.price_usd, cable.power_w, cable.source))
             cables[cable.kind] = cables.get(cable.kind, 0) + n
 

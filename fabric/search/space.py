@@ -6,6 +6,9 @@ Every gene is an index into a list of choices. :meth:`DesignSpace.decode` turns 
 - the transport follows the switch fabric (InfiniBand switches run ``infiniband``; Ethernet switches run ``roce``
   or ``spray_ethernet``; an ``infiniband`` gene on Ethernet becomes ``roce``);
 - the NIC must speak the switch's fabric: the same-speed NIC of that fabric, else the nearest speed;
+- the GPU's host must feed the NICs (:mod:`fabric.catalog.compat`): NICs it cannot run at full speed are not
+  genes at all (``excluded_nics`` says why), and ``nics_per_gpu`` is lowered to the largest allowed count whose
+  NIC bandwidth per GPU the host feeds (two 400G NICs per H100 become one);
 - per-packet spraying on plain RoCE becomes ``spray_ethernet``; in-network reduction only on InfiniBand;
 - two planes need a NIC with two ports: otherwise one plane;
 - genes that do not matter are set to one canonical value so equal designs have equal genomes: queue pairs
@@ -24,9 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fabric.catalog.compat import compatible_nics, host_nic_bps, nic_host_problem
 from fabric.design import Design
 from fabric.errors import FabricError
-from fabric.search.constraints import Constraints
+from fabric.search.constraints import ConstraintError, Constraints
 
 __all__ = ["Gene", "DesignSpace"]
 
@@ -53,7 +57,21 @@ class DesignSpace:
             cat.switch(m)
         for m in nics:
             cat.nic(m)
-        cat.gpu(c.gpu_model)
+        self.gpu = gpu = cat.gpu(c.gpu_model)
+        npg_allowed = [n for n in c.nics_per_gpu if _whole(n * c.gpus_per_node)]
+        fewest = min(npg_allowed, default=1.0)
+        #: NIC models left out because the GPU's host cannot run them at full speed: model -> reason
+        self.excluded_nics = {m: why for m in nics
+                              if (why := nic_host_problem(gpu, cat.nic(m), fewest)) is not None}
+        if self.excluded_nics and len(self.excluded_nics) == len(nics):
+            fits = compatible_nics(cat, gpu.model, fewest)
+            asked = "allowed NIC models" if c.nic_models else "catalog NICs"
+            raise ConstraintError(
+                f"constraint 'nic_models': none of the {asked} ({', '.join(nics)}) runs at full speed on "
+                f"{gpu.model} hosts, which feed at most {gpu.max_nic_bps_per_gpu / 1e9:g} Gb/s of NIC bandwidth "
+                f"per GPU (gpus.csv max_nic_gbps_per_gpu); "
+                + (f"allow one of {', '.join(fits)}" if fits else "add a NIC that fits to the catalog"))
+        nics = tuple(m for m in nics if m not in self.excluded_nics)
         oversub = tuple(o for o in c.oversubscriptions if o <= c.max_oversubscription)
         self.genes: tuple[Gene, ...] = (
             Gene("family", tuple(c.families)),
@@ -115,6 +133,14 @@ class DesignSpace:
         if routing == "spray" and transport == "roce":
             repairs.append("transport roce->spray_ethernet (per-packet spraying)")
             transport = "spray_ethernet"
+        npg = float(v["nics_per_gpu"])
+        limit = self.gpu.max_nic_bps_per_gpu
+        if limit is not None and host_nic_bps(nic, npg) > limit * (1 + 1e-9):
+            fit = [n for n in self.genes[3].choices if n <= npg and host_nic_bps(nic, n) <= limit * (1 + 1e-9)]
+            lower = max(fit) if fit else min(self.genes[3].choices)
+            repairs.append(f"nics_per_gpu {npg:g}->{float(lower):g} ({c.gpu_model} host feeds "
+                           f"{limit / 1e9:g} Gb/s per GPU)")
+            npg = float(lower)
         family = v["family"]
         planes = v["planes"]
         if planes > 1 and (nic.ports % planes or family == "dragonfly"):
@@ -128,10 +154,10 @@ class DesignSpace:
             o1 = o2 = 1.0
         placement = v["placement"]
         design = Design(
-            name=_name(family, sw.model, nic.model, float(v["nics_per_gpu"]), o1, o2, planes, routing, qps,
+            name=_name(family, sw.model, nic.model, npg, o1, o2, planes, routing, qps,
                        transport, placement, pxn, bool(v["storage_isolation"]), inr),
             family=family, gpus=c.gpus, gpu_model=c.gpu_model, gpus_per_node=c.gpus_per_node,
-            nics_per_gpu=float(v["nics_per_gpu"]), nic_model=nic.model, switch_model=sw.model,
+            nics_per_gpu=npg, nic_model=nic.model, switch_model=sw.model,
             oversubscription=(o1, o2), planes=planes, routing=routing, qps_per_connection=qps,
             transport=transport, in_network_reduction=inr, pxn=pxn, placement=placement,
             storage_isolation=bool(v["storage_isolation"]),

@@ -7,9 +7,12 @@
 - ``dragonfly``: groups of routers, all-to-all local links, global links spread evenly over group pairs;
 - ``planes > 1`` (dual-plane): each NIC's ports are split over independent copies of the network.
 
-Cabling rules: every lower switch spreads its uplinks evenly over all switches of the layer above (equal bundles);
-a spine count that cannot split the uplinks evenly is rounded up to one that can; partly filled scalable units /
-leaves / pods keep the uplinks of a full one, so growing the cluster needs no recabling of the upper tiers.
+Cabling rules: every tier is sized to the links it carries (:func:`fabric.topology.sizing.spread_upward`): every
+lower switch spreads its uplinks over all switches of the layer above, in equal bundles when a count that splits
+them evenly leaves the layer at least half used (else bundles that differ by one), with at least two spines and
+two cores; pods share one core layer. Partly filled scalable units / leaves / pods keep the uplinks of a full one.
+Server-to-leaf media follow the rack layout (:mod:`fabric.topology.racks`); a design whose NICs the GPU's host
+cannot feed is refused (:mod:`fabric.catalog.compat`).
 """
 
 from __future__ import annotations
@@ -22,16 +25,17 @@ import numpy as np
 from fabric.design.schema import Design
 from fabric.errors import DesignError
 from fabric.limits import current_limits
-from fabric.topology import sizing
+from fabric.topology import racks, sizing
 from fabric.topology.fabric import GPU, LINK_KINDS, MEDIA, NIC, NVSWITCH, SWITCH, Fabric
 
 __all__ = ["build_fabric", "required_tiers"]
 
-# Reach of each link kind in metres (drives optics vs copper and the cable/transceiver choice).
+# Reach of each link kind in metres (drives the cable/transceiver choice). Server-to-leaf links get theirs from the
+# rack layout (fabric.topology.racks: 2 m in the rack, 5 m to the next rack, 30 m farther).
 #: in-rack copper from a server to its top-of-rack leaf
-REACH_IN_RACK_M = 2.0
+REACH_IN_RACK_M = racks.REACH_IN_RACK_M
 #: a server to a leaf in another rack of its row (rail-optimized leaves sit in a network rack)
-REACH_ENDPOINT_OPTICS_M = 30.0
+REACH_ENDPOINT_OPTICS_M = racks.REACH_ROW_M
 #: leaf to spine within a hall
 REACH_LEAF_SPINE_M = 50.0
 #: spine to core across halls (single-mode optics)
@@ -62,7 +66,9 @@ class _Links:
     def new(cls):
         return cls([], [], [], [], [], [])
 
-    def add(self, a, b, kind: str, medium: str, cap_bps: float, reach_m: float):
+    def add(self, a, b, kind: str, medium, cap_bps: float, reach_m):
+        """Links ``a[i] - b[i]``; ``medium`` is a MEDIA name or one MEDIA code per link, ``reach_m`` one value or
+        one per link."""
         a = np.asarray(a, dtype=np.int64)
         b = np.asarray(b, dtype=np.int64)
         n = a.shape[0]
@@ -71,9 +77,12 @@ class _Links:
         self.a.append(a)
         self.b.append(b)
         self.kind.append(np.full(n, _K[kind], np.int8))
-        self.medium.append(np.full(n, _M[medium], np.int8))
+        if isinstance(medium, str):
+            self.medium.append(np.full(n, _M[medium], np.int8))
+        else:
+            self.medium.append(np.asarray(medium, np.int8))
         self.cap.append(np.full(n, float(cap_bps)))
-        self.reach.append(np.full(n, float(reach_m)))
+        self.reach.append(np.broadcast_to(np.asarray(reach_m, float), (n,)).copy())
 
     def arrays(self):
         cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
@@ -119,18 +128,24 @@ def _capacity_error(label: str, tiers: int, radix: int, o1: float, o2: float, en
 
 def _upper(n_leaves: int, u1: int, radix: int, o2: float, tiers: int, unit: int, label: str,
            o1: float, endpoints: int):
-    """Spine (and core) layer above ``n_leaves`` leaves of ``u1`` uplinks each. Returns link index arrays."""
+    """Spine (and core) layer above ``n_leaves`` leaves of ``u1`` uplinks each. Returns link index arrays.
+
+    Each layer is sized to the links it carries (:func:`sizing.spread_upward`). Three tiers: pods of up to
+    ``d2`` leaves (whole units of ``unit`` leaves), each pod's spines sized for a full pod (a partly filled last
+    pod keeps them, so growing it needs no recabling); every pod sends its ``spines_per_pod x spine_uplinks``
+    core-facing links over one shared core layer of the fewest cores whose ports take them (at least two), the
+    same number (give or take one) to every core. The evaluator only counts a pod's core-facing links.
+    """
     if tiers == 2:
-        spread = sizing.spread_over_spines(u1, n_leaves, radix)
+        spread = sizing.spread_upward(u1, n_leaves, radix)
         if spread is None:
             _capacity_error(label, 2, radix, o1, o2, endpoints, "; use 3 tiers, a larger radix or more "
                                                               "oversubscription")
-        s, b = spread
-        leaf = np.repeat(np.arange(n_leaves), s * b)
-        spine = np.tile(np.repeat(np.arange(s), b), n_leaves)
-        info = {"spines": s, "leaf_spine_bundle": b, "spine_ports_used": n_leaves * b}
-        return s, 0, (leaf, spine), (np.zeros(0, int), np.zeros(0, int)), np.zeros(s, int), info
-    # 3 tiers: pods of whole units; every leaf has one link to each of its pod's u1 spines.
+        leaf, spine = sizing.bundle_links(n_leaves, u1, spread)
+        info = {"spines": spread.switches, "leaf_spine_bundle": spread.bundle, "leaf_spine_even": spread.even,
+                "spine_ports_used": spread.max_ports}
+        return spread.switches, 0, (leaf, spine), (np.zeros(0, int), np.zeros(0, int)), \
+            np.zeros(spread.switches, int), info
     d2, _ = sizing.split_ports(radix, o2)
     per_pod = (d2 // unit) * unit
     if per_pod == 0:
@@ -138,24 +153,33 @@ def _upper(n_leaves: int, u1: int, radix: int, o2: float, tiers: int, unit: int,
                           f"the {unit} leaves of one scalable unit; lower the spine oversubscription")
     per_pod = min(per_pod, n_leaves)
     pods = math.ceil(n_leaves / per_pod)
-    s1 = u1
-    u2 = sizing.uplinks_for(per_pod, o2)
-    spread = sizing.spread_over_spines(u2, pods, radix)
-    if spread is None:
+    pod_spread = sizing.spread_upward(u1, per_pod, d2)   # never None: per_pod <= d2
+    s1 = pod_spread.switches
+    u2 = sizing.leaf_uplinks(pod_spread.max_ports, o2, radix)
+    u_pod = s1 * u2
+    core_spread = sizing.spread_upward(u_pod, pods, radix, equal_bundles=False)
+    if core_spread is None:
         _capacity_error(label, 3, radix, o1, o2, endpoints, "; use a larger radix or more oversubscription")
-    c, b2 = spread
-    leaf = np.repeat(np.arange(n_leaves), s1)
-    spine = (np.arange(n_leaves) // per_pod)[:, None] * s1 + np.arange(s1)[None, :]
+    n_cores = core_spread.switches
+    pl, ps = sizing.bundle_links(per_pod, u1, pod_spread)
+    pod_of = np.arange(pods)
+    leaf = (pod_of[:, None] * per_pod + pl[None, :]).ravel()
+    spine = (pod_of[:, None] * s1 + ps[None, :]).ravel()
+    keep = leaf < n_leaves                       # the last pod may be partly filled
+    leaf, spine = leaf[keep], spine[keep]
     n_spines = pods * s1
-    # spine (pod q, index j) -> cores of group j, b2 links to each of its c cores
-    sp = np.repeat(np.arange(n_spines), c * b2)
-    j = sp % s1
-    core = j * c + np.tile(np.repeat(np.arange(c), b2), n_spines)
+    # pod q's core-facing links t = 0 .. u_pod-1, spine-major (spine j of the pod owns t = j*u2 .. j*u2 + u2 - 1),
+    # dealt round-robin over the cores: a spine's uplinks reach u2 different cores (when u2 <= cores), and with
+    # equal bundles every pod sends u_pod / cores links to every core
+    t = np.arange(pods * u_pod)
+    sp = (t // u_pod) * s1 + (t % u_pod) // u2
+    cc = t % n_cores
     info = {"pods": pods, "leaves_per_pod": per_pod, "spines_per_pod": s1, "spines": n_spines,
-            "spine_uplinks": u2, "cores_per_group": c, "cores": s1 * c, "spine_core_bundle": b2,
-            "leaf_spine_bundle": 1}
+            "leaf_spine_bundle": pod_spread.bundle, "leaf_spine_even": pod_spread.even, "spine_uplinks": u2,
+            "pod_core_links": u_pod, "cores": n_cores, "spine_core_bundle": core_spread.bundle,
+            "spine_core_even": core_spread.even}
     spine_group = np.arange(n_spines) // s1
-    return n_spines, s1 * c, (leaf, spine.ravel()), (sp, core), spine_group, info
+    return n_spines, n_cores, (leaf, spine), (sp, cc), spine_group, info
 
 
 def _tiers_needed(fits_one: bool, fits_two: bool) -> int:
@@ -174,8 +198,8 @@ def _plan_clos(design: Design, slots: int, Q: int, radix: int, endpoints: int) -
                           f"{sizing.format_ratio(o1)} leaves {d1} downlinks; use a larger switch or family "
                           f"'rail_optimized'")
     n_leaves_2 = math.ceil(slots / per_leaf) if per_leaf else 0
-    u1 = sizing.uplinks_for(min(slots, per_leaf) * Q, o1) if per_leaf else 0
-    fits_two = per_leaf > 0 and sizing.spread_over_spines(u1, n_leaves_2, radix) is not None
+    u1 = sizing.leaf_uplinks(min(slots, per_leaf) * Q, o1, radix) if per_leaf else 0
+    fits_two = per_leaf > 0 and sizing.spread_upward(u1, n_leaves_2, radix) is not None
     tiers = design.tiers or _tiers_needed(fits_one, fits_two)
     if tiers == 1:
         if not fits_one:
@@ -193,7 +217,11 @@ def _plan_clos(design: Design, slots: int, Q: int, radix: int, endpoints: int) -
 
 
 def _plan_rail_optimized(design: Design, slots: int, Q: int, radix: int, endpoints: int) -> _Plane:
-    """Scalable units of ``nodes_per_su`` nodes; one leaf per (unit, rail); Clos above."""
+    """Scalable units of ``nodes_per_su`` nodes; rail r of a unit goes to one rail-r leaf; Clos above.
+
+    A rail leaf takes rail r of as many whole units as its downlinks hold (``d1 // nodes_per_su``; one unit when
+    ``nodes_per_su`` is not given, which then defaults to ``d1``), so small units do not leave leaves mostly empty.
+    """
     o1, o2 = design.oversub(0), design.oversub(1)
     label = "rail-optimized Clos"
     d1, _ = sizing.split_ports(radix, o1)
@@ -202,18 +230,21 @@ def _plan_rail_optimized(design: Design, slots: int, Q: int, radix: int, endpoin
         raise DesignError(f"nodes_per_su {nps} needs {nps} leaf downlinks, but a radix-{radix} leaf at "
                           f"{sizing.format_ratio(o1)} has {d1}")
     sus = math.ceil(slots / nps)
-    n_leaves = sus * Q
-    u1 = sizing.uplinks_for(min(slots, nps), o1)
-    fits_two = sizing.spread_over_spines(u1, n_leaves, radix) is not None
+    sus_per_leaf = d1 // nps
+    npl = sus_per_leaf * nps                  # nodes (one NIC port each) per rail leaf
+    n_leaves = math.ceil(slots / npl) * Q
+    u1 = sizing.leaf_uplinks(min(slots, npl), o1, radix)
+    fits_two = sizing.spread_upward(u1, n_leaves, radix) is not None
     tiers = design.tiers or (2 if fits_two else 3)
     if tiers == 1:
         raise DesignError("a rail-optimized fabric needs at least 2 tiers (rail leaves joined by spines); "
                           "use family 'rail_only' for one switch per rail")
     slot = np.arange(slots)
-    ep_leaf = (slot // nps)[:, None] * Q + np.arange(Q)[None, :]
+    ep_leaf = (slot // npl)[:, None] * Q + np.arange(Q)[None, :]
     s, c, ls, sc, sg, info = _upper(n_leaves, u1, radix, o2, tiers, Q, label, o1, endpoints)
-    info.update({"tiers": tiers, "radix": radix, "leaf_down": min(slots, nps), "leaf_up": u1,
-                 "nodes_per_su": nps, "scalable_units": sus, "rails": Q, "leaves": n_leaves})
+    info.update({"tiers": tiers, "radix": radix, "leaf_down": min(slots, npl), "leaf_up": u1,
+                 "nodes_per_su": nps, "scalable_units": sus, "sus_per_leaf": sus_per_leaf,
+                 "nodes_per_leaf": npl, "rails": Q, "leaves": n_leaves})
     return _Plane(n_leaves, s, c, ep_leaf, ls, sc, np.arange(n_leaves) // Q, sg, info)
 
 
@@ -224,8 +255,8 @@ def _plan_rail_only(design: Design, slots: int, Q: int, radix: int, endpoints: i
     fits_one = slots <= radix
     d1, _ = sizing.split_ports(radix, o1)
     per_rail_leaves = math.ceil(slots / d1)
-    u1 = sizing.uplinks_for(min(slots, d1), o1)
-    fits_two = sizing.spread_over_spines(u1, per_rail_leaves, radix) is not None
+    u1 = sizing.leaf_uplinks(min(slots, d1), o1, radix)
+    fits_two = sizing.spread_upward(u1, per_rail_leaves, radix) is not None
     tiers = design.tiers or _tiers_needed(fits_one, fits_two)
     slot = np.arange(slots)
     if tiers == 1:
@@ -257,7 +288,7 @@ def required_tiers(design: Design, catalog=None) -> int:
 
 
 def _resolve_hw(design: Design, catalog):
-    from fabric.catalog import default_catalog
+    from fabric.catalog import default_catalog, nic_host_problem
 
     cat = catalog or default_catalog()
     sw, nic, gpu = cat.switch(design.switch_model), cat.nic(design.nic_model), cat.gpu(design.gpu_model)
@@ -276,11 +307,24 @@ def _resolve_hw(design: Design, catalog):
     if sw.fabric != transport_fabric:
         raise DesignError(f"transport '{design.transport}' needs {transport_fabric} switches; "
                           f"{sw.model} is {sw.fabric}")
+    problem = nic_host_problem(gpu, nic, design.nics_per_gpu, cat)
+    if problem:
+        raise DesignError(problem)
     dom = design.domain_size
     if dom > gpu.scale_up_domain_max:
         raise DesignError(f"{gpu.model} supports NVLink domains of at most {gpu.scale_up_domain_max} GPUs; "
                           f"scale_up_size is {dom}")
-    return sw, nic, gpu, link_speed, radix
+    return cat, sw, nic, gpu, link_speed, radix
+
+
+def _apart_reason(design: Design, info: dict, per_rack: int) -> str:
+    """Why a node and its leaf can be in different racks, for the refusal of endpoint_cabling 'copper'."""
+    if design.family in racks.TOP_OF_RACK_FAMILIES:
+        held = info.get("nodes_per_leaf", info.get("nodes_per_router", 0))
+        return f" (a leaf holds up to {held} nodes, a rack {per_rack})"
+    held = info.get("nodes_per_leaf", info.get("leaf_down", 0))
+    return (f" (a rail leaf takes one port from each of up to {held} nodes in racks of {per_rack}, and sits in "
+            f"a network rack)")
 
 
 def build_fabric(design: Design, catalog=None) -> Fabric:
@@ -289,7 +333,7 @@ def build_fabric(design: Design, catalog=None) -> Fabric:
     if design.gpus > limits.max_design_gpus:
         raise DesignError(f"{design.gpus:,} GPUs exceeds the limit max_design_gpus = {limits.max_design_gpus:,} "
                           f"(set FABRIC_LIMIT_MAX_DESIGN_GPUS to raise it)")
-    sw, nic, gpu, link_speed, radix = _resolve_hw(design, catalog)
+    cat, sw, nic, gpu, link_speed, radix = _resolve_hw(design, catalog)
     G, gpn = design.gpus, design.gpus_per_node
     nodes = design.nodes
     npn = design.nics_per_node
@@ -313,14 +357,15 @@ def build_fabric(design: Design, catalog=None) -> Fabric:
         plane_plans = [plan] * P  # planes are identical copies
     tier_names = ("router",) if design.family == "dragonfly" else ("leaf", "spine", "core")
     node_tier, node_plane, node_group = [], [], []
-    endpoint_medium = design.endpoint_cabling
-    if endpoint_medium == "auto":
-        endpoint_medium = "copper" if design.family in ("clos", "dragonfly") else "optics"
-    ep_reach = REACH_IN_RACK_M if endpoint_medium == "copper" else REACH_ENDPOINT_OPTICS_M
+    # server-to-leaf media by distance: racks of per_rack node slots (fabric.topology.racks)
+    per_rack = racks.nodes_per_rack(gpu, gpn)
+    node_slot = np.arange(nodes) + design.reserved_node_slots
+    distance = racks.endpoint_distance(design.family, plane_plans[0].ep_leaf[:, 0], per_rack)[node_slot]
+    ep_media, ep_reach = racks.endpoint_media(cat, link_speed, design.endpoint_cabling, np.repeat(distance, Q),
+                                              why=_apart_reason(design, plane_plans[0].info, per_rack))
     nic_ports = np.empty((n_nics, nic.ports), np.int64)
     reserved_ports = []
     base = switch_base
-    node_slot = np.arange(nodes) + design.reserved_node_slots
     for p, plan in enumerate(plane_plans):
         leaf0, spine0 = base, base + plan.n_leaves
         core0 = spine0 + plan.n_spines
@@ -335,7 +380,7 @@ def build_fabric(design: Design, catalog=None) -> Fabric:
         port = p * ppp + rail % ppp
         nic_ports[nic_id.ravel(), np.tile(port, nodes)] = (leaf0 + leaf_of).ravel()
         kind = "nic-leaf"
-        links.add(nic_base + nic_id.ravel(), leaf0 + leaf_of.ravel(), kind, endpoint_medium, link_speed, ep_reach)
+        links.add(nic_base + nic_id.ravel(), leaf0 + leaf_of.ravel(), kind, ep_media, link_speed, ep_reach)
         if design.reserved_node_slots:
             res_leaf = plan.ep_leaf[: design.reserved_node_slots].ravel()
             reserved_ports.append((leaf0 + res_leaf))
@@ -395,7 +440,10 @@ def build_fabric(design: Design, catalog=None) -> Fabric:
     info = dict(plane_plans[0].info)
     info.update({"planes": P, "endpoint_ports_per_node_per_plane": Q, "nodes": nodes,
                  "reserved_node_slots": design.reserved_node_slots, "link_speed_gbps": link_speed / 1e9,
-                 "switch_model": sw.model, "nic_model": nic.model, "scale_up_size": dom})
+                 "switch_model": sw.model, "nic_model": nic.model, "scale_up_size": dom,
+                 "nodes_per_rack": per_rack, "racks": math.ceil(slots / per_rack),
+                 "endpoint_media": {MEDIA[m]: int(c) * P
+                                    for m, c in enumerate(np.bincount(ep_media, minlength=len(MEDIA))) if c}})
     return Fabric(
         design=design, family=design.family, tier_names=tier_names, link_speed_bps=link_speed,
         n_gpus=G, nic_base=nic_base, n_nics=n_nics, switch_base=switch_base, n_switches=n_switches,
@@ -424,6 +472,11 @@ def _plan_dragonfly(design: Design, slots: int, Q: int, radix: int) -> _Plane:
         raise DesignError(f"a node's {Q} NIC ports do not fit on one dragonfly router with {p} terminal ports")
     routers_needed = math.ceil(slots / per_router)
     g = math.ceil(routers_needed / a)
+    if design.dragonfly_routers is None and g == 1:
+        # everything fits one group: buy the routers that hold the terminals, not a balanced group of a = 2p
+        # (mostly empty) routers; fewer routers only frees ports, so the radix still fits. With two or more groups
+        # the balanced a stays (its global ports are what joins the groups)
+        a = routers_needed
     gmax = a * h + 1
     if g > gmax:
         cap = sizing.dragonfly_max_endpoints(p, a, h)

@@ -26,8 +26,9 @@ GPU, NIC, SWITCH, NVSWITCH = range(4)
 TIER_NAMES = ("leaf", "spine", "core")
 #: Link kind codes.
 LINK_KINDS = ("nvlink", "pcie", "nic-leaf", "leaf-spine", "spine-core", "router-local", "router-global")
-#: Link media codes.
-MEDIA = ("nvlink", "pcie", "copper", "optics")
+#: Link media codes: "copper" is passive copper (DAC), "active_copper" ACC/AEC, "aoc" an active optical cable,
+#: "optics" a transceiver at each end and fibre (see fabric.topology.racks for which link gets which).
+MEDIA = ("nvlink", "pcie", "copper", "optics", "active_copper", "aoc")
 
 
 @dataclass(frozen=True, eq=False)

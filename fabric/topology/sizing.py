@@ -3,16 +3,25 @@
 Radix ``R`` is in ports at the endpoint link speed; oversubscription ``o`` is down:up.
 A switch with oversubscription ``o`` keeps ``up = ceil(R / (1 + o))`` ports for uplinks and the rest for
 downlinks, so the realised ratio never exceeds the requested one (at 1:1 a 64-port leaf is 32 down, 32 up).
+
+Every upper layer (spines, cores) is sized to the links it carries: :func:`spread_upward` gives the fewest
+switches that take them, at least :data:`MIN_UPPER_SWITCHES`; leaf-to-spine bundles are equal when that costs at
+most half of the layer's ports (NVIDIA's SuperPOD rule), else (and always from pods to cores) links are dealt
+round-robin so bundles differ by at most one.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+import numpy as np
 
 from fabric.errors import DesignError
 
 __all__ = [
-    "split_ports", "uplinks_for", "spread_over_spines",
+    "MIN_UPPER_SWITCHES", "Spread", "split_ports", "uplinks_for", "leaf_uplinks", "spread_upward", "bundle_links",
+    "spread_over_spines",
     "fat_tree_max_endpoints", "fat_tree_switches",
     "clos2_max_endpoints", "clos3_max_endpoints", "dragonfly_max_endpoints", "dragonfly_balanced",
     "format_ratio",
@@ -32,20 +41,80 @@ def uplinks_for(down_used: int, oversubscription: float) -> int:
     return max(1, math.ceil(down_used / oversubscription - 1e-9))
 
 
+#: Fewest switches in a spine or core layer: with one, a single switch failure cuts every leaf (pod) off from the
+#: others (facts.md section 8: every leaf needs at least two uplink switches; NVIDIA's 1-SU SuperPOD has 4 spines).
+MIN_UPPER_SWITCHES = 2
+
+
+def leaf_uplinks(down_used: int, oversubscription: float, radix: int) -> int:
+    """Uplinks of a switch with ``down_used`` downlinks: :func:`uplinks_for`, raised to :data:`MIN_UPPER_SWITCHES`
+    when the switch has the spare ports, so that it can reach two upper switches."""
+    return max(uplinks_for(down_used, oversubscription), min(MIN_UPPER_SWITCHES, radix - down_used))
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How ``lower`` switches of ``uplinks`` links each are cabled to ``switches`` upper switches.
+
+    ``even``: every lower switch sends exactly ``uplinks // switches`` links to every upper switch; otherwise the
+    bundles are ``bundle`` or ``bundle - 1`` (links dealt round-robin). ``max_ports``: most links landing on one
+    upper switch.
+    """
+
+    switches: int
+    bundle: int
+    even: bool
+    max_ports: int
+
+
+def spread_upward(uplinks: int, lower: int, capacity: int, *, equal_bundles: bool = True) -> Spread | None:
+    """The upper layer for ``lower`` switches with ``uplinks`` each, on switches with ``capacity`` ports for them.
+
+    The count starts at the fewest switches whose ports hold every link, and at least :data:`MIN_UPPER_SWITCHES`
+    (or ``uplinks``, when a lower switch has a single uplink). With ``equal_bundles`` (leaf to spine), equal
+    bundles need a count that divides ``uplinks`` (NVIDIA's SuperPOD tables round 12 spines up to 16 for 32
+    uplinks): the smallest such count is taken unless it leaves the layer under half of its ports used, in which
+    case the minimum count is kept and each lower switch deals its links round-robin (bundles differ by at most
+    one, every upper switch gets the same number of links give or take one). Without it (pods to cores), the
+    minimum count is always kept and links are dealt round-robin. Returns ``None`` when no count works: a lower
+    switch must reach every upper switch, so at most ``uplinks`` switches, which then hold ``lower`` links each.
+    """
+    if uplinks < 1 or lower < 1 or capacity < 1:
+        return None
+    links = uplinks * lower
+    need = max(min(MIN_UPPER_SWITCHES, uplinks), math.ceil(links / capacity))
+    if need > uplinks:
+        return None
+    for s in range(need, uplinks + 1 if equal_bundles else need + 1):
+        if uplinks % s == 0:
+            if s == need or 2 * links >= s * capacity:
+                return Spread(s, uplinks // s, True, lower * (uplinks // s))
+            break
+    return Spread(need, math.ceil(uplinks / need), False, math.ceil(links / need))
+
+
+def bundle_links(lower: int, uplinks: int, spread: Spread) -> tuple[np.ndarray, np.ndarray]:
+    """(lower index, upper index) of every link, one row per link, lower switches in order.
+
+    Equal bundles go to upper switches in blocks (lower switch l: ``bundle`` links to 0, then to 1, ...); uneven
+    ones are dealt round-robin across all lower switches' links, so upper switches differ by at most one link.
+    """
+    lo = np.repeat(np.arange(lower), uplinks)
+    if spread.even:
+        up = np.tile(np.repeat(np.arange(spread.switches), spread.bundle), lower)
+    else:
+        up = np.arange(lower * uplinks) % spread.switches
+    return lo, up
+
+
 def spread_over_spines(uplinks: int, lower: int, radix: int) -> tuple[int, int] | None:
     """How ``lower`` switches with ``uplinks`` each are spread evenly over a spine layer of ``radix``-port switches.
 
-    Returns ``(spines, bundle)``: the fewest spines that can take all uplinks such that every lower switch sends
-    the same number ``bundle`` of links to every spine (spine counts that cannot split the uplinks evenly are
-    rounded up to one that can), or ``None`` when no count works (more lower switches than spine ports).
+    Returns ``(spines, bundle)`` of :func:`spread_upward` (``bundle`` the larger one when bundles are uneven), or
+    ``None`` when no count works (more lower switches than spine ports).
     """
-    need = math.ceil(lower * uplinks / radix)
-    for spines in range(max(need, 1), uplinks + 1):
-        if uplinks % spines == 0:
-            bundle = uplinks // spines
-            if lower * bundle <= radix:
-                return spines, bundle
-    return None
+    spread = spread_upward(uplinks, lower, radix)
+    return None if spread is None else (spread.switches, spread.bundle)
 
 
 def format_ratio(o: float) -> str:
