@@ -8,10 +8,10 @@ import pandas as pd
 import streamlit as st
 
 from pages import _common as C
-from fabric.catalog import Catalog
+from fabric.catalog import Catalog, compatible_nics
 from fabric.design import FAMILIES, PLACEMENTS, ROUTING_POLICIES, TRANSPORTS
 from fabric.errors import FabricError
-from fabric.search import Constraints
+from fabric.search import Constraints, DesignSpace
 from fabric.ui_support.workload_view import gpus_needed
 
 ss = st.session_state
@@ -77,7 +77,12 @@ st.caption(C.md_text("Switch models: " + "; ".join(f"{m}: {cat.switch(m).fabric}
 a, b = st.columns(2)
 sp = a.multiselect("Allowed NIC port speeds (Gb/s)", speeds, key="con_speeds", format_func=lambda s: f"{s:g} Gb/s")
 allowed_nics = [m for m in nic_models if cat.nic(m).port_speed_bps / 1e9 in sp]
-b.caption("NIC models at these speeds: " + (", ".join(allowed_nics) or "none"))
+host_ok = set(compatible_nics(cat, gpu_model, min(c0.nics_per_gpu, default=1.0)))
+unfit = [m for m in allowed_nics if m not in host_ok]
+b.caption("NIC models at these speeds: " + (", ".join(m for m in allowed_nics if m in host_ok) or "none")
+          + (f". Not offered on {gpu_model} hosts, whose PCIe link feeds at most "
+             f"{cat.gpu(gpu_model).max_nic_bps_per_gpu / 1e9:g} Gb/s of NIC bandwidth per GPU: {', '.join(unfit)}"
+             if unfit else ""))
 
 st.subheader("Design space")
 a, b = st.columns(2)
@@ -118,6 +123,7 @@ try:
         cable_count=None if cables is None else int(cables), p99_target_s=p99 or None,
         nics_per_gpu=c0.nics_per_gpu, oversubscriptions=c0.oversubscriptions, qps=c0.qps, planes=c0.planes,
         optimize_power=c0.optimize_power)
+    DesignSpace(new, cat)           # the search space itself: e.g. no allowed NIC runs on this GPU's host
     if gpus_needed(wb.workload) > new.gpus:
         raise FabricError(f"constraint 'gpus': the workload needs {gpus_needed(wb.workload):,} GPUs, more than the "
                           f"{new.gpus:,} in the cluster")
@@ -132,7 +138,8 @@ else:
     if new != c0:
         ss["constraints"] = new
     st.success(f"Constraints valid: {new.gpus:,} GPUs, {len(new.families)} famil{'y' if len(new.families) == 1 else 'ies'}, "
-               f"{len(new.switch_models or switch_models)} switch model(s), {len(allowed_nics)} NIC model(s).")
+               f"{len(new.switch_models or switch_models)} switch model(s), "
+               f"{len([m for m in allowed_nics if m in host_ok])} NIC model(s).")
 
 # ------------------------------------------------------------------ catalog
 st.subheader("Hardware catalog")

@@ -210,6 +210,22 @@ def test_constraints_inputs_and_errors():
     assert "NIC port speed" in texts(at.error)
 
 
+def test_constraints_page_names_nics_the_gpu_host_cannot_feed():
+    at = app().run()
+    at.switch_page("pages/constraints.py").run()
+    ok(at)
+    assert "Not offered on h100-sxm hosts" in texts(at.caption) and "nic-cx8-800" in texts(at.caption)
+    at.multiselect(key="con_speeds").set_value([800.0]).run()          # only 800G: nothing an H100 host feeds
+    ok(at)
+    err = texts(at.error)
+    assert "none of the allowed NIC models (nic-cx8-800) runs at full speed on h100-sxm hosts" in err
+    assert at.session_state["constraints"].nic_models is None          # the last valid constraints are kept
+    at.selectbox(key="con_gpu_model").set_value("b200").run()          # a Blackwell host takes 800G
+    ok(at)
+    assert "Constraints valid" in texts(at.success)
+    assert at.session_state["constraints"].nic_models == ("nic-cx8-800",)
+
+
 def test_catalog_edit_and_reset():
     at = app().run()
     at.switch_page("pages/constraints.py").run()

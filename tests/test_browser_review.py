@@ -96,14 +96,14 @@ def test_with_a_budget_the_recommendation_names_the_baseline_it_used(server, bro
     from fabric.topology import build_fabric
     from fabric.cost import bill_of_materials
 
-    space = DesignSpace(Constraints(gpus=256))
+    space = DesignSpace(Constraints(gpus=1024))            # the llama3-70b sample's cluster
     cost = {d.name: bill_of_materials(build_fabric(d)).cost_usd for d in baseline_designs(space)}
     ft11 = next(v for k, v in cost.items() if "fat tree 1:1" in k)
     ft21 = next(v for k, v in cost.items() if "fat tree 2:1" in k)
     assert ft21 < ft11
     budget = int((ft11 + ft21) / 2)              # the fat tree 1:1 is over it, the 2:1 is not
     ctx, page = _page(browser)
-    page.goto(server + f"/search?evals=140&budget_usd={budget}")
+    page.goto(server + f"/search?wl=sample%3Allama3-70b.json&evals=140&budget_usd={budget}")
     wait_for_search(page)
     main = page.get_by_test_id("stMain")
     expect(main).to_contain_text("as the baseline 'fat tree 2:1, fastest links'", timeout=15_000)

@@ -387,6 +387,11 @@ def test_gene_frame_and_money_deltas():
     assert "$50 more" in d[0]["sentence"] and "per ms of p99" in d[0]["sentence"]
     assert "better on both" in d[1]["sentence"] and "(1.0%)" in d[1]["sentence"]
     assert "worse on both" in d[2]["sentence"]
+    # the same design twice (two identical baselines): no "$-0 less", no false verdict
+    same = money_deltas([rows[0], dict(rows[0], name="twin")])[0]["sentence"]
+    assert same == "'twin' costs the same as 'ref' and has the same p99 step: the same on both."
+    cheaper_same_p99 = money_deltas([rows[0], dict(rows[0], name="c", cost_usd=80.0)])[0]["sentence"]
+    assert cheaper_same_p99 == "'c' costs $20 less than 'ref' and has the same p99 step: better."
     assert money_deltas(rows[:1]) == []
     m = metrics_frame(rows[:2])
     assert list(m.columns) == ["ref", "pricier"] and m.loc["p99 step time (s)", "pricier"] == "0.9000"

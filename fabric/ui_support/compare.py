@@ -59,19 +59,23 @@ def money_deltas(rows: Sequence[Mapping]) -> list[dict]:
         rel_p99 = d_p99 / ref["step_time_s"]["p99"] if ref["step_time_s"]["p99"] else 0.0
         pct = _pct(abs(rel_p99))
         per_ms = None
-        if d_cost > 0 and d_p99 < 0:
+        same_cost, same_p99 = abs(d_cost) < 0.5, abs(d_p99) <= 1e-12 * max(1.0, abs(ref["step_time_s"]["p99"]))
+        cost = ("costs the same as" if same_cost else
+                f"costs ${abs(d_cost):,.0f} {'more' if d_cost > 0 else 'less'} than") + f" '{ref['name']}'"
+        speed = ("has the same p99 step" if same_p99 else
+                 f"is {abs(d_p99) * 1e3:,.1f} ms ({pct}) {'faster' if d_p99 < 0 else 'slower'} at p99")
+        if same_cost and same_p99:
+            verdict = ": the same on both"
+        elif d_cost > 0 and d_p99 < 0 and not same_p99:
             per_ms = d_cost / (-d_p99 * 1e3)
-            sentence = (f"'{r['name']}' costs ${d_cost:,.0f} more than '{ref['name']}' and cuts the p99 step by "
-                        f"{-d_p99 * 1e3:,.1f} ms ({pct}): ${per_ms:,.0f} per ms of p99.")
-        elif d_cost <= 0 and d_p99 <= 0:
-            sentence = (f"'{r['name']}' costs ${-d_cost:,.0f} less than '{ref['name']}' and is "
-                        f"{-d_p99 * 1e3:,.1f} ms ({pct}) faster at p99: better on both.")
-        elif d_cost < 0:
-            sentence = (f"'{r['name']}' saves ${-d_cost:,.0f} against '{ref['name']}' for a p99 step "
-                        f"{d_p99 * 1e3:,.1f} ms ({pct}) slower.")
+            verdict = f": ${per_ms:,.0f} per ms of p99"
+        elif (d_cost < 0 or same_cost) and (d_p99 < 0 or same_p99):
+            verdict = ": better on both" if not (same_cost or same_p99) else ": better"
+        elif (d_cost > 0 or same_cost) and (d_p99 > 0 or same_p99):
+            verdict = ": worse on both" if not (same_cost or same_p99) else ": worse"
         else:
-            sentence = (f"'{r['name']}' costs ${d_cost:,.0f} more than '{ref['name']}' and is "
-                        f"{d_p99 * 1e3:,.1f} ms ({pct}) slower at p99: worse on both.")
+            verdict = ""
+        sentence = f"'{r['name']}' {cost} and {speed}{verdict}."
         out.append({"design": r["name"], "reference": ref["name"], "delta_cost_usd": d_cost,
                     "delta_power_w": d_power, "delta_p99_s": d_p99, "delta_p50_s": d_p50,
                     "relative_p99": rel_p99, "usd_per_ms_p99": per_ms, "sentence": sentence})
