@@ -118,6 +118,9 @@ def test_readme_command_block_runs_in_a_clean_clone(tmp_path):
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = str(clone)              # the clone's code, not the checkout the environment was built from
     env["MPLBACKEND"] = "Agg"
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import fabric; print(fabric.__file__)"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(where).resolve().is_relative_to(clone.resolve()), f"fabric is imported from {where}, not the clone"
     log = tmp_path / "block.log"
     with open(log, "wb") as fh:
         r = subprocess.run(["bash", "-c", script], cwd=clone, env=env, stdout=fh, stderr=subprocess.STDOUT,
