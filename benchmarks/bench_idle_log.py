@@ -11,12 +11,13 @@ when both are available, which runs app.py; otherwise HTTP GETs of ``/`` and ``/
 
 While it idles, another process uses the same environment every ``--venv-activity`` seconds (default 30; 0 turns
 it off): ``.venv/bin/python`` importing the dashboard's libraries, as running the CLI or the tests from the same
-checkout does. Each such run opens thousands of files inside ``.venv``; a watcher that watches the project folder
-recursively sees every one of them. ``--watcher`` passes ``--server.fileWatcherType`` to the script to compare with
+checkout does. Each such run opens thousands of files inside ``.venv``, and a watcher on the project folder gets an
+inotify event for each. (Measured here, such runs alone do not overflow the queue; the server's own imports when the
+app first runs do, and each overflow makes watchdog walk the whole folder again.) ``--watcher`` passes ``--server.fileWatcherType`` to the script to compare with
 Streamlit's default (``auto``); without it the shipped ``.streamlit/config.toml`` decides.
 
-Prints: the command, the start time, the log lines after the app was opened, the watcher lines among them, the
-server's CPU seconds while idle, and the first watcher line seen.
+Prints: the command, the start time, the log lines up to the app's opening and while idle (the shutdown's own
+lines are not counted), the watcher lines, the server's CPU seconds while idle, and the first watcher line seen.
 """
 
 from __future__ import annotations
@@ -152,10 +153,17 @@ def main(argv: list[str] | None = None) -> int:
     cmd, proc = start_dashboard(repo, port, log_path, extra)
     stop_event = threading.Event()
     runs = [0]
+
+    def read() -> list[str]:
+        return log_path.read_text(errors="replace").splitlines()
+
     try:
         start_s = wait_healthy(port, proc, timeout_s=1800)
+        time.sleep(2.0)
+        n0 = len(read())
         how = open_app(port, not args.no_browser)
-        opened_lines = len(log_path.read_text(errors="replace").splitlines())
+        time.sleep(2.0)
+        n1 = len(read())
         pid = server_pid(proc)
         cpu0 = cpu_seconds(pid)
         if args.venv_activity > 0:
@@ -170,11 +178,11 @@ def main(argv: list[str] | None = None) -> int:
         idle_s = time.perf_counter() - t0
         cpu1 = cpu_seconds(pid)
         alive = (get(f"http://127.0.0.1:{port}/_stcore/health") or "").strip() == "ok"
+        lines = read()                  # before the shutdown's own lines
     finally:
         stop_event.set()
         stop(proc)
-    lines = log_path.read_text(errors="replace").splitlines()
-    after = lines[opened_lines:]
+    phases = {"start": lines[:n0], "opening the app": lines[n0:n1], "idle": lines[n1:]}
     watcher = [ln for ln in lines if WATCHER_LINE.search(ln)]
     print(f"command:                 (cd {repo} && {' '.join(cmd)})")
     print(f"environment:             {venv} ({'inside' if venv.is_relative_to(repo) else 'outside'} the project)")
@@ -183,9 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"idle:                    {idle_s / 60:.1f} min; other process used .venv {runs[0]} times "
           f"(every {args.venv_activity:g} s)" if args.venv_activity > 0 else
           f"idle:                    {idle_s / 60:.1f} min; no other process used .venv")
-    print(f"log lines, whole run:    {len(lines)}")
-    print(f"log lines while idle:    {len(after)}")
-    print(f"watcher/Inotify lines:   {len(watcher)}")
+    for name, part in phases.items():
+        w = sum(1 for ln in part if WATCHER_LINE.search(ln))
+        print(f"log lines, {name + ':':<17s}{len(part):5d}  (watcher/Inotify lines {w})")
+    print(f"log lines, total:           {len(lines):5d}  (watcher/Inotify lines {len(watcher)})")
     print(f"server CPU while idle:   {cpu1 - cpu0:.1f} s")
     print(f"server answered at end:  {'yes' if alive else 'NO'}")
     if watcher:
