@@ -26,7 +26,8 @@ def _generator():
 
 
 def test_generated_examples_are_up_to_date():
-    assert _generator().check(EXAMPLES) == []
+    bad = _generator().check(EXAMPLES)
+    assert bad == [], f"out of date: {bad}; regenerate with python examples/generate.py"
 
 
 def test_the_check_notices_a_changed_file(tmp_path):
