@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Set up on first use, then start the dashboard (opens on a built-in sample workload).
+# Set up on first use (only what the dashboard needs; pip is skipped when nothing changed), then start the
+# dashboard on a built-in sample workload. Extra arguments go to `streamlit run` (e.g. --server.port 8502).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-exec .venv/bin/streamlit run app.py --browser.gatherUsageStats false "$@"
+bash scripts/setup.sh dashboard
+VENV=${FABRIC_VENV:-.venv}
+exec "$VENV/bin/python" -m streamlit run app.py --browser.gatherUsageStats false "$@"
