@@ -191,7 +191,7 @@ def test_a_search_interrupted_by_a_server_crash_resumes_after_a_restart(browser,
         ctx = browser.new_context(viewport=VIEW, accept_downloads=True)
         page = ctx.new_page()
         page.goto(link)                                         # the same link, on the restarted server
-        resumed = page.get_by_text(re.compile(r"resumed after a server restart at generation (\d+)")).first
+        resumed = page.get_by_text(re.compile(r"at generation (\d+) after a server restart")).first
         resumed.wait_for(timeout=60_000)
         status = wait_for_search(page, timeout=300)
         assert "Search finished" in status, status
