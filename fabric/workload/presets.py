@@ -25,7 +25,8 @@ from fabric.workload.synth import (
     synthesize_dlrm, synthesize_inference,
 )
 
-__all__ = ["Preset", "list_presets", "get_preset", "preset_workload", "H100_BF16_FLOPS", "H100_HBM_BYTES_PER_S"]
+__all__ = ["Preset", "list_presets", "get_preset", "preset_workload", "preset_plan", "H100_BF16_FLOPS",
+           "H100_HBM_BYTES_PER_S"]
 
 #: Dense BF16 peak of an H100 SXM (NVIDIA H100 datasheet: 1,979 TFLOPS with sparsity, half without).
 H100_BF16_FLOPS = 989e12
@@ -134,15 +135,30 @@ DLRM_DCNV2 = RecSpec(name="dlrm-dcnv2", dense_parameters=16e6, embedding_tables=
                      embedding_rows=2.0e8, dtype_bytes=4, grad_dtype_bytes=4)
 
 
-def _llama_build(preset, gpus, overrides):
+def _llama_base(gpus: int) -> tuple[dict, int, float]:
+    """Default plan, target global batch (sequences) and MFU of the Llama-3-70B-like preset at ``gpus``."""
     pp = 4 if gpus % 32 == 0 else 2 if gpus % 16 == 0 else 1
     base = dict(tp=8, pp=pp, zero_stage=1, sequence_parallel=True, micro_batch=1, virtual_stages=5)
-    return _build_transformer(preset, gpus, overrides, base_plan=base, target_sequences=512, mfu=0.40)
+    return base, 512, 0.40
+
+
+def _mixtral_base(gpus: int) -> tuple[dict, int, float]:
+    """Default plan, target global batch (sequences) and MFU of the Mixtral-8x7B-like preset."""
+    return dict(tp=2, pp=1, ep=8, zero_stage=1, sequence_parallel=True, micro_batch=1), 1024, 0.35
+
+
+#: Transformer training presets: name -> defaults at a GPU count (see :func:`preset_plan`).
+_TRANSFORMER_BASES = {"llama3-70b": _llama_base, "mixtral-8x7b": _mixtral_base}
+
+
+def _llama_build(preset, gpus, overrides):
+    base, target, mfu = _llama_base(gpus)
+    return _build_transformer(preset, gpus, overrides, base_plan=base, target_sequences=target, mfu=mfu)
 
 
 def _mixtral_build(preset, gpus, overrides):
-    base = dict(tp=2, pp=1, ep=8, zero_stage=1, sequence_parallel=True, micro_batch=1)
-    return _build_transformer(preset, gpus, overrides, base_plan=base, target_sequences=1024, mfu=0.35)
+    base, target, mfu = _mixtral_base(gpus)
+    return _build_transformer(preset, gpus, overrides, base_plan=base, target_sequences=target, mfu=mfu)
 
 
 def _dlrm_build(preset, gpus, overrides):
@@ -229,6 +245,23 @@ def get_preset(name: str) -> Preset:
         if p.name == name:
             return p
     raise WorkloadError(f"unknown preset {name!r}; choose one of {', '.join(p.name for p in _PRESETS)}")
+
+
+def preset_plan(name: str, gpus: int, **overrides) -> tuple[ModelSpec, ParallelPlan]:
+    """The model and the parallelism plan a transformer training preset uses at ``gpus`` GPUs with ``overrides``
+    (the same rules as :func:`preset_workload`); WorkloadError for other presets."""
+    preset = get_preset(name)
+    if name not in _TRANSFORMER_BASES:
+        raise WorkloadError(f"preset {name!r} is not a transformer training plan; plans exist for "
+                            f"{', '.join(_TRANSFORMER_BASES)}")
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise WorkloadError(f"gpus: must be a whole number >= 1, got {gpus!r}")
+    parts = _split(overrides, {"model": _MODEL_FIELDS_T, "plan": _PLAN_FIELDS,
+                               "synth": {"gpu_flops", "mfu", "attention_flops", "compute_cv",
+                                         "checkpoint_period_s", "name"}}, name)
+    model = replace_known(preset.model, parts["model"], "model")
+    base, target, _ = _TRANSFORMER_BASES[name](gpus)
+    return model, _training_plan(gpus, base, parts["plan"], target, name, model.layers)
 
 
 def preset_workload(name: str, gpus: int | None = None, **overrides) -> Workload:
