@@ -103,6 +103,17 @@ def _scaling(design_json: str, wl_key: str, cat_key: str, _workload, _catalog, o
                               transport_overrides=json.loads(overrides_json))
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def _strong(design_json: str, cat_key: str, preset: str, counts: tuple, overrides_json: str, global_batch,
+            virtual_stages, _catalog, transport_json: str = "null"):
+    from fabric.evaluate.strong_scaling import strong_scaling
+
+    return strong_scaling(design_from_dict(json.loads(design_json)), preset, list(counts),
+                          overrides=json.loads(overrides_json), global_batch=global_batch,
+                          virtual_stages=virtual_stages, catalog=_catalog, samples=128,
+                          transport_overrides=json.loads(transport_json))
+
+
 @st.cache_data(show_spinner=False, max_entries=128)
 def _bom(design_json: str, cat_key: str, _catalog):
     fab = build_fabric(design_from_dict(json.loads(design_json)), _catalog)
@@ -392,6 +403,18 @@ def evaluate_design(design: Design, scenario: str = "baseline"):
 def scaling_rows(design: Design):
     wb, cb = workload_bundle(), catalog_bundle()
     return _scaling(_design_json(design), wb.key, cb.key, wb.workload, cb.catalog, _overrides_json())
+
+
+def strong_scaling_rows(design: Design, counts: tuple, global_batch: int | None, virtual_stages: int | None):
+    """Strong-scaling rows of the session's plan workload on ``design`` (FabricError when it is not a plan)."""
+    choice = ss.get("wl_choice") or {}
+    if choice.get("kind") != "plan":
+        raise FabricError("strong scaling needs a parallelism plan: choose 'Parallelism plan' on the Workload page")
+    over = {k: choice[k] for k in urlstate.PLAN_KEYS
+            if choice.get(k) is not None and k not in ("global_batch",)}
+    cb = catalog_bundle()
+    return _strong(_design_json(design), cb.key, choice["preset"], tuple(counts), json.dumps(over, sort_keys=True),
+                   global_batch, virtual_stages, cb.catalog, _overrides_json())
 
 
 def bom_dict(design: Design) -> dict:

@@ -138,16 +138,56 @@ a, b = st.columns(2)
 scal_fig = scen_fig = None
 with a:
     st.subheader("Scaling efficiency")
-    try:
-        rows = C.scaling_rows(design)
-    except FabricError as err:
-        st.info(f"Scaling cannot be evaluated for this design: {err}")
-        rows = []
-    if rows:
-        scal_fig = charts.scaling_figure(rows)
-        st.plotly_chart(scal_fig, width="stretch", theme=None, key="scaling")
-        st.caption("Weak scaling: data parallelism and the fabric grown 2x and 4x; bars are step throughput relative "
-                   "to linear (100 % = no loss) at p50 and p99.")
+    mode = st.radio("Scaling", ["weak", "strong"], horizontal=True, key="scaling_mode",
+                    format_func={"weak": "weak: data parallelism grows, work per GPU fixed",
+                                 "strong": "strong: fixed global batch"}.get, label_visibility="collapsed")
+    if mode == "weak":
+        try:
+            rows = C.scaling_rows(design)
+        except FabricError as err:
+            st.info(f"Scaling cannot be evaluated for this design: {C.public_message(err)}")
+            rows = []
+        if rows:
+            scal_fig = charts.scaling_figure(rows)
+            st.plotly_chart(scal_fig, width="stretch", theme=None, key="scaling")
+            st.caption("Weak scaling: data parallelism and the fabric grown 2x and 4x; bars are step throughput "
+                       "relative to linear (100 % = no loss) at p50 and p99.")
+    elif (ss.get("wl_choice") or {}).get("kind") != "plan":
+        st.info("Strong scaling re-plans the workload at each size, so it needs a parallelism plan: choose "
+                "**Parallelism plan** (llama3-70b or mixtral-8x7b) on the Workload page.")
+    else:
+        g = design.gpus
+        x1, x2, x3 = st.columns([2, 1, 1])
+        counts_text = x1.text_input("GPU counts (ascending; the first is the reference)",
+                                    value=f"{g},{2 * g},{4 * g}", key="strong_counts")
+        vstages = x2.number_input("Virtual stages", min_value=1, max_value=64, value=None, step=1,
+                                  key="strong_vstages", placeholder="plan's",
+                                  help="Interleaved 1F1B: model chunks per pipeline stage (1 = plain 1F1B); empty = "
+                                       "the plan's own.")
+        gbatch = x3.number_input("Global batch", min_value=1, value=None, step=1, key="strong_gb",
+                                 placeholder="auto", help="Sequences per optimizer step, fixed at every count; "
+                                                          "empty = the smallest valid batch at least the plan's.")
+        try:
+            counts = tuple(int(t.strip().replace(",", "")) for t in counts_text.split(",") if t.strip())
+        except ValueError:
+            st.error(f"GPU counts: {counts_text!r} is not a comma-separated list of whole numbers, e.g. "
+                     f"{g},{2 * g},{4 * g}")
+            counts = ()
+        if counts:
+            try:
+                srows_ = C.strong_scaling_rows(design, counts, None if gbatch is None else int(gbatch),
+                                               None if vstages is None else int(vstages))
+            except FabricError as err:
+                st.error(f"Strong scaling: {C.public_message(err)}")
+            else:
+                scal_fig = charts.strong_scaling_figure(srows_)
+                st.plotly_chart(scal_fig, width="stretch", theme=None, key="strong_scaling")
+                last = srows_[-1]
+                st.caption(f"Strong scaling at a fixed global batch of {last['global_batch']:,} sequences: each bar "
+                           f"is the p99 step at that size, split into the efficiency kept against linear speed-up "
+                           f"from {srows_[0]['gpus']:,} GPUs and the shares lost to the pipeline bubble "
+                           f"({srows_[0]['bubble_fraction']:.1%} -> {last['bubble_fraction']:.1%} of compute with "
+                           f"{last['virtual_stages']} virtual stage(s)), to stragglers and to the network.")
 with b:
     st.subheader("What if")
     scen = st.multiselect("Scenarios", list(SCENARIOS), default=DEFAULT_SCENARIOS, key="scenarios",

@@ -551,3 +551,26 @@ def test_search_workers_importing_the_main_module_do_not_run_the_dashboard():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "ScriptRunContext" not in done.stderr
+
+
+def test_design_page_strong_scaling_of_a_plan():
+    at = app().run()
+    at.switch_page("pages/design.py").run()
+    at.radio(key="scaling_mode").set_value("strong").run()
+    ok(at)
+    assert "needs a parallelism plan" in texts(at.info)          # a sample file cannot be re-planned
+    at = app(wl="plan:llama3-70b:1024").run()
+    at.switch_page("pages/design.py").run()
+    at.radio(key="scaling_mode").set_value("strong").run()
+    ok(at)
+    fig = next(f for f in charts(at) if f["layout"]["xaxis"]["title"]["text"] == "cluster size (fixed global batch)")
+    assert [t["name"] for t in fig["data"]] == ["efficiency (p99)", "lost: pipeline bubble", "lost: stragglers",
+                                                "lost: network"]
+    assert "fixed global batch of 512 sequences" in texts(at.caption)     # dp 32/64/128: lcm 128, plan's 512
+    at.text_input(key="strong_counts").set_value("1024,2048,x").run()
+    assert "is not a comma-separated list" in texts(at.error)
+    at.text_input(key="strong_counts").set_value("1024,3072").run()         # dp 32 and 96: lcm 96 -> 576
+    ok(at)
+    assert not at.error and "fixed global batch of 576 sequences" in texts(at.caption)
+    at.number_input(key="strong_gb").set_value(500).run()
+    assert "use a multiple of 96" in texts(at.error)

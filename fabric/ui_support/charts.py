@@ -16,7 +16,8 @@ from plotly.subplots import make_subplots
 from fabric.workload.summary import size_label
 
 __all__ = ["FAMILY_COLORS", "FONT_SIZE", "time_unit", "time_text", "axis_unit", "money_text", "style", "pareto_figure",
-           "hypervolume_figure", "step_time_figure", "breakdown_figure", "scaling_figure", "scenario_figure",
+           "hypervolume_figure", "step_time_figure", "breakdown_figure", "scaling_figure", "strong_scaling_figure",
+           "scenario_figure",
            "change_color", "CHANGE_COLORS",
            "cdf_overlay_figure", "p99_parts", "collectives_figure", "message_size_figure", "compute_comm_figure",
            "short_text", "wrap_text", "num_text"]
@@ -312,6 +313,24 @@ def change_color(delta: float) -> str:
     if delta < -1e-9:
         return CHANGE_COLORS["faster"]
     return CHANGE_COLORS["same"]
+
+
+def strong_scaling_figure(rows: Sequence[Mapping], *, height: int = 340) -> go.Figure:
+    """Strong scaling at each GPU count: the p99 step split into efficiency (share of linear speed-up kept) and
+    the shares lost to the pipeline bubble, stragglers and the network; the bars add up to 100 %."""
+    xs = [f"{r['gpus']:,} GPUs" for r in rows]
+    parts = (("efficiency_p99", "efficiency (p99)", "#08519c"), ("lost_bubble", "lost: pipeline bubble", "#bdbdbd"),
+             ("lost_stragglers", "lost: stragglers", "#9ecae1"), ("lost_network", "lost: network", "#d62728"))
+    fig = go.Figure()
+    for key, name, color in parts:
+        vals = [max(0.0, float(r[key])) for r in rows]
+        fig.add_trace(go.Bar(x=xs, y=vals, name=name, marker_color=color,
+                             text=[f"{v:.1%}" if v >= 0.02 else "" for v in vals], textposition="inside",
+                             hovertemplate=f"{name}: %{{y:.1%}}<extra></extra>"))
+    fig.update_layout(barmode="stack")
+    fig.update_yaxes(title_text="share of the p99 step", tickformat=".0%", range=[0, 1.02])
+    fig.update_xaxes(title_text="cluster size (fixed global batch)")
+    return style(fig, height=height, legend_below=True)
 
 
 def scenario_figure(rows: Sequence[Mapping], *, height: int = 320) -> go.Figure:
