@@ -1,0 +1,66 @@
+"""GPU economics against hand computations: cost per step, network idle share, payback of network spend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fabric.design.presets import preset_design
+from fabric.economics import EconomicsParams, economics
+from fabric.errors import FabricError
+from fabric.evaluate import evaluate
+from fabric.workload.model import load_workload_json
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def mixtral():
+    return load_workload_json((ROOT / "sample_traces" / "mixtral-8x7b.json").read_text())
+
+
+def test_cost_per_step_equals_the_hand_computation(mixtral):
+    d = preset_design("fat-tree", 256)
+    ev = evaluate(d, mixtral, samples=64)
+    e = economics(ev, d)
+    # H100 server row: $290,000 and 10.2 kW for 8 GPUs; 4 years; $0.08/kWh; PUE 1.3
+    life_s = 4 * 365.25 * 86400
+    capex = 256 * 290_000 / 8 + ev.cost_usd
+    watts = 256 * 10_200 / 8 + ev.power_w
+    per_s = capex / life_s + watts * 1.3 * 0.08 / 3.6e6
+    assert e["server_capex_usd"] == 9_280_000
+    assert e["usd_per_hour"] == pytest.approx(per_s * 3600, rel=1e-12)
+    assert e["usd_per_step"] == pytest.approx(per_s * ev.step_time_s["p99"], rel=1e-12)
+    net_share = (ev.cost_usd / life_s + ev.power_w * 1.3 * 0.08 / 3.6e6) / per_s
+    assert e["network_usd_per_step"] == pytest.approx(e["usd_per_step"] * net_share, rel=1e-12)
+    b = ev.p99_breakdown
+    exposed = sum(b["ops"].values()) + b["interference_s"]
+    assert e["gpu_idle_fraction_network"] == pytest.approx(exposed / (b["compute_s"] + exposed), rel=1e-12)
+    assert 0 < e["gpu_idle_fraction_network"] < 1
+    # a dearer electricity bill and a shorter life raise the cost per step by exactly their terms
+    e2 = economics(ev, d, params=EconomicsParams(life_years=2, electricity_usd_per_kwh=0.16, pue=1.5))
+    per_s2 = capex / (life_s / 2) + watts * 1.5 * 0.16 / 3.6e6
+    assert e2["usd_per_step"] == pytest.approx(per_s2 * ev.step_time_s["p99"], rel=1e-12)
+
+
+def test_payback_of_a_faster_dearer_network(mixtral):
+    cheap = preset_design("fat-tree", 256).replace(oversubscription=(4.0, 4.0), switch_model="ib-ndr-64x400")
+    fast = preset_design("fat-tree", 256).replace(switch_model="ib-ndr-64x400")
+    ev_c, ev_f = evaluate(cheap, mixtral, samples=64), evaluate(fast, mixtral, samples=64)
+    e = economics(ev_f, fast, reference=ev_c)
+    extra = ev_f.cost_usd - ev_c.cost_usd
+    saved = ev_c.step_time_s["p99"] - ev_f.step_time_s["p99"]
+    assert extra > 0 and saved > 0
+    server_per_s = 9_280_000 / (4 * 365.25 * 86400) + 326_400 * 1.3 * 0.08 / 3.6e6
+    assert e["payback_days"] == pytest.approx(extra / (server_per_s * saved / ev_c.step_time_s["p99"]) / 86400,
+                                              rel=1e-12)
+    assert e["extra_network_capex_usd"] == pytest.approx(extra) and e["p99_saved_s"] == pytest.approx(saved)
+    # the other way round nothing is bought back
+    assert economics(ev_c, cheap, reference=ev_f)["payback_days"] is None
+
+
+def test_parameters_are_checked():
+    for bad in ({"life_years": 0}, {"pue": 0.8}, {"electricity_usd_per_kwh": -1}, {"life_years": float("nan")}):
+        with pytest.raises(FabricError, match="economics parameter"):
+            EconomicsParams(**bad)
