@@ -38,6 +38,13 @@ def register(subparsers) -> None:
     parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of text")
     parser.add_argument("--out", metavar="WORKLOAD_JSON",
                         help="also write the parsed workload in fabric's native JSON (schema fabric.workload/1)")
+    parser.add_argument("--scale-to", type=int, metavar="N",
+                        help="grow the traced job to N GPUs (a whole multiple of its ranks) along --grow, keeping "
+                             "every rank's work and message sizes (e.g. a 2-rank trace for a 1,024-GPU design; also "
+                             "sets the world size of a Chakra ET, which does not record it)")
+    parser.add_argument("--grow", default="dp", choices=["dp", "pp", "ep", "cp", "tp", "world"],
+                        help="the parallelism dimension --scale-to grows (default dp: data parallelism)")
+    parser.add_argument("--job", metavar="NAME", help="the job --scale-to grows (default: the largest training job)")
     parser.set_defaults(func=run)
 
 
@@ -54,10 +61,17 @@ def run(args: argparse.Namespace) -> int:
         raise ParseError(f"{first}{more}; nothing was written")
     if result.workload is None:  # pragma: no cover - no files means argparse already refused
         raise FabricError("no workload could be read")
-    summary = summarize(result.workload)
+    workload = result.workload
+    if args.scale_to is not None:
+        from fabric.workload.scale import scale_to
+
+        workload = scale_to(workload, args.scale_to, grow=args.grow, job=args.job)
+    elif args.job is not None or args.grow != "dp":
+        raise FabricError("--grow and --job only apply with --scale-to N")
+    summary = summarize(workload)
     summary["files"] = [{"name": f.name, "format": f.format, "jobs": list(f.jobs)} for f in result.files]
     if args.out:
-        _write(args.out, dump_workload_json(result.workload))
+        _write(args.out, dump_workload_json(workload))
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

@@ -85,8 +85,8 @@ def place_jobs(jobs: list[Job] | tuple[Job, ...], fabric, policy: str, rng: np.r
 
 def _pattern(group: ProcessGroup, world: int) -> tuple[int, int] | None:
     """(start, stride) of a strided group, or ``None``."""
-    if group.rank_start is not None and group.rank_stride is not None:
-        return group.rank_start, group.rank_stride
+    if group.rank_stride is not None:           # a stride without a start (a trace's "one group per slice") starts at 0
+        return group.rank_start or 0, group.rank_stride
     if group.ranks is not None:
         r = np.asarray(group.ranks, dtype=np.int64)
         if r.size == 1:
