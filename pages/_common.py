@@ -228,7 +228,7 @@ def sync_url() -> None:
 def workload_bundle() -> WorkloadBundle:
     """The current workload (falls back to the default sample when the choice cannot be built)."""
     choice = ss.get("wl_choice") or {"kind": "sample", "name": DEFAULT_SAMPLE}
-    sig = json.dumps(choice, sort_keys=True) + "|" + str(ss.get("upload_sig"))
+    sig = json.dumps(choice, sort_keys=True) + "|" + str(ss.get("upload_sig")) + "|" + str(ss.get("upload_scale"))
     cached = ss.get("_wl_bundle")
     if cached is not None and cached[0] == sig:
         return cached[1]
@@ -249,7 +249,14 @@ def workload_bundle() -> WorkloadBundle:
             if res is not None and res.workload is not None:
                 names = [f.name for f in res.files if f.ok]
                 label = f"uploaded {names[0]}" if len(names) == 1 else f"{len(names)} uploaded files"
-                wb = WorkloadBundle(res.workload, workload_key(res.workload), label, res, choice)
+                wl = res.workload
+                scale = ss.get("upload_scale")
+                if scale:
+                    from fabric.workload.scale import scale_to
+
+                    wl = scale_to(wl, int(scale["gpus"]), grow=scale["grow"])
+                    label += f", scaled to {int(scale['gpus']):,} GPUs ({scale['grow']} grown)"
+                wb = WorkloadBundle(wl, workload_key(wl), label, res, choice)
     except FabricError as err:
         ss["wl_error"] = str(err)
     if wb is None:

@@ -34,6 +34,49 @@ if "wl_source" not in ss:
 source = st.radio("Where the workload comes from", list(SOURCES), format_func=SOURCES.get, horizontal=True,
                   key="wl_source")
 
+def _scale_form(traced) -> None:
+    """Grow the uploaded job to the cluster being designed (a trace records a few ranks of a larger job)."""
+    from fabric.workload.scale import GROWABLE_ROLES
+
+    job = max((j for j in traced.jobs if j.kind != "storage"), key=lambda j: j.world_size, default=None)
+    if job is None:
+        return
+    cur = ss.get("upload_scale")
+    with st.expander(f"Scale the trace to the cluster ({job.world_size:,} ranks traced"
+                     + (f", now {int(cur['gpus']):,} GPUs" if cur else "") + ")", expanded=job.world_size < 64):
+        with st.form("scale_form"):
+            a, b = st.columns(2)
+            target = a.number_input("GPUs", min_value=job.world_size, step=job.world_size,
+                                    value=int(cur["gpus"]) if cur else max(job.world_size,
+                                                                          C.constraints().gpus // job.world_size
+                                                                          * job.world_size),
+                                    help=f"A whole multiple of the {job.world_size:,} traced ranks.")
+            roles = [r for r in GROWABLE_ROLES if r == "world" or any(g.role == r for g in job.groups)]
+            grow = b.selectbox("Grow", roles, index=roles.index("dp") if "dp" in roles else 0,
+                               help="The parallelism dimension that grows; every rank keeps its traced work and "
+                                    "message sizes (data parallelism by default).")
+            go, undo = st.columns(2)
+            apply_ = go.form_submit_button("Scale", type="primary")
+            reset = undo.form_submit_button("Back to the traced size", disabled=cur is None)
+        st.caption("Growing data parallelism keeps each rank's compute and messages: a gradient all-reduce reduces the "
+                   "same buffer over more ranks. The ranks are laid out in Megatron-LM order (docs/workload-formats.md).")
+    if apply_:
+        from fabric.workload.scale import scale_to
+
+        try:
+            scale_to(traced, int(target), grow=grow)
+        except FabricError as err:
+            st.error(f"Cannot scale: {C.public_message(err)}")
+            return
+        ss["upload_scale"] = None if int(target) == job.world_size else {"gpus": int(target), "grow": grow}
+        C.set_workload_choice(dict(ss["wl_choice"]))
+        st.rerun()
+    if reset:
+        ss["upload_scale"] = None
+        C.set_workload_choice(dict(ss["wl_choice"]))
+        st.rerun()
+
+
 if source == "sample":
     if "wl_sample" not in ss:
         ss["wl_sample"] = choice["name"] if choice["kind"] == "sample" else C.DEFAULT_SAMPLE
@@ -56,6 +99,7 @@ elif source == "upload":
             ss["uploads"] = data
             ss["upload_result"] = result
             ss["upload_sig"] = sig
+            ss["upload_scale"] = None
             if result.workload is not None:
                 C.set_workload_choice({"kind": "upload", "names": [n for n, _ in data]})
     result = ss.get("upload_result")
@@ -71,9 +115,11 @@ elif source == "upload":
                 st.error(f"**{f.name}** could not be read: {C.public_message(f.error)}")
         if result.workload is None:
             st.warning("No uploaded file could be read, so the page still shows the previous workload.")
-        elif not files:
-            st.info(f"Using the {sum(f.ok for f in result.files)} file(s) uploaded earlier in this session; drop "
-                    "new files to replace them.")
+        else:
+            if not files:
+                st.info(f"Using the {sum(f.ok for f in result.files)} file(s) uploaded earlier in this session; "
+                        "drop new files to replace them.")
+            _scale_form(result.workload)
     elif not files:
         st.info("Drop trace files above. Until then the workload stays the built-in sample.")
 

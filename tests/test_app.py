@@ -574,3 +574,26 @@ def test_design_page_strong_scaling_of_a_plan():
     assert not at.error and "fixed global batch of 576 sequences" in texts(at.caption)
     at.number_input(key="strong_gb").set_value(500).run()
     assert "use a multiple of 96" in texts(at.error)
+
+
+def test_an_uploaded_trace_scales_to_the_cluster():
+    at = app().run()
+    at.radio(key="wl_source").set_value("upload").run()
+    files = [(p.name, p.read_bytes(), "application/gzip")
+             for p in sorted((SAMPLES / "kineto").glob("llama3-70b.rank*.pt.trace.json.gz"))]
+    at.file_uploader(key="wl_upload").set_value(files).run()
+    ok(at)
+    assert at.session_state["constraints"].gpus == 256                  # the traced job's 256 ranks
+    gpus = next(n for n in at.number_input if n.label == "GPUs")
+    gpus.set_value(1024)
+    next(b for b in at.button if b.label == "Scale").click().run()
+    ok(at)
+    assert at.header[0].value.endswith("scaled to 1,024 GPUs (dp grown)")
+    assert at.session_state["constraints"].gpus == 1024
+    assert {m.label: m.value for m in at.metric}["GPUs needed"] == "1,024"
+    next(n for n in at.number_input if n.label == "GPUs").set_value(1000)
+    next(b for b in at.button if b.label == "Scale").click().run()
+    assert "not a whole multiple of the traced 256 ranks" in texts(at.error)
+    next(b for b in at.button if b.label == "Back to the traced size").click().run()
+    ok(at)
+    assert at.session_state["constraints"].gpus == 256 and "scaled" not in at.header[0].value
