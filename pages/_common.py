@@ -62,7 +62,8 @@ PRESET_NAMES = tuple(p.name for p in list_presets())
 #: Session key of the applied calibration: {"overrides": dict, "sources": [file names], "key": str}.
 CALIBRATION_KEY = "calibration"
 PAGE_FILES = {"workload": "pages/workload.py", "constraints": "pages/constraints.py", "search": "pages/search.py",
-              "design": "pages/design.py", "compare": "pages/compare.py", "build": "pages/build.py"}
+              "design": "pages/design.py", "compare": "pages/compare.py", "build": "pages/build.py",
+              "calibrate": "pages/calibrate.py"}
 
 ss = st.session_state
 
@@ -452,16 +453,30 @@ def inputs_line() -> None:
                f"{c.gpu_model}) · change them on the Workload and Constraints pages.")
 
 
-def calibration_line(key: str) -> None:
-    """"calibrated: <files>" and a button to clear it, when a calibration is applied to the session."""
+def calibration_line(key: str, *, design: Design | None = None, search: bool = False) -> None:
+    """"calibrated: <files>" and a button to clear it, when a calibration is applied to the session; with
+    ``design`` (or ``search``) also a warning for each way the measured system differs from it."""
     cal = ss.get(CALIBRATION_KEY)
     if not cal:
         return
+    from fabric.calibrate.applicability import calibration_mismatches, search_mismatches
+
     a, b = st.columns([5, 1])
-    a.caption(f"calibrated: {', '.join(cal['sources'])} (transport parameters fitted on the Calibrate page)")
+    system = cal.get("system") if isinstance(cal.get("system"), dict) else None
+    a.caption(f"calibrated: {', '.join(cal['sources'])}"
+              + (f" (fitted on {system['name']})" if system else "")
+              + " (transport parameters fitted on the Calibrate page)")
     if b.button("Clear calibration", key=key):
         ss.pop(CALIBRATION_KEY, None)
         st.rerun()
+    if design is not None:
+        lines = calibration_mismatches(system, design, transport=cal.get("transport"), catalog=catalog_bundle().catalog)
+    elif search:
+        lines = search_mismatches(system, constraints(), transport=cal.get("transport"))
+    else:
+        lines = []
+    for line in lines:
+        st.warning(f"Calibration: {md_text(line)}.")
 
 
 def md_text(text: str) -> str:

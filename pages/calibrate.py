@@ -185,7 +185,7 @@ x, y = st.columns(2)
 if x.button("Apply to this session", type="primary", key="cal_apply", width="stretch"):
     key = hashlib.sha1(json.dumps(res.overrides, sort_keys=True, default=float).encode()).hexdigest()[:16]
     ss[C.CALIBRATION_KEY] = {"overrides": dict(res.overrides), "sources": list(res.sources), "key": key,
-                             "system": sysd.name}
+                             "system": sysd.to_dict(), "transport": res.transport}
     st.rerun()
 y.download_button("Profile (JSON)", out["profile_json"].encode(), file_name="calibration.json",
                   mime="application/json", key="cal_download", on_click="ignore", width="stretch")

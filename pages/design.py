@@ -30,7 +30,6 @@ DEFAULT_SCENARIOS = ["fail-spine", "slow-switch", "checkpoint-burst", "job-mix-s
 st.title("Design")
 C.show_url_problems()
 C.inputs_line()
-C.calibration_line("clear_cal_design")
 
 choices = C.design_choices()
 if not choices:
@@ -56,6 +55,7 @@ except FabricError as err:
     C.stop()
 
 st.caption(f"Genes: {short_label(entry['genes'])} · {design.gpus:,} GPUs, {design.gpus_per_node} per server.")
+C.calibration_line("clear_cal_design", design=design)
 st_ = ev.step_time_s
 scale, unit = charts.time_unit([st_["p50"]])
 m = st.columns(6)

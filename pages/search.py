@@ -22,7 +22,7 @@ st.title("Search", help="NSGA-II over topology family, switch and NIC models, NI
                         "Carlo samples of the step).")
 C.show_url_problems()
 C.inputs_line()
-C.calibration_line("clear_cal_search")
+C.calibration_line("clear_cal_search", search=True)
 
 
 def _allowance() -> SearchAllowance:

@@ -113,6 +113,12 @@ elif source == "upload":
         for f in result.files:
             if not f.ok:
                 st.error(f"**{f.name}** could not be read: {C.public_message(f.error)}")
+        measured = [f.name for f in result.files if f.ok and f.format in ("nccl_tests", "nccl_log")]
+        if measured and result.workload is not None and result.workload.measurements:
+            st.info(f"**{', '.join(measured)}**: measured collective times (nccl-tests / NCCL log). As a workload they "
+                    "are only the benchmark's own collectives; their real use is to fit the evaluator to your system "
+                    "on the **Calibrate** page.")
+            C.page_link("calibrate", "Open Calibrate")
         if result.workload is None:
             st.warning("No uploaded file could be read, so the page still shows the previous workload.")
         else:

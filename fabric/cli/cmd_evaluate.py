@@ -54,6 +54,7 @@ def run(args) -> int:
 
         raise FabricError(f"--samples must be between 16 and 100,000, got {args.samples}")
     overrides = _calibration(args.calibration)
+    _warn_calibration(args.calibration, design=design, catalog=catalog)
     ev = evaluate(design, workload, scenario, seed=args.seed, samples=args.samples, catalog=catalog,
                   transport_overrides=overrides)
     scaling = scaling_efficiency(design, workload, seed=args.seed, samples=args.samples, catalog=catalog,
@@ -88,6 +89,23 @@ def run(args) -> int:
     for note in ev.notes:
         print(f"note: {note}")
     return 0
+
+
+def _warn_calibration(path, *, design=None, constraints=None, catalog=None) -> None:
+    """Print a warning for each way the calibration's measured system differs from the design (or the search)."""
+    if not path:
+        return
+    import sys
+
+    from fabric.calibrate import load_profile
+    from fabric.calibrate.applicability import calibration_mismatches, search_mismatches
+
+    meta = load_profile(path).metadata
+    system, transport = meta.get("system"), meta.get("transport")
+    lines = (calibration_mismatches(system, design, transport=transport, catalog=catalog) if design is not None
+             else search_mismatches(system, constraints, transport=transport))
+    for line in lines:
+        print(f"warning: {line}", file=sys.stderr)
 
 
 def _calibration(path):

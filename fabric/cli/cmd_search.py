@@ -79,9 +79,10 @@ def run(args) -> int:
         if left_out and not args.quiet:
             sys.stderr.write(f"note: left out NIC(s) {', '.join(left_out)}: {next(iter(left_out.values()))}\n")
     scenario = load_scenario(args.scenario)
-    from fabric.cli.cmd_evaluate import _calibration
+    from fabric.cli.cmd_evaluate import _calibration, _warn_calibration
 
     overrides = _calibration(args.calibration)
+    _warn_calibration(args.calibration, constraints=cons)
     runner = make_runner(args.workers, args.scheduler)
 
     def progress(p):
