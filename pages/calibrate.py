@@ -86,6 +86,75 @@ st.caption("Measured collective times (nccl-tests output, an NCCL log with its r
            "and Design pages use them.")
 C.calibration_line("clear_cal_calibrate")
 
+
+
+@st.cache_data(show_spinner="Comparing the measured change with the prediction...", max_entries=16)
+def rollout_report(before: tuple, after: tuple, d0_json: str, d1_json: str, tolerance: float, cat_key: str,
+                   _catalog, overrides_json: str) -> dict:
+    """Read both sides, predict, compare; ``{"error": str}`` or ``{"report": dict}`` (never raises)."""
+    from fabric.design import design_from_dict
+    from fabric.rollout import rollout_check
+    from fabric.workload.ingest import ingest
+
+    sides = []
+    for label, files in (("before", before), ("after", after)):
+        res = ingest(list(files))
+        bad = [f"{f.name}: {C.public_message(f.error)}" for f in res.files if not f.ok]
+        if bad or res.workload is None:
+            return {"error": f"the '{label}' files could not be read: " + "; ".join(bad or ["no workload"])}
+        sides.append(res.workload)
+    try:
+        rep = rollout_check(sides[0], sides[1], before_design=design_from_dict(json.loads(d0_json)),
+                            after_design=design_from_dict(json.loads(d1_json)), tolerance=tolerance,
+                            catalog=_catalog, transport_overrides=json.loads(overrides_json), samples=64)
+    except FabricError as err:
+        return {"error": C.public_message(err)}
+    return {"report": rep.to_dict()}
+
+
+with st.expander("Before/after rollout check: did a change do what fabric predicted?"):
+    st.caption("Upload what was measured before and after a change (rank traces with ProfilerStep markers, or "
+               "nccl-tests runs) and pick the design each ran on: fabric predicts the change from them and flags "
+               "the model as drifted when its prediction is off by more than the tolerance "
+               "(`fabric rollout` does the same from the command line).")
+    u0, u1 = st.columns(2)
+    up_b = u0.file_uploader("Measured before", accept_multiple_files=True, key="roll_before")
+    up_a = u1.file_uploader("Measured after", accept_multiple_files=True, key="roll_after")
+    choices = C.design_choices()
+    labels = [c["label"] for c in choices]
+    if labels:
+        d0_label = u0.selectbox("Design before", labels, key="roll_d0")
+        d1_label = u1.selectbox("Design after", labels, index=min(1, len(labels) - 1), key="roll_d1")
+    tol = st.slider("Tolerance (|predicted / measured change - 1|)", 0.02, 0.5, 0.15, 0.01, key="roll_tol",
+                    format="%.2f")
+    if not labels:
+        st.info("No design to compare on: the allowed hardware cannot build one (Constraints page).")
+    elif up_b and up_a:
+        try:
+            d0 = C.design_from_genes(choices[labels.index(d0_label)]["genes"])
+            d1 = C.design_from_genes(choices[labels.index(d1_label)]["genes"])
+        except FabricError as err:
+            st.error(f"The design cannot be built: {C.public_message(err)}")
+        else:
+            cb = C.catalog_bundle()
+            out = rollout_report(tuple((f.name, f.getvalue()) for f in up_b), tuple((f.name, f.getvalue())
+                                                                                    for f in up_a),
+                                 C._design_json(d0), C._design_json(d1), float(tol), cb.key, cb.catalog,
+                                 json.dumps(C.calibration_overrides(), sort_keys=True))
+            if "error" in out:
+                st.error(f"Rollout check: {out['error']}")
+            else:
+                rep = out["report"]
+                (st.error if rep["drifted"] else st.success)(C.md_text(rep["summary"]))
+                rows = pd.DataFrame([{"what": r["what"], "measured change": f"{r['measured_ratio'] - 1:+.1%}",
+                                      "predicted change": f"{r['predicted_ratio'] - 1:+.1%}",
+                                      "drift": f"{r['drift']:+.1%}"} for r in rep["rows"]])
+                st.dataframe(rows, hide_index=True, width="stretch")
+                for n in rep["notes"]:
+                    st.caption(C.md_text(n))
+    else:
+        st.info("Upload both sides to compare.")
+
 reals = real_files()
 sources = ["upload"] + (["real"] if reals else [])
 src = st.radio("Measurements", sources, key="cal_source", horizontal=True,

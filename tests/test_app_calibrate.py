@@ -116,3 +116,21 @@ def test_design_page_explains_when_the_packet_check_is_not_offered():
     ok(at)
     info = texts(at.info)
     assert "Not offered for this design" in info or "pip install .[packet]" in info
+
+
+def test_rollout_section_flags_a_change_the_model_did_not_predict():
+    from fabric.calibrate.synthetic import DEFAULT_TRUTH, synthetic_nccl_tests
+
+    sizes = tuple(2 ** k for k in range(20, 28))
+    before = synthetic_nccl_tests(sizes=sizes, noise=0.0)
+    after = synthetic_nccl_tests(sizes=sizes, noise=0.0, truth=dict(DEFAULT_TRUTH, nvlink_efficiency=0.35))
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["evals"] = "40"
+    at.run()
+    at.switch_page("pages/calibrate.py").run()
+    at.file_uploader(key="roll_before").set_value(("before.log", before.encode(), "text/plain")).run()
+    at.file_uploader(key="roll_after").set_value(("after.log", after.encode(), "text/plain")).run()
+    at.selectbox(key="roll_d1").set_value(at.selectbox(key="roll_d0").value).run()     # the same design both times
+    assert not at.exception
+    msg = " ".join(e.value for e in at.error)
+    assert "the model DRIFTED" in msg and "predicted +0.0" in msg.replace("\\", "")
