@@ -115,6 +115,15 @@ def _strong(design_json: str, cat_key: str, preset: str, counts: tuple, override
                           transport_overrides=json.loads(transport_json))
 
 
+@st.cache_data(show_spinner="Trying single changes of the design...", max_entries=64)
+def _advice(design_json: str, wl_key: str, cat_key: str, scenario: str, _workload, _catalog,
+            overrides_json: str = "null") -> dict:
+    from fabric.advisor import advise
+
+    return advise(design_from_dict(json.loads(design_json)), _workload, SCENARIO_PRESETS[scenario], catalog=_catalog,
+                  samples=128, transport_overrides=json.loads(overrides_json))
+
+
 @st.cache_data(show_spinner=False, max_entries=128)
 def _bom(design_json: str, cat_key: str, _catalog):
     fab = build_fabric(design_from_dict(json.loads(design_json)), _catalog)
@@ -411,6 +420,12 @@ def evaluate_design(design: Design, scenario: str = "baseline"):
 def scaling_rows(design: Design):
     wb, cb = workload_bundle(), catalog_bundle()
     return _scaling(_design_json(design), wb.key, cb.key, wb.workload, cb.catalog, _overrides_json())
+
+
+def advice(design: Design, scenario: str = "baseline") -> dict:
+    """The advisor's ranked single changes of ``design`` on the session's workload (cached)."""
+    wb, cb = workload_bundle(), catalog_bundle()
+    return _advice(_design_json(design), wb.key, cb.key, scenario, wb.workload, cb.catalog, _overrides_json())
 
 
 def strong_scaling_rows(design: Design, counts: tuple, global_batch: int | None, virtual_stages: int | None):

@@ -1,0 +1,134 @@
+"""Cheapest-fix advisor: which single change of a design buys the most p99 per dollar, free policy changes first.
+
+A design review asks whether spending money is the right fix at all. :func:`advise` tries every single change of
+a design, evaluates each on the same workload, scenario and seed (so differences are the change's, not noise) and
+ranks those that shorten the p99 step:
+
+1. free policy changes (no hardware bought: routing policy, queue pairs per connection under ECMP, the
+   scheduler's placement rule, PXN), by p99 gained;
+2. hardware changes (lower oversubscription at a tier, i.e. more uplinks and spines; a second plane; a faster NIC
+   the host can feed; a separate storage network), by dollars per millisecond of p99 saved.
+
+A change that does not shorten the p99 by at least ``min_gain`` (share of the p99, default 0.5 %) is not advice;
+when none does, the answer is that no single change helps. Each change is a plain design edit, so every answer can
+be opened, priced and evaluated like any design.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fabric.errors import FabricError
+
+__all__ = ["Advice", "advise", "candidate_changes", "FREE", "HARDWARE"]
+
+FREE, HARDWARE = "free", "hardware"
+#: Placement rules a scheduler can be told to use ("scattered" is a condition of a fragmented cluster, not a rule).
+PLACEMENT_RULES = ("packed", "rail_aligned")
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One single change: ``change`` (a sentence), ``kind`` (free or hardware), the edited design's fields
+    (``edit``), its p99 and cost against the design's (negative ``delta_p99_s`` is faster), and the dollars per
+    millisecond of p99 saved (None when it saves none or costs nothing)."""
+
+    change: str
+    kind: str
+    edit: dict
+    delta_p99_s: float
+    delta_cost_usd: float
+    usd_per_ms_saved: float | None
+    p99_s: float
+    cost_usd: float
+
+    def to_dict(self) -> dict:
+        return {"change": self.change, "kind": self.kind, "edit": dict(self.edit), "delta_p99_s": self.delta_p99_s,
+                "delta_cost_usd": self.delta_cost_usd, "usd_per_ms_saved": self.usd_per_ms_saved,
+                "p99_s": self.p99_s, "cost_usd": self.cost_usd}
+
+
+def candidate_changes(design, catalog=None) -> list[tuple[str, str, dict]]:
+    """Every single change worth trying: ``(sentence, kind, fields to replace)``; invalid ones are filtered later
+    by building them."""
+    from fabric.catalog import compatible_nics, default_catalog
+    from fabric.design.schema import ROUTING_POLICIES
+
+    cat = catalog or default_catalog()
+    out: list[tuple[str, str, dict]] = []
+    for r in ROUTING_POLICIES:
+        if r != design.routing:
+            out.append((f"routing {design.routing} -> {r}", FREE, {"routing": r}))
+    if design.routing == "ecmp":
+        for q in (2, 4, 8, 16):
+            if q > design.qps_per_connection:
+                out.append((f"queue pairs per connection {design.qps_per_connection} -> {q} (more ECMP entropy)",
+                            FREE, {"qps_per_connection": q}))
+    for p in PLACEMENT_RULES:
+        if p != design.placement:
+            out.append((f"placement rule {design.placement} -> {p}", FREE, {"placement": p}))
+    if design.family == "rail_optimized" and not design.pxn:
+        out.append(("PXN on (cross-rail traffic over NVLink to the destination's rail)", FREE, {"pxn": True}))
+    over = list(design.oversubscription) + [1.0] * (2 - len(design.oversubscription))
+    for tier, name in ((0, "leaf"), (1, "spine")):
+        o = over[tier]
+        if o > 1.0:
+            lower = max(1.0, o / 2.0 if o >= 2.0 else 1.0)
+            new = list(over)
+            new[tier] = lower
+            out.append((f"{name} oversubscription {o:g}:1 -> {lower:g}:1 (more uplinks and spines)", HARDWARE,
+                        {"oversubscription": tuple(new)}))
+    nic = cat.nic(design.nic_model)
+    if design.planes == 1 and nic.ports >= 2 and nic.ports % 2 == 0 and design.family != "dragonfly":
+        out.append(("a second plane (each NIC's ports split over two planes)", HARDWARE, {"planes": 2}))
+    faster = [m for m in compatible_nics(cat, design.gpu_model, design.nics_per_gpu)
+              if cat.nic(m).fabric in (nic.fabric, "vpi", "any")
+              and cat.nic(m).ports * cat.nic(m).port_speed_bps > nic.ports * nic.port_speed_bps]
+    if faster:
+        best = min(faster, key=lambda m: (cat.nic(m).ports * cat.nic(m).port_speed_bps, cat.nic(m).price_usd))
+        out.append((f"faster NICs {design.nic_model} -> {best}", HARDWARE, {"nic_model": best}))
+    if not design.storage_isolation:
+        out.append(("a separate storage network (checkpoint traffic off the training fabric)", HARDWARE,
+                    {"storage_isolation": True}))
+    return out
+
+
+def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samples: int = 128,
+           min_gain: float = 0.005, transport_overrides: dict | None = None) -> dict:
+    """Rank single changes of ``design`` (see the module docstring).
+
+    Returns ``{"design", "p99_s", "cost_usd", "advice": [Advice.to_dict()...], "not_helping": [...],
+    "not_possible": [{"change", "reason"}...], "answer": sentence}``.
+    """
+    from fabric.evaluate import evaluate
+
+    if not 0 <= min_gain < 1:
+        raise FabricError(f"advisor: min_gain must be a share in [0, 1), got {min_gain!r}")
+    kw = dict(catalog=catalog, seed=seed, samples=samples, transport_overrides=transport_overrides)
+    base = evaluate(design, workload, scenario, **kw)
+    p0, c0 = base.step_time_s["p99"], base.cost_usd
+    helping, others, impossible = [], [], []
+    for sentence, kind, edit in candidate_changes(design, catalog):
+        try:
+            d = design.replace(**edit)
+            ev = evaluate(d, workload, scenario, **kw)
+        except FabricError as err:
+            impossible.append({"change": sentence, "reason": " ".join(str(err).split())})
+            continue
+        dp, dc = ev.step_time_s["p99"] - p0, ev.cost_usd - c0
+        per_ms = dc / (-dp * 1e3) if dp < 0 and dc > 0 else None
+        a = Advice(sentence, kind, edit, dp, dc, per_ms, ev.step_time_s["p99"], ev.cost_usd)
+        (helping if -dp >= min_gain * p0 else others).append(a)
+    free = sorted((a for a in helping if a.kind == FREE or a.delta_cost_usd <= 0),
+                  key=lambda a: (a.delta_p99_s, a.delta_cost_usd))
+    paid = sorted((a for a in helping if a not in free), key=lambda a: (a.usd_per_ms_saved, a.delta_p99_s))
+    ranked = free + paid
+    if ranked:
+        top = ranked[0]
+        answer = (f"best single change: {top.change} ({top.delta_p99_s * 1e3:+,.1f} ms p99, "
+                  + ("no hardware" if top.kind == FREE else f"${top.delta_cost_usd:+,.0f}") + ")")
+    else:
+        answer = (f"no single change shortens the p99 step ({p0 * 1e3:,.1f} ms) by {min_gain:.1%} or more: the "
+                  f"network is not what sets this step's pace, or it needs more than one change")
+    return {"design": design.name, "p99_s": p0, "cost_usd": c0, "advice": [a.to_dict() for a in ranked],
+            "not_helping": [a.to_dict() for a in others], "not_possible": impossible, "answer": answer}
