@@ -442,7 +442,7 @@ def test_design_page_shows_everything():
     assert any("total (USD)" in t.columns for t in tables)                  # bill of materials
     assert any(s.value == "Cheapest fixes" for s in at.subheader)
     assert any("routing" in str(v) for t in tables if "change" in t.columns for v in t["change"]) or \
-        "no single change shortens" in texts(at.markdown)
+        "No single change shortens" in texts(at.markdown)
     # every caption names the unit its chart or table uses (the p99 breakdown is in ms while steps are in s)
     brk_unit = figs[2]["layout"]["xaxis"]["title"]["text"].rsplit("(", 1)[1].rstrip(")")
     assert brk_unit == "ms"
