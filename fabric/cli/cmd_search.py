@@ -21,10 +21,19 @@ def register(sub) -> None:
         ),
         epilog=("examples:\n  fabric search -w sample_traces/llama3-70b.json --gpus 1024 --budget-evals 3000 --out out/\n"
                 "  fabric search -w w.json --constraints limits.yaml --budget-seconds 60 --workers 2 --out out/\n"
-                "  fabric search -w w.json --constraints small.yaml --exhaustive --out out/"),
+                "  fabric search -w w.json --constraints small.yaml --exhaustive --out out/\n"
+                "  fabric search -w llama.json -w moe.json --robust worst --scenarios baseline,fail-spine --out out/"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--workload", "-w", required=True, nargs="+", metavar="FILE", help="workload or trace file(s)")
+    p.add_argument("--workload", "-w", required=True, nargs="+", action="append", metavar="FILE",
+                   help="workload or trace file(s); repeat -w for several workloads (a robust search, --robust)")
+    p.add_argument("--robust", choices=["worst", "mean"],
+                   help="optimise over every -w workload and --scenarios case: the worst or the weighted-mean p99 "
+                        "relative to the fat-tree baseline (fabric.search.robust); needed with several -w")
+    p.add_argument("--weights", metavar="W1,W2,...", help="weights of the -w workloads for --robust mean (default "
+                                                          "equal)")
+    p.add_argument("--scenarios", metavar="S1,S2,...",
+                   help="scenario presets every design is judged under with --robust (default baseline)")
     p.add_argument("--constraints", "-c", metavar="FILE", help="constraints (JSON/YAML; see docs/search.md)")
     p.add_argument("--gpus", type=int, help="GPU count (overrides the constraints file; default: the workload's)")
     budget = p.add_mutually_exclusive_group()
@@ -49,6 +58,47 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def _workload_arg(args):
+    """One workload from the -w files, or a robust objective over several -w groups and --scenarios."""
+    from pathlib import Path
+
+    from fabric.cli.common import load_workload_files
+    from fabric.errors import FabricError
+    from fabric.evaluate import load_scenario
+    from fabric.search.robust import RobustObjective
+
+    groups = args.workload
+    if len(groups) > 1 and not args.robust:
+        raise FabricError(f"{len(groups)} workloads (-w given {len(groups)} times): choose how to combine them with "
+                          f"--robust worst or --robust mean")
+    if not args.robust:
+        if args.weights or args.scenarios:
+            raise FabricError("--weights and --scenarios only apply with --robust")
+        return load_workload_files(groups[0])
+    if args.scenario != "baseline":
+        raise FabricError("with --robust give the scenarios as --scenarios a,b,... (every design is judged under "
+                          "each), not --scenario")
+    weights = [1.0] * len(groups)
+    if args.weights:
+        try:
+            weights = [float(x) for x in args.weights.split(",")]
+        except ValueError:
+            raise FabricError(f"--weights {args.weights!r}: expected numbers separated by commas") from None
+        if len(weights) != len(groups):
+            raise FabricError(f"--weights gives {len(weights)} weight(s) for {len(groups)} workload(s)")
+    names, used = [], set()
+    for g in groups:
+        n = Path(g[0]).name.split(".")[0] or "workload"
+        k, base = 2, n
+        while n in used:
+            n, k = f"{base}-{k}", k + 1
+        used.add(n)
+        names.append(n)
+    scenarios = tuple(load_scenario(x.strip()) for x in (args.scenarios or "baseline").split(",") if x.strip())
+    return RobustObjective(tuple((n, load_workload_files(g), w) for n, g, w in zip(names, groups, weights)),
+                           scenarios, mode=args.robust)
+
+
 def run(args) -> int:
     import dataclasses
 
@@ -59,7 +109,7 @@ def run(args) -> int:
     from fabric.search import Constraints, exhaustive_search, load_constraints, make_runner, run_search
 
     catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
-    workload = load_workload_files(args.workload)
+    workload = _workload_arg(args)
     cons = load_constraints(args.constraints) if args.constraints else None
     need = max(j.world_size for j in workload.jobs if j.kind != "storage") if any(
         j.kind != "storage" for j in workload.jobs) else None
@@ -108,5 +158,17 @@ def run(args) -> int:
     out = res.write(args.out)
     for line in res.summary_lines():
         print(line)
+    from fabric.search.robust import RobustObjective, robust_lines
+
+    if isinstance(workload, RobustObjective):
+        import json as _json
+
+        lines = robust_lines(res)
+        for line in lines:
+            print(line)
+        (out / "robust.json").write_text(_json.dumps(
+            {"objective": workload.name, "lines": lines,
+             "front": [{"design": r["design"], "cost_usd": r["cost_usd"], "robust_slowdown": r.get("robust_slowdown"),
+                        "p99_by_case_s": r.get("p99_by_case")} for r in res.front]}, indent=2, default=float))
     print(f"results in {out}/ (evaluations.csv, pareto.csv, baselines.csv, summary.json)")
     return 0 if res.feasible else 3

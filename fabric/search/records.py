@@ -32,8 +32,12 @@ def design_key(design) -> str:
 
 
 def workload_key(workload) -> str:
-    """A stable key of a workload's content."""
+    """A stable key of a workload's content (or of a robust objective's: its workloads, weights, scenarios)."""
+    from fabric.search.robust import RobustObjective, robust_key
     from fabric.workload.model import dump_workload_json
+
+    if isinstance(workload, RobustObjective):
+        return robust_key(workload)
 
     return hashlib.sha1(dump_workload_json(workload, indent=None).encode()).hexdigest()[:16]
 
@@ -59,8 +63,14 @@ def violations(rec: dict, constraints) -> dict:
 
 def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog, constraints,
                     genome=None, repairs=(), transport_overrides=None) -> dict:
-    """Evaluate ``design`` and flatten the result; an unbuildable design gives a record saying why."""
+    """Evaluate ``design`` and flatten the result; an unbuildable design gives a record saying why. A
+    :class:`~fabric.search.robust.RobustObjective` as ``workload`` gives one record over all its cases."""
     from fabric.evaluate import evaluate
+    from fabric.search.robust import RobustObjective, evaluate_robust_record
+
+    if isinstance(workload, RobustObjective):
+        return evaluate_robust_record(design, workload, scenario, seed, samples, catalog, constraints,
+                                      genome=genome, repairs=repairs, transport_overrides=transport_overrides)
 
     rec = {"key": design_key(design), "design": design.name, "family": design.family,
            "switch_model": design.switch_model, "nic_model": design.nic_model, "nics_per_gpu": design.nics_per_gpu,

@@ -255,6 +255,22 @@ class _HV:
         return hypervolume(F, self.ref)
 
 
+def _with_robust_references(workload, space, seed, samples, overrides):
+    """A robust objective normalised by the first buildable human baseline (fabric.search.robust); other
+    workloads unchanged."""
+    from fabric.search.robust import RobustObjective
+
+    if not isinstance(workload, RobustObjective) or workload.references is not None:
+        return workload
+    for d in baseline_designs(space):
+        try:
+            return workload.with_references(d, seed=seed, samples=samples, catalog=space.catalog,
+                                            transport_overrides=overrides)
+        except FabricError:
+            continue
+    return workload
+
+
 def _check_budget(budget_evals, budget_seconds):
     limits = current_limits()
     if budget_evals is None and budget_seconds is None:
@@ -286,6 +302,7 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
     n_obj = 3 if constraints.optimize_power else 2
+    workload = _with_robust_references(workload, space, ev_seed, samples, transport_overrides)
     session = _Session(space, workload, scenario, ev_seed, samples, runner, space.catalog, constraints,
                        transport_overrides)
     t0 = time.perf_counter()
@@ -379,6 +396,7 @@ def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runn
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
     n_obj = 3 if constraints.optimize_power else 2
+    workload = _with_robust_references(workload, space, seed, samples, transport_overrides)
     session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints,
                        transport_overrides)
     t0 = time.perf_counter()
@@ -413,6 +431,7 @@ def random_search(workload, constraints: Constraints, *, budget_evals: int, seed
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
     n_obj = 3 if constraints.optimize_power else 2
+    workload = _with_robust_references(workload, space, ev_seed, samples, None)
     session = _Session(space, workload, scenario, ev_seed, samples, runner, space.catalog, constraints)
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
