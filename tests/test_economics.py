@@ -64,3 +64,41 @@ def test_parameters_are_checked():
     for bad in ({"life_years": 0}, {"pue": 0.8}, {"electricity_usd_per_kwh": -1}, {"life_years": float("nan")}):
         with pytest.raises(FabricError, match="economics parameter"):
             EconomicsParams(**bad)
+
+
+def test_search_can_minimize_cost_per_step(mixtral):
+    from fabric.search import Constraints, run_search
+    c = Constraints(gpus=256, cost_objective="cost_per_step", life_years=5.0)
+    res = run_search(mixtral, c, budget_evals=120, seed=0, samples=32)
+    feas = [r for r in res.records if r["feasible"] and r.get("in_space", True)]
+    # every record carries the cost per step of fabric.economics under the constraints' parameters
+    r = feas[0]
+    life_s = 5 * 365.25 * 86400
+    per_s = (9_280_000 + r["cost_usd"]) / life_s + (326_400 + r["power_w"]) * 1.3 * 0.08 / 3.6e6
+    assert r["usd_per_step"] == pytest.approx(per_s * r["p99_s"], rel=1e-9)
+    # the front is the non-dominated set in (cost per step, p99), not in (network capex, p99)
+    outside = {b["key"] for b in res.baselines if not b.get("in_space", True)}
+    pool = [x for x in feas if x["key"] not in outside]
+    assert res.front
+    for f in res.front:
+        assert not any(x["usd_per_step"] <= f["usd_per_step"] and x["p99_s"] <= f["p99_s"]
+                       and (x["usd_per_step"] < f["usd_per_step"] or x["p99_s"] < f["p99_s"]) for x in pool)
+    with pytest.raises(FabricError, match="cost_objective"):
+        Constraints(gpus=256, cost_objective="tco")
+    with pytest.raises(FabricError, match="pue"):
+        Constraints(gpus=256, pue=0.9)
+
+
+def test_evaluate_json_carries_economics_and_scaling_alarm(capsys):
+    import json
+
+    from fabric.cli.cmd_evaluate import _scaling_warnings
+    from fabric.cli.main import main
+
+    assert main(["evaluate", "-w", str(ROOT / "sample_traces" / "mixtral-8x7b.json"), "-d", "fat-tree", "--gpus",
+                 "256", "--samples", "16", "--json"]) == 0
+    eco = json.loads(capsys.readouterr().out)["economics"]
+    assert {"usd_per_step", "gpu_idle_fraction_network", "usd_per_hour", "idle_usd_per_step"} <= set(eco)
+    rows = [{"gpus": 256, "efficiency_p99": 1.0}, {"gpus": 1024, "efficiency_p99": 0.79}]
+    assert "79% at p99, below 80%" in _scaling_warnings(rows)[0]
+    assert _scaling_warnings([{"gpus": 256, "efficiency_p99": 1.0}, {"gpus": 1024, "efficiency_p99": 0.8}]) == []

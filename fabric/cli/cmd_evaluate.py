@@ -36,6 +36,10 @@ def register(sub) -> None:
                    help="calibration profile from 'fabric calibrate --out' (fitted transport parameters)")
     p.add_argument("--scaling", action="store_true",
                    help="also report step throughput at N, 2N and 4N GPUs relative to linear (weak scaling)")
+    p.add_argument("--life-years", type=float, default=4.0,
+                   help="amortization of servers and network for the cost per step (default 4)")
+    p.add_argument("--usd-per-kwh", type=float, default=0.08, help="electricity price (default 0.08 USD/kWh)")
+    p.add_argument("--pue", type=float, default=1.3, help="facility power / IT power (default 1.3)")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
     p.set_defaults(func=run)
 
@@ -59,10 +63,17 @@ def run(args) -> int:
                   transport_overrides=overrides)
     scaling = scaling_efficiency(design, workload, seed=args.seed, samples=args.samples, catalog=catalog,
                                  scenario=scenario, transport_overrides=overrides) if args.scaling else None
+    from fabric.economics import EconomicsParams, economics
+
+    eco = economics(ev, design, catalog=catalog, params=EconomicsParams(
+        life_years=args.life_years, electricity_usd_per_kwh=args.usd_per_kwh, pue=args.pue))
+    warnings = _scaling_warnings(scaling)
     if args.json:
         out = ev.to_dict()
+        out["economics"] = eco
         if scaling is not None:
             out["scaling"] = scaling
+            out["scaling_warnings"] = warnings
         print(json.dumps(out, indent=2, default=float))
         return 0
     st = ev.step_time_s
@@ -72,6 +83,9 @@ def run(args) -> int:
     print(f"lower bound {ms(ev.lower_bound_s)} (compute {ms(ev.compute_s)}); p99 is "
           f"{st['p99'] / ev.lower_bound_s:.2f}x the bound" if ev.lower_bound_s > 0 else "")
     print(f"network capex ${ev.cost_usd:,.0f}, power {ev.power_w / 1e3:,.1f} kW")
+    print(f"cost per step ${eco['usd_per_step']:,.2f} (cluster ${eco['usd_per_hour']:,.0f}/h over "
+          f"{args.life_years:g} years, PUE {args.pue:g}, ${args.usd_per_kwh:g}/kWh); GPUs wait on the network "
+          f"{eco['gpu_idle_fraction_network']:.1%} of the p99 step (${eco['idle_usd_per_step']:,.2f} per step)")
     print("\nops (time per call; exposed = its share of the p99 step):")
     for o in ev.ops:
         print(f"  {o.kind:15s} {o.group:10s} {o.bytes / 1e6:10.2f} MB x{o.count_per_step:<8g} {o.algorithm:18s} "
@@ -88,7 +102,25 @@ def run(args) -> int:
                   f"  (p99 {row['efficiency_p99']:6.1%})  network ${row['cost_usd']:,.0f}")
     for note in ev.notes:
         print(f"note: {note}")
+    for w in warnings:
+        print(f"warning: {w}")
     return 0
+
+
+#: Scaling efficiency below this from N to the largest size tested is flagged (practitioners' alarm at 4x growth:
+#: facts.md section 11).
+SCALING_ALARM = 0.80
+
+
+def _scaling_warnings(rows) -> list[str]:
+    """A warning when the p99 scaling efficiency at the largest size falls below :data:`SCALING_ALARM`."""
+    if not rows:
+        return []
+    last = rows[-1]
+    if last["efficiency_p99"] < SCALING_ALARM:
+        return [f"scaling efficiency from {rows[0]['gpus']:,} to {last['gpus']:,} GPUs is {last['efficiency_p99']:.0%} "
+                f"at p99, below {SCALING_ALARM:.0%}: the network will not keep up with the cluster's growth"]
+    return []
 
 
 def _warn_calibration(path, *, design=None, constraints=None, catalog=None) -> None:

@@ -43,6 +43,9 @@ def register(sub) -> None:
     p.add_argument("--pop-size", type=int, default=40, help="population size (default 40)")
     p.add_argument("--samples", type=int, default=256, help="Monte Carlo samples per evaluation (default 256)")
     p.add_argument("--scenario", default="baseline", help="scenario to evaluate every design under")
+    p.add_argument("--cost-objective", choices=["network_capex", "cost_per_step"],
+                   help="what to minimize beside p99: network capex (default) or the cost of a training step with "
+                        "GPU time counted (fabric.economics; life, price and PUE from the constraints file)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=int, help="evaluate on this many local worker processes")
     where.add_argument("--scheduler", metavar="ADDR",
@@ -122,6 +125,8 @@ def run(args) -> int:
     if gpus % gpn:
         gpus = -(-gpus // gpn) * gpn
     cons = dataclasses.replace(cons, gpus=gpus) if cons else Constraints(gpus=gpus)
+    if args.cost_objective:
+        cons = dataclasses.replace(cons, cost_objective=args.cost_objective)
     if cons.nic_models:
         from fabric.search import DesignSpace
 

@@ -12,7 +12,10 @@ import yaml
 from fabric.design.schema import FAMILIES, PLACEMENTS, ROUTING_POLICIES, TRANSPORTS
 from fabric.errors import FabricError
 
-__all__ = ["Constraints", "ConstraintError", "constraints_from_dict", "load_constraints"]
+__all__ = ["Constraints", "ConstraintError", "constraints_from_dict", "load_constraints", "COST_OBJECTIVES"]
+
+#: What a search may minimize beside the p99 step.
+COST_OBJECTIVES = ("network_capex", "cost_per_step")
 
 
 class ConstraintError(FabricError):
@@ -46,6 +49,12 @@ class Constraints:
     cable_count: int | None = None
     p99_target_s: float | None = None
     optimize_power: bool = False
+    #: what the search minimizes beside p99: "network_capex" (USD), or "cost_per_step" (servers and network
+    #: amortized over ``life_years`` plus power x PUE x electricity price, times the p99 step: fabric.economics)
+    cost_objective: str = "network_capex"
+    life_years: float = 4.0
+    electricity_usd_per_kwh: float = 0.08
+    pue: float = 1.3
 
     def __post_init__(self):
         def bad(f, msg):
@@ -91,6 +100,19 @@ class Constraints:
             bad("planes", "allowed values are 1 and 2")
         if not self.nics_per_gpu or any(n <= 0 for n in self.nics_per_gpu):
             bad("nics_per_gpu", "give positive NIC-per-GPU counts")
+        if self.cost_objective not in COST_OBJECTIVES:
+            bad("cost_objective", f"choose one of {', '.join(COST_OBJECTIVES)}, got {self.cost_objective!r}")
+        try:
+            self.economics()
+        except FabricError as err:
+            raise ConstraintError(f"constraint {str(err).replace('economics parameter ', '')}") from None
+
+    def economics(self):
+        """The :class:`fabric.economics.EconomicsParams` these constraints value GPU time with."""
+        from fabric.economics import EconomicsParams
+
+        return EconomicsParams(life_years=self.life_years, electricity_usd_per_kwh=self.electricity_usd_per_kwh,
+                               pue=self.pue)
 
     def to_dict(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}

@@ -83,12 +83,18 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
         ev = evaluate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog,
                       transport_overrides=transport_overrides)
     except FabricError as err:
+        rec.update({"usd_per_step": INFEASIBLE_COST, "gpu_idle_fraction_network": 1.0})
         rec.update({"buildable": False, "error": " ".join(str(err).split()), "cost_usd": INFEASIBLE_COST,
                     "power_w": INFEASIBLE_COST, "p50_s": INFEASIBLE_P99, "p95_s": INFEASIBLE_P99,
                     "p99_s": INFEASIBLE_P99, "mean_s": INFEASIBLE_P99, "lower_bound_s": 0.0, "cable_count": 0,
                     "radix": 0, "tiers": 0, **{f"{c}_usd": 0.0 for c in _CATEGORIES}})
     else:
         st = ev.step_time_s
+        from fabric.economics import economics
+
+        eco = economics(ev, design, catalog=catalog, params=constraints.economics())
+        rec.update({"usd_per_step": eco["usd_per_step"],
+                    "gpu_idle_fraction_network": eco["gpu_idle_fraction_network"]})
         rec.update({"buildable": True, "error": "", "cost_usd": ev.cost_usd, "power_w": ev.power_w,
                     "p50_s": st["p50"], "p95_s": st["p95"], "p99_s": st["p99"], "mean_s": st["mean"],
                     "lower_bound_s": ev.lower_bound_s, "cable_count": ev.cable_count, "radix": ev.radix,
@@ -97,7 +103,13 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
     v = violations(rec, constraints)
     rec["violations"] = v
     rec["feasible"] = all(x <= 0 for x in v.values())
+    rec["objective_cost"] = objective_cost(rec, constraints)
     return rec
+
+
+def objective_cost(rec: dict, constraints) -> float:
+    """The cost the search minimizes for ``rec`` under ``constraints`` (network capex or cost per step)."""
+    return float(rec["usd_per_step"] if constraints.cost_objective == "cost_per_step" else rec["cost_usd"])
 
 
 class EvaluationCache:

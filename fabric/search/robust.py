@@ -137,9 +137,14 @@ def evaluate_robust_record(design, obj: RobustObjective, scenario, seed: int, sa
     worst = max(by_case.values())
     best = min(by_case.values())
     out["p99_spread"] = worst / best if best > 0 else float("inf")
+    # cost per step follows the combined step the same way (it is proportional to the p99 step)
+    out["usd_per_step"] = float(recs[0][2]["usd_per_step"]) * out["p99_s"] / recs[0][2]["p99_s"]
     v = violations(out, constraints)
     out["violations"] = v
     out["feasible"] = all(x <= 0 for x in v.values())
+    from fabric.search.records import objective_cost
+
+    out["objective_cost"] = objective_cost(out, constraints)
     return out
 
 

@@ -94,7 +94,8 @@ class _Problem(Problem):
 
 
 def _objectives(rec: dict, n_obj: int) -> list[float]:
-    f = [rec["cost_usd"], rec["p99_s"]]
+    # objective_cost: network capex or cost per step, as the search's constraints ask (records.objective_cost)
+    f = [rec.get("objective_cost", rec["cost_usd"]), rec["p99_s"]]
     if n_obj == 3:
         f.append(rec["power_w"])
     return f
@@ -109,8 +110,12 @@ def _judged(rec: dict, constraints) -> dict:
     """A copy of a record with its violations and feasibility under ``constraints``."""
     from fabric.search.records import violations
 
+    from fabric.search.records import objective_cost
+
     v = violations(rec, constraints)
-    return {**rec, "violations": v, "feasible": all(x <= 0 for x in v.values())}
+    out = {**rec, "violations": v, "feasible": all(x <= 0 for x in v.values())}
+    out["objective_cost"] = objective_cost(out, constraints)
+    return out
 
 
 class _Session:
@@ -124,7 +129,8 @@ class _Session:
         self.wl_key = workload_key(workload)
         # what the cache key adds to the design: the same for every evaluation of this search
         self._context_key = (self.wl_key, json.dumps(scenario.to_dict(), sort_keys=True), seed, samples, id(catalog),
-                             json.dumps(self.overrides, sort_keys=True))
+                             json.dumps(self.overrides, sort_keys=True),
+                             json.dumps(constraints.economics().to_dict(), sort_keys=True))
         self.records: dict[str, dict] = {}
         self.outside: set[str] = set()      # keys of designs the constraints do not allow (the human baselines)
         self.cache_hits = 0
