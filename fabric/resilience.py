@@ -1,0 +1,198 @@
+"""Resilience of a built fabric: can one switch or one link failure cut the GPUs apart?
+
+facts.md section 8: a fabric in which one switch failure disconnects GPUs from each other is not deployable. The
+check works on the fabric's actual cabling. GPUs of one scale-up domain reach each other over NVLink, so each
+domain is one node of a graph whose other nodes are the switches; a domain is joined to every switch one of its
+NIC ports is cabled to, and switches to each other by their links. Removing one switch (or one link) can
+
+- **lose** the domains whose every network attachment goes through it (the servers under a top-of-rack leaf when
+  it fails: their GPUs are gone from the job, which is a failure domain of servers, not a partition), or
+- **partition** the fabric: the surviving domains fall into two or more groups that cannot reach each other (a
+  single spine above several leaves; a pod whose only path to the others is one core).
+
+:func:`failure_analysis` finds both exactly: articulation points and bridges of the graph (networkx) are the only
+candidates, and each is checked by removing it and counting connected components (scipy). It also reports, per
+leaf, how many distinct switches its uplinks reach (the N of N+1 redundancy).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fabric.topology.fabric import LINK_KINDS
+
+__all__ = ["failure_analysis"]
+
+_NETWORK = {LINK_KINDS.index(k) for k in LINK_KINDS if k not in ("nvlink", "pcie")}
+
+
+def _graph(fabric):
+    """(node count, domain count, edge arrays a, b, multiplicity) of the collapsed graph: domains first, then
+    switches (switch node id - switch_base + domains)."""
+    n_dom = int(fabric.gpu_domain.max()) + 1 if fabric.n_gpus else 0
+    # a NIC's domain: the domain of a GPU it serves
+    nic_dom = np.zeros(fabric.n_nics, np.int64)
+    nic_dom[fabric.gpu_nics.ravel() - fabric.nic_base] = np.repeat(fabric.gpu_domain, fabric.gpu_nics.shape[1])
+    a, b, kind = fabric.link_a, fabric.link_b, fabric.link_kind
+    net = np.isin(kind, list(_NETWORK))
+
+    def node(x):
+        x = np.asarray(x)
+        out = np.full(x.shape, -1, np.int64)
+        is_nic = (x >= fabric.nic_base) & (x < fabric.nic_base + fabric.n_nics)
+        out[is_nic] = nic_dom[x[is_nic] - fabric.nic_base]
+        is_sw = (x >= fabric.switch_base) & (x < fabric.switch_base + fabric.n_switches)
+        out[is_sw] = x[is_sw] - fabric.switch_base + n_dom
+        return out
+
+    u, v = node(a[net]), node(b[net])
+    keep = (u >= 0) & (v >= 0) & (u != v)
+    u, v = np.minimum(u[keep], v[keep]), np.maximum(u[keep], v[keep])
+    n = n_dom + fabric.n_switches
+    codes, mult = np.unique(u * n + v, return_counts=True)     # one 1-D sort: far faster than unique rows
+    pairs = np.stack([codes // n, codes % n], axis=1)
+    return n, n_dom, pairs, mult
+
+
+def _components(n: int, pairs: np.ndarray, removed_node: int | None = None, removed_pair: int | None = None):
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    keep = np.ones(len(pairs), bool)
+    if removed_node is not None:
+        keep &= (pairs[:, 0] != removed_node) & (pairs[:, 1] != removed_node)
+    if removed_pair is not None:
+        keep[removed_pair] = False
+    p = pairs[keep]
+    m = coo_matrix((np.ones(len(p)), (p[:, 0], p[:, 1])), shape=(n, n))
+    return connected_components(m, directed=False)[1]
+
+
+def _verdict(labels: np.ndarray, n_dom: int, lost: np.ndarray) -> bool:
+    """True when the surviving (not lost) domains fall into more than one component."""
+    alive = np.ones(n_dom, bool)
+    alive[lost] = False
+    return np.unique(labels[:n_dom][alive]).size > 1
+
+
+def failure_analysis(fabric, *, max_listed: int = 10) -> dict:
+    """Single points of failure of ``fabric`` (see the module docstring).
+
+    Returns ``partitions_on_single_failure`` (bool), ``partitioning_switches`` and ``partitioning_links`` (labels,
+    at most ``max_listed`` each, with their counts), ``gpus_lost_on_worst_switch_failure`` (GPUs whose every
+    network port goes through one switch: a top-of-rack leaf's servers), and ``min_uplink_switches`` (the fewest
+    distinct switches any leaf's uplinks reach; 0 for a one-switch fabric).
+    """
+    n, n_dom, pairs, mult = _graph(fabric)
+    if len(pairs) > EXACT_MAX_PAIRS and fabric.family != "dragonfly":
+        return _structural(fabric, n, n_dom, pairs, mult, max_listed)
+    import networkx as nx
+
+    gpus_per_dom = np.bincount(fabric.gpu_domain, minlength=n_dom)
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(map(tuple, pairs.tolist()))
+    nbrs_of_dom = [set() for _ in range(n_dom)]
+    for u, v in pairs.tolist():
+        if u < n_dom <= v:
+            nbrs_of_dom[u].add(v)
+    cut_switches, lost_worst = [], 0
+    # blocks at each cut vertex: a block {s, d} with domain d attached only to s is a lost server, not a split;
+    # a cut switch with at most one other block cannot partition the surviving domains (no component check)
+    other_blocks: dict[int, int] = {}
+    for block in nx.biconnected_components(g):
+        lone = len(block) == 2 and any(x < n_dom and len(nbrs_of_dom[x]) == 1 for x in block)
+        if lone:
+            continue
+        for x in block:
+            if x >= n_dom:
+                other_blocks[x] = other_blocks.get(x, 0) + 1
+    for s in nx.articulation_points(g):
+        if s < n_dom:
+            continue
+        lost = np.array([d for d in range(n_dom) if nbrs_of_dom[d] == {s}], np.int64)
+        lost_worst = max(lost_worst, int(gpus_per_dom[lost].sum()) if lost.size else 0)
+        if other_blocks.get(s, 0) >= 2 and _verdict(_components(n, pairs, removed_node=s), n_dom, lost):
+            cut_switches.append(s)
+    if fabric.n_switches == 1 and n_dom > 1:                # a one-switch fabric: its failure cuts every domain off
+        cut_switches.append(n_dom)
+    single = {tuple(p): i for i, (p, m) in enumerate(zip(pairs.tolist(), mult)) if m == 1}
+    cut_links = []
+    for u, v in nx.bridges(g):
+        key = (min(u, v), max(u, v))
+        if key not in single:
+            continue                                      # parallel cables: one of them failing cuts nothing
+        lost = np.array([d for d, other in ((u, v), (v, u)) if d < n_dom and nbrs_of_dom[d] == {other}], np.int64)
+        if _verdict(_components(n, pairs, removed_pair=single[key]), n_dom, lost):
+            cut_links.append(key)
+    return _report(fabric, n_dom, pairs, cut_switches, cut_links, lost_worst, max_listed, "exact")
+
+
+#: Above this many distinct cabled pairs the check is structural (layered fabrics; see :func:`_structural`).
+EXACT_MAX_PAIRS = 5_000
+
+
+def _up_sets(fabric, n_dom, pairs):
+    """Per switch node: (its tier, the distinct switches of the next tier up it is cabled to)."""
+    sw_tier = fabric.node_tier[fabric.switch_base:fabric.switch_base + fabric.n_switches].astype(np.int64)
+    ss = pairs[(pairs[:, 0] >= n_dom) & (pairs[:, 1] >= n_dom)]
+    t0, t1 = sw_tier[ss[:, 0] - n_dom], sw_tier[ss[:, 1] - n_dom]
+    lo = np.where(t0 <= t1, ss[:, 0], ss[:, 1])
+    hi = np.where(t0 <= t1, ss[:, 1], ss[:, 0])
+    up = sw_tier[hi - n_dom] > sw_tier[lo - n_dom]
+    return sw_tier, lo[up], hi[up]
+
+
+def _report(fabric, n_dom, pairs, cut_switches, cut_links, lost_worst, max_listed, method) -> dict:
+    sw_tier, lo, hi = _up_sets(fabric, n_dom, pairs)
+    leaves = np.flatnonzero(sw_tier == 0) + n_dom
+    if fabric.tiers > 1 and leaves.size:
+        uniq = np.unique(np.stack([lo, hi], axis=1), axis=0)
+        per_leaf = np.bincount(uniq[:, 0], minlength=n_dom + fabric.n_switches)[leaves]
+        min_up = int(per_leaf.min())
+    else:
+        min_up = 0
+
+    def label(x):
+        return fabric.node_label(int(x - n_dom + fabric.switch_base)) if x >= n_dom else f"domain{x}"
+
+    return {
+        "partitions_on_single_failure": bool(cut_switches or cut_links),
+        "partitioning_switches": [label(s) for s in cut_switches[:max_listed]],
+        "partitioning_switch_count": len(cut_switches),
+        "partitioning_links": [f"{label(u)}-{label(v)}" for u, v in cut_links[:max_listed]],
+        "partitioning_link_count": len(cut_links),
+        "gpus_lost_on_worst_switch_failure": int(lost_worst if fabric.n_switches > 1 else fabric.n_gpus),
+        "min_uplink_switches": min_up,
+        "method": method,
+    }
+
+
+def _structural(fabric, n, n_dom, pairs, mult, max_listed) -> dict:
+    """Large layered fabrics: a switch can split the others only as the sole upper neighbour of some lower
+    switch, a link only as a lower switch's sole uplink; each such candidate is checked with a component count.
+    (Exact for the up-down fabrics fabric builds; the property test compares it with the exact check.)"""
+    sw_tier, lo, hi = _up_sets(fabric, n_dom, pairs)
+    uniq, first = np.unique(np.stack([lo, hi], axis=1), axis=0, return_index=True)
+    count = np.bincount(uniq[:, 0], minlength=n)
+    sole = uniq[count[uniq[:, 0]] == 1]
+    dom_pairs = pairs[(pairs[:, 0] < n_dom) & (pairs[:, 1] >= n_dom)]
+    dom_deg = np.bincount(dom_pairs[:, 0], minlength=n_dom)
+    only = dom_pairs[dom_deg[dom_pairs[:, 0]] == 1]          # domains with one switch: lost with it
+    gpus_per_dom = np.bincount(fabric.gpu_domain, minlength=n_dom)
+    lost_by = np.bincount(only[:, 1], weights=gpus_per_dom[only[:, 0]], minlength=n)
+    cut_switches = []
+    for s in np.unique(sole[:, 1]).tolist():
+        lost = only[only[:, 1] == s, 0]
+        if _verdict(_components(n, pairs, removed_node=s), n_dom, lost):
+            cut_switches.append(s)
+    if fabric.n_switches == 1 and n_dom > 1:
+        cut_switches.append(n_dom)
+    cut_links = []
+    codes = pairs[:, 0] * n + pairs[:, 1]
+    for u, v in sole.tolist():
+        i = int(np.searchsorted(codes, min(u, v) * n + max(u, v)))
+        if mult[i] == 1 and _verdict(_components(n, pairs, removed_pair=i), n_dom, np.zeros(0, np.int64)):
+            cut_links.append((u, v))
+    return _report(fabric, n_dom, pairs, cut_switches, cut_links, int(lost_by.max()) if lost_by.size else 0,
+                   max_listed, "structural")

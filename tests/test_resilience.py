@@ -1,0 +1,106 @@
+"""Single points of failure on the actual cabling, against brute force on the full graph."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hs
+
+import fabric.resilience as R
+from fabric.design import Design
+from fabric.errors import DesignError
+from fabric.topology import build_fabric
+from fabric.topology.fabric import LINK_KINDS
+
+
+def brute_force(fab) -> tuple[bool, int]:
+    """(does some single switch or link failure split the GPUs that keep a network port, most GPUs a single
+    switch failure cuts off) by removing each element from the full graph (GPUs, NICs, NVLink, switches)."""
+    g = nx.MultiGraph()
+    g.add_nodes_from(range(fab.n_nodes))
+    for i, (a, b) in enumerate(zip(fab.link_a.tolist(), fab.link_b.tolist())):
+        g.add_edge(a, b, key=i)
+    gpus = range(fab.n_gpus)
+    sw = range(fab.switch_base, fab.switch_base + fab.n_switches)
+    net = [i for i, k in enumerate(fab.link_kind.tolist()) if LINK_KINDS[k] not in ("nvlink", "pcie")]
+
+    def split(h) -> bool:
+        reach = {c for comp in nx.connected_components(h) for c in [frozenset(comp)]}
+        with_switch = [c for c in reach if any(x in c for x in sw)]
+        groups = [c for c in with_switch if any(x in c for x in gpus)]
+        return len(groups) > 1
+
+    worst_lost, splits = 0, False
+    for s in sw:
+        h = g.copy()
+        h.remove_node(s)
+        comps = list(nx.connected_components(h))
+        lost = sum(1 for c in comps if not any(x in c for x in sw) for x in c if x < fab.n_gpus)
+        worst_lost = max(worst_lost, lost)
+        splits |= split(h)
+    for i in net:
+        h = g.copy()
+        h.remove_edge(int(fab.link_a[i]), int(fab.link_b[i]), key=i)
+        splits |= split(h)
+    if fab.n_switches == 1:
+        splits, worst_lost = True, fab.n_gpus
+    return splits, worst_lost
+
+
+CASES = [Design(gpus=64, gpus_per_node=1, tiers=2), Design(gpus=256), Design(gpus=64, family="rail_optimized"),
+         Design(gpus=256, family="rail_only"), Design(gpus=128, family="dragonfly", gpus_per_node=4),
+         Design(gpus=256, nic_model="nic-2x200-dual", switch_model="eth-25t-64x400", transport="roce", planes=2),
+         Design(gpus=128, gpus_per_node=1, tiers=3, oversubscription=(2.0, 2.0)),
+         Design(gpus=256, switch_model="ib-xdr-144x800")]
+
+
+@pytest.mark.parametrize("design", CASES, ids=lambda d: f"{d.family}-{d.gpus}-{d.planes}p-{d.switch_model}")
+def test_against_brute_force(design):
+    fab = build_fabric(design)
+    got = R.failure_analysis(fab)
+    splits, lost = brute_force(fab)
+    assert got["partitions_on_single_failure"] == splits
+    assert got["gpus_lost_on_worst_switch_failure"] == lost
+
+
+def test_a_leaf_with_a_single_spine_is_found():
+    # a 2-leaf, 2-spine fat tree whose leaf0 lost its cables to spine1: spine0 is now a single point of failure
+    fab = build_fabric(Design(gpus=64, gpus_per_node=1, tiers=2))
+    ls = fab.link_kind == LINK_KINDS.index("leaf-spine")
+    leaf0, spine1 = fab.switch_base, fab.switch_base + fab.n_switches - 1
+    drop = ls & (fab.link_a == leaf0) & (fab.link_b == spine1)
+    keep = ~drop
+    cut = replace(fab, link_a=fab.link_a[keep], link_b=fab.link_b[keep], link_kind=fab.link_kind[keep],
+                  link_medium=fab.link_medium[keep], link_capacity_bps=fab.link_capacity_bps[keep],
+                  link_latency_s=fab.link_latency_s[keep], link_reach_m=fab.link_reach_m[keep])
+    got = R.failure_analysis(cut)
+    assert got["partitions_on_single_failure"] and got["partitioning_switches"] == ["spine0"]
+    assert got["min_uplink_switches"] == 1 and brute_force(cut)[0]
+    # the structural check used for large fabrics finds the same
+    n, nd, pairs, mult = R._graph(cut)
+    assert R._structural(cut, n, nd, pairs, mult, 10)["partitioning_switches"] == ["spine0"]
+
+
+def test_one_switch_fabric_is_a_single_point():
+    got = R.failure_analysis(build_fabric(Design(gpus=256, switch_model="ib-xdr-144x800", tiers=1)))
+    assert got["partitions_on_single_failure"] and got["gpus_lost_on_worst_switch_failure"] == 256
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(fam=hs.sampled_from(["clos", "rail_optimized", "rail_only"]), nodes=hs.integers(2, 96),
+       over=hs.sampled_from([1.0, 2.0, 3.0]), tiers=hs.sampled_from([None, 2, 3]))
+def test_structural_check_agrees_with_the_exact_one(fam, nodes, over, tiers):
+    try:
+        fab = build_fabric(Design(gpus=8 * nodes, family=fam, oversubscription=(over, over), tiers=tiers))
+    except DesignError:
+        return
+    exact = R.failure_analysis(fab)
+    n, nd, pairs, mult = R._graph(fab)
+    fast = R._structural(fab, n, nd, pairs, mult, 10)
+    for k in ("partitions_on_single_failure", "partitioning_switch_count", "gpus_lost_on_worst_switch_failure",
+              "min_uplink_switches"):
+        assert exact[k] == fast[k], k
