@@ -195,7 +195,6 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
     link_loads = []
     port_line = fabric.link_speed_bps / 8.0
     injection = 0.0                 # seconds per op byte the busiest NIC port needs at line rate
-    peers = 0
     for pi, ph in enumerate(tr.phases):
         load = phase_load(ph, model, qps=design.qps_per_connection, pxn=design.pxn)
         t, per_class = sample_phase_factor(load, model, design.routing, net_eff, nv_eff, prof.adaptive_imbalance,
@@ -205,7 +204,6 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
         latency += ph.steps * (prof.step_alpha_s + load.hops * sw_lat + 2 * nic_lat + prop)
         link_loads += [(c, b, pi) for c, b in zip(load.classes, per_class)]
         injection += max(load.nic_max / port_line, load.nvlink_max / nv_line if nv_line > 0 else 0.0)
-        peers = max(peers, ph.peers)
     per_byte = np.maximum(up, net) if tr.pipelined else up + net
     # the closed-form bound, unless this placement moves fewer bytes through the NICs than it assumes (irregular
     # groups whose pairs share a node): then the line-rate time of the traffic itself bounds every sample
@@ -213,7 +211,7 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
     moved = max(up_line, injection) if tr.pipelined else up_line + injection
     lb = min(_op_lower_bound_per_byte(fabric, tr, kind, nv_line, in_net, hardware.nvls), moved)
     return _TrafficSamples(per_byte, latency, lb, tr.algorithm, tr.group_size, link_loads,
-                           issue_s=peers * prof.peer_issue_s)
+                           issue_s=tr.peers * prof.peer_issue_s)
 
 
 def _nvlink_bytes_per_s(fabric) -> float:

@@ -45,8 +45,7 @@ class NetPhase:
     """One bulk-synchronous round of network flows. ``bytes_per_byte`` scales with the op's size.
 
     ``injection_only`` marks in-network reduction: every member sends/receives its share once through its NIC and
-    the switches aggregate, so only NIC links bound the phase. ``peers``: network peers each member posts a
-    transfer to (the busiest member's count; a direct all-to-all's per-peer issue cost).
+    the switches aggregate, so only NIC links bound the phase.
     """
 
     src_gpu: np.ndarray
@@ -56,7 +55,6 @@ class NetPhase:
     nvlink_bytes_per_byte: float = 0.0
     injection_only: bool = False
     all_pairs: np.ndarray | None = None
-    peers: int = 0
 
     def expand(self) -> "NetPhase":
         """The explicit flows of an all-pairs phase (kept implicit while the group is large)."""
@@ -65,7 +63,7 @@ class NetPhase:
         src, dst = _all_pairs(self.all_pairs)
         n = self.all_pairs.shape[1]
         return NetPhase(src, dst, np.full(src.shape[0], 1.0 / n), self.steps, self.nvlink_bytes_per_byte,
-                        self.injection_only, peers=self.peers)
+                        self.injection_only)
 
 
 #: All-to-alls with more flows than this stay implicit: the network model counts their link loads per leaf
@@ -90,6 +88,8 @@ class Traffic:
     pipelined: bool = True
     #: the scale-up part runs NVLS (the NVSwitch reduces; its own NVLink efficiency, transport.py)
     scaleup_nvls: bool = False
+    #: transfers each member posts one by one (a direct all-to-all: every other member; transport.peer_issue_s)
+    peers: int = 0
 
 
 @dataclass(frozen=True)
@@ -206,21 +206,16 @@ def _all_pairs(members: np.ndarray):
 def _flat_phases(kind: str, alg: str, members: np.ndarray, domain_of) -> list[NetPhase]:
     n = members.shape[1]
     if kind in ("all_to_all", "all_to_allv"):
-        dom = domain_of[members]
         if members.shape[0] * n * (n - 1) > IMPLICIT_ALL_PAIRS_FLOWS:
-            if n <= 4096:
-                same = (dom[:, :, None] == dom[:, None, :]).sum(axis=2) - 1
-                most, least = int(same.max()), int(same.min())
-            else:
-                most, least = _same_domain_range(dom)
+            dom = domain_of[members]
+            same = (dom[:, :, None] == dom[:, None, :]).sum(axis=2) - 1 if n <= 4096 else None
+            nv = float(same.max()) / n if same is not None else _max_same_domain(dom) / n
             empty = np.zeros(0, np.int64)
-            return [NetPhase(empty, empty, np.zeros(0), ALL_TO_ALL_STEPS, nvlink_bytes_per_byte=most / n,
-                             all_pairs=members, peers=n - 1 - least)]
+            return [NetPhase(empty, empty, np.zeros(0), ALL_TO_ALL_STEPS, nvlink_bytes_per_byte=nv,
+                             all_pairs=members)]
         src, dst = _all_pairs(members)
         per = np.full(src.shape[0], 1.0 / n)
-        ph = _split_nvlink(src, dst, per, ALL_TO_ALL_STEPS, domain_of)
-        ph.peers = int(np.bincount(ph.src_gpu).max()) if ph.src_gpu.size else 0
-        return [ph]
+        return [_split_nvlink(src, dst, per, ALL_TO_ALL_STEPS, domain_of)]
     if kind == "send_recv":
         src, dst = _ring_pairs(members, wrap=False)
         return [_split_nvlink(src, dst, np.ones(src.shape[0]), 1, domain_of)]
@@ -243,14 +238,13 @@ def _flat_phases(kind: str, alg: str, members: np.ndarray, domain_of) -> list[Ne
     return [_split_nvlink(src, dst, per, latency_steps(kind, "ring", n), domain_of)]
 
 
-def _same_domain_range(dom: np.ndarray) -> tuple[int, int]:
-    """Most and fewest other members sharing a member's domain, over all instances."""
-    most, least = 0, dom.shape[1]
+def _max_same_domain(dom: np.ndarray) -> int:
+    """Largest number of other members sharing a member's domain, over all instances."""
+    best = 0
     for row in dom:
         _, counts = np.unique(row, return_counts=True)
-        most = max(most, int(counts.max()) - 1)
-        least = min(least, int(counts.min()) - 1)
-    return most, least
+        best = max(best, int(counts.max()) - 1)
+    return best
 
 
 def _split_nvlink(src, dst, per, steps, domain_of) -> NetPhase:
@@ -306,11 +300,12 @@ def op_traffic(kind: str, size_bytes: float, instances_gpus: np.ndarray, gpu_dom
         if kind in ("all_to_all", "all_to_allv", "send_recv"):
             alg = "direct"
         return Traffic(kind, alg, n, I, n, 1, scaleup_bytes_per_byte=bandwidth_factor(kind, alg, n),
-                       scaleup_steps=latency_steps(kind, alg, n))
+                       scaleup_steps=latency_steps(kind, alg, n),
+                       peers=n - 1 if kind in ("all_to_all", "all_to_allv") else 0)
     if kind in HIERARCHICAL_KINDS and two_level:
         return _two_level(kind, alg, size_bytes, members, I, n, N, g, gpu_domain, hardware)
     return Traffic(kind, alg, n, I, g, N, phases=_flat_phases(kind, alg, members, gpu_domain),
-                   network_algorithm=alg)
+                   network_algorithm=alg, peers=n - 1 if kind in ("all_to_all", "all_to_allv") else 0)
 
 
 def _two_level(kind, alg, size_bytes, members, I, n, N, g, gpu_domain, hardware) -> Traffic:

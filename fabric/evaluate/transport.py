@@ -14,9 +14,12 @@ Each figure is a default with its basis; ``fabric calibrate`` (issue 7) fits the
   all-reduce reaches ~476 GB/s busbw (facts.md section 2, nccl-tests issue 290), i.e. 272 GB/s algbw x 1.125 =
   306 of 450 GB/s per direction = 0.68 of NVLink, 0.85 x ``nvlink_efficiency`` (the scale keeps NVLS tied to the
   calibrated NVLink efficiency). 2 x AWS p5 (NVLS tree) reach 481 GB/s busbw at 16 GiB = 0.64 of NVLink.
-- ``peer_issue_s``: a direct all-to-all posts one network transfer per remote peer; NCCL's tuning model charges
-  1 us per network post on Intel hosts (2 us AMD; src/graph/tuning.cc, ``getNetOverhead``). The posts overlap
-  the transfers already in flight, so an all-to-all takes max(transfer, peers x this) plus one round trip.
+- ``peer_issue_s``: a direct all-to-all posts one transfer per peer; NCCL's tuning model charges 1 us per network
+  post on Intel hosts (2 us AMD; src/graph/tuning.cc, ``getNetOverhead``). NVLink peers are charged the same (an
+  assumption: on one A100 node the superbench all-to-all pays ~55 us more per call than the ring collectives,
+  docs/validation.md, so 1 us per peer is if anything low; calibration's per-call overhead carries the rest). The
+  posts overlap the transfers already in flight: an all-to-all takes max(transfer, peers x this) plus one round
+  trip.
 - ``adaptive_imbalance``: adaptive routing is modelled as a near-even split whose most loaded path carries this much
   more than the mean (an exposed assumption, not a sourced figure; facts.md section 3).
 - ``small_message_floor_s``: minimum time of a collective under 1 MB by rank count (SimAI workload/Layer.cc):
