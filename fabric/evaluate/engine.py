@@ -359,10 +359,12 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
         if op.group not in shapes:
             shapes[op.group] = group_shape(gpus_of_rank[group_instances(group, job.world_size)], fabric.gpu_domain)
         shape = shapes[op.group]
-        requested = algorithms.get(kind) or (forced_nccl if kind == "all_reduce" else None)
+        by_design = kind not in algorithms and kind == "all_reduce" and forced_nccl is not None
+        requested = forced_nccl if by_design else algorithms.get(kind)
         alg, fell_back = algorithm_for(kind, requested, size, shape, hardware)
         if fell_back and notes is not None:
-            note = (f"{job.name}: NCCL_ALGO {design.nccl_algo or requested!r} cannot run the all-reduce on group "
+            asked = f"NCCL_ALGO {design.nccl_algo!r}" if by_design else f"algorithm {requested!r}"
+            note = (f"{job.name}: {asked} cannot run the all-reduce on group "
                     f"{op.group!r} ({shape.domains} node(s) x {shape.per_domain} GPU(s), "
                     f"{'NVLink SHARP' if nvls else 'no NVLink SHARP'}"
                     f"{', in-network reduction' if hardware.in_network else ''}): NCCL falls back to ring")
