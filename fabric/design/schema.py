@@ -198,8 +198,10 @@ def validate_design(d: Design) -> None:
                         "use transport 'spray_ethernet' or 'infiniband', or routing 'ecmp'/'adaptive'")
     if d.in_network_reduction and d.transport != "infiniband":
         _err("in_network_reduction", "in-network reduction (SHARP-like) needs the 'infiniband' transport")
+    if d.nccl_algo is not None and d.nccl_algo not in NCCL_ALGO_NAMES:
+        _err("nccl_algo", f"unknown value {d.nccl_algo!r}; choose one of {', '.join(NCCL_ALGO_NAMES)} "
+                          "(NCCL_ALGO), or null for NCCL's own choice")
     if d.nccl_algo is not None:
-        _choice(d, "nccl_algo", NCCL_ALGO_NAMES)
         if d.nccl_algo == "collnet" and not d.in_network_reduction:
             _err("nccl_algo", "'collnet' is NCCL's in-network reduction: set in_network_reduction: true "
                               "(infiniband transport) or choose ring, tree, nvls or nvlstree")
