@@ -62,13 +62,19 @@ def test_max_load_matches_brute_force():
 
 
 def test_never_below_lower_bound_and_spray_reaches_it():
-    """Non-blocking fabric, packet spraying, a 16 GiB all-reduce over 256 GPUs: within 5 % of the bound."""
+    """Non-blocking fabric, packet spraying, a 16 GiB all-reduce over 256 H100s (32 nodes). Above NCCL's
+    NVLS-tree/ring crossover (~3 GB at 32 nodes) NCCL runs its flat ring, whose 8 channels put 2(p-1)/p x S/8 through
+    every NIC: 510/256 vs the bound's 2(N-1)/N = 62/32, i.e. 2.8 % more bytes, at the transport's 96 % of line rate
+    (the ring's 62 network + 448 NVLink steps add ~1 %)."""
     wl = one_op("all_reduce", 16 * GIB, 256)
     ev = evaluate(Design(gpus=256, routing="spray"), wl)
+    assert ev.ops[0].algorithm == "ring"
     assert ev.step_time_s["p50"] >= ev.lower_bound_s
-    assert ev.step_time_s["p99"] <= 1.05 * ev.lower_bound_s
     # the bound itself: 2(N-1)/N * (S/g) / B_nic with N = 32 nodes, g = 8, B = 50 GB/s
     assert ev.lower_bound_s == pytest.approx(2 * 31 / 32 * (16 * GIB / 8) / 50e9, rel=1e-9)
+    flat_ring = 2 * 255 / 256 * (16 * GIB / 8) / (50e9 * 0.96)
+    assert ev.step_time_s["p99"] == pytest.approx(flat_ring, rel=0.015)
+    assert ev.step_time_s["p99"] <= 1.09 * ev.lower_bound_s
 
 
 @pytest.mark.parametrize("routing,qps", [("ecmp", 1), ("ecmp", 8), ("adaptive", 1), ("spray", 1)])

@@ -5,17 +5,21 @@ point (kind, bytes, group = all ranks), p50 of each op's time. That is the predi
 
 For the fit, the evaluator's op time (docs/evaluator.md, step 5) is
 
-    T = max(floor(p, S), max(B_nv / nvlink_efficiency, B_net / bandwidth_efficiency) / es(S)
+    T = max(floor(p, S), max(max(B_nv / nvlink_efficiency, B_net / bandwidth_efficiency) / es(S),
+                             n_peer x peer_issue_s)
                          + as(S) x (n_nv x nvlink_alpha_s + n_net x step_alpha_s + L_fix) + oh(S))
 
 with ``B_nv``, ``B_net`` the op's NVLink and network seconds at efficiency 1, ``n_nv``, ``n_net`` its latency steps,
-``L_fix`` the switch/NIC/propagation latency of its network steps, ``es``/``as`` the regime scales of its size,
+``L_fix`` the switch/NIC/propagation latency of its network steps, ``n_peer`` the network peers a direct
+all-to-all posts to (their posting overlaps the transfer), ``es``/``as`` the regime scales of its size,
 ``oh`` the per-call overhead of its regime and
-``floor`` the small-message floor. :func:`build_basis` measures these five numbers per point with four calls to the
+``floor`` the small-message floor. :func:`build_basis` measures these numbers per point with four calls to the
 evaluator (efficiencies and alphas set so that one term dominates by many orders of magnitude and the floor never
-binds), so the least-squares fit needs no further evaluator calls; :meth:`Basis.times` evaluates the expression
-for any overrides. The decomposition is exact for single-phase algorithms (ring, tree, direct) and checked against
-the evaluator after every fit.
+binds; a fifth for ``n_peer`` when there are all-to-alls), so the least-squares fit needs no further evaluator
+calls; :meth:`Basis.times` evaluates the expression for any overrides. The decomposition is exact for
+single-phase algorithms (ring, trees, NVLS, direct) and checked against the evaluator after every fit. The
+algorithm of each point is NCCL's choice, which depends on sizes and line rates, never on the fitted parameters,
+so the four calls see the same algorithms.
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ class Basis:
     l_fix: np.ndarray
     floor: np.ndarray
     reference: dict
+    n_peer: np.ndarray | None = None
 
     def times(self, overrides: dict | None = None, extra_s=None) -> np.ndarray:
         """The evaluator's p50 time per point under ``overrides`` (reference values for the rest).
@@ -92,6 +97,8 @@ class Basis:
         p = {**self.reference, **(overrides or {})}
         es, al, oh = regime_scales(self.sizes, p.get("regimes", ()), p.get("op_overhead_s", 0.0))
         bw = np.maximum(self.b_nv / p["nvlink_efficiency"], self.b_net / p["bandwidth_efficiency"]) / es
+        if self.n_peer is not None:
+            bw = np.maximum(bw, self.n_peer * p["peer_issue_s"])
         lat = al * (self.n_nv * p["nvlink_alpha_s"] + self.n_net * p["step_alpha_s"] + self.l_fix)
         return np.maximum(self.floor, bw + lat + oh + (0.0 if extra_s is None else extra_s))
 
@@ -100,7 +107,8 @@ def build_basis(design, catalog, points, *, samples: int = 16, seed: int = 0) ->
     """Measure the five terms of every point with four evaluator calls (see the module doc)."""
     prof = profile_for(design)
     reference = {"nvlink_efficiency": prof.nvlink_efficiency, "bandwidth_efficiency": prof.bandwidth_efficiency,
-                 "nvlink_alpha_s": prof.nvlink_alpha_s, "step_alpha_s": prof.step_alpha_s, "regimes": ()}
+                 "nvlink_alpha_s": prof.nvlink_alpha_s, "step_alpha_s": prof.step_alpha_s,
+                 "peer_issue_s": prof.peer_issue_s, "regimes": ()}
     sizes = np.array([p.bytes for p in points], dtype=float)
     floor = np.array([small_message_floor_s(p.ranks, p.bytes) for p in points])
     run = lambda **ov: evaluate_points(design, catalog, points, ov, samples=samples, seed=seed)  # noqa: E731
@@ -118,4 +126,9 @@ def build_basis(design, catalog, points, *, samples: int = 16, seed: int = 0) ->
     n_nv = np.round(t_nv / _BIG_ALPHA)
     n_net = np.round(t_net / _BIG_ALPHA)
     l_fix = np.where(n_net > 0, t_net - n_net * _BIG_ALPHA, 0.0)
-    return Basis(sizes, b_nv, b_net, n_nv, n_net, np.maximum(l_fix, 0.0), floor, reference)
+    n_peer = None
+    if any(p.kind in ("all_to_all", "all_to_allv") for p in points):
+        # peers x 1 s of posting dwarfs bandwidth (x 1e-12) and latency (no alpha): whole numbers of peers
+        t_peer = run(nvlink_alpha_s=0.0, step_alpha_s=0.0, peer_issue_s=_BIG_ALPHA, regimes=silence)
+        n_peer = np.round(t_peer / _BIG_ALPHA)
+    return Basis(sizes, b_nv, b_net, n_nv, n_net, np.maximum(l_fix, 0.0), floor, reference, n_peer)

@@ -22,7 +22,10 @@ InfiniBand, H100       8 x 400 Gb/s = 3,200 Gb/s   NVIDIA DGX H100 (8 x ConnectX
 
 The NIC count per node is read from an NCCL_DEBUG log when it lists its network paths (``NET/<net>/<i>/...``),
 else it is the known system's, else one NIC per GPU. The design is a 1- or 2-tier Clos of catalog rows made for
-the purpose (a NIC and a switch port at the per-NIC speed); its cost is irrelevant to calibration.
+the purpose (a NIC and a switch port at the per-NIC speed); its cost is irrelevant to calibration. The evaluator
+runs on it what NCCL would on the measured system (docs/evaluator.md, "NCCL's algorithm choice": the GPU's NVLink
+SHARP support, the node count and the NVLink and NIC line rates decide; e.g. the NVLS tree on 2 x p5 H100 nodes,
+the ring on 2 x p4d A100 nodes).
 """
 
 from __future__ import annotations

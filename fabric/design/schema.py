@@ -21,7 +21,7 @@ import yaml
 from fabric.errors import DesignError
 
 __all__ = [
-    "FAMILIES", "ROUTING_POLICIES", "TRANSPORTS", "PLACEMENTS", "CABLING",
+    "FAMILIES", "ROUTING_POLICIES", "TRANSPORTS", "PLACEMENTS", "CABLING", "NCCL_ALGO_NAMES",
     "MAX_OVERSUBSCRIPTION", "Design", "design_from_dict", "design_to_dict", "load_design", "dump_design",
 ]
 
@@ -35,6 +35,8 @@ TRANSPORTS = ("infiniband", "roce", "spray_ethernet")
 PLACEMENTS = ("packed", "rail_aligned", "scattered")
 #: How endpoint (NIC-to-leaf) links are cabled: "auto" = copper when the leaf sits in the nodes' rack.
 CABLING = ("auto", "copper", "optics")
+#: ``NCCL_ALGO`` values a design may force for its all-reduces (None: NCCL's own choice; docs/evaluator.md).
+NCCL_ALGO_NAMES = ("ring", "tree", "nvls", "nvlstree", "collnet")
 #: Oversubscription above this is rejected as a mistake (Meta's AI zones run ~7:1 above the zone).
 MAX_OVERSUBSCRIPTION = 16.0
 #: Upper bound on GPUs in one design (also capped by fabric.limits at run time).
@@ -79,6 +81,7 @@ class Design:
     placement: str = "packed"
     storage_isolation: bool = False
     endpoint_cabling: str = "auto"
+    nccl_algo: str | None = None
 
     def __post_init__(self):
         validate_design(self)
@@ -195,6 +198,13 @@ def validate_design(d: Design) -> None:
                         "use transport 'spray_ethernet' or 'infiniband', or routing 'ecmp'/'adaptive'")
     if d.in_network_reduction and d.transport != "infiniband":
         _err("in_network_reduction", "in-network reduction (SHARP-like) needs the 'infiniband' transport")
+    if d.nccl_algo is not None and d.nccl_algo not in NCCL_ALGO_NAMES:
+        _err("nccl_algo", f"unknown value {d.nccl_algo!r}; choose one of {', '.join(NCCL_ALGO_NAMES)} "
+                          "(NCCL_ALGO), or null for NCCL's own choice")
+    if d.nccl_algo is not None:
+        if d.nccl_algo == "collnet" and not d.in_network_reduction:
+            _err("nccl_algo", "'collnet' is NCCL's in-network reduction: set in_network_reduction: true "
+                              "(infiniband transport) or choose ring, tree, nvls or nvlstree")
 
 
 _FIELD_NAMES = [f.name for f in fields(Design)]
@@ -232,6 +242,8 @@ def design_from_dict(d: dict[str, Any], *, catalog=None) -> Design:
         kw["oversubscription"] = tuple(o)
     if kw.get("tiers") == "auto":
         kw["tiers"] = None
+    if isinstance(kw.get("nccl_algo"), str):
+        kw["nccl_algo"] = kw["nccl_algo"].strip().lower()      # NCCL_ALGO is case-insensitive (NVLSTree)
     if "nic_speed_gbps" in d:
         from fabric.catalog import default_catalog
 

@@ -29,15 +29,15 @@ import numpy as np
 
 from fabric.cost import bill_of_materials
 from fabric.errors import WorkloadError
-from fabric.evaluate.collectives import bandwidth_factor, lower_bound_time
-from fabric.evaluate.flows import op_traffic
+from fabric.evaluate.collectives import NCCL_ALGOS, CollectiveHardware, bandwidth_factor, lower_bound_time
+from fabric.evaluate.flows import algorithm_for, group_shape, op_traffic
 from fabric.evaluate.network import NetworkModel, phase_load, sample_phase_factor
 from fabric.evaluate.placement import group_instances, place_jobs
 from fabric.evaluate.scenario import Scenario
 from fabric.evaluate.transport import profile_for, small_message_floor_s
 from fabric.topology import build_fabric
 from fabric.topology.fabric import LINK_KINDS
-from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
+from fabric.workload.model import CommOp, Job, Workload
 
 __all__ = ["Evaluation", "OpResult", "evaluate", "scale_workload", "scaling_efficiency", "DEFAULT_SAMPLES"]
 
@@ -174,22 +174,22 @@ class _TrafficSamples:
     algorithm: str
     group_size: int
     link_loads: list               # (class, busiest bytes-per-op-byte per sample, phase index)
+    issue_s: float = 0.0           # serial per-peer posting that overlaps the transfer (direct all-to-all)
 
 
-def _traffic_samples(fabric, model, design, prof, job: Job, group: ProcessGroup, gpus_of_rank: np.ndarray,
-                     kind: str, size_bytes: float, rng: np.random.Generator, samples: int,
-                     background: float, algorithm: str | None = None, nvls: bool = False) -> _TrafficSamples:
-    inst = group_instances(group, job.world_size)
-    gpus = gpus_of_rank[inst]
-    in_net = design.in_network_reduction and prof.in_network_reduction
-    tr = op_traffic(kind, size_bytes, gpus, fabric.gpu_domain, in_network=in_net, algorithm=algorithm,
-                    nvls=nvls)
+def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: float, algorithm: str,
+                     hardware: CollectiveHardware, rng: np.random.Generator, samples: int,
+                     background: float) -> _TrafficSamples:
+    in_net = hardware.in_network
+    tr = op_traffic(kind, size_bytes, shape.members, fabric.gpu_domain, in_network=in_net, algorithm=algorithm,
+                    nvls=hardware.nvls, hardware=hardware, shape=shape)
     nv_line = _nvlink_bytes_per_s(fabric)
     nv_eff = nv_line * prof.nvlink_efficiency
     net_eff = prof.bandwidth_efficiency * (1.0 - background)
     sw_lat = float(fabric.node_latency_s[fabric.switch_base]) if fabric.n_switches else 0.0
     nic_lat = float(fabric.node_latency_s[fabric.nic_base]) if fabric.n_nics else 0.0
-    up = tr.scaleup_bytes_per_byte / nv_eff if nv_eff > 0 else 0.0
+    up_eff = nv_eff * (prof.nvls_efficiency_scale if tr.scaleup_nvls else 1.0)
+    up = tr.scaleup_bytes_per_byte / up_eff if up_eff > 0 else 0.0
     net = np.zeros(samples)
     latency = tr.scaleup_steps * prof.nvlink_alpha_s
     link_loads = []
@@ -209,8 +209,9 @@ def _traffic_samples(fabric, model, design, prof, job: Job, group: ProcessGroup,
     # groups whose pairs share a node): then the line-rate time of the traffic itself bounds every sample
     up_line = tr.scaleup_bytes_per_byte / nv_line if nv_line > 0 else 0.0
     moved = max(up_line, injection) if tr.pipelined else up_line + injection
-    lb = min(_op_lower_bound_per_byte(fabric, tr, kind, nv_line, in_net), moved)
-    return _TrafficSamples(per_byte, latency, lb, tr.algorithm, tr.group_size, link_loads)
+    lb = min(_op_lower_bound_per_byte(fabric, tr, kind, nv_line, in_net, hardware.nvls), moved)
+    return _TrafficSamples(per_byte, latency, lb, tr.algorithm, tr.group_size, link_loads,
+                           issue_s=tr.peers * prof.peer_issue_s)
 
 
 def _nvlink_bytes_per_s(fabric) -> float:
@@ -225,14 +226,18 @@ def _gpu_net_bytes_per_s(fabric) -> float:
     return ports * fabric.link_speed_bps / 8.0 * d.nics_per_gpu
 
 
-def _op_lower_bound_per_byte(fabric, tr, kind: str, nv_line: float, in_net: bool) -> float:
-    """Bandwidth-optimal time per op byte (facts.md section 1) at line rate."""
+def _op_lower_bound_per_byte(fabric, tr, kind: str, nv_line: float, in_net: bool, nvls: bool = False) -> float:
+    """Bandwidth-optimal time per op byte (facts.md section 1) at line rate.
+
+    With NVLink SHARP (``nvls``) the NVSwitch reduces, so a domain's all-reduce need only move S once each way
+    per GPU (like in-network reduction), below the ring's 2(g-1)/g S.
+    """
     n, g, N = tr.group_size, tr.per_domain, tr.domains
     if n <= 1 or kind == "barrier":
         return 0.0
     net_bw = _gpu_net_bytes_per_s(fabric)
     if N == 1:
-        return lower_bound_time(kind, n, 1.0, nv_line) if nv_line > 0 else 0.0
+        return lower_bound_time(kind, n, 1.0, nv_line, nvls=nvls) if nv_line > 0 else 0.0
     if kind in ("all_to_all", "all_to_allv"):
         net = (n - g) / n / net_bw
         nv = (g - 1) / n / nv_line if nv_line > 0 and g > 1 else 0.0
@@ -242,7 +247,7 @@ def _op_lower_bound_per_byte(fabric, tr, kind: str, nv_line: float, in_net: bool
     net = lower_bound_time(kind, N, 1.0 / g, net_bw, in_network=in_net)
     nv = bandwidth_factor(kind, "ring", g) / nv_line if g > 1 and nv_line > 0 else 0.0
     if kind == "all_reduce" and g > 1 and nv_line > 0:
-        nv = 2.0 * (g - 1) / g / nv_line
+        nv = lower_bound_time(kind, g, 1.0, nv_line, nvls=nvls)
     return max(net, nv)
 
 
@@ -284,10 +289,10 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     from fabric.catalog import default_catalog
 
     nvls = (catalog or default_catalog()).gpu(design.gpu_model).has_nvls
+    notes: list = []
     ctx = dict(fabric=fabric, design=design, prof=prof, storage=storage, samples=samples, scenario=scenario,
-               algorithms=algorithms, nvls=nvls)
+               algorithms=algorithms, nvls=nvls, notes=notes)
     runs = [_run_job(job, gpus, model, seq, **ctx) for job, gpus, seq in zip(compute_jobs, placements, job_seeds)]
-    notes = []
     if len(compute_jobs) > 1:
         # jobs share leaf uplinks and pod links: each job sees the others' mean load on the groups it crosses
         usage = [_link_usage(r, fabric) for r in runs]
@@ -337,22 +342,42 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
 
 
 def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storage, samples, scenario,
-             algorithms, nvls) -> dict:
+             algorithms, nvls, notes=None) -> dict:
     """One job's step-time samples on ``model`` (its random draws come from ``seq``, so a rerun repeats them)."""
     rng_hash, rng_compute, rng_burst = (np.random.default_rng(x) for x in seq.spawn(3))
     cache: dict = {}
+    shapes: dict = {}
     op_times, op_lb, op_meta = [], [], []
+    hardware = CollectiveHardware(gpus_per_node=1, nvls=nvls, nvlink_bytes_per_s=_nvlink_bytes_per_s(fabric),
+                                  nic_bytes_per_s=_gpu_net_bytes_per_s(fabric),
+                                  in_network=design.in_network_reduction and prof.in_network_reduction)
+    forced_nccl = NCCL_ALGOS.get(design.nccl_algo) if design.nccl_algo else None
     for op in job.ops:
         kind = _canonical_kind(op.kind)
         group = job.group(op.group)
         size = float(op.bytes)
-        key = (op.group, kind, _size_class(kind, size, group, fabric))
+        if op.group not in shapes:
+            shapes[op.group] = group_shape(gpus_of_rank[group_instances(group, job.world_size)], fabric.gpu_domain)
+        shape = shapes[op.group]
+        by_design = kind not in algorithms and kind == "all_reduce" and forced_nccl is not None
+        requested = forced_nccl if by_design else algorithms.get(kind)
+        alg, fell_back = algorithm_for(kind, requested, size, shape, hardware)
+        if fell_back and notes is not None:
+            asked = f"NCCL_ALGO {design.nccl_algo!r}" if by_design else f"algorithm {requested!r}"
+            note = (f"{job.name}: {asked} cannot run the all-reduce on group "
+                    f"{op.group!r} ({shape.domains} node(s) x {shape.per_domain} GPU(s), "
+                    f"{'NVLink SHARP' if nvls else 'no NVLink SHARP'}"
+                    f"{', in-network reduction' if hardware.in_network else ''}): NCCL falls back to ring")
+            if note not in notes:
+                notes.append(note)
+        key = (op.group, kind, alg)
         if key not in cache:
-            cache[key] = _traffic_samples(fabric, model, design, prof, job, group, gpus_of_rank, kind, size,
-                                          rng_hash, samples, scenario.background_load, algorithms.get(kind), nvls)
+            cache[key] = _traffic_samples(fabric, model, design, prof, shape, kind, size, alg, hardware, rng_hash,
+                                          samples, scenario.background_load)
         ts = cache[key]
         eff_scale, alpha_scale, overhead = prof.scales_for(size)
-        t = size * ts.per_byte / eff_scale + ts.latency_s * alpha_scale + (overhead if ts.group_size > 1 else 0.0)
+        t = np.maximum(size * ts.per_byte / eff_scale, ts.issue_s) + ts.latency_s * alpha_scale \
+            + (overhead if ts.group_size > 1 else 0.0)
         t = np.maximum(t, small_message_floor_s(ts.group_size, size))
         op_times.append(t)
         op_lb.append(size * ts.lb_per_byte)
@@ -433,15 +458,6 @@ def _exposed(op_times: list, ops: list, compute: np.ndarray, samples: int):
     with np.errstate(invalid="ignore"):
         exposed = [np.where(np.isfinite(o), t - o * share, t) for t, o in zip(total, overl)]
     return exposed, np.sum(exposed, axis=0)
-
-
-def _size_class(kind: str, size: float, group: ProcessGroup, fabric) -> str:
-    """Ops of one group and kind share a traffic pattern unless the algorithm choice differs with size."""
-    if kind != "all_reduce":
-        return "any"
-    from fabric.evaluate.collectives import TREE_BYTES_PER_NODE
-
-    return "small" if size < TREE_BYTES_PER_NODE * max(1, group.size // fabric.design.gpus_per_node) else "large"
 
 
 def _network_model(fabric, scenario: Scenario, rng: np.random.Generator, samples: int) -> NetworkModel:

@@ -10,6 +10,16 @@ Each figure is a default with its basis; ``fabric calibrate`` (issue 7) fits the
 - ``nvlink_efficiency``: an 8 x H100 NVLink ring all-reduce reaches ~360 GB/s busbw of 450 GB/s per direction: 0.80.
 - ``nvlink_alpha_s``: per step inside the node: 1 us (SimAI's floor of 15 us for an 8-rank small all-reduce over
   14 ring steps).
+- ``nvls_efficiency_scale``: NVLS (NVLink SHARP) moves (1 + 1/g) S per GPU through the NVSwitch; an 8 x H100 NVLS
+  all-reduce reaches ~476 GB/s busbw (facts.md section 2, nccl-tests issue 290), i.e. 272 GB/s algbw x 1.125 =
+  306 of 450 GB/s per direction = 0.68 of NVLink, 0.85 x ``nvlink_efficiency`` (the scale keeps NVLS tied to the
+  calibrated NVLink efficiency). 2 x AWS p5 (NVLS tree) reach 481 GB/s busbw at 16 GiB = 0.64 of NVLink.
+- ``peer_issue_s``: a direct all-to-all posts one transfer per peer; NCCL's tuning model charges 1 us per network
+  post on Intel hosts (2 us AMD; src/graph/tuning.cc, ``getNetOverhead``). NVLink peers are charged the same (an
+  assumption: on one A100 node the superbench all-to-all pays ~55 us more per call than the ring collectives,
+  docs/validation.md, so 1 us per peer is if anything low; calibration's per-call overhead carries the rest). The
+  posts overlap the transfers already in flight: an all-to-all takes max(transfer, peers x this) plus one round
+  trip.
 - ``adaptive_imbalance``: adaptive routing is modelled as a near-even split whose most loaded path carries this much
   more than the mean (an exposed assumption, not a sourced figure; facts.md section 3).
 - ``small_message_floor_s``: minimum time of a collective under 1 MB by rank count (SimAI workload/Layer.cc):
@@ -41,6 +51,8 @@ class TransportProfile:
     step_alpha_s: float
     nvlink_efficiency: float = 0.80
     nvlink_alpha_s: float = 1e-6
+    nvls_efficiency_scale: float = 0.85
+    peer_issue_s: float = 1e-6
     adaptive_imbalance: float = 0.05
     reorder_tolerant: bool = False
     in_network_reduction: bool = False

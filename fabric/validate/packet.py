@@ -9,8 +9,8 @@ ops), and measures its completion time three ways on the same cabling (:func:`fa
    the switches make in ns-3, which are read back and checked), at TCP goodput;
 3. **evaluator**: :func:`fabric.evaluate.evaluate` on a one-op workload of the same job (p50 and p1-p99 over its
    hash draws), told the packet model's goodput (``bandwidth_efficiency``) and no per-step software latency
-   (``step_alpha_s = 0``): the packet slice runs bulk transfers, not NCCL's chunked steps. The evaluator as shipped
-   (its transport profile unchanged) is reported beside it.
+   (``step_alpha_s = 0``) or per-peer posting cost (``peer_issue_s = 0``): the packet slice runs bulk transfers,
+   not NCCL's chunked steps. The evaluator as shipped (its transport profile unchanged) is reported beside it.
 
 ``packet / fluid - 1`` is the transport's cost (TCP start-up, unfair sharing, losses, ACKs, reordering under
 spraying); ``evaluator / packet - 1`` is the flow-level model's error. Under ECMP ns-3 runs one hash draw while the
@@ -221,7 +221,7 @@ def run_packet(design, workload_slice, *, catalog=None, seed: int = 0, routing: 
     alg = _FORCED_ALGORITHM.get(tr.kind)
     algorithms = {tr.kind: alg} if alg else None
     ev = evaluate(design, wl1, seed=seed, samples=samples, catalog=catalog, algorithms=algorithms,
-                  transport_overrides={"bandwidth_efficiency": g, "step_alpha_s": 0.0})
+                  transport_overrides={"bandwidth_efficiency": g, "step_alpha_s": 0.0, "peer_issue_s": 0.0})
     ev_shipped = evaluate(design, wl1, seed=seed, samples=samples, catalog=catalog, algorithms=algorithms)
     op_t = np.asarray(ev.step_samples_s, float)
     p1, p50, p99 = (float(x) for x in np.percentile(op_t, [1, 50, 99]))
