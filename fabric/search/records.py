@@ -25,9 +25,12 @@ _CATEGORIES = ("switch", "nic", "transceiver", "cable")
 
 
 def design_key(design) -> str:
-    """A stable key of a design's content (its name excluded)."""
+    """A stable key of a design's content (its name excluded; a field added later is left out while it has its
+    default, so designs keep the keys of earlier releases)."""
     d = asdict(design)
     d.pop("name", None)
+    if d.get("uplink_gbps") is None:
+        d.pop("uplink_gbps", None)
     return hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -68,6 +71,7 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
            "routing": design.routing, "qps_per_connection": design.qps_per_connection,
            "transport": design.transport, "placement": design.placement, "pxn": design.pxn,
            "storage_isolation": design.storage_isolation, "in_network_reduction": design.in_network_reduction,
+           "uplink_leaf_gbps": design.uplink_speed_gbps(0) or 0.0, "uplink_spine_gbps": design.uplink_speed_gbps(1) or 0.0,
            "genome": None if genome is None else [int(g) for g in genome], "repairs": "; ".join(repairs)}
     try:
         ev = evaluate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog,

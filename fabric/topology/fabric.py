@@ -106,6 +106,18 @@ class Fabric:
             out.pop("pcie", None)
         return out
 
+    def link_speeds_gbps(self) -> dict[str, float]:
+        """Line rate (Gb/s per direction) of the network links of each kind, e.g. ``{"nic-leaf": 400, "leaf-spine":
+        800}`` (every link of a kind runs at one speed: NIC ports at the NIC speed, uplinks at ``uplink_gbps``)."""
+        out = {}
+        for k, name in enumerate(LINK_KINDS):
+            if name in ("nvlink", "pcie"):
+                continue
+            sel = np.flatnonzero(self.link_kind == k)
+            if sel.size:
+                out[name] = float(self.link_capacity_bps[sel[0]]) / 1e9
+        return out
+
     def link_kind_name(self, link: int) -> str:
         return LINK_KINDS[int(self.link_kind[link])]
 
