@@ -79,13 +79,15 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
     except FabricError as err:
         rec.update({"buildable": False, "error": " ".join(str(err).split()), "cost_usd": INFEASIBLE_COST,
                     "power_w": INFEASIBLE_COST, "p50_s": INFEASIBLE_P99, "p95_s": INFEASIBLE_P99,
-                    "p99_s": INFEASIBLE_P99, "mean_s": INFEASIBLE_P99, "lower_bound_s": 0.0, "cable_count": 0,
+                    "p99_s": INFEASIBLE_P99, "mean_s": INFEASIBLE_P99, "lower_bound_s": 0.0, "lower_bound_by": "",
+                    "cable_count": 0,
                     "radix": 0, "tiers": 0, **{f"{c}_usd": 0.0 for c in _CATEGORIES}})
     else:
         st = ev.step_time_s
         rec.update({"buildable": True, "error": "", "cost_usd": ev.cost_usd, "power_w": ev.power_w,
                     "p50_s": st["p50"], "p95_s": st["p95"], "p99_s": st["p99"], "mean_s": st["mean"],
-                    "lower_bound_s": ev.lower_bound_s, "cable_count": ev.cable_count, "radix": ev.radix,
+                    "lower_bound_s": ev.lower_bound_s, "lower_bound_by": ev.lower_bound_by,
+                    "cable_count": ev.cable_count, "radix": ev.radix,
                     "tiers": ev.tiers,
                     **{f"{c}_usd": ev.cost_by_category.get(c, {}).get("cost_usd", 0.0) for c in _CATEGORIES}})
     v = violations(rec, constraints)
