@@ -232,7 +232,8 @@ def _traffic_samples(fabric, model, design, prof, job: Job, group: ProcessGroup,
     moved = max(up_line, injection) if tr.pipelined else up_line + injection
     moved_by["nvlink"] = max(moved_by["nvlink"], up_line) if tr.pipelined else moved_by["nvlink"] + up_line
     optimal = _op_lower_bound_terms(fabric, model, tr, kind, gpus, nv_line, in_net)
-    lb, by = (max(optimal.values()), optimal) if optimal and max(optimal.values()) <= moved else (moved, moved_by)
+    best = max(optimal.values(), default=0.0)
+    lb, by = (best, optimal) if best <= moved else (moved, moved_by)
     bound_by = _binding(by) if lb > 0 else "none"
     return _TrafficSamples(per_byte, latency, lb, tr.algorithm, tr.group_size, link_loads, bound_by)
 

@@ -138,7 +138,9 @@ class Fabric:
         return f"{tier}{idx}{plane}"
 
     def switch_ports_used(self) -> np.ndarray:
-        """Ports in use on each switch node (index = node id - switch_base), reserved slots included."""
+        """Links terminated on each switch node (index = node id - switch_base), reserved slots included: the ports
+        in use counted at the links' speed (with uplinks at another speed than the NIC ports, a leaf's NIC links and
+        uplinks occupy ports at their own breakouts: :class:`fabric.topology.sizing.TierPorts`)."""
         ends = np.concatenate([self.link_a, self.link_b])
         kinds = np.concatenate([self.link_kind, self.link_kind])
         on_switch = (ends >= self.switch_base) & (ends < self.switch_base + self.n_switches)
