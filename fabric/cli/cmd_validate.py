@@ -123,7 +123,8 @@ def format_result(r) -> str:
         f"{r.design} | op {op['index']}: {op['kind']} {op['bytes'] / 1e6:,.2f} MB over {op['group_size']} ranks "
         f"({op['algorithm']}), {r.flows} flows | routing {r.routing}, seed {r.seed}",
         f"network: {net['hosts']} hosts, {net['switches']} switches, {net['links']} links at "
-        f"{net['link_speed_gbps']:g} Gb/s{_other_speeds(net)}; FIFO switch ports: {_queue(net['switch_queue_packets'])}; TCP "
+        f"{net['link_speed_gbps']:g} Gb/s{_other_speeds(net)}; FIFO switch ports: "
+        f"{_queue(net['switch_queue_packets'])}; TCP "
         f"{net['congestion_control']}, MSS {net['mss_bytes']} B (goodput {r.goodput_fraction:.1%} of line rate)",
         "",
         f"  packet level (ns-3)        {ms(r.packet_s):>14s}",

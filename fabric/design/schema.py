@@ -50,9 +50,10 @@ class Design:
     share a NIC) as long as NICs per node is whole. ``oversubscription`` is down:up per switch tier, leaf first.
     ``tiers`` is 1, 2, 3 or ``None`` (the fewest that fit). ``uplink_gbps`` is the speed of the switch-to-switch
     links per tier in Gb/s, ``(leaf -> spine, spine -> core)``; ``None`` (the whole field or one tier) means the NIC
-    port speed, so designs without it are unchanged (a single number sets both tiers). ``planes`` > 1 splits each NIC's ports over that many
-    independent planes (NIC ports must be a multiple of ``planes``). ``reserved_node_slots`` are node slots
-    taken by appliances that use leaf ports like a server (NVIDIA's UFM node in a SuperPOD), placed first.
+    port speed, so designs without it are unchanged (a single number sets both tiers). ``planes`` > 1 splits each
+    NIC's ports over that many independent planes (NIC ports must be a multiple of ``planes``).
+    ``reserved_node_slots`` are node slots taken by appliances that use leaf ports like a server (NVIDIA's UFM node
+    in a SuperPOD), placed first.
     """
 
     name: str = "design"

@@ -12,9 +12,9 @@ lower switch spreads its uplinks over all switches of the layer above, in equal 
 them evenly leaves the layer at least half used (else bundles that differ by one), with at least two spines and
 two cores; pods share one core layer. Partly filled scalable units / leaves / pods keep the uplinks of a full one.
 Links run at the NIC port speed except the uplinks of a design with ``uplink_gbps`` (leaf -> spine and spine -> core
-at their own speed, in whole breakout lanes of the switch's ports; oversubscription is then a ratio of capacities:
-:class:`fabric.topology.sizing.TierPorts`). Server-to-leaf media follow the rack layout (:mod:`fabric.topology.racks`); a design whose NICs the GPU's host
-cannot feed is refused (:mod:`fabric.catalog.compat`).
+at their own speed, a breakout of the switch's ports; oversubscription is then a ratio of capacities:
+:class:`fabric.topology.sizing.TierPorts`). Server-to-leaf media follow the rack layout (:mod:`fabric.topology.racks`);
+a design whose NICs the GPU's host cannot feed is refused (:mod:`fabric.catalog.compat`).
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ import numpy as np
 from fabric.errors import DesignError
 
 __all__ = [
-    "TierPorts", "MIN_UPPER_SWITCHES", "Spread", "split_ports", "uplinks_for", "leaf_uplinks", "spread_upward", "bundle_links",
+    "TierPorts", "MIN_UPPER_SWITCHES", "Spread", "split_ports", "uplinks_for", "leaf_uplinks", "spread_upward",
+    "bundle_links",
     "spread_over_spines",
     "fat_tree_max_endpoints", "fat_tree_switches",
     "clos2_max_endpoints", "clos3_max_endpoints", "dragonfly_max_endpoints", "dragonfly_balanced",
