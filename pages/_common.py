@@ -384,13 +384,15 @@ def design_choices() -> list[dict]:
 def genes_of_record(rec: dict) -> dict:
     from fabric.ui_support.designs import GENE_COLUMNS
 
-    g = {k: rec[k] for k in GENE_COLUMNS}
+    from fabric.ui_support.designs import LATER_GENES
+
+    g = {k: rec.get(k, LATER_GENES.get(k)) if k in LATER_GENES else rec[k] for k in GENE_COLUMNS}
     for k in ("pxn", "storage_isolation", "in_network_reduction"):
         g[k] = bool(g[k])
     for k in ("planes", "qps_per_connection"):
         g[k] = int(g[k])
-    for k in ("nics_per_gpu", "oversub_leaf", "oversub_spine"):
-        g[k] = float(g[k])
+    for k in ("nics_per_gpu", "oversub_leaf", "oversub_spine", *LATER_GENES):
+        g[k] = float(g[k] or 0.0)
     return g
 
 

@@ -121,7 +121,8 @@ try:
         budget_usd=None if not budget_m else float(budget_m) * 1e6,
         power_w=None if not power_kw else float(power_kw) * 1e3,
         cable_count=None if cables is None else int(cables), p99_target_s=p99 or None,
-        nics_per_gpu=c0.nics_per_gpu, oversubscriptions=c0.oversubscriptions, qps=c0.qps, planes=c0.planes,
+        nics_per_gpu=c0.nics_per_gpu, oversubscriptions=c0.oversubscriptions,
+        uplink_speed_factors=c0.uplink_speed_factors, qps=c0.qps, planes=c0.planes,
         optimize_power=c0.optimize_power)
     DesignSpace(new, cat)           # the search space itself: e.g. no allowed NIC runs on this GPU's host
     if gpus_needed(wb.workload) > new.gpus:

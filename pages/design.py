@@ -65,7 +65,8 @@ m[2].metric("Network power", f"{ev.power_w / 1e3:,.1f} kW")
 m[3].metric(f"p50 step ({unit})", f"{st_['p50'] * scale:,.4g}")
 m[4].metric(f"p99 step ({unit})", f"{st_['p99'] * scale:,.4g}",
             delta=f"{st_['p99'] / st_['p50'] - 1:+.1%} vs p50", delta_color="off")
-m[5].metric(f"Lower bound ({unit})", f"{ev.lower_bound_s * scale:,.4g}")
+m[5].metric(f"Lower bound ({unit})", f"{ev.lower_bound_s * scale:,.4g}",
+            help=f"Bandwidth-optimal step time at line rate; bound by {ev.lower_bound_by}")
 
 # ------------------------------------------------------------------ topology and BOM
 left, right = st.columns([3, 2])

@@ -473,7 +473,7 @@ def test_bad_links_warn_and_fall_back():
     at = app(wl="sample:nope.json", design="clos,1", families="torus").run()
     ok(at)
     warn = texts(at.warning)
-    assert "no built-in sample" in warn and "expected 14" in warn and "unknown value" in warn
+    assert "no built-in sample" in warn and "expected 16" in warn and "unknown value" in warn
     assert "mixtral-8x7b" in at.header[0].value
     at = app(wl="upload:mine.json").run()
     ok(at)

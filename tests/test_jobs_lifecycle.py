@@ -210,12 +210,14 @@ def test_session_allowance_names_its_limit(monkeypatch, workload):
     assert job.wait(300)
     allowance.charge(job)
     allowance.charge(job)                       # charged once only
-    assert allowance.spent == job.snapshot().evaluations == 436
-    assert allowance.remaining() == 64
-    with pytest.raises(FabricError, match=r"64 of its 500 evaluations left.*max_session_evaluations"
+    spent = job.snapshot().evaluations          # the budget, plus what the last generation overshoots it by
+    assert spent >= 400 and allowance.spent == spent
+    left = 500 - spent
+    assert allowance.remaining() == left
+    with pytest.raises(FabricError, match=rf"{left} of its 500 evaluations left.*max_session_evaluations"
                                           r".*FABRIC_LIMIT_MAX_SESSION_EVALUATIONS"):
-        allowance.check(100)
-    allowance.check(64)
+        allowance.check(left + 1)
+    allowance.check(left)
 
 
 def test_bad_worker_setting_is_a_clear_error(monkeypatch, workload):

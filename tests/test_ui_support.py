@@ -156,7 +156,7 @@ def test_sample_and_upload_choices():
     ({"gpus": "12", "gpus_per_node": "8"}, "8-GPU nodes"),
     ({"families": "torus"}, "unknown value"),
     ({"budget_usd": "cheap"}, "cannot read"),
-    ({"design": "clos,1,2"}, "expected 14"),
+    ({"design": "clos,1,2"}, "expected 16"),
     ({"design": "clos,ib-ndr-64x400,nic-cx7-400,x,1,1,1,ecmp,1,infiniband,packed,0,0,0"}, "not a number"),
     ({"design": "clos,ib-ndr-64x400,nic-cx7-400,1,1,1,1,ecmp,1,infiniband,packed,2,0,0"}, "must be 0 or 1"),
     ({"evals": "0"}, "whole number in"),

@@ -15,6 +15,8 @@ __all__ = ["SwitchModel", "NicModel", "Transceiver", "Cable", "GpuModel", "MAX_B
 
 #: Most links one switch port can be split into (an 800G OSFP breaks out to at most 8 x 100G lanes).
 MAX_BREAKOUT_LANES = 8
+#: Standard breakouts of one port: whole, or 2, 4, 8 equal links (800G OSFP: 1 x 800G, 2 x 400G, 4 x 200G, 8 x 100G).
+_BREAKOUTS = (1, 2, 4, 8)
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,22 @@ class SwitchModel:
         if not math.isclose(ratio, lanes, rel_tol=1e-9):
             return self.ports
         return self.ports * min(lanes, MAX_BREAKOUT_LANES)
+
+    def lanes_at(self, link_speed_bps: float) -> int:
+        """Links of ``link_speed_bps`` one port carries in a standard breakout (the port whole, or split in 2, 4 or
+        :data:`MAX_BREAKOUT_LANES` equal links), else 0: an 800G port gives 1 link at 800G, 2 at 400G, 4 at 200G,
+        8 at 100G, and none at 300G or 1.6T."""
+        if not link_speed_bps > 0:
+            raise DesignError(f"link speed must be a positive number of bits/s, got {link_speed_bps!r}")
+        ratio = self.port_speed_bps / link_speed_bps
+        for lanes in _BREAKOUTS:
+            if math.isclose(ratio, lanes, rel_tol=1e-9):
+                return lanes
+        return 0
+
+    def breakout_speeds_bps(self) -> tuple[float, ...]:
+        """The link speeds :meth:`lanes_at` accepts, fastest first (800G ports: 800, 400, 200, 100G)."""
+        return tuple(self.port_speed_bps / k for k in _BREAKOUTS)
 
     @property
     def capacity_bps(self) -> float:

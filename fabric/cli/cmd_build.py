@@ -72,12 +72,16 @@ def run(args) -> int:
         print(json.dumps(out, indent=2, default=float))
         return 0
     s = fabric.structure
+    speeds = fabric.link_speeds_gbps()
+    ups = [f"{k} at {v:g} Gb/s" for k, v in speeds.items()
+           if k in ("leaf-spine", "spine-core") and v != fabric.link_speed_bps / 1e9]
     print(f"{design.name}: {design.family}, {fabric.n_gpus:,} GPUs, {fabric.tiers} tier(s), {fabric.planes} plane(s), "
-          f"radix {s.get('radix')} at {fabric.link_speed_bps / 1e9:g} Gb/s")
+          f"radix {s.get('radix')} at {fabric.link_speed_bps / 1e9:g} Gb/s" + (f"; {', '.join(ups)}" if ups else ""))
     print()
     print(_table([[t, f"{n:,}"] for t, n in bom.switches.items()], ["switch tier", "count"]))
     print()
-    print(_table([[k, f"{n:,}"] for k, n in bom.links.items()], ["links", "count"]))
+    print(_table([[k, f"{n:,}", f"{speeds.get(k, 0):g}"] for k, n in bom.links.items()],
+                 ["links", "count", "Gb/s"]))
     print()
     print(_table([[i.category, i.model, i.where, f"{i.count:,}", f"{i.unit_price_usd:,.0f}", f"{i.price_usd:,.0f}",
                    f"{i.power_w:,.0f}"] for i in bom.items],

@@ -80,16 +80,22 @@ def run(args) -> int:
     ms = lambda x: f"{x * 1e3:,.2f} ms"  # noqa: E731
     print(f"{design.name} | {workload.name} | scenario {ev.scenario} | {ev.samples} samples, seed {ev.seed}")
     print(f"step time  p50 {ms(st['p50'])}  p95 {ms(st['p95'])}  p99 {ms(st['p99'])}  mean {ms(st['mean'])}")
-    print(f"lower bound {ms(ev.lower_bound_s)} (compute {ms(ev.compute_s)}); p99 is "
+    comm = {k: v for k, v in ev.lower_bound_split_s.items() if k != "compute"}
+    bound_by = (f"communication bound by {ev.lower_bound_by}: "
+                + ", ".join(f"{k} {ms(v)}" for k, v in sorted(comm.items(), key=lambda kv: -kv[1]))
+                if comm else "no communication exposed")
+    print(f"lower bound {ms(ev.lower_bound_s)} (compute {ms(ev.compute_s)}; {bound_by}); p99 is "
           f"{st['p99'] / ev.lower_bound_s:.2f}x the bound" if ev.lower_bound_s > 0 else "")
     print(f"network capex ${ev.cost_usd:,.0f}, power {ev.power_w / 1e3:,.1f} kW")
     print(f"cost per step ${eco['usd_per_step']:,.2f} (cluster ${eco['usd_per_hour']:,.0f}/h over "
           f"{args.life_years:g} years, PUE {args.pue:g}, ${args.usd_per_kwh:g}/kWh); GPUs wait on the network "
           f"{eco['gpu_idle_fraction_network']:.1%} of the p99 step (${eco['idle_usd_per_step']:,.2f} per step)")
-    print("\nops (time per call; exposed = its share of the p99 step):")
+    print("\nops (time per call; exposed = its share of the p99 step; bound = bandwidth-optimal time, and what "
+          "binds it):")
     for o in ev.ops:
         print(f"  {o.kind:15s} {o.group:10s} {o.bytes / 1e6:10.2f} MB x{o.count_per_step:<8g} {o.algorithm:18s} "
-              f"p50 {ms(o.time_p50_s):>12s}  p99 {ms(o.time_p99_s):>12s}  exposed {ms(o.exposed_in_p99_sample_s)}")
+              f"p50 {ms(o.time_p50_s):>12s}  p99 {ms(o.time_p99_s):>12s}  exposed {ms(o.exposed_in_p99_sample_s)}"
+              f"  bound {ms(o.lower_bound_s)} ({o.bound_by})")
     if ev.hot_links:
         print("\nhottest link groups (utilization in the p99 sample / mean):")
         for h in ev.hot_links[:5]:

@@ -14,8 +14,8 @@ def register(sub) -> None:
         help="search designs for the Pareto front of cost vs p99 step time",
         description=(
             "Search the design space (topology family, switch and NIC models, NICs per GPU, oversubscription, "
-            "planes, routing and queue pairs, transport, placement, PXN, storage isolation, in-network reduction) "
-            "with NSGA-II for the Pareto front of network capex versus p99 step time, under the given "
+            "planes, routing and queue pairs, transport, placement, PXN, storage isolation, in-network reduction, "
+            "uplink speed) with NSGA-II for the Pareto front of network capex versus p99 step time, under the given "
             "constraints. The human baselines (fat tree 1:1 and 2:1 at the fastest links, a rail-optimized "
             "SuperPOD-like design) are always evaluated and compared."
         ),

@@ -108,6 +108,12 @@ def _queue(q) -> str:
     return "lossless (deep enough that nothing drops)" if q == "lossless" else f"{q} packets (drop-tail)"
 
 
+def _other_speeds(net: dict) -> str:
+    """`` (leaf-spine 5 Gb/s)`` for link kinds that do not run at the hosts' speed."""
+    other = [f"{k} {v:g} Gb/s" for k, v in net.get("link_speeds_gbps", {}).items() if v != net["link_speed_gbps"]]
+    return f" ({', '.join(other)})" if other else ""
+
+
 def format_result(r) -> str:
     """The human-readable report of a :class:`fabric.validate.PacketResult`."""
     ms = lambda x: f"{x * 1e3:,.3f} ms" if x is not None and math.isfinite(x) else "did not finish"  # noqa: E731
@@ -117,7 +123,8 @@ def format_result(r) -> str:
         f"{r.design} | op {op['index']}: {op['kind']} {op['bytes'] / 1e6:,.2f} MB over {op['group_size']} ranks "
         f"({op['algorithm']}), {r.flows} flows | routing {r.routing}, seed {r.seed}",
         f"network: {net['hosts']} hosts, {net['switches']} switches, {net['links']} links at "
-        f"{net['link_speed_gbps']:g} Gb/s; FIFO switch ports: {_queue(net['switch_queue_packets'])}; TCP "
+        f"{net['link_speed_gbps']:g} Gb/s{_other_speeds(net)}; FIFO switch ports: "
+        f"{_queue(net['switch_queue_packets'])}; TCP "
         f"{net['congestion_control']}, MSS {net['mss_bytes']} B (goodput {r.goodput_fraction:.1%} of line rate)",
         "",
         f"  packet level (ns-3)        {ms(r.packet_s):>14s}",

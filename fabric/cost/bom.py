@@ -4,6 +4,7 @@ Counting rules (documented in docs/cost.md):
 
 - switches per tier at the catalog price and power of the design's switch model;
 - one NIC per NIC slot (``nics_per_gpu`` x GPUs);
+- every link is bought at its own speed (uplinks may run at another speed than the NIC ports, ``uplink_gbps``);
 - every optical link has a fibre cable and a transceiver at each end: NIC ends take one NIC-side module per port,
   switch ends take switch-side modules counted per switch (a twin-port module serves two ports of one switch);
 - every other link is one cable with its ends built in, no transceivers: passive copper (DAC, no power) in the
@@ -134,6 +135,21 @@ def _switch_end_modules(fabric: Fabric, optical: np.ndarray, ports_per_module: i
     return {fabric.tier_names[t]: int(modules[tiers == t].sum()) for t in np.unique(tiers)}
 
 
+def _links_by_kind_and_speed(fabric: Fabric):
+    """``(kind, speed_bps, link ids)`` of the network links, per kind and per link speed (uplinks may run at
+    another speed than the NIC ports: ``Design.uplink_gbps``)."""
+    for kind in _NETWORK_KINDS:
+        sel = np.flatnonzero(fabric.link_kind == LINK_KINDS.index(kind))
+        if not sel.size:
+            continue
+        caps = fabric.link_capacity_bps[sel]
+        if caps.min() == caps.max():                  # the common case: one speed per kind
+            yield kind, float(caps[0]), sel
+            continue
+        for speed in np.unique(caps).tolist():
+            yield kind, float(speed), sel[caps == speed]
+
+
 def bill_of_materials(fabric: Fabric, catalog=None) -> BillOfMaterials:
     """Count and price everything the fabric needs."""
     from fabric.catalog import default_catalog
@@ -143,7 +159,6 @@ def bill_of_materials(fabric: Fabric, catalog=None) -> BillOfMaterials:
     sw = cat.switch(design.switch_model)
     nic = cat.nic(design.nic_model)
     gpu = cat.gpu(design.gpu_model)
-    speed = fabric.link_speed_bps
     items: list[BomItem] = []
 
     switches = fabric.switch_counts()
@@ -154,10 +169,7 @@ def bill_of_materials(fabric: Fabric, catalog=None) -> BillOfMaterials:
     cables: dict[str, int] = {}
     transceivers: dict[str, int] = {}
     links = fabric.link_counts()
-    for kind in _NETWORK_KINDS:
-        sel = np.flatnonzero(fabric.link_kind == LINK_KINDS.index(kind))
-        if not sel.size:
-            continue
+    for kind, speed, sel in _links_by_kind_and_speed(fabric):
         medium_of, reach_of = fabric.link_medium[sel], fabric.link_reach_m[sel]
         optical = sel[medium_of == _OPTICS]
         if optical.size:

@@ -50,9 +50,12 @@ class Design:
     Sizes: ``gpus`` in total, ``gpus_per_node`` per server, ``scale_up_size`` GPUs per NVLink domain (a multiple
     of ``gpus_per_node``; 72 for an NVL72 rack of 4-GPU trays). ``nics_per_gpu`` may be fractional (0.5: two GPUs
     share a NIC) as long as NICs per node is whole. ``oversubscription`` is down:up per switch tier, leaf first.
-    ``tiers`` is 1, 2, 3 or ``None`` (the fewest that fit). ``planes`` > 1 splits each NIC's ports over that many
-    independent planes (NIC ports must be a multiple of ``planes``). ``reserved_node_slots`` are node slots
-    taken by appliances that use leaf ports like a server (NVIDIA's UFM node in a SuperPOD), placed first.
+    ``tiers`` is 1, 2, 3 or ``None`` (the fewest that fit). ``uplink_gbps`` is the speed of the switch-to-switch
+    links per tier in Gb/s, ``(leaf -> spine, spine -> core)``; ``None`` (the whole field or one tier) means the NIC
+    port speed, so designs without it are unchanged (a single number sets both tiers). ``planes`` > 1 splits each
+    NIC's ports over that many independent planes (NIC ports must be a multiple of ``planes``).
+    ``reserved_node_slots`` are node slots taken by appliances that use leaf ports like a server (NVIDIA's UFM node
+    in a SuperPOD), placed first.
     """
 
     name: str = "design"
@@ -66,6 +69,7 @@ class Design:
     switch_model: str = "ib-ndr-64x400"
     tiers: int | None = None
     oversubscription: tuple[float, ...] = (1.0, 1.0)
+    uplink_gbps: tuple | None = None
     planes: int = 1
     nodes_per_su: int | None = None
     reserved_node_slots: int = 0
@@ -84,6 +88,7 @@ class Design:
     nccl_algo: str | None = None
 
     def __post_init__(self):
+        object.__setattr__(self, "uplink_gbps", _normalise_uplinks(self.uplink_gbps))
         validate_design(self)
 
     @property
@@ -105,6 +110,13 @@ class Design:
         """Oversubscription (down:up) at switch tier ``tier`` (0 = leaf); 1.0 past the given list."""
         return float(self.oversubscription[tier]) if tier < len(self.oversubscription) else 1.0
 
+    def uplink_speed_gbps(self, tier: int) -> float | None:
+        """Speed (Gb/s) of the uplinks of switch tier ``tier`` (0: leaf -> spine, 1: spine -> core); ``None`` means
+        the NIC port speed."""
+        if self.uplink_gbps is None or tier >= len(self.uplink_gbps):
+            return None
+        return self.uplink_gbps[tier]
+
     def replace(self, **changes) -> "Design":
         """A validated copy with ``changes`` applied."""
         return replace(self, **changes)
@@ -112,6 +124,46 @@ class Design:
 
 def _err(fld: str, msg: str):
     raise DesignError(f"design field '{fld}': {msg}")
+
+
+#: Fastest uplink accepted (Gb/s): above any switch port in the catalog's generations (1.6T).
+MAX_UPLINK_GBPS = 3200.0
+
+
+def _normalise_uplinks(v):
+    """``uplink_gbps`` in its canonical form: ``None`` or ``(leaf, spine)`` with ``None`` for "the NIC speed".
+
+    A number (or a one-item list) sets both tiers; ``{"leaf": .., "spine": ..}`` names them (a missing spine tier
+    follows the leaf tier). Values that are not numbers are left for :func:`validate_design` to reject.
+    """
+    if v is None:
+        return None
+    if isinstance(v, dict):
+        bad = sorted(map(str, set(v) - {"leaf", "spine"}))
+        if bad:
+            _err("uplink_gbps", f"unknown tier(s) {', '.join(bad)}; use leaf, spine")
+        leaf = v.get("leaf")
+        v = (leaf, v.get("spine", leaf))
+    elif isinstance(v, (list, tuple)):
+        if len(v) == 0 or len(v) > 2:
+            _err("uplink_gbps", f"give one speed or two (leaf -> spine, spine -> core) in Gb/s; got {len(v)}")
+        v = (v[0], v[0]) if len(v) == 1 else (v[0], v[1])
+    else:
+        v = (v, v)
+    v = tuple(_plain_number(x) for x in v)
+    return None if v == (None, None) else v
+
+
+def _plain_number(x):
+    """A numpy scalar as a Python one, and a whole or fractional number as a float (so equal designs are equal)."""
+    if hasattr(x, "item") and not isinstance(x, (str, bytes)):
+        try:
+            x = x.item()
+        except (TypeError, ValueError):
+            return x
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return float(x)
+    return x
 
 
 def _int_in(d: Design, fld: str, lo: int, hi: int, *, allow_none=False):
@@ -171,6 +223,16 @@ def validate_design(d: Design) -> None:
             _err("oversubscription", f"ratio {i} is {o:g}: down:up below 1 buys uplinks nobody can fill; use >= 1")
         if o > MAX_OVERSUBSCRIPTION:
             _err("oversubscription", f"ratio {i} is {o:g}: above {MAX_OVERSUBSCRIPTION:g}:1 is not a usable fabric")
+    if d.uplink_gbps is not None:
+        for tier, v in zip(("leaf", "spine"), d.uplink_gbps):
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                _err("uplink_gbps", f"{tier} uplink speed must be a number of Gb/s, got {v!r}")
+            if not 0 < v <= MAX_UPLINK_GBPS:
+                _err("uplink_gbps", f"{tier} uplink speed must be in (0, {MAX_UPLINK_GBPS:g}] Gb/s, got {v:g}")
+        if d.family == "dragonfly":
+            _err("uplink_gbps", "dragonfly router-to-router links run at the NIC port speed; leave uplink_gbps out")
     _int_in(d, "planes", 1, 8)
     _int_in(d, "nodes_per_su", 1, 4096, allow_none=True)
     _int_in(d, "reserved_node_slots", 0, 4096)
@@ -273,6 +335,7 @@ def design_to_dict(design: Design) -> dict[str, Any]:
     """The JSON/YAML form of a design (every field, plus the schema version)."""
     d = asdict(design)
     d["oversubscription"] = list(design.oversubscription)
+    d["uplink_gbps"] = None if design.uplink_gbps is None else list(design.uplink_gbps)
     return {"schema": SCHEMA_VERSION, **d}
 
 

@@ -112,6 +112,9 @@ def _binomial_power_cdf(k: int, n: int) -> MaxLoad:
     cdf[-1] = 1.0
     with np.errstate(under="ignore"):
         cdf = np.maximum.accumulate(cdf ** n)
+    # the bins are not independent: k balls in n bins always put at least ceil(k/n) in the busiest one, which the
+    # independent-binomial form would otherwise undercut with some probability when n is small
+    cdf[j < math.ceil(lam - 1e-9)] = 0.0
     start = int(np.searchsorted(cdf, 1e-300))
     return MaxLoad(lo + start, cdf[start:].copy())
 

@@ -13,9 +13,10 @@ Step time of a training job in one sample:
 ``T_op`` = size x (seconds per byte of the op's traffic in this sample) + latency steps x per-step latency, never
 below the small-message floor. An op with ``overlap_fraction`` f runs that share of its time beside compute, and
 a step cannot hide more communication than it has compute: hidden = min(sum of count x f x T_op, compute).
-``lower_bound_s`` is the same expression with every T_op at its bandwidth-optimal term of facts.md section 1 at
-line rate (NVLink and NIC) and compute at its mean; the step is non-decreasing in every T_op and in compute, so no
-sample can fall below it.
+``lower_bound_s`` is the same expression with every T_op at its bandwidth-optimal time at line rate and compute at
+its mean: the largest of the NIC and NVLink terms of facts.md section 1 and the fabric's cut terms (what must cross a
+leaf's or a pod's uplinks, :mod:`fabric.evaluate.bounds`); the step is non-decreasing in every T_op and in compute,
+so no sample can fall below it. ``OpResult.bound_by`` and ``Evaluation.lower_bound_by`` name the binding resource.
 Inference jobs report request latency percentiles (a "step" is one request).
 """
 
@@ -29,6 +30,7 @@ import numpy as np
 
 from fabric.cost import bill_of_materials
 from fabric.errors import WorkloadError
+from fabric.evaluate.bounds import RESOURCES, cut_bound_per_byte
 from fabric.evaluate.collectives import NCCL_ALGOS, CollectiveHardware, bandwidth_factor, lower_bound_time
 from fabric.evaluate.flows import algorithm_for, group_shape, op_traffic
 from fabric.evaluate.network import NetworkModel, phase_load, sample_phase_factor
@@ -61,6 +63,9 @@ class OpResult:
     time_p99_s: float
     lower_bound_s: float
     exposed_in_p99_sample_s: float
+    #: the resource whose line rate sets ``lower_bound_s``: "nic", "nvlink", "leaf uplinks", "pod uplinks",
+    #: "router links" (dragonfly), or "none" (a group of one)
+    bound_by: str = "none"
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -89,11 +94,17 @@ class Evaluation:
     radix: int = 0
     tiers: int = 0
     cost_by_category: dict = field(default_factory=dict)
+    #: what binds ``lower_bound_s``: the resource with the most exposed bound communication ("nic", "nvlink",
+    #: "leaf uplinks", "pod uplinks", "router links"), or "compute" when no bound communication is exposed
+    lower_bound_by: str = "compute"
+    #: ``lower_bound_s`` split into compute and the exposed bound communication of each resource (seconds)
+    lower_bound_split_s: dict = field(default_factory=dict)
 
     def to_dict(self, *, include_samples: bool = False) -> dict:
         d = {
             "design": self.design_name, "scenario": self.scenario, "seed": self.seed, "samples": self.samples,
             "step_time_s": dict(self.step_time_s), "lower_bound_s": self.lower_bound_s,
+            "lower_bound_by": self.lower_bound_by, "lower_bound_split_s": dict(self.lower_bound_split_s),
             "compute_s": self.compute_s, "ops": [o.to_dict() for o in self.ops],
             "hot_links": [dict(h) for h in self.hot_links], "jobs": self.jobs,
             "cost_usd": self.cost_usd, "power_w": self.power_w, "p99_breakdown": self.p99_breakdown,
@@ -175,6 +186,7 @@ class _TrafficSamples:
     group_size: int
     link_loads: list               # (class, busiest bytes-per-op-byte per sample, phase index)
     issue_s: float = 0.0           # serial per-peer posting that overlaps the transfer (direct all-to-all)
+    bound_by: str = "none"         # the resource that sets lb_per_byte
 
 
 def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: float, algorithm: str,
@@ -194,7 +206,8 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
     latency = tr.scaleup_steps * prof.nvlink_alpha_s
     link_loads = []
     port_line = fabric.link_speed_bps / 8.0
-    injection = 0.0                 # seconds per op byte the busiest NIC port needs at line rate
+    injection = 0.0                 # seconds per op byte the busiest NIC port, NVLink or link needs at line rate
+    moved_by = dict.fromkeys(RESOURCES, 0.0)
     for pi, ph in enumerate(tr.phases):
         load = phase_load(ph, model, qps=design.qps_per_connection, pxn=design.pxn)
         t, per_class = sample_phase_factor(load, model, design.routing, net_eff, nv_eff, prof.adaptive_imbalance,
@@ -203,15 +216,38 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
         prop = 2 * 50.0 * 5e-9 if load.hops > 1 else 2 * 30.0 * 5e-9
         latency += ph.steps * (prof.step_alpha_s + load.hops * sw_lat + 2 * nic_lat + prop)
         link_loads += [(c, b, pi) for c, b in zip(load.classes, per_class)]
-        injection += max(load.nic_max / port_line, load.nvlink_max / nv_line if nv_line > 0 else 0.0)
+        terms = {"nic": load.nic_max / port_line, "nvlink": load.nvlink_max / nv_line if nv_line > 0 else 0.0}
+        for c in load.classes:      # a group's busiest link carries at least its mean
+            res = _RESOURCE_OF_GROUP.get(c.kind, "router links")
+            mean = float(c.member_loads.max()) / (model.link_bps(c.kind) / 8.0) if c.member_loads.size else 0.0
+            terms[res] = max(terms.get(res, 0.0), mean)
+        injection += max(terms.values())
+        for res, v in terms.items():
+            moved_by[res] = moved_by.get(res, 0.0) + v
     per_byte = np.maximum(up, net) if tr.pipelined else up + net
-    # the closed-form bound, unless this placement moves fewer bytes through the NICs than it assumes (irregular
-    # groups whose pairs share a node): then the line-rate time of the traffic itself bounds every sample
+    # the bandwidth-optimal bound, unless this placement moves fewer bytes than it assumes (irregular groups whose
+    # pairs share a node): then the line-rate time of the traffic itself (every NIC port, NVLink and link group at
+    # its mean load) bounds every sample
     up_line = tr.scaleup_bytes_per_byte / nv_line if nv_line > 0 else 0.0
     moved = max(up_line, injection) if tr.pipelined else up_line + injection
-    lb = min(_op_lower_bound_per_byte(fabric, tr, kind, nv_line, in_net, hardware.nvls), moved)
+    moved_by["nvlink"] = max(moved_by["nvlink"], up_line) if tr.pipelined else moved_by["nvlink"] + up_line
+    optimal = _op_lower_bound_terms(fabric, model, tr, kind, shape.members, nv_line, in_net, hardware.nvls)
+    best = max(optimal.values(), default=0.0)
+    lb, by = (best, optimal) if best <= moved else (moved, moved_by)
+    bound_by = _binding(by) if lb > 0 else "none"
     return _TrafficSamples(per_byte, latency, lb, tr.algorithm, tr.group_size, link_loads,
-                           issue_s=tr.peers * prof.peer_issue_s)
+                           issue_s=tr.peers * prof.peer_issue_s, bound_by=bound_by)
+
+
+#: The lower-bound resource of each link-group kind (dragonfly groups are "router links").
+_RESOURCE_OF_GROUP = {"leaf uplinks": "leaf uplinks", "leaf downlinks": "leaf uplinks",
+                      "pod core uplinks": "pod uplinks", "pod core downlinks": "pod uplinks"}
+
+
+def _binding(terms: dict) -> str:
+    """The resource with the largest term (ties: the order of :data:`RESOURCES`, NIC first)."""
+    order = {r: i for i, r in enumerate(RESOURCES)}
+    return max(terms, key=lambda r: (terms[r], -order.get(r, len(order))))
 
 
 def _nvlink_bytes_per_s(fabric) -> float:
@@ -226,29 +262,33 @@ def _gpu_net_bytes_per_s(fabric) -> float:
     return ports * fabric.link_speed_bps / 8.0 * d.nics_per_gpu
 
 
-def _op_lower_bound_per_byte(fabric, tr, kind: str, nv_line: float, in_net: bool, nvls: bool = False) -> float:
-    """Bandwidth-optimal time per op byte (facts.md section 1) at line rate.
-
-    With NVLink SHARP (``nvls``) the NVSwitch reduces, so a domain's all-reduce need only move S once each way
-    per GPU (like in-network reduction), below the ring's 2(g-1)/g S.
-    """
+def _op_lower_bound_terms(fabric, model, tr, kind: str, gpus: np.ndarray, nv_line: float, in_net: bool,
+                          nvls: bool = False) -> dict:
+    """Bandwidth-optimal time per op byte at line rate, per resource: ``{"nic": .., "nvlink": .., "leaf uplinks":
+    .., "pod uplinks": ..}`` (empty for a group of one). NIC and NVLink: facts.md section 1; the fabric's tiers:
+    what must cross each leaf's and pod's uplinks (:mod:`fabric.evaluate.bounds`). With NVLink SHARP (``nvls``)
+    the NVSwitch reduces, so a domain's all-reduce need only move S once each way per GPU (like in-network
+    reduction), below the ring's 2(g-1)/g S."""
     n, g, N = tr.group_size, tr.per_domain, tr.domains
     if n <= 1 or kind == "barrier":
-        return 0.0
+        return {}
     net_bw = _gpu_net_bytes_per_s(fabric)
     if N == 1:
-        return lower_bound_time(kind, n, 1.0, nv_line, nvls=nvls) if nv_line > 0 else 0.0
+        return {"nvlink": lower_bound_time(kind, n, 1.0, nv_line, nvls=nvls) if nv_line > 0 else 0.0}
     if kind in ("all_to_all", "all_to_allv"):
-        net = (n - g) / n / net_bw
-        nv = (g - 1) / n / nv_line if nv_line > 0 and g > 1 else 0.0
-        return max(net, nv)
-    if kind == "send_recv":
-        return 1.0 / net_bw
-    net = lower_bound_time(kind, N, 1.0 / g, net_bw, in_network=in_net)
-    nv = bandwidth_factor(kind, "ring", g) / nv_line if g > 1 and nv_line > 0 else 0.0
-    if kind == "all_reduce" and g > 1 and nv_line > 0:
-        nv = lower_bound_time(kind, g, 1.0, nv_line, nvls=nvls)
-    return max(net, nv)
+        terms = {"nic": (n - g) / n / net_bw, "nvlink": (g - 1) / n / nv_line if nv_line > 0 and g > 1 else 0.0}
+    elif kind == "send_recv":
+        terms = {"nic": 1.0 / net_bw}
+    else:
+        nv = bandwidth_factor(kind, "ring", g) / nv_line if g > 1 and nv_line > 0 else 0.0
+        if kind == "all_reduce" and g > 1 and nv_line > 0:
+            nv = lower_bound_time(kind, g, 1.0, nv_line, nvls=nvls)
+        terms = {"nic": lower_bound_time(kind, N, 1.0 / g, net_bw, in_network=in_net), "nvlink": nv}
+    if model.cuts and not (kind == "all_reduce" and tr.network_algorithm == "in_network"):
+        members = gpus if gpus.shape[1] < 2 or (np.diff(gpus, axis=1) > 0).all() else np.sort(gpus, axis=1)
+        for cuts in model.cuts:
+            terms[cuts.resource] = cut_bound_per_byte(kind, members, cuts)
+    return terms
 
 
 def _canonical_kind(kind: str) -> str:
@@ -295,7 +335,7 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     runs = [_run_job(job, gpus, model, seq, **ctx) for job, gpus, seq in zip(compute_jobs, placements, job_seeds)]
     if len(compute_jobs) > 1:
         # jobs share leaf uplinks and pod links: each job sees the others' mean load on the groups it crosses
-        usage = [_link_usage(r, fabric) for r in runs]
+        usage = [_link_usage(r, model) for r in runs]
         if any(u for u in usage):
             runs = [_run_job(job, gpus, _with_background(model, usage, i), seq, **ctx)
                     for i, (job, gpus, seq) in enumerate(zip(compute_jobs, placements, job_seeds))]
@@ -305,12 +345,12 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     primary = None
     all_ops: list[OpResult] = []
     hot: dict = {}
-    cap_bytes = fabric.link_speed_bps / 8.0
     for job, r in zip(compute_jobs, runs):
         step, i99 = r["step"], r["i99"]
         label = "latency_s" if job.kind == "inference" else "step_time_s"
         job_results[job.name] = {"kind": job.kind, label: _stats(step), "lower_bound_s": r["lower"],
-                                 "gpus": int(job.world_size), "compute_s": job.compute_time_s}
+                                 "lower_bound_by": r["lower_by"], "gpus": int(job.world_size),
+                                 "compute_s": job.compute_time_s}
         if primary is None or (job.kind == "training" and (primary[0].kind != "training"
                                                            or job.world_size > primary[0].world_size)):
             primary = (job, r)
@@ -320,8 +360,8 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
                 job=job.name, name=op.name, kind=op.kind, group=op.group, group_size=ts.group_size,
                 bytes=int(op.bytes), count_per_step=float(op.count_per_step), algorithm=ts.algorithm,
                 time_p50_s=float(np.percentile(t, 50)), time_p99_s=float(np.percentile(t, 99)),
-                lower_bound_s=float(lb), exposed_in_p99_sample_s=float(ex[i99])))
-        _accumulate_hot(hot, job, r["op_meta"], i99, step, fabric, cap_bytes)
+                lower_bound_s=float(lb), exposed_in_p99_sample_s=float(ex[i99]), bound_by=ts.bound_by))
+        _accumulate_hot(hot, job, r["op_meta"], i99, step, fabric, model)
 
     job, r = primary
     i99 = r["i99"]
@@ -338,7 +378,8 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
         step_samples_s=r["step"], lower_bound_s=float(r["lower"]), compute_s=float(job.compute_time_s),
         ops=tuple(all_ops), hot_links=tuple(hot_list), jobs=job_results, cost_usd=bom.cost_usd, power_w=bom.power_w,
         p99_breakdown=breakdown, notes=tuple(notes), cable_count=bom.cable_count,
-        radix=int(fabric.structure.get("radix", 0)), tiers=fabric.tiers, cost_by_category=bom.by_category())
+        radix=int(fabric.structure.get("radix", 0)), tiers=fabric.tiers, cost_by_category=bom.by_category(),
+        lower_bound_by=r["lower_by"], lower_bound_split_s=r["lower_split"])
 
 
 def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storage, samples, scenario,
@@ -387,20 +428,25 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
     exposed, comm = _exposed(op_times, ops, compute, samples)
     interference = _checkpoint_interference(job, storage, design, fabric, prof, comm, compute, rng_burst, samples)
     step = compute + comm + interference
-    _, lb_comm = _exposed([np.array([lb]) for lb in op_lb], ops, np.array([job.compute_time_s]), 1)
+    lb_exposed, lb_comm = _exposed([np.array([lb]) for lb in op_lb], ops, np.array([job.compute_time_s]), 1)
+    split = {"compute": float(job.compute_time_s)}
+    for ex, (_, ts, _) in zip(lb_exposed, op_meta):
+        if ts.bound_by != "none" and float(ex[0]) > 0:
+            split[ts.bound_by] = split.get(ts.bound_by, 0.0) + float(ex[0])
+    comm_split = {k: v for k, v in split.items() if k != "compute"}
+    lower_by = _binding(comm_split) if comm_split else "compute"
     order = np.argsort(step, kind="stable")
     i99 = int(order[min(samples - 1, int(math.ceil(0.99 * samples)) - 1)])
     return {"op_times": op_times, "op_lb": op_lb, "op_meta": op_meta, "compute": compute, "exposed": exposed,
             "interference": interference, "step": step, "lower": job.compute_time_s + float(lb_comm[0]),
-            "i99": i99}
+            "lower_by": lower_by, "lower_split": split, "i99": i99}
 
 
-def _link_usage(run: dict, fabric) -> dict:
+def _link_usage(run: dict, model) -> dict:
     """Per link group a job crosses: (its mean share of the capacity, its bytes per step per link).
 
     ``{kind: {key: [utilization, bytes_per_step_per_link]}}``.
     """
-    cap = fabric.link_speed_bps / 8.0
     step = float(run["step"].mean())
     usage: dict = {}
     if step <= 0:
@@ -409,6 +455,7 @@ def _link_usage(run: dict, fabric) -> dict:
         per_step = float(op.bytes) * op.count_per_step
         for cls, _busiest, _pi in ts.link_loads:
             d = usage.setdefault(cls.kind, {})
+            cap = model.link_bps(cls.kind) / 8.0
             for key, load in zip(cls.member_ids.tolist(), cls.member_loads.tolist()):
                 u = d.setdefault(key, [0.0, 0.0])
                 u[0] += per_step * load / (cap * step)
@@ -525,6 +572,8 @@ def _burst_duration(per_nic: float, design, fabric, prof) -> float:
     ports = fabric.nic_ports.shape[1]
     rate = fabric.link_speed_bps / 8.0 * prof.bandwidth_efficiency
     nic_time = per_nic / (rate * ports)
+    up_bps = fabric.structure.get("uplink_speed_gbps", [fabric.link_speed_bps / 1e9])[0] * 1e9
+    up_rate = up_bps / 8.0 * prof.bandwidth_efficiency         # leaf uplinks may run at another speed
     s = fabric.structure
     down, up, leaves = int(s.get("leaf_down", 0)), int(s.get("leaf_up", 0)), int(s.get("leaves", 1) or 1)
     if fabric.tiers < 2 or up <= 0 or down <= 0:
@@ -539,10 +588,10 @@ def _burst_duration(per_nic: float, design, fabric, prof) -> float:
         busiest = down / up * (1.0 + prof.adaptive_imbalance)
     else:
         busiest = down / up
-    return max(nic_time, busiest * flow / rate)
+    return max(nic_time, busiest * flow / up_rate)
 
 
-def _accumulate_hot(hot: dict, job, op_meta, i99: int, step: np.ndarray, fabric, cap_bytes: float) -> None:
+def _accumulate_hot(hot: dict, job, op_meta, i99: int, step: np.ndarray, fabric, model) -> None:
     mean_step = float(step.mean())
     p99_step = float(step[i99])
     for op, ts, _ in op_meta:
@@ -553,7 +602,8 @@ def _accumulate_hot(hot: dict, job, op_meta, i99: int, step: np.ndarray, fabric,
                 fabric.switch_base <= member < fabric.switch_base + fabric.n_switches else f"#{member}"
             key = (job.name, cls.kind, cls.k, cls.n, cls.slow, where)
             h = hot.setdefault(key, {"job": job.name, "links": cls.kind, "example": where,
-                                     "groups": cls.members, "links_per_group": cls.n, "mean_bytes": 0.0,
+                                     "groups": cls.members, "links_per_group": cls.n,
+                                     "link_gbps": model.link_bps(cls.kind) / 1e9, "mean_bytes": 0.0,
                                      "p99_bytes": 0.0, "ops": []})
             h["mean_bytes"] += size * cls.mean_load
             h["p99_bytes"] += size * float(busiest[i99])
@@ -561,6 +611,7 @@ def _accumulate_hot(hot: dict, job, op_meta, i99: int, step: np.ndarray, fabric,
             if label not in h["ops"]:
                 h["ops"].append(label)
     for h in hot.values():
+        cap_bytes = h["link_gbps"] * 1e9 / 8.0
         h["mean_utilization"] = h["mean_bytes"] / (cap_bytes * mean_step) if mean_step > 0 else 0.0
         h["p99_sample_utilization"] = h["p99_bytes"] / (cap_bytes * p99_step) if p99_step > 0 else 0.0
 

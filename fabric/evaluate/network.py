@@ -11,7 +11,8 @@ balls of ``bytes / q`` thrown onto its group's ``n`` equal links:
 
 Groups with equal (balls, links, slow links) form a class; the busiest of its L members is drawn from the max over
 L independent experiments. Unequal flows (all-to-allv) count as ``k_eff = (sum b)^2 / sum b^2`` balls of equal size.
-The phase time is the largest of: the busiest NIC port (injection or ejection), every class's busiest link, and the
+The phase time is the largest of: the busiest NIC port (injection or ejection) at the NIC speed, every class's busiest
+link at its links' speed (uplinks may run faster or slower than the NIC ports: ``Design.uplink_gbps``), and the
 busiest GPU's NVLink share. Leaf-to-leaf flows cross a leaf uplink and a leaf downlink; flows between 3-tier pods
 also cross a pod's core-facing links (one of ``spines_per_pod x spine_uplinks``, uniformly, by the Clos symmetry).
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fabric.evaluate.ballsbins import sample_max_load
+from fabric.evaluate.bounds import fabric_cuts
 from fabric.topology.fabric import LINK_KINDS
 
 __all__ = ["NetworkModel", "LinkClass", "PhaseLoad", "phase_load", "sample_phase_factor"]
@@ -50,7 +52,10 @@ class NetworkModel:
     dfly_routers_per_group: int = 0
     dfly_links_per_pair: int = 0
     dfly_globals_per_router: int = 0
-    capacity_bps: float = 0.0
+    capacity_bps: float = 0.0    # a NIC port's line rate (bits/s per direction)
+    #: line rate of the links of each link-group kind (leaf uplinks run at the design's uplink speed, pod core
+    #: links at the spine uplink speed); kinds not listed run at ``capacity_bps``
+    group_capacity_bps: dict = field(default_factory=dict)
     rail_based: bool = False
     force_pxn: bool = False
     #: per Monte Carlo sample, {leaf node id: uplinks down in that launch} (random component faults)
@@ -58,6 +63,12 @@ class NetworkModel:
     #: share of each link group's capacity used by other jobs: {group kind: array indexed like the group keys}
     #: (leaf kinds: switch index = node id - switch_base; pod kinds: pod id)
     background: dict = field(default_factory=dict)
+    #: the healthy fabric's cuts for the lower bound (:func:`fabric.evaluate.bounds.fabric_cuts`)
+    cuts: tuple = ()
+
+    def link_bps(self, kind: str) -> float:
+        """Line rate (bits/s per direction) of one link of the link-group kind ``kind`` ("leaf uplinks", ...)."""
+        return self.group_capacity_bps.get(kind, self.capacity_bps)
 
     def background_of(self, kind: str, keys: np.ndarray) -> np.ndarray:
         """Other jobs' share of the capacity of the groups ``keys`` of ``kind`` (0 where none)."""
@@ -111,15 +122,22 @@ class NetworkModel:
             pod_bins = np.bincount(pod[a[sc] - sb], minlength=uniq.shape[0])
         is_dfly = fabric.family == "dragonfly"
         s = fabric.structure
+        group_bps = {}
+        for link_kind, groups in ((_LS, ("leaf uplinks", "leaf downlinks")),
+                                  (_SC, ("pod core uplinks", "pod core downlinks"))):
+            of_kind = np.flatnonzero(kind == link_kind)
+            if of_kind.size:
+                group_bps.update(dict.fromkeys(groups, float(fabric.link_capacity_bps[of_kind[0]])))
         return cls(
             fabric=fabric, leaf_up=leaf_up, leaf_slow=slow, slow_factor=float(slow_factor), pod_of_switch=pod,
             pod_bins=pod_bins, is_dragonfly=is_dfly,
             dfly_routers_per_group=int(s.get("routers_per_group", 0)),
             dfly_links_per_pair=int(s.get("global_links_per_group_pair", 0)),
             dfly_globals_per_router=int(s.get("globals_per_router", 0)),
-            capacity_bps=float(fabric.link_speed_bps),
+            capacity_bps=float(fabric.link_speed_bps), group_capacity_bps=group_bps,
             rail_based=fabric.family in ("rail_optimized", "rail_only"),
             force_pxn=fabric.family == "rail_only",
+            cuts=fabric_cuts(fabric, pod if pod_bins.size else None),
         )
 
 
@@ -348,12 +366,16 @@ def _dragonfly_classes(model: NetworkModel, sl, dl, pc, qc) -> list[LinkClass]:
 
 def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff: float, nv_bytes_per_s: float,
                         imbalance: float, rng: np.random.Generator, samples: int):
-    """Seconds per op byte of the phase in each sample, and per class the sampled busiest-link bytes per op byte."""
+    """Seconds per op byte of the phase in each sample, and per class the sampled busiest-link bytes per op byte.
+
+    NIC ports run at the NIC speed, each link group at its own links' speed (:meth:`NetworkModel.link_bps`).
+    """
     cap = model.capacity_bps / 8.0 * eff
     base = max(load.nic_max / cap, load.nvlink_max / nv_bytes_per_s if nv_bytes_per_s > 0 else 0.0)
     t = np.full(samples, base)
     per_class = []
     for c in load.classes:
+        cap = model.link_bps(c.kind) / 8.0 * eff
         if c.n <= 0:
             busiest = np.full(samples, np.inf)       # every path of the group failed
             per_class.append(busiest)

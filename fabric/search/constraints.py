@@ -40,6 +40,9 @@ class Constraints:
     transports: tuple[str, ...] = TRANSPORTS
     placements: tuple[str, ...] = PLACEMENTS
     oversubscriptions: tuple[float, ...] = (1.0, 1.5, 2.0, 3.0, 4.0)
+    #: uplink speeds the search may choose, as multiples of the NIC port speed (1: the NIC speed; 2: 800G uplinks
+    #: over 400G NICs where the switch's ports run 800G)
+    uplink_speed_factors: tuple[float, ...] = (1.0, 2.0)
     qps: tuple[int, ...] = (1, 2, 4, 8)
     planes: tuple[int, ...] = (1, 2)
     max_radix: int | None = None
@@ -94,6 +97,10 @@ class Constraints:
             v = getattr(self, f)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 2):
                 bad(f, f"must be a whole number >= 2, got {v!r}")
+        f = self.uplink_speed_factors
+        if not f or any(isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x)
+                        or not 1 / 8 <= x <= 8 for x in f):
+            bad("uplink_speed_factors", f"give multiples of the NIC speed between 1/8 and 8, got {f!r}")
         if not self.qps or any(q < 1 for q in self.qps):
             bad("qps", "give queue-pair counts >= 1")
         if not self.planes or any(p not in (1, 2) for p in self.planes):
@@ -119,7 +126,7 @@ class Constraints:
 
 
 _TUPLE_FIELDS = {"switch_models", "nic_models", "nics_per_gpu", "families", "routings", "transports", "placements",
-                 "oversubscriptions", "qps", "planes"}
+                 "oversubscriptions", "uplink_speed_factors", "qps", "planes"}
 
 
 def constraints_from_dict(d: dict) -> Constraints:

@@ -25,9 +25,12 @@ _CATEGORIES = ("switch", "nic", "transceiver", "cable")
 
 
 def design_key(design) -> str:
-    """A stable key of a design's content (its name excluded)."""
+    """A stable key of a design's content (its name excluded; a field added later is left out while it has its
+    default, so designs keep the keys of earlier releases)."""
     d = asdict(design)
     d.pop("name", None)
+    if d.get("uplink_gbps") is None:
+        d.pop("uplink_gbps", None)
     return hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -78,6 +81,8 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
            "routing": design.routing, "qps_per_connection": design.qps_per_connection,
            "transport": design.transport, "placement": design.placement, "pxn": design.pxn,
            "storage_isolation": design.storage_isolation, "in_network_reduction": design.in_network_reduction,
+           "uplink_leaf_gbps": design.uplink_speed_gbps(0) or 0.0,
+           "uplink_spine_gbps": design.uplink_speed_gbps(1) or 0.0,
            "genome": None if genome is None else [int(g) for g in genome], "repairs": "; ".join(repairs)}
     try:
         ev = evaluate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog,
@@ -86,7 +91,8 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
         rec.update({"usd_per_step": INFEASIBLE_COST, "gpu_idle_fraction_network": 1.0})
         rec.update({"buildable": False, "error": " ".join(str(err).split()), "cost_usd": INFEASIBLE_COST,
                     "power_w": INFEASIBLE_COST, "p50_s": INFEASIBLE_P99, "p95_s": INFEASIBLE_P99,
-                    "p99_s": INFEASIBLE_P99, "mean_s": INFEASIBLE_P99, "lower_bound_s": 0.0, "cable_count": 0,
+                    "p99_s": INFEASIBLE_P99, "mean_s": INFEASIBLE_P99, "lower_bound_s": 0.0, "lower_bound_by": "",
+                    "cable_count": 0,
                     "radix": 0, "tiers": 0, **{f"{c}_usd": 0.0 for c in _CATEGORIES}})
     else:
         st = ev.step_time_s
@@ -97,7 +103,8 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
                     "gpu_idle_fraction_network": eco["gpu_idle_fraction_network"]})
         rec.update({"buildable": True, "error": "", "cost_usd": ev.cost_usd, "power_w": ev.power_w,
                     "p50_s": st["p50"], "p95_s": st["p95"], "p99_s": st["p99"], "mean_s": st["mean"],
-                    "lower_bound_s": ev.lower_bound_s, "cable_count": ev.cable_count, "radix": ev.radix,
+                    "lower_bound_s": ev.lower_bound_s, "lower_bound_by": ev.lower_bound_by,
+                    "cable_count": ev.cable_count, "radix": ev.radix,
                     "tiers": ev.tiers,
                     **{f"{c}_usd": ev.cost_by_category.get(c, {}).get("cost_usd", 0.0) for c in _CATEGORIES}})
     v = violations(rec, constraints)

@@ -13,7 +13,7 @@ __all__ = ["SearchResult", "pareto_mask", "hypervolume"]
 
 KEY_COLUMNS = ["design", "family", "switch_model", "nic_model", "nics_per_gpu", "oversub_leaf", "oversub_spine",
                "planes", "routing", "qps_per_connection", "transport", "placement", "pxn", "storage_isolation",
-               "in_network_reduction"]
+               "in_network_reduction", "uplink_leaf_gbps", "uplink_spine_gbps"]
 OBJECTIVE_COLUMNS = ["cost_usd", "p99_s", "power_w", "p50_s", "p95_s", "mean_s", "lower_bound_s"]
 BREAKDOWN_COLUMNS = ["switch_usd", "nic_usd", "transceiver_usd", "cable_usd", "cable_count", "radix", "tiers"]
 

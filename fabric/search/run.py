@@ -327,7 +327,7 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
             generation = state["generation"]
             hv.ref = np.asarray(state["reference_point"], float)
             hv.scale = np.asarray(state["normalisation"], float)
-            initial = np.asarray(state["pop_X"], dtype=np.int64)
+            initial = _saved_population(state, space, state_path)
         else:
             rng = np.random.default_rng(seed)
             seeds = [space.encode(d) for d in bases] if seed_baselines else []
@@ -500,6 +500,23 @@ def _json_default(o):
     if isinstance(o, np.ndarray):
         return o.tolist()
     raise TypeError(type(o).__name__)
+
+
+def _saved_population(state: dict, space, path) -> np.ndarray:
+    """The saved population's genomes in ``space``; a state saved before the uplink-speed gene (one gene fewer, the
+    last) gets factor 1, the NIC speed its designs had."""
+    pop = np.asarray(state["pop_X"], dtype=np.int64)
+    if pop.ndim == 2 and pop.shape[1] == space.n_var - 1 and space.names[-1] == "uplink_speed_factor":
+        choices = space.genes[-1].choices
+        if 1.0 not in choices:
+            raise FabricError(f"cannot resume from {path}: it was saved before uplink speeds were searched, and "
+                              f"these constraints leave out factor 1 (uplinks at the NIC speed) that its designs use; "
+                              f"allow it in uplink_speed_factors")
+        pop = np.concatenate([pop, np.full((pop.shape[0], 1), choices.index(1.0), np.int64)], axis=1)
+    if pop.ndim != 2 or pop.shape[1] != space.n_var:
+        raise FabricError(f"cannot resume from {path}: its genomes have {pop.shape[-1]} genes, this search space has "
+                          f"{space.n_var}")
+    return pop
 
 
 def _load_state(path):

@@ -11,6 +11,10 @@ Every gene is an index into a list of choices. :meth:`DesignSpace.decode` turns 
   NIC bandwidth per GPU the host feeds (two 400G NICs per H100 become one);
 - per-packet spraying on plain RoCE becomes ``spray_ethernet``; in-network reduction only on InfiniBand;
 - two planes need a NIC with two ports: otherwise one plane;
+- uplinks run at ``uplink_speed_factor`` x the NIC port speed when the switch's ports break out into that speed
+  (:meth:`fabric.catalog.SwitchModel.lanes_at`), else at the largest allowed factor below it that they do (factor 1,
+  the NIC speed, always works); factor 1 gives ``uplink_gbps = None``, so the designs of earlier searches keep
+  their genomes' meaning; dragonfly router links stay at the NIC speed;
 - genes that do not matter are set to one canonical value so equal designs have equal genomes: queue pairs
   only under ECMP, PXN only on rail-optimized fabrics, oversubscription and planes not on dragonfly.
 
@@ -88,6 +92,7 @@ class DesignSpace:
             Gene("pxn", (False, True)),
             Gene("storage_isolation", (False, True)),
             Gene("in_network_reduction", (False, True)),
+            Gene("uplink_speed_factor", tuple(float(f) for f in c.uplink_speed_factors)),
         )
         if not self.genes[3].choices:
             raise FabricError("no allowed nics_per_gpu gives a whole number of NICs per node")
@@ -153,16 +158,29 @@ class DesignSpace:
         if family == "dragonfly":
             o1 = o2 = 1.0
         placement = v["placement"]
+        factor = self._uplink_factor(float(v["uplink_speed_factor"]), family, sw, nic, repairs)
+        up_gbps = None if factor == 1.0 else factor * nic.port_speed_bps / 1e9
         design = Design(
             name=_name(family, sw.model, nic.model, npg, o1, o2, planes, routing, qps,
-                       transport, placement, pxn, bool(v["storage_isolation"]), inr),
+                       transport, placement, pxn, bool(v["storage_isolation"]), inr, up_gbps),
             family=family, gpus=c.gpus, gpu_model=c.gpu_model, gpus_per_node=c.gpus_per_node,
             nics_per_gpu=npg, nic_model=nic.model, switch_model=sw.model,
-            oversubscription=(o1, o2), planes=planes, routing=routing, qps_per_connection=qps,
+            oversubscription=(o1, o2), uplink_gbps=up_gbps, planes=planes, routing=routing, qps_per_connection=qps,
             transport=transport, in_network_reduction=inr, pxn=pxn, placement=placement,
             storage_isolation=bool(v["storage_isolation"]),
         )
         return design, tuple(repairs)
+
+    def _uplink_factor(self, factor: float, family: str, sw, nic, repairs: list) -> float:
+        """The uplink speed factor the switch can run (see the module docstring); notes a repair when it changes."""
+        if factor == 1.0 or family == "dragonfly":
+            return 1.0                                  # dragonfly: canonical value, the gene does not matter
+        ok = [f for f in self.genes[-1].choices if f <= factor and (f == 1.0 or sw.lanes_at(f * nic.port_speed_bps))]
+        best = max(ok, default=1.0)
+        if best != factor:
+            repairs.append(f"uplinks {factor:g}x->{best:g}x the NIC speed ({sw.model} ports run "
+                           f"{', '.join(f'{v / 1e9:g}G' for v in sw.breakout_speeds_bps())})")
+        return best
 
     def encode(self, design: Design) -> np.ndarray | None:
         """The genome of ``design`` if every field is a choice of this space, else ``None``."""
@@ -172,6 +190,7 @@ class DesignSpace:
             "planes": design.planes, "routing": design.routing, "qps_per_connection": design.qps_per_connection,
             "transport": design.transport, "placement": design.placement, "pxn": design.pxn,
             "storage_isolation": design.storage_isolation, "in_network_reduction": design.in_network_reduction,
+            "uplink_speed_factor": self._factor_of(design),
         }
         x = []
         for g in self.genes:
@@ -180,6 +199,17 @@ class DesignSpace:
             except ValueError:
                 return None
         return np.array(x, dtype=np.int64)
+
+    def _factor_of(self, design: Design) -> float | None:
+        """The uplink speed factor of ``design`` (1.0 without ``uplink_gbps``), or None when the tiers differ."""
+        if design.uplink_gbps is None:
+            return 1.0
+        leaf, spine = design.uplink_gbps
+        if leaf != spine:
+            return None
+        nic_bps = self.catalog.nic(design.nic_model).port_speed_bps
+        factor = leaf * 1e9 / nic_bps
+        return next((f for f in self.genes[-1].choices if math.isclose(f, factor, rel_tol=1e-9)), None)
 
     def repair(self, x) -> np.ndarray:
         """The canonical genome of ``x``'s repaired design (equal designs get equal genomes)."""
@@ -208,8 +238,11 @@ def _whole(x: float) -> bool:
     return abs(x - round(x)) < 1e-9 and round(x) >= 1
 
 
-def _name(family, sw, nic, npg, o1, o2, planes, routing, qps, transport, placement, pxn, iso, inr) -> str:
+def _name(family, sw, nic, npg, o1, o2, planes, routing, qps, transport, placement, pxn, iso, inr,
+          up_gbps=None) -> str:
     over = f"{o1:g}:1" if o1 == o2 else f"{o1:g}:1/{o2:g}:1"
+    if up_gbps is not None:
+        over += f" up{up_gbps:g}G"
     nics = f" {npg:g}/GPU" if npg != 1 else ""
     pl = f" x{planes} planes" if planes > 1 else ""
     q = f"/{qps}qp" if routing == "ecmp" else ""

@@ -11,8 +11,10 @@ Cabling rules: every tier is sized to the links it carries (:func:`fabric.topolo
 lower switch spreads its uplinks over all switches of the layer above, in equal bundles when a count that splits
 them evenly leaves the layer at least half used (else bundles that differ by one), with at least two spines and
 two cores; pods share one core layer. Partly filled scalable units / leaves / pods keep the uplinks of a full one.
-Server-to-leaf media follow the rack layout (:mod:`fabric.topology.racks`); a design whose NICs the GPU's host
-cannot feed is refused (:mod:`fabric.catalog.compat`).
+Links run at the NIC port speed except the uplinks of a design with ``uplink_gbps`` (leaf -> spine and spine -> core
+at their own speed, a breakout of the switch's ports; oversubscription is then a ratio of capacities:
+:class:`fabric.topology.sizing.TierPorts`). Server-to-leaf media follow the rack layout (:mod:`fabric.topology.racks`);
+a design whose NICs the GPU's host cannot feed is refused (:mod:`fabric.catalog.compat`).
 """
 
 from __future__ import annotations
@@ -111,22 +113,43 @@ def _ratio_text(o1: float, o2: float | None = None) -> str:
     return f"at {sizing.format_ratio(o1)} (leaf) / {sizing.format_ratio(o2)} (spine)"
 
 
-def _capacity_error(label: str, tiers: int, radix: int, o1: float, o2: float, endpoints: int, hint: str = ""):
+@dataclass(frozen=True)
+class _Ports:
+    """What the switch model offers each tier at the design's link speeds (NIC ports, leaf and spine uplinks)."""
+
+    radix: int                   # links at the NIC port speed (1 tier, dragonfly, leaf downlinks)
+    leaf: sizing.TierPorts       # leaf: NIC-speed downlinks, leaf -> spine uplinks
+    spine: sizing.TierPorts      # 3-tier spine: leaf -> spine downlinks, spine -> core uplinks
+    spine_radix: int             # leaf -> spine links one spine takes when every port faces down (2 tiers)
+    core_radix: int              # spine -> core links one core takes
+
+    @property
+    def uplink_note(self) -> str:
+        """`` (uplinks at 800G)`` when a tier's uplinks run at another speed than the NIC ports, else ``""``."""
+        u1, u2 = self.leaf.up_bps, self.spine.up_bps
+        if self.leaf.same_speed and self.spine.same_speed:
+            return ""
+        speeds = f"{u1 / 1e9:g}G" if math.isclose(u1, u2) else f"{u1 / 1e9:g}G (leaf) / {u2 / 1e9:g}G (spine)"
+        return f" (uplinks at {speeds})"
+
+
+def _capacity_error(label: str, tiers: int, hw: _Ports, o1: float, o2: float, endpoints: int, hint: str = ""):
+    radix = hw.radix
     if tiers == 1:
         cap = radix
         ratio = ""
     elif tiers == 2:
-        cap = sizing.clos2_max_endpoints(radix, o1)
+        cap = hw.spine_radix * hw.leaf.split(o1)[0]            # sizing.clos2_max_endpoints at one speed
         ratio = " " + _ratio_text(o1)
     else:
-        cap = sizing.clos3_max_endpoints(radix, o1, o2)
+        cap = hw.core_radix * hw.spine.split(o2)[0] * hw.leaf.split(o1)[0]   # sizing.clos3_max_endpoints
         ratio = " " + _ratio_text(o1, o2)
     tier_word = {1: "1-tier", 2: "2-tier", 3: "3-tier"}[tiers]
-    raise DesignError(f"{tier_word} {label} with radix {radix} holds at most {cap:,} endpoints{ratio}; "
-                      f"got {endpoints:,}{hint}")
+    raise DesignError(f"{tier_word} {label} with radix {radix}{hw.uplink_note if tiers > 1 else ''} holds at most "
+                      f"{cap:,} endpoints{ratio}; got {endpoints:,}{hint}")
 
 
-def _upper(n_leaves: int, u1: int, radix: int, o2: float, tiers: int, unit: int, label: str,
+def _upper(n_leaves: int, u1: int, hw: _Ports, o2: float, tiers: int, unit: int, label: str,
            o1: float, endpoints: int):
     """Spine (and core) layer above ``n_leaves`` leaves of ``u1`` uplinks each. Returns link index arrays.
 
@@ -137,29 +160,29 @@ def _upper(n_leaves: int, u1: int, radix: int, o2: float, tiers: int, unit: int,
     same number (give or take one) to every core. The evaluator only counts a pod's core-facing links.
     """
     if tiers == 2:
-        spread = sizing.spread_upward(u1, n_leaves, radix)
+        spread = sizing.spread_upward(u1, n_leaves, hw.spine_radix)
         if spread is None:
-            _capacity_error(label, 2, radix, o1, o2, endpoints, "; use 3 tiers, a larger radix or more "
-                                                              "oversubscription")
+            _capacity_error(label, 2, hw, o1, o2, endpoints, "; use 3 tiers, a larger radix or more "
+                                                           "oversubscription")
         leaf, spine = sizing.bundle_links(n_leaves, u1, spread)
         info = {"spines": spread.switches, "leaf_spine_bundle": spread.bundle, "leaf_spine_even": spread.even,
                 "spine_ports_used": spread.max_ports}
         return spread.switches, 0, (leaf, spine), (np.zeros(0, int), np.zeros(0, int)), \
             np.zeros(spread.switches, int), info
-    d2, _ = sizing.split_ports(radix, o2)
+    d2, _ = hw.spine.split(o2)
     per_pod = (d2 // unit) * unit
     if per_pod == 0:
-        raise DesignError(f"a spine of radix {radix} at {sizing.format_ratio(o2)} has {d2} downlinks, fewer than "
-                          f"the {unit} leaves of one scalable unit; lower the spine oversubscription")
+        raise DesignError(f"a spine of radix {hw.spine.radix} at {sizing.format_ratio(o2)} has {d2} downlinks, "
+                          f"fewer than the {unit} leaves of one scalable unit; lower the spine oversubscription")
     per_pod = min(per_pod, n_leaves)
     pods = math.ceil(n_leaves / per_pod)
     pod_spread = sizing.spread_upward(u1, per_pod, d2)   # never None: per_pod <= d2
     s1 = pod_spread.switches
-    u2 = sizing.leaf_uplinks(pod_spread.max_ports, o2, radix)
+    u2 = hw.spine.leaf_uplinks(pod_spread.max_ports, o2)
     u_pod = s1 * u2
-    core_spread = sizing.spread_upward(u_pod, pods, radix, equal_bundles=False)
+    core_spread = sizing.spread_upward(u_pod, pods, hw.core_radix, equal_bundles=False)
     if core_spread is None:
-        _capacity_error(label, 3, radix, o1, o2, endpoints, "; use a larger radix or more oversubscription")
+        _capacity_error(label, 3, hw, o1, o2, endpoints, "; use a larger radix or more oversubscription")
     n_cores = core_spread.switches
     pl, ps = sizing.bundle_links(per_pod, u1, pod_spread)
     pod_of = np.arange(pods)
@@ -186,11 +209,12 @@ def _tiers_needed(fits_one: bool, fits_two: bool) -> int:
     return 1 if fits_one else (2 if fits_two else 3)
 
 
-def _plan_clos(design: Design, slots: int, Q: int, radix: int, endpoints: int) -> _Plane:
+def _plan_clos(design: Design, slots: int, Q: int, hw: _Ports, endpoints: int) -> _Plane:
     """Top-of-rack Clos: each leaf holds whole nodes."""
     o1, o2 = design.oversub(0), design.oversub(1)
     label = "Clos"
-    d1, _ = sizing.split_ports(radix, o1)
+    radix = hw.radix
+    d1, _ = hw.leaf.split(o1)
     per_leaf = d1 // Q
     fits_one = slots * Q <= radix
     if per_leaf == 0 and not (fits_one and design.tiers in (None, 1)):
@@ -198,25 +222,25 @@ def _plan_clos(design: Design, slots: int, Q: int, radix: int, endpoints: int) -
                           f"{sizing.format_ratio(o1)} leaves {d1} downlinks; use a larger switch or family "
                           f"'rail_optimized'")
     n_leaves_2 = math.ceil(slots / per_leaf) if per_leaf else 0
-    u1 = sizing.leaf_uplinks(min(slots, per_leaf) * Q, o1, radix) if per_leaf else 0
-    fits_two = per_leaf > 0 and sizing.spread_upward(u1, n_leaves_2, radix) is not None
+    u1 = hw.leaf.leaf_uplinks(min(slots, per_leaf) * Q, o1) if per_leaf else 0
+    fits_two = per_leaf > 0 and sizing.spread_upward(u1, n_leaves_2, hw.spine_radix) is not None
     tiers = design.tiers or _tiers_needed(fits_one, fits_two)
     if tiers == 1:
         if not fits_one:
-            _capacity_error(label, 1, radix, o1, o2, endpoints, "; use 2 or 3 tiers")
+            _capacity_error(label, 1, hw, o1, o2, endpoints, "; use 2 or 3 tiers")
         ep_leaf = np.zeros((slots, Q), np.int64)
         return _Plane(1, 0, 0, ep_leaf, (np.zeros(0, int),) * 2, (np.zeros(0, int),) * 2, np.zeros(1, int),
                       np.zeros(0, int), {"tiers": 1, "radix": radix, "leaf_down": slots * Q, "leaf_up": 0,
                                          "nodes_per_leaf": slots})
     ep_leaf = np.repeat((np.arange(slots) // per_leaf)[:, None], Q, axis=1)
-    s, c, ls, sc, sg, info = _upper(n_leaves_2, u1, radix, o2, tiers, 1, label, o1, endpoints)
+    s, c, ls, sc, sg, info = _upper(n_leaves_2, u1, hw, o2, tiers, 1, label, o1, endpoints)
     leaf_group = np.arange(n_leaves_2) // info.get("leaves_per_pod", n_leaves_2)
     info.update({"tiers": tiers, "radix": radix, "leaf_down": min(slots, per_leaf) * Q, "leaf_up": u1,
                  "nodes_per_leaf": per_leaf, "leaves": n_leaves_2})
     return _Plane(n_leaves_2, s, c, ep_leaf, ls, sc, leaf_group, sg, info)
 
 
-def _plan_rail_optimized(design: Design, slots: int, Q: int, radix: int, endpoints: int) -> _Plane:
+def _plan_rail_optimized(design: Design, slots: int, Q: int, hw: _Ports, endpoints: int) -> _Plane:
     """Scalable units of ``nodes_per_su`` nodes; rail r of a unit goes to one rail-r leaf; Clos above.
 
     A rail leaf takes rail r of as many whole units as its downlinks hold (``d1 // nodes_per_su``; one unit when
@@ -224,7 +248,8 @@ def _plan_rail_optimized(design: Design, slots: int, Q: int, radix: int, endpoin
     """
     o1, o2 = design.oversub(0), design.oversub(1)
     label = "rail-optimized Clos"
-    d1, _ = sizing.split_ports(radix, o1)
+    radix = hw.radix
+    d1, _ = hw.leaf.split(o1)
     nps = design.nodes_per_su or d1
     if nps > d1:
         raise DesignError(f"nodes_per_su {nps} needs {nps} leaf downlinks, but a radix-{radix} leaf at "
@@ -233,41 +258,42 @@ def _plan_rail_optimized(design: Design, slots: int, Q: int, radix: int, endpoin
     sus_per_leaf = d1 // nps
     npl = sus_per_leaf * nps                  # nodes (one NIC port each) per rail leaf
     n_leaves = math.ceil(slots / npl) * Q
-    u1 = sizing.leaf_uplinks(min(slots, npl), o1, radix)
-    fits_two = sizing.spread_upward(u1, n_leaves, radix) is not None
+    u1 = hw.leaf.leaf_uplinks(min(slots, npl), o1)
+    fits_two = sizing.spread_upward(u1, n_leaves, hw.spine_radix) is not None
     tiers = design.tiers or (2 if fits_two else 3)
     if tiers == 1:
         raise DesignError("a rail-optimized fabric needs at least 2 tiers (rail leaves joined by spines); "
                           "use family 'rail_only' for one switch per rail")
     slot = np.arange(slots)
     ep_leaf = (slot // npl)[:, None] * Q + np.arange(Q)[None, :]
-    s, c, ls, sc, sg, info = _upper(n_leaves, u1, radix, o2, tiers, Q, label, o1, endpoints)
+    s, c, ls, sc, sg, info = _upper(n_leaves, u1, hw, o2, tiers, Q, label, o1, endpoints)
     info.update({"tiers": tiers, "radix": radix, "leaf_down": min(slots, npl), "leaf_up": u1,
                  "nodes_per_su": nps, "scalable_units": sus, "sus_per_leaf": sus_per_leaf,
                  "nodes_per_leaf": npl, "rails": Q, "leaves": n_leaves})
     return _Plane(n_leaves, s, c, ep_leaf, ls, sc, np.arange(n_leaves) // Q, sg, info)
 
 
-def _plan_rail_only(design: Design, slots: int, Q: int, radix: int, endpoints: int) -> _Plane:
+def _plan_rail_only(design: Design, slots: int, Q: int, hw: _Ports, endpoints: int) -> _Plane:
     """One network per rail: a single switch when a rail fits, else a per-rail Clos."""
     o1, o2 = design.oversub(0), design.oversub(1)
     label = "rail-only network (per rail)"
+    radix = hw.radix
     fits_one = slots <= radix
-    d1, _ = sizing.split_ports(radix, o1)
+    d1, _ = hw.leaf.split(o1)
     per_rail_leaves = math.ceil(slots / d1)
-    u1 = sizing.leaf_uplinks(min(slots, d1), o1, radix)
-    fits_two = sizing.spread_upward(u1, per_rail_leaves, radix) is not None
+    u1 = hw.leaf.leaf_uplinks(min(slots, d1), o1)
+    fits_two = sizing.spread_upward(u1, per_rail_leaves, hw.spine_radix) is not None
     tiers = design.tiers or _tiers_needed(fits_one, fits_two)
     slot = np.arange(slots)
     if tiers == 1:
         if not fits_one:
-            _capacity_error(label, 1, radix, o1, o2, slots, "; use 2 tiers per rail")
+            _capacity_error(label, 1, hw, o1, o2, slots, "; use 2 tiers per rail")
         ep_leaf = np.repeat(np.arange(Q)[None, :], slots, axis=0)
         return _Plane(Q, 0, 0, ep_leaf, (np.zeros(0, int),) * 2, (np.zeros(0, int),) * 2, np.arange(Q),
                       np.zeros(0, int), {"tiers": 1, "radix": radix, "rails": Q, "leaves": Q,
                                          "leaf_down": slots, "leaf_up": 0})
     ep_leaf = np.arange(Q)[None, :] * per_rail_leaves + (slot // d1)[:, None]
-    s, c, (l1, s1), (s2, c2), sg, info = _upper(per_rail_leaves, u1, radix, o2, tiers, 1, label, o1, slots)
+    s, c, (l1, s1), (s2, c2), sg, info = _upper(per_rail_leaves, u1, hw, o2, tiers, 1, label, o1, slots)
     # tile the per-rail structure over the Q rails
     off = lambda x, n: (np.arange(Q)[:, None] * n + np.asarray(x)[None, :]).ravel()  # noqa: E731
     ls = (off(l1, per_rail_leaves), off(s1, s))
@@ -314,7 +340,28 @@ def _resolve_hw(design: Design, catalog):
     if dom > gpu.scale_up_domain_max:
         raise DesignError(f"{gpu.model} supports NVLink domains of at most {gpu.scale_up_domain_max} GPUs; "
                           f"scale_up_size is {dom}")
-    return cat, sw, nic, gpu, link_speed, radix
+    u1, u2 = (_uplink_bps(design, sw, tier, link_speed) for tier in (0, 1))
+    hw = _Ports(radix=radix, leaf=sizing.TierPorts.of(sw, link_speed, u1), spine=sizing.TierPorts.of(sw, u1, u2),
+                spine_radix=sw.radix_at(u1), core_radix=sw.radix_at(u2))
+    return cat, sw, nic, gpu, link_speed, hw
+
+
+def _uplink_bps(design: Design, sw, tier: int, nic_bps: float) -> float:
+    """The speed of tier ``tier``'s uplinks (0: leaf -> spine, 1: spine -> core), checked against the switch: the
+    NIC port speed, or a speed its ports break out into (64 x 800G: 800G, 400G, 200G or 100G)."""
+    gbps = design.uplink_speed_gbps(tier)
+    if gbps is None or math.isclose(gbps * 1e9, nic_bps, rel_tol=1e-9):
+        return nic_bps
+    bps = gbps * 1e9
+    if sw.lanes_at(bps) == 0:
+        lanes = ", ".join(f"{v / 1e9:.4g}G" for v in sw.breakout_speeds_bps())
+        why = "faster than its ports" if bps > sw.port_speed_bps * (1 + 1e-9) else \
+            "not a breakout of its ports"
+        raise DesignError(f"design field 'uplink_gbps': switch {sw.model} ({sw.ports} x "
+                          f"{sw.port_speed_bps / 1e9:g}G) cannot run {gbps:g}G {('leaf', 'spine')[tier]} uplinks "
+                          f"({why}); its ports run {lanes}, or leave uplink_gbps out for the NIC port speed "
+                          f"({nic_bps / 1e9:g}G)")
+    return bps
 
 
 def _apart_reason(design: Design, info: dict, per_rack: int) -> str:
@@ -333,7 +380,8 @@ def build_fabric(design: Design, catalog=None) -> Fabric:
     if design.gpus > limits.max_design_gpus:
         raise DesignError(f"{design.gpus:,} GPUs exceeds the limit max_design_gpus = {limits.max_design_gpus:,} "
                           f"(set FABRIC_LIMIT_MAX_DESIGN_GPUS to raise it)")
-    cat, sw, nic, gpu, link_speed, radix = _resolve_hw(design, catalog)
+    cat, sw, nic, gpu, link_speed, hw = _resolve_hw(design, catalog)
+    radix = hw.radix
     G, gpn = design.gpus, design.gpus_per_node
     nodes = design.nodes
     npn = design.nics_per_node
@@ -353,7 +401,7 @@ def build_fabric(design: Design, catalog=None) -> Fabric:
         plane_plans = [_plan_dragonfly(design, slots, Q, radix)]
     else:
         planner = _PLANNERS[design.family]
-        plan = planner(design, slots, Q, radix, endpoints)
+        plan = planner(design, slots, Q, hw, endpoints)
         plane_plans = [plan] * P  # planes are identical copies
     tier_names = ("router",) if design.family == "dragonfly" else ("leaf", "spine", "core")
     node_tier, node_plane, node_group = [], [], []
@@ -390,9 +438,9 @@ def build_fabric(design: Design, catalog=None) -> Fabric:
             links.add(leaf0 + ga, leaf0 + gb, "router-global", "optics", link_speed, REACH_DFLY_GLOBAL_M)
         else:
             la, lb = plan.leaf_spine
-            links.add(leaf0 + la, spine0 + lb, "leaf-spine", "optics", link_speed, REACH_LEAF_SPINE_M)
+            links.add(leaf0 + la, spine0 + lb, "leaf-spine", "optics", hw.leaf.up_bps, REACH_LEAF_SPINE_M)
             sa, sb = plan.spine_core
-            links.add(spine0 + sa, core0 + sb, "spine-core", "optics", link_speed, REACH_SPINE_CORE_M)
+            links.add(spine0 + sa, core0 + sb, "spine-core", "optics", hw.spine.up_bps, REACH_SPINE_CORE_M)
         base += n_sw
     n_switches = base - switch_base
 
@@ -440,6 +488,7 @@ def build_fabric(design: Design, catalog=None) -> Fabric:
     info = dict(plane_plans[0].info)
     info.update({"planes": P, "endpoint_ports_per_node_per_plane": Q, "nodes": nodes,
                  "reserved_node_slots": design.reserved_node_slots, "link_speed_gbps": link_speed / 1e9,
+                 "uplink_speed_gbps": [hw.leaf.up_bps / 1e9, hw.spine.up_bps / 1e9],
                  "switch_model": sw.model, "nic_model": nic.model, "scale_up_size": dom,
                  "nodes_per_rack": per_rack, "racks": math.ceil(slots / per_rack),
                  "endpoint_media": {MEDIA[m]: int(c) * P

@@ -106,6 +106,18 @@ class Fabric:
             out.pop("pcie", None)
         return out
 
+    def link_speeds_gbps(self) -> dict[str, float]:
+        """Line rate (Gb/s per direction) of the network links of each kind, e.g. ``{"nic-leaf": 400, "leaf-spine":
+        800}`` (every link of a kind runs at one speed: NIC ports at the NIC speed, uplinks at ``uplink_gbps``)."""
+        out = {}
+        for k, name in enumerate(LINK_KINDS):
+            if name in ("nvlink", "pcie"):
+                continue
+            sel = np.flatnonzero(self.link_kind == k)
+            if sel.size:
+                out[name] = float(self.link_capacity_bps[sel[0]]) / 1e9
+        return out
+
     def link_kind_name(self, link: int) -> str:
         return LINK_KINDS[int(self.link_kind[link])]
 
@@ -126,7 +138,9 @@ class Fabric:
         return f"{tier}{idx}{plane}"
 
     def switch_ports_used(self) -> np.ndarray:
-        """Ports in use on each switch node (index = node id - switch_base), reserved slots included."""
+        """Links terminated on each switch node (index = node id - switch_base), reserved slots included: the ports
+        in use counted at the links' speed (with uplinks at another speed than the NIC ports, a leaf's NIC links and
+        uplinks occupy ports at their own breakouts: :class:`fabric.topology.sizing.TierPorts`)."""
         ends = np.concatenate([self.link_a, self.link_b])
         kinds = np.concatenate([self.link_kind, self.link_kind])
         on_switch = (ends >= self.switch_base) & (ends < self.switch_base + self.n_switches)

@@ -4,6 +4,11 @@ Radix ``R`` is in ports at the endpoint link speed; oversubscription ``o`` is do
 A switch with oversubscription ``o`` keeps ``up = ceil(R / (1 + o))`` ports for uplinks and the rest for
 downlinks, so the realised ratio never exceeds the requested one (at 1:1 a 64-port leaf is 32 down, 32 up).
 
+Uplinks may run at another speed than the downlinks (``Design.uplink_gbps``): :class:`TierPorts` then counts a
+switch's physical ports, each running either downlinks or uplinks in whole breakout lanes, and the oversubscription
+is the ratio of down to up *capacity* (32 x 400G down and 8 x 800G up is 2:1). At one speed it is exactly the
+rule above.
+
 Every upper layer (spines, cores) is sized to the links it carries: :func:`spread_upward` gives the fewest
 switches that take them, at least :data:`MIN_UPPER_SWITCHES`; leaf-to-spine bundles are equal when that costs at
 most half of the layer's ports (NVIDIA's SuperPOD rule), else (and always from pods to cores) links are dealt
@@ -20,7 +25,8 @@ import numpy as np
 from fabric.errors import DesignError
 
 __all__ = [
-    "MIN_UPPER_SWITCHES", "Spread", "split_ports", "uplinks_for", "leaf_uplinks", "spread_upward", "bundle_links",
+    "TierPorts", "MIN_UPPER_SWITCHES", "Spread", "split_ports", "uplinks_for", "leaf_uplinks", "spread_upward",
+    "bundle_links",
     "spread_over_spines",
     "fat_tree_max_endpoints", "fat_tree_switches",
     "clos2_max_endpoints", "clos3_max_endpoints", "dragonfly_max_endpoints", "dragonfly_balanced",
@@ -39,6 +45,80 @@ def split_ports(radix: int, oversubscription: float) -> tuple[int, int]:
 def uplinks_for(down_used: int, oversubscription: float) -> int:
     """Uplinks a switch cables for ``down_used`` downlinks at ``oversubscription`` (at least 1)."""
     return max(1, math.ceil(down_used / oversubscription - 1e-9))
+
+
+@dataclass(frozen=True)
+class TierPorts:
+    """The ports of one switch as a tier uses them: downlinks of ``down_bps``, uplinks of ``up_bps``.
+
+    ``ports`` physical ports; a port runs ``down_lanes`` downlinks or ``up_lanes`` uplinks (its breakout at that
+    speed). At one speed the legs of one port may go either way (a twin-port module's two legs are cabled apart), so
+    ``down + up <= radix``; at two speeds a port runs one lane mode, so ``ceil(down / down_lanes) + ceil(up /
+    up_lanes) <= ports`` (the capacity rule ``down x down_bps + up x up_bps <= ports x port speed``, rounded to
+    whole ports).
+    """
+
+    ports: int
+    down_lanes: int
+    up_lanes: int
+    down_bps: float
+    up_bps: float
+
+    @classmethod
+    def of(cls, switch, down_bps: float, up_bps: float | None = None) -> "TierPorts":
+        """The tier view of catalog ``switch`` (``up_bps`` defaults to ``down_bps``)."""
+        up_bps = down_bps if up_bps is None else up_bps
+        down = switch.radix_at(down_bps)
+        up = down if math.isclose(up_bps, down_bps, rel_tol=1e-9) else switch.radix_at(up_bps)
+        return cls(switch.ports, max(down // switch.ports, 0), max(up // switch.ports, 0), float(down_bps),
+                   float(up_bps))
+
+    @property
+    def same_speed(self) -> bool:
+        return math.isclose(self.up_bps, self.down_bps, rel_tol=1e-9)
+
+    @property
+    def radix(self) -> int:
+        """Downlinks the switch takes when every port runs at the down speed."""
+        return self.ports * self.down_lanes
+
+    @property
+    def up_radix(self) -> int:
+        """Uplinks the switch takes when every port runs at the up speed."""
+        return self.ports * self.up_lanes
+
+    def max_up(self, down: int) -> int:
+        """Most uplinks that fit beside ``down`` downlinks."""
+        if self.same_speed:
+            return max(self.radix - down, 0)
+        if self.up_lanes == 0:
+            return 0
+        return max(self.ports - math.ceil(down / self.down_lanes), 0) * self.up_lanes
+
+    def split(self, oversubscription: float) -> tuple[int, int]:
+        """(down, up) of the most downlinks at down:up capacity <= ``oversubscription`` (see :func:`split_ports`)."""
+        if self.same_speed:
+            return split_ports(self.radix, oversubscription)
+        if self.ports < 2 or self.up_lanes == 0 or self.down_lanes == 0:
+            raise DesignError(f"a switch needs at least 2 ports to have uplinks at {self.up_bps / 1e9:g}G beside "
+                              f"downlinks at {self.down_bps / 1e9:g}G")
+        best = (0, 0)
+        for up_ports in range(1, self.ports):
+            up = up_ports * self.up_lanes
+            down = min((self.ports - up_ports) * self.down_lanes,
+                       math.floor(oversubscription * up * self.up_bps / self.down_bps + 1e-9))
+            if down > best[0]:
+                best = (down, up)
+        return best
+
+    def uplinks_for(self, down_used: int, oversubscription: float) -> int:
+        """Uplinks for ``down_used`` downlinks at down:up capacity ``oversubscription`` (at least 1)."""
+        return max(1, math.ceil(down_used * self.down_bps / (oversubscription * self.up_bps) - 1e-9))
+
+    def leaf_uplinks(self, down_used: int, oversubscription: float) -> int:
+        """:meth:`uplinks_for`, raised to :data:`MIN_UPPER_SWITCHES` when the ports allow (see :func:`leaf_uplinks`)."""
+        return max(self.uplinks_for(down_used, oversubscription),
+                   min(MIN_UPPER_SWITCHES, self.max_up(down_used)))
 
 
 #: Fewest switches in a spine or core layer: with one, a single switch failure cuts every leaf (pod) off from the

@@ -14,13 +14,16 @@ from typing import Any
 from fabric.design import Design
 from fabric.errors import DesignError
 
-__all__ = ["GENE_COLUMNS", "GENE_LABELS", "design_from_record", "design_genes", "gene_value_text",
+__all__ = ["GENE_COLUMNS", "LATER_GENES", "GENE_LABELS", "design_from_record", "design_genes", "gene_value_text",
            "short_label", "recommended_record"]
 
 #: Search record columns that define a design (with the constraints' gpus, gpus_per_node and gpu_model).
 GENE_COLUMNS = ("family", "switch_model", "nic_model", "nics_per_gpu", "oversub_leaf", "oversub_spine", "planes",
                 "routing", "qps_per_connection", "transport", "placement", "pxn", "storage_isolation",
-                "in_network_reduction")
+                "in_network_reduction", "uplink_leaf_gbps", "uplink_spine_gbps")
+#: Gene columns added after the first release, with the value that means what designs did before them (uplinks at
+#: the NIC port speed): records, CSV files and links without them still read.
+LATER_GENES = {"uplink_leaf_gbps": 0.0, "uplink_spine_gbps": 0.0}
 
 #: Readable names of the genes (tables and the compare page).
 GENE_LABELS = {
@@ -30,6 +33,7 @@ GENE_LABELS = {
     "qps_per_connection": "queue pairs per connection", "transport": "transport", "placement": "job placement",
     "pxn": "PXN (rail-local forwarding)", "storage_isolation": "separate storage network",
     "in_network_reduction": "in-network reduction (SHARP)",
+    "uplink_leaf_gbps": "leaf uplink speed (leaf -> spine)", "uplink_spine_gbps": "spine uplink speed (spine -> core)",
 }
 
 _BOOL_GENES = ("pxn", "storage_isolation", "in_network_reduction")
@@ -68,8 +72,9 @@ def design_from_record(record: Mapping[str, Any], *, gpus: int, gpus_per_node: i
                        gpu_model: str = "h100-sxm", name: str | None = None) -> Design:
     """The :class:`Design` a search record stands for, at the constraints' cluster size.
 
-    ``record`` needs every column of :data:`GENE_COLUMNS` (extra keys are ignored); numpy and string values are
-    accepted (a record read back from CSV). ``name`` defaults to the record's ``design`` column.
+    ``record`` needs every column of :data:`GENE_COLUMNS` but those of :data:`LATER_GENES` (extra keys are ignored);
+    numpy and string values are accepted (a record read back from CSV). ``name`` defaults to the record's ``design``
+    column. Uplink speeds are in Gb/s, 0 (or missing) meaning the NIC port speed.
 
     >>> rec = {"family": "clos", "switch_model": "ib-ndr-64x400", "nic_model": "nic-cx7-400",
     ...        "nics_per_gpu": 1.0, "oversub_leaf": 2.0, "oversub_spine": 1.0, "planes": 1, "routing": "ecmp",
@@ -79,7 +84,7 @@ def design_from_record(record: Mapping[str, Any], *, gpus: int, gpus_per_node: i
     >>> d.name, d.oversubscription, d.qps_per_connection
     ('my design', (2.0, 1.0), 4)
     """
-    missing = [c for c in GENE_COLUMNS if c not in record]
+    missing = [c for c in GENE_COLUMNS if c not in record and c not in LATER_GENES]
     if missing:
         raise DesignError(f"a design record needs the gene column(s) {', '.join(missing)}")
     for c in _TEXT_GENES:
@@ -98,7 +103,20 @@ def design_from_record(record: Mapping[str, Any], *, gpus: int, gpus_per_node: i
         pxn=_as_bool(record["pxn"], "pxn"),
         storage_isolation=_as_bool(record["storage_isolation"], "storage_isolation"),
         in_network_reduction=_as_bool(record["in_network_reduction"], "in_network_reduction"),
+        uplink_gbps=_uplinks(record),
     )
+
+
+def _uplinks(record: Mapping[str, Any]):
+    """``Design.uplink_gbps`` from the two uplink gene columns (0, empty or missing: the NIC port speed)."""
+    speeds = []
+    for col in ("uplink_leaf_gbps", "uplink_spine_gbps"):
+        v = record.get(col, 0.0)
+        v = 0.0 if v is None or (isinstance(v, str) and not v.strip()) else _as_float(v, col)
+        if v < 0:
+            raise DesignError(f"design gene '{col}': expected a speed in Gb/s (0: the NIC speed), got {v:g}")
+        speeds.append(v or None)
+    return None if speeds == [None, None] else tuple(speeds)
 
 
 def design_genes(design: Design) -> dict[str, Any]:
@@ -110,6 +128,8 @@ def design_genes(design: Design) -> dict[str, Any]:
         "qps_per_connection": int(design.qps_per_connection), "transport": design.transport,
         "placement": design.placement, "pxn": bool(design.pxn), "storage_isolation": bool(design.storage_isolation),
         "in_network_reduction": bool(design.in_network_reduction),
+        "uplink_leaf_gbps": float(design.uplink_speed_gbps(0) or 0.0),
+        "uplink_spine_gbps": float(design.uplink_speed_gbps(1) or 0.0),
     }
 
 
@@ -123,6 +143,9 @@ def gene_value_text(gene: str, value: Any) -> str:
         return f"{_as_float(value, gene):g}"
     if gene in ("planes", "qps_per_connection"):
         return str(_as_int(value, gene))
+    if gene in LATER_GENES:
+        v = _as_float(value, gene) if value is not None else 0.0
+        return "NIC speed" if v == 0 else f"{v:g} Gb/s"
     return str(value)
 
 
@@ -135,6 +158,9 @@ def short_label(genes: Mapping[str, Any]) -> str:
     if npg != 1:
         parts.append(f"{npg:g}/GPU")
     parts.append(over)
+    up = [_as_float(genes.get(c) or 0.0, c) for c in ("uplink_leaf_gbps", "uplink_spine_gbps")]
+    if any(up):
+        parts.append(f"up{up[0]:g}G" if up[0] == up[1] else "up" + "/".join(f"{u:g}G" if u else "NIC" for u in up))
     planes = _as_int(genes["planes"], "planes")
     if planes > 1:
         parts.append(f"x{planes} planes")

@@ -9,7 +9,8 @@ Readable, no pickles, every value validated on the way in:
   (``gpus=256``, ``families=clos,rail_optimized``, ``budget_usd=5000000``); without ``gpus`` the cluster is sized
   for the workload;
 - ``design``: the selected design's genes in :data:`~fabric.ui_support.designs.GENE_COLUMNS` order, comma
-  separated; ``compare``: designs to compare, ``|`` separated;
+  separated; ``compare``: designs to compare, ``|`` separated. Links made before the uplink-speed genes (two fewer
+  values) still read: their designs had uplinks at the NIC port speed, which is what the missing genes mean;
 - ``evals`` and ``seed``: the search budget and seed (the search is deterministic for a seed);
 - ``search``: the id of the search saved on the server (32 hex digits), so that reloading the page after a server
   restart resumes it (:mod:`fabric.ui_support.saved_searches`).
@@ -27,7 +28,7 @@ from typing import Any
 
 from fabric.errors import FabricError
 from fabric.search.constraints import Constraints, constraints_from_dict
-from fabric.ui_support.designs import GENE_COLUMNS
+from fabric.ui_support.designs import GENE_COLUMNS, LATER_GENES
 
 __all__ = ["PLAN_KEYS", "View", "encode_view", "decode_view", "encode_workload", "decode_workload",
            "encode_genes", "decode_genes", "constraint_params", "DEFAULT_EVALS", "MAX_EVALS"]
@@ -41,7 +42,7 @@ MAX_EVALS = 20_000
 _INT_FIELDS = {"gpus", "gpus_per_node", "max_radix", "cable_count"}
 _FLOAT_FIELDS = {"max_oversubscription", "budget_usd", "power_w", "p99_target_s"}
 _STR_LIST_FIELDS = {"switch_models", "nic_models", "families", "routings", "transports", "placements"}
-_FLOAT_LIST_FIELDS = {"nics_per_gpu", "oversubscriptions"}
+_FLOAT_LIST_FIELDS = {"nics_per_gpu", "oversubscriptions", "uplink_speed_factors"}
 _INT_LIST_FIELDS = {"qps", "planes"}
 _RESERVED = {"wl", "design", "compare", "evals", "seed", "search"}
 
@@ -134,7 +135,7 @@ def encode_genes(genes: Mapping[str, Any]) -> str:
     """Genes as one comma-separated parameter value, in :data:`GENE_COLUMNS` order."""
     out = []
     for g in GENE_COLUMNS:
-        v = genes[g]
+        v = genes[g] if g in genes or g not in LATER_GENES else LATER_GENES[g]
         if isinstance(v, (bool,)) or type(v).__name__ == "bool_":
             out.append("1" if v else "0")
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -147,14 +148,18 @@ def encode_genes(genes: Mapping[str, Any]) -> str:
 def decode_genes(text: str) -> dict:
     """A gene dict from :func:`encode_genes` text (values typed; full validation happens when a design is built)."""
     parts = str(text).split(",")
+    older = len(GENE_COLUMNS) - len(LATER_GENES)
+    if len(parts) == older:                  # a link made before the later genes: their "as before" values
+        parts += [_num_text(v) for v in LATER_GENES.values()]
     if len(parts) != len(GENE_COLUMNS):
         raise FabricError(f"link design: expected {len(GENE_COLUMNS)} comma-separated genes "
-                          f"({', '.join(GENE_COLUMNS)}), got {len(parts)}")
+                          f"({', '.join(GENE_COLUMNS)}; {older} in links made before uplink speeds), "
+                          f"got {len(parts)}")
     g = dict(zip(GENE_COLUMNS, parts))
     try:
-        for k in ("nics_per_gpu", "oversub_leaf", "oversub_spine"):
+        for k in ("nics_per_gpu", "oversub_leaf", "oversub_spine", *LATER_GENES):
             g[k] = float(g[k])
-            if not math.isfinite(g[k]):
+            if not math.isfinite(g[k]) or (k in LATER_GENES and g[k] < 0):
                 raise ValueError(k)
         for k in ("planes", "qps_per_connection"):
             g[k] = int(g[k])

@@ -7,7 +7,8 @@ the network the evaluator was given.
 - **Hosts** are the fabric's NIC nodes (one GPU = one NIC with one port: ``gpus_per_node=1``, one plane); GPU
   nodes, PCIe and NVLink attachments are left out. Host ``i`` is the NIC of GPU ``i``.
 - **Switches** keep the fabric's order; every network link (``nic-leaf``, ``leaf-spine``, ``spine-core``, ...)
-  becomes one point-to-point link, so a leaf-spine bundle of ``b`` cables is ``b`` parallel links.
+  becomes one point-to-point link at that link's own capacity (uplinks may run at another speed than the hosts:
+  ``Design.uplink_gbps``), so a leaf-spine bundle of ``b`` cables is ``b`` parallel links.
 - **Addresses**: link ``k`` is the /30 subnet ``10.0.0.0 + 4k``; its ``a`` end (the fabric's ``link_a``) is
   ``.1``, its ``b`` end ``.2``. A host's address is the one on its NIC link.
 - **Next hops**: shortest paths by hop count. At node ``x`` the candidates towards host ``h`` are the links to
@@ -114,9 +115,13 @@ class PacketNetwork:
 
     def summary(self) -> dict:
         tiers = np.bincount(self.switch_tier, minlength=1) if self.n_switches else np.zeros(0, int)
+        speeds: dict = {}
+        for kind, cap in zip(self.link_kind, self.link_capacity_bps.tolist()):
+            speeds.setdefault(kind, cap / 1e9)
+        hosts = speeds.get("nic-leaf", float(self.link_capacity_bps.max()) / 1e9 if self.n_links else 0.0)
         return {"hosts": self.n_hosts, "switches": self.n_switches, "links": self.n_links,
-                "switches_per_tier": [int(t) for t in tiers],
-                "link_speed_gbps": float(self.link_capacity_bps.max()) / 1e9 if self.n_links else 0.0}
+                "switches_per_tier": [int(t) for t in tiers], "link_speed_gbps": hosts,
+                "link_speeds_gbps": speeds}
 
 
 def packet_network(fabric, *, link_delay_s: float | None = None) -> PacketNetwork:

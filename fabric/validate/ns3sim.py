@@ -4,7 +4,8 @@ ns-3 is imported lazily (``from ns import ns`` takes ~20 s); :func:`ns3_availabl
 
 The simulated network:
 
-- every link is a point-to-point link at the fabric's link speed, its delay the propagation plus half of each end's
+- every link is a point-to-point link at its own capacity in the fabric (uplinks may run at another speed than the
+  hosts' links), its delay the propagation plus half of each end's
   switch/NIC latency (:func:`fabric.validate.network.packet_network`);
 - switch ports are plain FIFOs (``DropTailQueue``; the default fq_codel queue disc is removed). By default they are
   deep enough that nothing can overflow (:func:`lossless_queue_packets`): AI fabrics run lossless transports

@@ -7,6 +7,12 @@ give the same 4 leaves x 8 hosts at two oversubscriptions:
 - ``val-sw-16x10``: 16 ports, 1:1 -> 8 down, 8 up; 4 leaves, 2 spines, bundles of 4 links per leaf-spine pair;
 - ``val-sw-12x10``: 12 ports, 2:1 -> 8 down, 4 up; 4 leaves, 2 spines, bundles of 2.
 
+Their 10 Gb/s ports also break out into 2 x 5 Gb/s (test hardware: the 2-lane breakout of a real port, scaled
+down), so a 2:1 leaf can be made by fewer uplinks or by slower ones (``uplink_gbps: 5``) with the same up capacity:
+
+- ``val-sw-12x10`` with 5G uplinks: 8 down at 10G, 8 up at 5G (4 ports of 2 x 5G), 2:1;
+- ``val-sw-6x10``: 6 ports, 2:1 -> 4 down and 2 up at 10G, or 4 down and 4 up at 5G (16 hosts: 4 leaves of 4).
+
 Latencies are the catalog's Ethernet figures (500 ns per switch hop and NIC side).
 """
 
@@ -28,6 +34,8 @@ VALIDATION_CATALOG = {
          "price_usd": 1, "power_w": 1, "latency_ns": 500, "source": _SRC},
         {"model": "val-sw-8x10", "vendor": "test", "fabric": "ethernet", "ports": 8, "port_speed_gbps": 10,
          "price_usd": 1, "power_w": 1, "latency_ns": 500, "source": _SRC},
+        {"model": "val-sw-6x10", "vendor": "test", "fabric": "ethernet", "ports": 6, "port_speed_gbps": 10,
+         "price_usd": 1, "power_w": 1, "latency_ns": 500, "source": _SRC},
     ],
     "nics": [
         {"model": "val-nic-10", "fabric": "ethernet", "ports": 1, "port_speed_gbps": 10, "price_usd": 1,
@@ -35,6 +43,8 @@ VALIDATION_CATALOG = {
     ],
     "transceivers": [
         {"model": "val-sfp-10-sr", "speed_gbps": 10, "ports_per_module": 1, "reach_m": 300, "side": "any",
+         "medium": "multimode", "price_usd": 1, "power_w": 1, "source": _SRC},
+        {"model": "val-sfp-5-sr", "speed_gbps": 5, "ports_per_module": 1, "reach_m": 300, "side": "any",
          "medium": "multimode", "price_usd": 1, "power_w": 1, "source": _SRC},
     ],
     "cables": [
@@ -63,19 +73,30 @@ def validation_catalog():
     return _CACHE["cat"]
 
 
-def validation_design(oversubscription: int = 1, *, routing: str = "ecmp", hosts: int = 32, name: str | None = None):
-    """A 2-tier leaf-spine of ``hosts`` single-GPU hosts at 10 Gb/s, 8 hosts per leaf (4 for ``hosts <= 16``)."""
+def validation_design(oversubscription: int = 1, *, routing: str = "ecmp", hosts: int = 32, name: str | None = None,
+                      uplinks: str | None = None):
+    """A 2-tier leaf-spine of ``hosts`` single-GPU hosts at 10 Gb/s, 8 hosts per leaf (4 for ``hosts <= 16`` at 1:1).
+
+    ``uplinks`` makes the 2:1 pair of equal up capacity per leaf: ``"fewer"``, half as many 10 Gb/s uplinks as
+    downlinks, and ``"slower"``, as many uplinks as downlinks at 5 Gb/s (``uplink_gbps: 5``). Both have 8 hosts per
+    leaf (``val-sw-12x10``), or 4 for ``hosts <= 16`` (``val-sw-6x10``: 4 x 10G down with 2 x 10G or 4 x 5G up).
+    Without it a 2:1 design is the original one (``val-sw-12x10``, 8 hosts per leaf, 10 Gb/s uplinks).
+    """
     from fabric.design import Design
 
-    if hosts <= 16:
-        switch = {1: "val-sw-8x10", 2: "val-sw-12x10"}[oversubscription]
+    if uplinks not in (None, "fewer", "slower"):
+        raise ValueError(f"uplinks must be 'fewer', 'slower' or None, got {uplinks!r}")
+    if oversubscription == 1:
+        switch = "val-sw-8x10" if hosts <= 16 else "val-sw-16x10"
     else:
-        switch = {1: "val-sw-16x10", 2: "val-sw-12x10"}[oversubscription]
+        switch = "val-sw-6x10" if hosts <= 16 and uplinks is not None else "val-sw-12x10"
+    slower = uplinks == "slower" and oversubscription != 1
     spray = routing in ("spray", "spray_rr")
-    return Design(name=name or f"leaf-spine {hosts} hosts {oversubscription}:1 {routing}", family="clos",
+    label = f" by {uplinks} uplinks" if oversubscription != 1 and uplinks else ""
+    return Design(name=name or f"leaf-spine {hosts} hosts {oversubscription}:1{label} {routing}", family="clos",
                   gpus=hosts, gpus_per_node=1, scale_up_size=1, nic_model="val-nic-10", switch_model=switch,
-                  tiers=2, oversubscription=(oversubscription, 1), routing="spray" if spray else routing,
-                  transport="spray_ethernet" if spray else "roce")
+                  tiers=2, oversubscription=(oversubscription, 1), uplink_gbps=5 if slower else None,
+                  routing="spray" if spray else routing, transport="spray_ethernet" if spray else "roce")
 
 
 def one_op_workload(kind: str, size_bytes: int, ranks: int, *, group_size: int | None = None, stride: int = 1):
