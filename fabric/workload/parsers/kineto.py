@@ -65,7 +65,7 @@ from fabric.workload.io import decode_text, stream_json_object
 from fabric.workload.model import CommOp, Job, ProcessGroup, UnparsedComm, Workload, validate_job
 
 __all__ = [
-    "FORMAT", "sniff", "parse", "parse_groups", "load_rank", "merge_ranks", "RankTrace",
+    "FORMAT", "sniff", "parse", "parse_groups", "load_rank", "merge_ranks", "merge_rank_files", "RankTrace",
     "DTYPE_BYTES", "dtype_info", "collective_kind", "infer_group_role", "job_key", "job_name_for",
 ]
 
@@ -912,7 +912,7 @@ def _group_display_names(keys: list[str], info: dict[str, dict]) -> dict[str, st
 
 def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | None = None,
                 trace_label: str = "Kineto", world_hint: str = "distributedInfo.world_size",
-                compute_spread: str = "steps") -> Workload:
+                compute_spread: str = "steps", rank_hint: str = "distributedInfo.rank") -> Workload:
     """Merge the rank traces of one job into a one-job :class:`Workload` (see the module docstring).
 
     Also used by the Chakra and PyTorch ET parsers, which pass their own ``compute_note``, ``trace_label`` and
@@ -924,7 +924,7 @@ def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | N
         raise ParseError("no Kineto trace to merge")
     names = [t.name for t in traces]
     if len(traces) > 1:
-        _check_consistent(traces)
+        _check_consistent(traces, rank_hint)
     traces = sorted(traces, key=lambda t: (t.rank if t.rank is not None else -1, t.name))
     warnings: list[str] = [w for t in traces for w in t.warnings]
     notes: list[str] = []
@@ -1208,14 +1208,13 @@ def _ranges(xs: list[int]) -> str:
     return ",".join(out)
 
 
-def _check_consistent(traces: list[RankTrace]) -> None:
+def _check_consistent(traces: list[RankTrace], rank_hint: str = "distributedInfo.rank") -> None:
     """Raise ParseError when files that look like one job's ranks cannot be merged."""
     names = ", ".join(t.name for t in traces)
     missing = [t.name for t in traces if t.rank is None]
     if missing:
-        raise ParseError(f"cannot merge rank files ({names}): {missing[0]} has no distributedInfo.rank; "
-                         f"upload it on its own or fix its distributedInfo", source=missing[0],
-                         line="distributedInfo.rank")
+        raise ParseError(f"cannot merge rank files ({names}): {missing[0]} does not say its rank ({rank_hint}); "
+                         f"upload it on its own or fix it", source=missing[0], line=rank_hint)
     worlds = {t.world_size for t in traces}
     if len(worlds) > 1:
         detail = ", ".join(f"{t.name}: {t.world_size}" for t in traces)
@@ -1254,16 +1253,25 @@ def parse_groups(files: list[tuple[str, bytes]], limits: Limits | None = None) -
     Files are grouped by :func:`job_key`; a file that fails to load fails alone, a set that cannot be merged fails
     as a whole.
     """
-    loaded: list[tuple[str, RankTrace]] = []
+    loaded: list[RankTrace] = []
     results: list[tuple[tuple[str, ...], object]] = []
     for name, data in files:
         try:
-            loaded.append((name, load_rank(name, data, limits)))
+            loaded.append(load_rank(name, data, limits))
         except FabricError as err:
             results.append(((name,), err if isinstance(err, ParseError) else ParseError(str(err), source=name)))
+    return results + merge_rank_files(loaded, "kineto")
+
+
+def merge_rank_files(loaded: list[RankTrace], default_name: str, **merge_kw) -> list[tuple[tuple[str, ...], object]]:
+    """Put loaded rank traces into jobs by :func:`job_key` and merge each: [(file names, Workload or ParseError)].
+
+    Shared by the Kineto and PyTorch ET parsers; ``merge_kw`` goes to :func:`merge_ranks`.
+    """
+    results: list[tuple[tuple[str, ...], object]] = []
     by_key: dict[str, list[RankTrace]] = {}
-    for name, tr in loaded:
-        by_key.setdefault(job_key(name), []).append(tr)
+    for tr in loaded:
+        by_key.setdefault(job_key(tr.name), []).append(tr)
     for key in list(by_key):
         # the same rank twice under one pattern: maybe two runs in numbered folders (run1/, run2/) -> split by folder
         trs = by_key[key]
@@ -1279,7 +1287,8 @@ def parse_groups(files: list[tuple[str, bytes]], limits: Limits | None = None) -
     for key, trs in by_key.items():
         group_names = tuple(t.name for t in trs)
         try:
-            results.append((group_names, merge_ranks(trs, job_name_for(list(group_names), "kineto"))))
+            results.append((group_names, merge_ranks(trs, job_name_for(list(group_names), default_name),
+                                                     **merge_kw)))
         except FabricError as err:
             results.append((group_names, err if isinstance(err, ParseError) else ParseError(str(err))))
     return results
