@@ -340,7 +340,13 @@ _ASTRA_LINES = ["DATA", "HYBRID_TRANSFORMER model_parallel_NPU_group: 2", "2", "
                 "checkpoints: 0 checkpoint_initiates: 0 pp_comm 64",
                 "l -1 5 ALLTOALL_EP 16 5 NONE 0 5 ALLREDUCE 64 1", "m -1 5 NONE 0 5 ALLGATHER_DP_EP 8 5 NONE 0 1",
                 "x -1 1 ALLREDUCEALLTOALL 8 1 NONE 0 1 NONE 0 1", "\t", "-1 -1 -1"]
-_CSV_LINES = TIMED_CSV.splitlines() + ["[rank0 ~ rank7]", "CommType.all_reduce,,,,", ",,,,,,,,,,,"]
+_CSV_LINES = TIMED_CSV.splitlines() + [
+    "[rank0 ~ rank7]", "CommType.all_reduce,,,,", ",,,,,,,,,,,",
+    "CommType.all_to_all,CommGroup.ep_group,None,4194304,forward,None,None,,None,None,None,2",
+    "CommType.all_reduce,CommGroup.dp_group,None,8,init,None,None,,0.2,None,None,1",
+    "CommType.all_reduce,CommGroup.tp_group,None,None,forward,None,None,,None,None,None,1",
+    "CommType.barrier,CommGroup.all,None,0,init,None,None,,None,None,None,1",
+    "CommType.all_gather,None,None,64,step,None,None,,None,None,None,1"]
 
 
 @settings(max_examples=fuzz_examples(200), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
@@ -357,12 +363,13 @@ def test_fuzz_astra(lines, world):
 
 
 @settings(max_examples=fuzz_examples(200), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(st.sampled_from(_CSV_LINES), st.text(max_size=60)), max_size=12))
-def test_fuzz_aicb(lines):
+@given(st.lists(st.one_of(st.sampled_from(_CSV_LINES), st.text(max_size=60)), max_size=12),
+       st.sampled_from(["f.csv", "m_tp2_pp1_ep4_mbs1.csv", "x_world_size8_tp0_dp3.csv", "tp8_pp8.csv"]))
+def test_fuzz_aicb(lines, fname):
     data = "\n".join(lines).encode("utf-8", errors="replace")
-    aicb_csv.sniff(data, "f.csv")
+    aicb_csv.sniff(data, fname)
     try:
-        wl = aicb_csv.parse([("f.csv", data)])
+        wl = aicb_csv.parse([(fname, data)])
     except FabricError:
         return
     assert wl.jobs
