@@ -533,6 +533,39 @@ def test_fuzz_mutated_real_trace_only_raises_parse_errors(junk, cut):
         pass
 
 
+_SMALL = Job("w2", world_size=2, groups=(ProcessGroup("dp", 2, "dp"),),
+             ops=(CommOp("all_reduce", 1 << 20, "dp", 2.0, "float32", 0.4),
+                  CommOp("all_to_allv", 4000, "dp", 1.0, "float32", 0.0, per_rank_bytes=(1000, 4000))),
+             compute_time_s=0.002, compute_cv=0.1)
+
+
+@settings(max_examples=fuzz_examples(200), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.tuples(st.integers(0, 2), st.integers(0, 4)), st.floats(0, 5e4), max_size=4),
+       st.dictionaries(st.tuples(st.integers(0, 2), st.integers(0, 4)), st.floats(0, 5e4), max_size=4),
+       st.lists(st.tuples(st.integers(0, 400), st.sampled_from(["ts", "dur", "args", "drop"]), _argvals), max_size=6),
+       st.integers(1, 3))
+def test_fuzz_ranks_waiting_for_each_other(w0, w1, edits, steps):
+    # two ranks whose collectives wait for each other, with some kernels or events damaged: the waiting/transfer
+    # split (paired calls, trimmed spans, recomputed compute, step-to-step spread) must never fail but cleanly
+    traces = {f"w2_rank{r}.json": workload_to_kineto(_SMALL, r, steps=steps, compute_kernels_per_step=3, wait_us=w)
+              for r, w in ((0, w0), (1, w1))}
+    evs = traces["w2_rank1.json"]["traceEvents"]
+    for idx, what, val in edits:
+        if not evs:
+            break
+        i = idx % len(evs)
+        if what == "drop":
+            evs.pop(i)
+        else:
+            evs[i] = dict(evs[i], **{what: val})
+    try:
+        wl = _parse_dicts(traces)
+    except FabricError:
+        return
+    (job,) = wl.jobs
+    assert job.compute_time_s >= 0 and 0 <= job.compute_cv <= 10
+
+
 def test_iter_events_rejects_bad_arguments():
     with pytest.raises(FabricError):
         list(iter_kineto_events(_llm_job(), 0, steps=0))
