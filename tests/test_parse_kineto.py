@@ -363,6 +363,14 @@ def _kernel(name, ts, dur, stream=20, corr=None, **args):
 NCCL_AR = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 
 
+def test_implausible_group_size_is_ignored_not_expanded():
+    # 'Group size' 10^12 with a rank start and stride must not be expanded into a member list (it would never end)
+    ev = [_step(1, 0, 1000), _rpc(10, **{"Group size": 10**12, "Global rank start": 0, "Global rank stride": 1,
+                                       "Process Group Ranks": None})]
+    wl = _parse_dicts({"g.json": _base(ev)})
+    assert [o.bytes for o in wl.jobs[0].ops] == [4096]
+
+
 def test_nccl_kernels_without_annotation_are_unparsed_not_invented():
     t = _base([_step(1, 0, 1000), _kernel(NCCL_AR, 100, 50), _kernel(NCCL_AR, 300, 50),
                _kernel("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", 500, 20),

@@ -511,6 +511,8 @@ def _new_format_call(args: dict, tid, ts: float, end: float, world) -> _Call | N
     pg = args.get("Process Group Name", args.get("Process Group ID"))
     gkey = "" if pg is None else str(pg)
     gsize = _as_int(args.get("Group size"), lo=1)
+    if gsize is not None and gsize > 10_000_000:
+        gsize = None                         # implausible: ignored (never expanded into a member list)
     granks = _int_list(args.get("Process Group Ranks"))
     if granks is not None and (not granks or (gsize is not None and len(granks) != gsize)):
         granks = None

@@ -56,7 +56,7 @@ one job, calls of one group are paired across ranks by position, uneven all_to_a
 
 from __future__ import annotations
 
-import json
+import bisect
 import math
 import re
 from collections import Counter
@@ -239,6 +239,9 @@ def _pg_table(node: dict, name: str, warnings: list[str]) -> tuple[dict, dict]:
             continue
         key = str(entry["pg_name"])
         size = _int(entry.get("group_size", entry.get("pg_size")), lo=1)
+        if size is not None and size > MAX_RANKS:
+            raise ParseError(f"process group {key!r} claims {size} ranks (more than {MAX_RANKS})", source=name,
+                             line="## process_group:init ##")
         ranks = _int_list(entry.get("ranks"))
         if ranks == [] and size:
             ranks = list(range(size))        # "ranks is empty when all ranks are in the group"
@@ -248,9 +251,6 @@ def _pg_table(node: dict, name: str, warnings: list[str]) -> tuple[dict, dict]:
             size = len(ranks)
         if ranks is not None and size != len(ranks):
             ranks = None
-        if size is not None and size > MAX_RANKS:
-            raise ParseError(f"process group {key!r} claims {size} ranks", source=name,
-                             line="## process_group:init ##")
         desc = entry.get("pg_desc")
         groups[key] = {"size": size, "ranks": tuple(ranks) if ranks else None,
                        "desc": desc if isinstance(desc, str) and desc else None}
@@ -391,7 +391,7 @@ def load_rank(name: str, data: bytes, limits: Limits | None = None) -> RankTrace
         starts = [i for i, _ in markers]
         outside = 0
         for c in calls:
-            idx = sum(1 for s in starts if s <= c.ts) - 1
+            idx = bisect.bisect_right(starts, c.ts) - 1
             c.step = idx
             if idx < 0 and c.kind not in ("",):
                 outside += 1
@@ -438,6 +438,8 @@ def _decode_rpc(n: dict) -> dict | None:
     in_split = a.get("in_split_size", get(4))
     out_split = a.get("out_split_size", get(5))
     gsize = _int(a.get("pg_size"), lo=1) or _int(get(8), lo=1)
+    if gsize is not None and gsize > MAX_RANKS:
+        gsize = None                         # not a group size (and never expanded into a member list)
     f = {"coll": coll, "kind": kind, "pg": pg, "pg_name": pg_name, "pg_desc": pg_desc, "rank": _int(get(2)),
          "in_split": _int_list(in_split), "out_split": _int_list(out_split),
          "start": _int(a.get("global_rank_start", get(6))), "stride": _int(a.get("global_rank_stride", get(7)), lo=1),
