@@ -20,7 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ_FILES = ["tests/test_ingest.py", "tests/test_parse_kineto.py", "tests/test_parse_chakra.py",
-              "tests/test_parse_nccl.py", "tests/test_parse_astra.py", "tests/test_workload_model.py",
+              "tests/test_parse_pytorch_et.py", "tests/test_parse_nccl.py", "tests/test_parse_astra.py",
+              "tests/test_workload_model.py",
               "tests/test_synth.py", "tests/test_fuzz_inputs.py"]
 # the hypothesis-driven targets in those files (the others there are example-based and run once)
 FUZZ_SELECT = "fuzz or never_raises or closed_form_for_any_plan or round_trips_through_native"

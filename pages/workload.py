@@ -23,7 +23,8 @@ SOURCES = {"sample": "Built-in sample", "upload": "Upload traces", "plan": "Para
 PLAN_FIELDS = {"training": ("tp", "pp", "ep", "zero_stage"), "inference": ("tp", "pp"), "recommendation": ()}
 
 st.title("Workload")
-st.caption("What will run on the network. Traces: PyTorch profiler (Kineto) JSON, Chakra ET, nccl-tests output, "
+st.caption("What will run on the network. Traces: PyTorch profiler (Kineto) JSON, PyTorch execution traces, "
+           "Chakra ET, nccl-tests output, "
            "NCCL_DEBUG logs, ASTRA-sim/SimAI text, AICB CSV or fabric's own JSON; gzip is fine. Each file is read "
            "on its own: a bad file is reported next to its name and the others still load.")
 C.show_url_problems()

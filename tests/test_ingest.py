@@ -286,6 +286,10 @@ def test_all_real_traces_load_in_one_call(traces_dir):
     assert len({fmt[k].jobs for k in mine if "param_dlrm_kineto" in k}) == 1
     assert len({fmt[k].jobs for k in mine if "trace_filter" in k}) == 1
     assert len({fmt[k].jobs for k in mine if "astra_sim_microbenchmarks" in k}) == 4
+    # the 8 PyTorch execution-trace ranks: detected as such (not Kineto, not Chakra) and merged into one job
+    et = {k: v for k, v in fmt.items() if k.startswith("pytorch_et/")}
+    assert len(et) == 8 and all(f.ok and f.format == "pytorch_et" for f in et.values())
+    assert len({f.jobs for f in et.values()}) == 1
     names = [j.name for j in res.workload.jobs]
     assert len(names) == len(set(names))
 

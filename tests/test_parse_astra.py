@@ -194,6 +194,65 @@ def test_aicb_deepspeed_zero2():
                                                                + 3 * 1990279168)
 
 
+def _blank_sizes(tmp_path, rel, lines_to_blank, extra_rows=(), rename=None):
+    """A copy of a shared AICB file (in tmp_path) with comm_group_size set to None on the given 1-based lines."""
+    src = trace_path(rel)
+    lines = src.read_text().splitlines()
+    for ln in lines_to_blank:
+        cells = lines[ln - 1].split(",")
+        cells[2] = "None"
+        lines[ln - 1] = ",".join(cells)
+    lines[-1:-1] = list(extra_rows)            # before the last epoch_end: inside the training iteration
+    out = tmp_path / (rename or src.name)
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_aicb_missing_group_sizes_are_inferred_and_unusable_rows_listed(tmp_path):
+    # Issue 16 item 2. L7B-M1-C04_Llama7B_megatron_tp2_pp1_mbs1.csv (128 ranks, rows read by hand): dp_group rows
+    # are lines 3-7, 9 (init), 81, 147, 148 (size 64); tp_group rows are lines 8 and 11-146, 149, 150 (size 2).
+    # Blank every dp row's size and the first three tp rows of the iteration (11, 12, 13), and add an ep_group
+    # all_to_all whose size is None (measured clusters log such rows).
+    rel = "simai_aicb/L7B-M1-C04_Llama7B_megatron_tp2_pp1_mbs1.csv"
+    dp_lines = [3, 4, 5, 6, 7, 9, 81, 147, 148]
+    ep_row = "CommType.all_to_all,CommGroup.ep_group,None,4194304,forward.moe,None,None,,None,None,None,2"
+    path = _blank_sizes(tmp_path, rel, dp_lines + [11, 12, 13], [ep_row])
+    wl = aicb_csv.parse([(str(path), path.read_bytes())])
+    (job,) = wl.jobs
+    # tp: 2 from the other tp rows; dp: no dp row keeps a size, so world 128 / (tp 2 x pp 1 (file name) x cp 1) = 64
+    assert {g.name: g.size for g in job.groups} == {"dp": 64, "tp": 2}
+    w = " | ".join(wl.warnings)
+    assert "3 tp_group row(s) (line(s) 11, 12, 13): 2 taken from the group's other rows" in w
+    assert "9 dp_group row(s) (line(s) 3, 4, 5, 6, 7, 9, 81, 147, 148): 64 taken from the layout: world 128" in w
+    # the ep row cannot be sized (no ep in the name, no other ep row): listed with its line, never dropped silently
+    (u,) = wl.unparsed
+    assert (u.name, u.count) == ("CommType.all_to_all on CommGroup.ep_group", 2)
+    assert "comm_group_size is None" in u.reason and "line(s) 151" in u.reason
+    # everything else reads as from the untouched file
+    ref = aicb_csv.parse([(rel, trace_path(rel).read_bytes())]).jobs[0]
+    assert sorted((o.kind, o.bytes, o.group, o.count_per_step) for o in job.ops) == sorted(
+        (o.kind, o.bytes, o.group, o.count_per_step) for o in ref.ops)
+    # with the expert-parallel size in the file name the ep row is sized too
+    named = _blank_sizes(tmp_path, rel, dp_lines + [11, 12, 13], [ep_row],
+                         rename="L7B-M1-C04_Llama7B_megatron_tp2_pp1_ep4_mbs1.csv")
+    wl2 = aicb_csv.parse([(str(named), named.read_bytes())])
+    assert {g.name: g.size for g in wl2.jobs[0].groups} == {"dp": 64, "tp": 2, "ep": 4}
+    a2a = [o for o in wl2.jobs[0].ops if o.kind == "all_to_all"]
+    assert [(o.bytes, o.group, o.count_per_step) for o in a2a] == [(4194304, "ep", 2.0)]
+    assert not wl2.unparsed and any("4 taken from the file name (ep4)" in x for x in wl2.warnings)
+
+
+def test_aicb_rows_missing_group_or_size_are_listed():
+    rows = TIMED_CSV.splitlines()
+    rows.insert(3, "CommType.all_reduce,None,4,8,forward,None,None,,None,None,None,1")
+    rows.insert(4, "CommType.all_reduce,CommGroup.tp_group,2,None,forward,None,None,,None,None,None,3")
+    wl = aicb_csv.parse([("t.csv", "\n".join(rows).encode())])
+    reasons = {(u.name, u.count): u.reason for u in wl.unparsed}
+    assert "comm_group is None" in reasons[("CommType.all_reduce", 1)]
+    assert "msg_size is None" in reasons[("CommType.all_reduce on CommGroup.tp_group", 3)]
+    assert "line(s) 4" in reasons[("CommType.all_reduce", 1)]
+
+
 TIMED_CSV = """\
 comm_type,comm_group,comm_group_size,msg_size,stage,dst,src,additional,_elapsed_time,algbw,busbw,count
 CommType.all_reduce,CommGroup.dp_group,4,8,init,None,None,,0.1,None,None,1
@@ -281,7 +340,13 @@ _ASTRA_LINES = ["DATA", "HYBRID_TRANSFORMER model_parallel_NPU_group: 2", "2", "
                 "checkpoints: 0 checkpoint_initiates: 0 pp_comm 64",
                 "l -1 5 ALLTOALL_EP 16 5 NONE 0 5 ALLREDUCE 64 1", "m -1 5 NONE 0 5 ALLGATHER_DP_EP 8 5 NONE 0 1",
                 "x -1 1 ALLREDUCEALLTOALL 8 1 NONE 0 1 NONE 0 1", "\t", "-1 -1 -1"]
-_CSV_LINES = TIMED_CSV.splitlines() + ["[rank0 ~ rank7]", "CommType.all_reduce,,,,", ",,,,,,,,,,,"]
+_CSV_LINES = TIMED_CSV.splitlines() + [
+    "[rank0 ~ rank7]", "CommType.all_reduce,,,,", ",,,,,,,,,,,",
+    "CommType.all_to_all,CommGroup.ep_group,None,4194304,forward,None,None,,None,None,None,2",
+    "CommType.all_reduce,CommGroup.dp_group,None,8,init,None,None,,0.2,None,None,1",
+    "CommType.all_reduce,CommGroup.tp_group,None,None,forward,None,None,,None,None,None,1",
+    "CommType.barrier,CommGroup.all,None,0,init,None,None,,None,None,None,1",
+    "CommType.all_gather,None,None,64,step,None,None,,None,None,None,1"]
 
 
 @settings(max_examples=fuzz_examples(200), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
@@ -298,12 +363,13 @@ def test_fuzz_astra(lines, world):
 
 
 @settings(max_examples=fuzz_examples(200), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.one_of(st.sampled_from(_CSV_LINES), st.text(max_size=60)), max_size=12))
-def test_fuzz_aicb(lines):
+@given(st.lists(st.one_of(st.sampled_from(_CSV_LINES), st.text(max_size=60)), max_size=12),
+       st.sampled_from(["f.csv", "m_tp2_pp1_ep4_mbs1.csv", "x_world_size8_tp0_dp3.csv", "tp8_pp8.csv"]))
+def test_fuzz_aicb(lines, fname):
     data = "\n".join(lines).encode("utf-8", errors="replace")
-    aicb_csv.sniff(data, "f.csv")
+    aicb_csv.sniff(data, fname)
     try:
-        wl = aicb_csv.parse([("f.csv", data)])
+        wl = aicb_csv.parse([(fname, data)])
     except FabricError:
         return
     assert wl.jobs

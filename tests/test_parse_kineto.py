@@ -146,11 +146,32 @@ def test_dlrm_eight_ranks_merge_into_one_job(dlrm_files):
     assert {b for k, b in ops if k == "all_to_all"} == {24_576, 192, 1_536, 13_568}
     assert {b for k, b in ops if k == "all_reduce"} == {1_576_964, 448, 907_840}
     assert all(o.per_rank_bytes is None for o in job.ops)  # the ranks agree on every size
-    # step minus exposed NCCL time per rank (by hand): 8918 8845 9800 9863 11429 11586 9802 10929 us
-    samples = [8918, 8845, 9800, 9863, 11429, 11586, 9802, 10929]
+
+
+def test_dlrm_waiting_for_peers_counts_as_compute(dlrm_files):
+    # Issue 16 item 4. ProfilerStep#10 lasts 14455 19901 13017 19313 17979 17797 13091 12509 us on ranks 0..7
+    # (~16 ms); compute kernels are only ~1.1 ms of it and the NCCL kernels mostly spin: rank 1's first all_to_all
+    # takes 7635 us, rank 7's 10 us, and all end together. Read off the 8 files by hand (a script over the raw JSON,
+    # not the parser): the shortest kernel of each of the 8 collectives over the ranks is
+    # 10, 8, 7, 7, 86, 10, 20, 69 us (rank 7 arrives last at the first five, ranks 5/4 at the last three); taking
+    # that last part of every rank's kernel as the transfer and removing what compute kernels overlap, the exposed
+    # transfer per rank is 194 207 188 211 213 211 181 205 us, so compute = step - exposed transfer:
+    samples = [14261, 19694, 12829, 19102, 17766, 17586, 12910, 12304]
+    # (the old rule, step minus the whole exposed NCCL time, gave 8918 8845 9800 9863 11429 11586 9802 10929: the
+    # waiting, which a perfect network would not remove, was dropped and a 16 ms step modelled as 10 ms)
+    wl = kineto.parse(dlrm_files)
+    (job,) = wl.jobs
     assert job.compute_time_s == pytest.approx(statistics.fmean(samples) * 1e-6, rel=1e-9)
-    assert job.compute_cv == pytest.approx(statistics.pstdev(samples) / statistics.fmean(samples), rel=1e-9)
-    assert not wl.warnings
+    assert job.compute_time_s == pytest.approx(0.0158065, rel=1e-9)
+    # one step per rank: step-to-step spread cannot be measured; rank-to-rank differences are phase, not jitter
+    assert job.compute_cv == 0.0
+    (w,) = wl.warnings
+    assert "one ProfilerStep per rank" in w and "compute_cv is 0" in w
+    assert any("waited for peers" in n and "counted as compute" in n for n in job.notes)
+    # each rank on its own: no peer to compare with, so the old rule and a note saying waiting is not separated
+    one = kineto.parse(dlrm_files[1:2]).jobs[0]
+    assert one.compute_time_s == pytest.approx(8845e-6, abs=1e-9)
+    assert any("cannot be told apart from transfer" in n for n in one.notes)
 
 
 def test_dlrm_single_rank_keeps_world_size(dlrm_files):
@@ -199,9 +220,12 @@ def test_writer_round_trip_reproduces_ops_bytes_counts_overlap_and_compute():
         assert h.dtype == o.dtype
         assert h.overlap_fraction == pytest.approx(o.overlap_fraction, abs=1e-4)
         assert h.per_rank_bytes == o.per_rank_bytes
-    samples = [x * 1e-6 for t in traces.values() for x in t["fabricSynthetic"]["compute_us"]]
+    per_rank = [[x * 1e-6 for x in t["fabricSynthetic"]["compute_us"]] for t in traces.values()]
+    samples = [x for p in per_rank for x in p]
     assert got.compute_time_s == pytest.approx(statistics.fmean(samples), rel=1e-6)
-    assert got.compute_cv == pytest.approx(statistics.pstdev(samples) / statistics.fmean(samples), rel=1e-4)
+    # compute_cv is the step-to-step spread within each rank, pooled over the ranks
+    within = sum((x - statistics.fmean(p)) ** 2 for p in per_rank for x in p) / len(samples)
+    assert got.compute_cv == pytest.approx(within ** 0.5 / statistics.fmean(samples), rel=1e-4)
     assert {g.name: g.role for g in got.groups} == {"dp": "world", "tp": "tp"}
     assert not wl.unparsed and not wl.warnings
     # with 2 of the 4 ranks the uneven sizes cannot be placed: the largest is used and a note says so
@@ -209,6 +233,48 @@ def test_writer_round_trip_reproduces_ops_bytes_counts_overlap_and_compute():
     (op,) = [o for o in part.jobs[0].ops if o.kind == "all_to_allv"]
     assert op.bytes == 4000 and op.per_rank_bytes is None
     assert any("known for only 2 rank(s)" in n for n in part.jobs[0].notes)
+
+
+def test_waiting_inside_collective_kernels_is_compute_not_communication():
+    # Two DP ranks, one 4 MB fp32 all_reduce per step, half of its transfer hidden behind compute. The writer's
+    # kernel for it lasts d = 8 us + 4e6 B x 2(2-1)/2 / 40 GB/s = 108 us, of which h = 54 us is overlapped.
+    # Step 0: rank 1 computes 13 ms, rank 0 only 10 ms and then waits 3 ms inside the all_reduce kernel for rank 1.
+    # Step 1: rank 0 computes 12 ms, rank 1 10 ms and waits 2 ms. Both ranks' steps last 13 ms + 54 us and
+    # 12 ms + 54 us (compute + wait + the 54 us exposed transfer).
+    # Expected by hand: compute per (rank, step) = step - exposed transfer = compute + wait
+    #   rank 0: 10000 + 3000, 12000 + 0;  rank 1: 13000 + 0, 10000 + 2000  ->  13000, 12000 on both ranks
+    #   compute_time_s = 12.5 ms; compute_cv = step-to-step spread within each rank: sd 500 us / 12500 us = 0.04.
+    # The old rule (step minus the whole exposed kernel, waiting included) gave 10000, 12000, 13000, 10000
+    # (11.25 ms): a perfect network cannot remove the waiting, so the evaluator would model too short a step.
+    from fabric.workload.kineto_writer import kineto_header
+
+    job = Job("wait", world_size=2, groups=(ProcessGroup("dp", 2, "dp"),),
+              ops=(CommOp("all_reduce", 4_000_000, "dp", 1.0, "float32", 0.5),), compute_time_s=0.01)
+    plan = {0: ([10_000.0, 12_000.0], {(0, 0): 3000.0}), 1: ([13_000.0, 10_000.0], {(1, 0): 2000.0})}
+    traces = {}
+    for r, (comp, waits) in plan.items():
+        events = list(iter_kineto_events(job, r, steps=2, compute_us=comp, wait_us=waits))
+        traces[f"wait_rank{r}.json"] = dict(kineto_header(job, r), traceEvents=events)
+        steps = [e["dur"] for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
+        assert steps == pytest.approx([13_054.0, 12_054.0], abs=1e-2)
+        ks = [e["dur"] for e in events if e.get("cat") == "kernel" and e["name"].startswith("ncclDevKernel")]
+        assert ks == pytest.approx([108.0 + waits.get((0, 0), 0.0), 108.0 + waits.get((1, 0), 0.0)], abs=1e-2)
+    wl = _parse_dicts(traces)
+    (got,) = wl.jobs
+    assert got.compute_time_s == pytest.approx(0.0125, rel=1e-6)
+    assert got.compute_cv == pytest.approx(500 / 12_500, rel=1e-5)
+    # overlap is measured on the transfer (54 of 108 us hidden), not diluted by the 3 ms spent waiting
+    (op,) = got.ops
+    assert op.overlap_fraction == pytest.approx(0.5, abs=1e-4)
+    assert any("waited for peers 1.250 ms per step per rank" in n for n in got.notes)  # (3 + 2) ms / 2 steps / 2
+    assert not wl.warnings
+
+
+def test_writer_wait_us_is_checked():
+    with pytest.raises(FabricError, match="wait_us"):
+        workload_to_kineto(_llm_job(), 0, wait_us={(0, 0): -1.0})
+    with pytest.raises(FabricError, match="wait_us"):
+        workload_to_kineto(_llm_job(), 0, wait_us=[1, 2])
 
 
 def test_writer_is_deterministic_and_streams_the_same_trace(tmp_path):
@@ -295,6 +361,14 @@ def _kernel(name, ts, dur, stream=20, corr=None, **args):
 
 
 NCCL_AR = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def test_implausible_group_size_is_ignored_not_expanded():
+    # 'Group size' 10^12 with a rank start and stride must not be expanded into a member list (it would never end)
+    ev = [_step(1, 0, 1000), _rpc(10, **{"Group size": 10**12, "Global rank start": 0, "Global rank stride": 1,
+                                       "Process Group Ranks": None})]
+    wl = _parse_dicts({"g.json": _base(ev)})
+    assert [o.bytes for o in wl.jobs[0].ops] == [4096]
 
 
 def test_nccl_kernels_without_annotation_are_unparsed_not_invented():
@@ -465,6 +539,39 @@ def test_fuzz_mutated_real_trace_only_raises_parse_errors(junk, cut):
         kineto.parse([("m.json", data)])
     except FabricError:
         pass
+
+
+_SMALL = Job("w2", world_size=2, groups=(ProcessGroup("dp", 2, "dp"),),
+             ops=(CommOp("all_reduce", 1 << 20, "dp", 2.0, "float32", 0.4),
+                  CommOp("all_to_allv", 4000, "dp", 1.0, "float32", 0.0, per_rank_bytes=(1000, 4000))),
+             compute_time_s=0.002, compute_cv=0.1)
+
+
+@settings(max_examples=fuzz_examples(200), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.tuples(st.integers(0, 2), st.integers(0, 4)), st.floats(0, 5e4), max_size=4),
+       st.dictionaries(st.tuples(st.integers(0, 2), st.integers(0, 4)), st.floats(0, 5e4), max_size=4),
+       st.lists(st.tuples(st.integers(0, 400), st.sampled_from(["ts", "dur", "args", "drop"]), _argvals), max_size=6),
+       st.integers(1, 3))
+def test_fuzz_ranks_waiting_for_each_other(w0, w1, edits, steps):
+    # two ranks whose collectives wait for each other, with some kernels or events damaged: the waiting/transfer
+    # split (paired calls, trimmed spans, recomputed compute, step-to-step spread) must never fail but cleanly
+    traces = {f"w2_rank{r}.json": workload_to_kineto(_SMALL, r, steps=steps, compute_kernels_per_step=3, wait_us=w)
+              for r, w in ((0, w0), (1, w1))}
+    evs = traces["w2_rank1.json"]["traceEvents"]
+    for idx, what, val in edits:
+        if not evs:
+            break
+        i = idx % len(evs)
+        if what == "drop":
+            evs.pop(i)
+        else:
+            evs[i] = dict(evs[i], **{what: val})
+    try:
+        wl = _parse_dicts(traces)
+    except FabricError:
+        return
+    (job,) = wl.jobs
+    assert job.compute_time_s >= 0 and 0 <= job.compute_cv <= 10
 
 
 def test_iter_events_rejects_bad_arguments():

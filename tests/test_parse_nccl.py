@@ -96,6 +96,90 @@ def test_several_files_become_several_jobs():
     assert dict(wl.facts)["nccl_alltoall.log: ranks"] == "8"
 
 
+# ---------------------------------------------------------------- tables without a test name (issue 16 item 3)
+
+
+def _nameless(tmp_path, fname, *, keep_devices=False):
+    """A copy of a SuperBench table in tmp_path with nothing naming the test: a neutral file name, no 'Collective
+    test starting' or *_perf line (these files have none), and (by default) no '# Rank ...' device list either."""
+    lines = trace_path(SUPERBENCH + fname).read_text().splitlines()
+    lines = [ln for ln in lines if "_perf" not in ln and "Collective test starting" not in ln
+             and (keep_devices or not ln.lstrip("# ").startswith("Rank"))]
+    p = tmp_path / "results.txt"
+    p.write_text("\n".join(lines) + "\n")
+    return str(p), p.read_bytes()
+
+
+@pytest.mark.parametrize("fname,kind,evidence", [
+    # 8 GiB row, read by hand: 235.26 / 134.44 = 1.750 = 2(8-1)/8 (in-place 235.03 / 134.31 = 1.750)
+    ("nccl_allreduce.log", "all_reduce", "busbw/algbw = 1.750 (in-place 1.750), which fits all_reduce with 8 ranks"),
+    # 8589934592 B / (268435456 x 4 B) = 8 -> gather-like over 8 ranks; 223.39 / 255.31 = 0.875 = (8-1)/8
+    ("nccl_allgather.log", "all_gather", "size = 8 x count x dtype, no redop column, busbw/algbw = 0.875"),
+    # the same ratio and factor, but a redop column with blank cells: all-to-all
+    ("nccl_alltoall.log", "all_to_all", "blank redop cells, busbw/algbw = 0.875"),
+    ("nccl_reducescatter.log", "reduce_scatter", "size = 8 x count x dtype, redop sum, busbw/algbw = 0.875"),
+    # busbw = algbw (232.81 / 232.81) and a root column
+    ("nccl_broadcast.log", "broadcast", "root column, busbw/algbw = 1.000"),
+])
+def test_table_without_test_name_collective_inferred_and_said(tmp_path, fname, kind, evidence):
+    name, data = _nameless(tmp_path, fname)
+    wl = nccl_tests.parse([(name, data)])
+    (job,) = wl.jobs
+    assert {o.kind for o in job.ops} == {kind} and job.world_size == 8
+    assert {m.kind for m in wl.measurements} == {kind} and len(wl.measurements) == 68
+    said = [w for w in wl.warnings if "has no test name" in w]
+    assert len(said) == 1 and f"collective inferred as {kind} from its content" in said[0]
+    assert evidence in said[0] and name in said[0]
+    # the rank count is not printed either: the warning says what it was taken from
+    assert any("no device list: 8 rank(s) taken from" in w for w in wl.warnings)
+
+
+def _new_layout(tmp_path, fname):
+    """The SuperBench all_gather table rewritten in nccl-tests' new layout (redop 'none', root -1, '#wrong'),
+    where all_gather and alltoall print identical columns."""
+    out = []
+    for ln in trace_path(SUPERBENCH + fname).read_text().splitlines():
+        toks = ln.split()
+        if ln.startswith("#       size"):
+            out.append("#       size         count      type   redop    root     time   algbw   busbw #wrong     time"
+                       "   algbw   busbw #wrong")
+        elif toks and toks[0].isdigit() and len(toks) == 11:
+            toks = toks[:3] + ["none", "-1"] + ["0" if t == "N/A" else t for t in toks[3:]]
+            out.append("  ".join(toks))
+        elif not ln.lstrip("# ").startswith("Rank"):
+            out.append(ln)
+    p = tmp_path / "results.txt"
+    p.write_text("\n".join(out) + "\n")
+    return str(p), p.read_bytes()
+
+
+def test_ambiguous_table_says_so_instead_of_guessing(tmp_path):
+    name, data = _new_layout(tmp_path, "nccl_allgather.log")
+    with pytest.raises(ParseError, match="ambiguous") as err:
+        nccl_tests.parse([(name, data)])
+    assert "all_gather, all_to_all" in str(err.value) and err.value.line == 6  # the header, devices removed
+    # a telling file name breaks the tie, and the warning says the content alone was ambiguous
+    wl = nccl_tests.parse([("all_gather_perf.txt", data)])
+    assert {o.kind for o in wl.jobs[0].ops} == {"all_gather"}
+    (w,) = [w for w in wl.warnings if "no test name" in w]
+    assert "ambiguous (allows all_gather, all_to_all" in w and "taken from the file name" in w
+    # inside an NCCL_DEBUG log the log still reads: the table is left out with the same reason
+    log = ("host:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 8 cudaDev 0 busId 1000 - Init COMPLETE\n"
+           + data.decode())
+    wl = nccl_log.parse([("debug.log", log.encode())])
+    assert wl.measurements == () and wl.jobs[0].world_size == 8
+    assert any("ambiguous" in w and "34 row(s) were not used" in w for w in wl.warnings)
+
+
+def test_debug_log_table_without_test_name(tmp_path):
+    # the AWS EFA log names no *_perf binary and prints no 'Collective test starting': all_reduce from the numbers
+    name, data = _read(AWS_LOG)
+    assert b"_perf" not in data and b"Collective test starting" not in data
+    wl = nccl_log.parse([(name, data)])
+    said = [w for w in wl.warnings if "has no test name" in w]
+    assert len(said) == 1 and "inferred as all_reduce" in said[0] and "1.875 with 16 ranks" in said[0]
+
+
 # ---------------------------------------------------------------- the AWS EFA NCCL_DEBUG log
 
 
@@ -328,6 +412,45 @@ def test_fuzz_only_parse_errors_escape(lines, fname):
     data = "\n".join(lines).encode("utf-8", errors="replace")
     for mod in (nccl_tests, nccl_log):
         mod.sniff(data, fname)
+        try:
+            wl = mod.parse([(fname, data)])
+        except FabricError:
+            continue
+        assert wl.jobs
+
+
+_HEADERS = [
+    "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error",
+    "#       size         count    type     time   algbw   busbw  error     time   algbw   busbw  error",
+    "#       size         count    type   redop    root     time   algbw   busbw  error     time   algbw   busbw  error",
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+    "#wrong",
+]
+_num = st.one_of(st.integers(0, 2**40).map(str), st.floats(0, 1e4, allow_nan=False).map(lambda x: f"{x:.2f}"),
+                 st.sampled_from(["0.00", "N/A", "-1", "nan", "1e-07"]))
+
+
+@st.composite
+def _nameless_table(draw):
+    """A table with no test name: a random header and rows of random numbers (drives the content inference)."""
+    lines = draw(st.lists(st.sampled_from(["# nThread 1 nGpus 8 minBytes 1 maxBytes 8 step: 2(factor) warmup "
+                                           "iters: 5 iters: 20 validation: 0", "#  Rank  0 Pid 1 on h device 0 "
+                                           "[0x0] GPU", "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 8 cudaDev 0 "
+                                           "busId 1 - Init COMPLETE"]), max_size=3))
+    lines.append(draw(st.sampled_from(_HEADERS)))
+    for _ in range(draw(st.integers(0, 6))):
+        cells = [draw(_num), draw(_num), draw(st.sampled_from(["float", "half", "int8", "bfloat16", "x"]))]
+        cells += draw(st.lists(st.sampled_from(["sum", "none", "-1", "0", "max", ""]), max_size=2))
+        cells += [draw(_num) for _ in range(8)]
+        lines.append("  ".join(cells))
+    return "\n".join(lines)
+
+
+@settings(max_examples=fuzz_examples(300), deadline=fuzz_deadline(), suppress_health_check=[HealthCheck.too_slow])
+@given(_nameless_table(), st.sampled_from(["results.txt", "all_gather_perf.log", "nccl_reduce.log"]))
+def test_fuzz_nameless_tables(text, fname):
+    data = text.encode()
+    for mod in (nccl_tests, nccl_log):
         try:
             wl = mod.parse([(fname, data)])
         except FabricError:

@@ -5,11 +5,12 @@ decompression cap), detects its format from its content, parses every format's f
 format, success, the error (naming the file) and the jobs it went into. A bad file never stops the others.
 
 Format detection asks the parser modules in this order, first match wins: ``native``, ``kineto``, ``chakra``,
-``nccl_tests``, ``nccl_log``, ``astra_text``, ``aicb_csv`` (``fabric.workload.parsers.<name>``, imported lazily;
+``pytorch_et``, ``nccl_tests``, ``nccl_log``, ``astra_text``, ``aicb_csv`` (``fabric.workload.parsers.<name>``,
+imported lazily;
 a module that is not installed is skipped). Each module has ``FORMAT``, ``sniff(head, name)`` (``head`` = the first
 64 KiB of the decompressed bytes) and ``parse(files) -> Workload``. A module may also offer
 ``parse_groups(files, limits=None) -> [(names, Workload | ParseError)]`` to put several files into one job
-(Kineto and Chakra rank files); otherwise each file is parsed on its own and becomes its own job(s).
+(Kineto, Chakra and PyTorch ET rank files); otherwise each file is parsed on its own and becomes its own job(s).
 
 Job names are made unique across the combined workload by suffixing ``-2``, ``-3``, ...
 """
@@ -29,7 +30,7 @@ __all__ = ["SNIFF_ORDER", "HEAD_BYTES", "FileReport", "IngestResult", "ingest", 
            "combine_workloads", "parser_module"]
 
 #: parser modules asked, in order, whether a file is theirs
-SNIFF_ORDER = ("native", "kineto", "chakra", "nccl_tests", "nccl_log", "astra_text", "aicb_csv")
+SNIFF_ORDER = ("native", "kineto", "chakra", "pytorch_et", "nccl_tests", "nccl_log", "astra_text", "aicb_csv")
 #: how much of the decompressed file the sniffers see
 HEAD_BYTES = 64 * 1024
 
@@ -107,9 +108,11 @@ def detect_format(name: str, data: bytes) -> str:
             continue
     if _looks_binary(head):
         raise ParseError("binary data in no format fabric reads (expected Kineto/PyTorch profiler JSON, Chakra "
-                         ".et/.json, nccl-tests output, NCCL_DEBUG log, ASTRA-sim text or AICB CSV)", source=name)
-    raise ParseError("unknown trace format: not Kineto/PyTorch profiler JSON, Chakra ET/JSON, fabric workload JSON, "
-                     "nccl-tests output, NCCL_DEBUG log, ASTRA-sim/SimAI text or AICB CSV", source=name)
+                         ".et/.json, PyTorch execution trace JSON, nccl-tests output, NCCL_DEBUG log, ASTRA-sim text "
+                         "or AICB CSV)", source=name)
+    raise ParseError("unknown trace format: not Kineto/PyTorch profiler JSON, Chakra ET/JSON, PyTorch execution trace "
+                     "JSON, fabric workload JSON, nccl-tests output, NCCL_DEBUG log, ASTRA-sim/SimAI text or AICB CSV",
+                     source=name)
 
 
 def _unique(name: str, taken: set[str]) -> str:

@@ -13,6 +13,11 @@ What a trace holds, per ``ProfilerStep#N`` (CPU ``user_annotation``):
   same args. A kernel of duration ``d`` (from a nominal 40 GB/s bus bandwidth, labelled synthetic) is overlapped by
   compute for ``overlap_fraction x d`` and exposed for the rest, so the step lasts ``C + sum((1 - f) d)``.
 
+``wait_us`` makes a rank wait for a late peer: ``{(step, j): w}`` starts the ``j``-th collective of ``step`` (in
+trace order) ``w`` us early, so its kernel lasts ``w + d`` and spins for the first ``w`` (GPU otherwise idle; the
+hidden part of the transfer follows the wait), and the step lasts ``w`` longer. The parser must count that ``w`` as
+compute (a perfect network would not remove it) once the kernel is paired with a peer's that did not wait.
+
 Occurrences per step: ``floor(c (i + 1)) - floor(c i)`` for step ``i`` and ``count_per_step`` ``c`` (fractional
 counts spread over steps). When the hidden parts of a step's kernels add up to more than ``C`` the overlaps of that
 step are scaled down to fit. ``all_to_allv`` sends ``per_rank_bytes[position of the rank in the group]``.
@@ -180,8 +185,11 @@ def _step_plan(job: Job, steps: int, rng: np.random.Generator) -> list[float]:
 
 
 def iter_kineto_events(job: Job, rank: int, *, steps: int = 3, seed: int = 0,
-                       compute_kernels_per_step: int = 48, compute_us: list[float] | None = None) -> Iterator[dict]:
-    """Yield the trace events of ``rank`` one by one (see the module docstring); ``compute_us`` fixes step times."""
+                       compute_kernels_per_step: int = 48, compute_us: list[float] | None = None,
+                       wait_us: dict | None = None) -> Iterator[dict]:
+    """Yield the trace events of ``rank`` one by one (see the module docstring); ``compute_us`` fixes step times,
+    ``wait_us`` ({(step, collective index): us}) makes collectives wait for a late peer."""
+    waits = _check_waits(wait_us)
     if steps < 1:
         raise WorkloadError(f"steps must be >= 1, got {steps}")
     if compute_kernels_per_step < 1:
@@ -222,7 +230,8 @@ def iter_kineto_events(job: Job, rank: int, *, steps: int = 3, seed: int = 0,
         free = max(comp - sum(hidden), 0.0)
         w = rng.uniform(0.5, 1.5, len(occ) + 1)
         pre = [free * x / w.sum() for x in w]
-        step_len = comp + sum(d - h for d, h in zip(durs, hidden))
+        wt = [waits.get((i, j), 0.0) for j in range(len(occ))]
+        step_len = comp + sum(d - h for d, h in zip(durs, hidden)) + sum(wt)
         t_step = t_cpu
         if training:
             ts, dur = _span(t_step, t_step + step_len)
@@ -231,15 +240,36 @@ def iter_kineto_events(job: Job, rank: int, *, steps: int = 3, seed: int = 0,
         g0 = t_step + _LEAD_US  # GPU time of the step's start
         t = g0
         for j, ((op, (gidx, g, members)), d, h) in enumerate(zip(occ, durs, hidden)):
-            region = pre[j] + h
-            for ev in _compute_region(t, region, comp, compute_kernels_per_step, pid, tid_main, ids, kname_idx):
-                yield ev
+            if wt[j] > 0:  # compute, then the kernel spins alone for the wait, then its transfer (h of it hidden)
+                yield from _compute_region(t, pre[j], comp, compute_kernels_per_step, pid, tid_main, ids, kname_idx)
+                yield from _compute_region(t + pre[j] + wt[j], h, comp, compute_kernels_per_step, pid, tid_main, ids,
+                                           kname_idx + 1)
+            else:
+                yield from _compute_region(t, pre[j] + h, comp, compute_kernels_per_step, pid, tid_main, ids,
+                                           kname_idx)
             kname_idx += 1
-            yield from _comm_events(op, gidx, g, members, rank, t + pre[j], d, pid, tid_comm, ids)
-            t = t + pre[j] + d
+            yield from _comm_events(op, gidx, g, members, rank, t + pre[j], wt[j] + d, pid, tid_comm, ids)
+            t = t + pre[j] + wt[j] + d
         yield from _compute_region(t, pre[-1], comp, compute_kernels_per_step, pid, tid_main, ids, kname_idx)
         kname_idx += 1
         t_cpu = t_step + step_len
+
+
+def _check_waits(wait_us) -> dict:
+    if wait_us is None:
+        return {}
+    if not isinstance(wait_us, dict):
+        raise WorkloadError(f"wait_us must be a dict {{(step, collective index): microseconds}}, got "
+                            f"{type(wait_us).__name__}")
+    out = {}
+    for key, v in wait_us.items():
+        ok_key = (isinstance(key, tuple) and len(key) == 2
+                  and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in key))
+        if not ok_key or isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1e12:
+            raise WorkloadError(f"wait_us entry {key!r}: {v!r} must map (step, collective index) to microseconds "
+                                f">= 0")
+        out[key] = float(v)
+    return out
 
 
 def _op_bytes(op: CommOp, members, rank: int) -> int:
@@ -358,7 +388,7 @@ def _plan_and_header(job: Job, rank: int, steps: int, seed: int):
 
 
 def workload_to_kineto(job: Job, rank: int, *, steps: int = 3, seed: int = 0,
-                       compute_kernels_per_step: int = 48) -> dict:
+                       compute_kernels_per_step: int = 48, wait_us: dict | None = None) -> dict:
     """The Kineto trace (a JSON-ready dict) of ``rank`` of ``job`` over ``steps`` profiler steps.
 
     The same (job, rank, steps, seed) always gives the same trace.
@@ -375,12 +405,12 @@ def workload_to_kineto(job: Job, rank: int, *, steps: int = 3, seed: int = 0,
     header, plan = _plan_and_header(job, rank, steps, seed)
     events = list(iter_kineto_events(job, rank, steps=steps, seed=seed,
                                      compute_kernels_per_step=compute_kernels_per_step,
-                                     compute_us=[round(x, 3) for x in plan]))
+                                     compute_us=[round(x, 3) for x in plan], wait_us=wait_us))
     return dict(header, traceEvents=events)
 
 
 def write_kineto(fp: IO[str], job: Job, rank: int, *, steps: int = 3, seed: int = 0,
-                 compute_kernels_per_step: int = 48) -> int:
+                 compute_kernels_per_step: int = 48, wait_us: dict | None = None) -> int:
     """Stream the trace of ``rank`` to the text file ``fp`` without building it in memory; returns characters."""
     header, plan = _plan_and_header(job, rank, steps, seed)
     n = 0
@@ -390,7 +420,7 @@ def write_kineto(fp: IO[str], job: Job, rank: int, *, steps: int = 3, seed: int 
     n += len(chunk)
     first = True
     for ev in iter_kineto_events(job, rank, steps=steps, seed=seed, compute_kernels_per_step=compute_kernels_per_step,
-                                 compute_us=[round(x, 3) for x in plan]):
+                                 compute_us=[round(x, 3) for x in plan], wait_us=wait_us):
         s = ("  " if first else ",\n  ") + json.dumps(ev)
         first = False
         fp.write(s)

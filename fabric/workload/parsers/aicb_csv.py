@@ -13,6 +13,14 @@ Ops are the rows of the training iterations, merged by (kind, group, bytes, stag
 divided by the number of iterations. When timings are present each measured row also becomes a
 :class:`Measurement`; algbw and busbw are recomputed from bytes and time with nccl-tests' bus factors (AICB's own
 columns use bytes/ms/2^20), and ``CommType.computation`` rows add to the compute time.
+
+Missing fields (measured cluster logs have them) never reject the file. A row whose ``comm_group_size`` is
+``None`` takes its group's size from the group's other rows, else from the parallel layout: the sizes in the file
+name (``..._tp2_pp1_ep8_...``, ``world_size16``), ``CommGroup.all`` = the world, and for tp/pp/dp the world size
+divided by the other three of tp x pp x dp x cp (each from the rows or the name; cp 1 when neither gives it); a
+warning names the rows and where the size came from. Rows whose size still cannot be found (an ``ep_group`` row
+with no ``ep`` in the name and no other ep row), and rows without ``comm_group`` or ``msg_size``, are listed as
+:class:`UnparsedComm` with their line numbers and the reason.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from fabric.workload.model import (
 )
 from fabric.workload.parsers import nccl_tests
 
-__all__ = ["FORMAT", "REQUIRED_COLUMNS", "sniff", "parse", "bus_factor"]
+__all__ = ["FORMAT", "REQUIRED_COLUMNS", "sniff", "parse", "bus_factor", "layout_from_name"]
 
 FORMAT = "aicb_csv"
 
@@ -116,6 +124,8 @@ def _parse_one(fname: str, text: str, jname: str):
     segments: list[list[tuple]] = [[]]
     epoch_times: list[float] = []
     unknown: Counter = Counter()
+    dropped: list[tuple] = []     # (comm type, group, line, count, time ms, reason): rows that cannot be used
+    ctypes: dict[int, str] = {}   # line -> CommType name of a communication row
     for lineno, ln in lines[pos + 1:]:
         try:
             cells = next(csv.reader([ln]))
@@ -150,32 +160,47 @@ def _parse_one(fname: str, text: str, jname: str):
             continue
         grp = _strip_enum(cell("comm_group"), "CommGroup.")
         if _none(grp):
-            raise ParseError(f"{ctype} row has no comm_group", source=fname, line=lineno)
+            dropped.append((ctype, "", lineno, count, t_ms, "comm_group is None: the row names no group"))
+            continue
+        if _none(cell("msg_size")):
+            dropped.append((ctype, grp, lineno, count, t_ms, "msg_size is None: the row has no message size"))
+            continue
         gsize_cell = cell("comm_group_size")
-        if _none(gsize_cell):
-            raise ParseError(f"{ctype} row has no comm_group_size", source=fname, line=lineno)
-        gsize = int(_num(gsize_cell, "comm_group_size", fname, lineno, integer=True))
+        gsize = None if _none(gsize_cell) else int(_num(gsize_cell, "comm_group_size", fname, lineno, integer=True))
         nbytes = int(_num(cell("msg_size"), "msg_size", fname, lineno, integer=True))
-        if not 1 <= gsize <= MAX_RANKS or nbytes > MAX_OP_BYTES:
+        if (gsize is not None and not 1 <= gsize <= MAX_RANKS) or nbytes > MAX_OP_BYTES:
             raise ParseError("comm_group_size or msg_size out of range", source=fname, line=lineno)
         segments[-1].append((kind, grp, gsize, nbytes, stage, count, t_ms, lineno))
-    segments = [s for s in segments if s]
-    if not segments:
-        raise ParseError("no communication rows", source=fname, line=hline + 1)
-    init, train = ([], segments) if len(segments) == 1 else (segments[0], segments[1:])
-    steps = len(train)
+        ctypes[lineno] = ctype
     sizes: dict[str, int] = {}
     for seg in segments:
         for kind, grp, gsize, *_ in seg:
-            if kind == "compute":
+            if kind == "compute" or gsize is None:
                 continue
             if grp in sizes and sizes[grp] != gsize:
                 raise ParseError(f"group {grp} appears with sizes {sizes[grp]} and {gsize}", source=fname)
             sizes[grp] = gsize
     warnings: list[str] = []
+    layout = layout_from_name(fname)
+    if world is None and layout.get("world"):
+        world = layout["world"]
+        warnings.append(f"{fname}: no [rank0 ~ rankN] line; world size {world} taken from the file name")
     if world is None:
         world = max(sizes.values(), default=1)
         warnings.append(f"{fname}: no [rank0 ~ rankN] line; world size assumed to be the largest group, {world}")
+    segments, inferred = _fill_group_sizes(segments, sizes, layout, world, dropped, ctypes)
+    for grp, (size, why, lines) in sorted(inferred.items()):
+        if size is not None:
+            warnings.append(f"{fname}: comm_group_size is None in {len(lines)} {grp} row(s) (line(s) "
+                            f"{_lines(lines)}): {size} taken from {why}")
+    segments = [s for s in segments if s]
+    if not segments:
+        if dropped:
+            raise ParseError(f"no usable communication row: {len(dropped)} row(s) lack a field (first: line "
+                             f"{dropped[0][2]}, {dropped[0][5]})", source=fname, line=dropped[0][2])
+        raise ParseError("no communication rows", source=fname, line=hline + 1)
+    init, train = ([], segments) if len(segments) == 1 else (segments[0], segments[1:])
+    steps = len(train)
     for grp, gsize in sizes.items():
         if gsize > world:
             raise ParseError(f"group {grp} has {gsize} ranks, more than the world of {world}", source=fname)
@@ -225,7 +250,106 @@ def _parse_one(fname: str, text: str, jname: str):
         facts.append(("iteration time s (mean)", f"{sum(epoch_times) / len(epoch_times) * 1e-3:.6g}"))
     unparsed = [UnparsedComm(source=fname, name=f"CommType.{k}", count=int(c), total_time_s=0.0,
                              reason="AICB comm type with no fabric collective kind") for k, c in unknown.items()]
+    by_reason: dict[tuple[str, str, str], list] = {}
+    for ctype, grp, lineno, count, t_ms, reason in dropped:
+        rec = by_reason.setdefault((ctype, grp, reason), [[], 0.0, 0.0])
+        rec[0].append(lineno)
+        rec[1] += count
+        rec[2] += (t_ms or 0.0) * 1e-3
+    for (ctype, grp, reason), (lines, count, secs) in by_reason.items():
+        unparsed.append(UnparsedComm(
+            source=fname, name=f"CommType.{ctype}" + (f" on CommGroup.{grp}" if grp else ""), count=int(round(count)),
+            total_time_s=secs, reason=f"{reason} (line(s) {_lines(lines)}); row(s) not used"))
+    if dropped:
+        warnings.append(f"{fname}: {len(dropped)} row(s) could not be used (listed as unparsed with the reason)")
     return job, facts, warnings, measurements, unparsed
+
+
+_LAYOUT = re.compile(r"(?<![A-Za-z])(tp|pp|dp|ep|cp)[-_]?(\d+)(?![A-Za-z])", re.I)
+_WORLD = re.compile(r"world[-_]?size[-_]?(\d+)", re.I)
+
+
+def layout_from_name(name: str) -> dict[str, int]:
+    """Parallel sizes written in an AICB file name: ``..._tp2_pp1_ep8_...`` -> {"tp": 2, "pp": 1, "ep": 8}; also
+    ``world_size16`` -> {"world": 16}. Zero or implausible values are ignored."""
+    base = PurePath(name).name
+    out: dict[str, int] = {}
+    for key, val in _LAYOUT.findall(base):
+        v = int(val)
+        if 1 <= v <= MAX_RANKS:
+            out.setdefault(key.lower(), v)
+    m = _WORLD.search(base)
+    if m and 1 <= int(m.group(1)) <= MAX_RANKS:
+        out["world"] = int(m.group(1))
+    return out
+
+
+def _lines(lines: list[int]) -> str:
+    shown = ", ".join(str(x) for x in lines[:10])
+    return shown + (f" and {len(lines) - 10} more" if len(lines) > 10 else "")
+
+
+def _fill_group_sizes(segments, sizes: dict[str, int], layout: dict[str, int], world: int, dropped: list,
+                      ctypes: dict[int, str]):
+    """Rows whose comm_group_size is None get their group's size from the group's other rows, else from the
+    parallel layout (file name, the other groups' sizes, the world size: world = tp x pp x dp x cp); rows whose size
+    cannot be found move to ``dropped``. Returns (segments, {group: (size or None, where from, lines)})."""
+    known = {_ROLES.get(g, g.removesuffix("_group")): n for g, n in sizes.items()}
+    inferred: dict[str, tuple] = {}
+
+    def from_layout(grp: str) -> tuple[int | None, str]:
+        role = _ROLES.get(grp, grp.removesuffix("_group"))
+        if role == "world":
+            return world, "the world size (CommGroup.all spans every rank)"
+        if role in layout:
+            return layout[role], f"the file name ({role}{layout[role]})"
+        if role in ("tp", "pp", "dp"):
+            par: dict[str, tuple[int, str]] = {}
+            for r in ("tp", "pp", "dp", "cp"):
+                if r in known:
+                    par[r] = (known[r], "rows")
+                elif r in layout:
+                    par[r] = (layout[r], "file name")
+            par.setdefault("cp", (1, "assumed, no cp in the name or rows"))
+            others = [r for r in ("tp", "pp", "dp", "cp") if r != role]
+            if all(r in par for r in others):
+                prod = 1
+                for r in others:
+                    prod *= par[r][0]
+                if prod and world % prod == 0:
+                    detail = " x ".join(f"{r} {par[r][0]} ({par[r][1]})" for r in others)
+                    return world // prod, f"the layout: world {world} / ({detail})"
+        return None, ""
+
+    out = []
+    for seg in segments:
+        new_seg = []
+        for row in seg:
+            kind, grp, gsize, nbytes, stage, count, t_ms, lineno = row
+            if kind == "compute" or gsize is not None:
+                new_seg.append(row)
+                continue
+            if grp not in inferred:
+                if grp in sizes:
+                    inferred[grp] = (sizes[grp], "the group's other rows", [])
+                else:
+                    size, why = from_layout(grp)
+                    if size is not None and size > world:
+                        size, why = None, ""
+                    inferred[grp] = (size, why, [])
+            size, _, lines = inferred[grp]
+            lines.append(lineno)
+            if size is None:
+                dropped.append((ctypes.get(lineno, kind), grp, lineno, count, t_ms,
+                                "comm_group_size is None and neither the group's other rows nor the parallel "
+                                "layout (file name, other groups, world size) give it"))
+                continue
+            new_seg.append((kind, grp, size, nbytes, stage, count, t_ms, lineno))
+        out.append(new_seg)
+    for grp, (size, _, _) in inferred.items():
+        if size is not None:
+            sizes.setdefault(grp, size)
+    return out, inferred
 
 
 def parse(files: list[tuple[str, bytes]]) -> Workload:

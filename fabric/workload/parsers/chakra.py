@@ -527,7 +527,7 @@ def parse_groups(files: list[tuple[str, bytes]], limits: Limits | None = None) -
             for t in trs:
                 t.world_size = world
             wl = merge_ranks(trs, job_name_for(list(names), "chakra"), compute_note=_COMPUTE_NOTE,
-                             trace_label="Chakra", world_hint=hint)
+                             trace_label="Chakra", world_hint=hint, compute_spread="ranks")
             if not recorded:
                 wl = _with_warning(wl, f"{names[0]}: a Chakra ET does not record the world size: assumed {world} "
                                        f"(highest rank in the file names + 1); correct it if the job was larger")

@@ -12,12 +12,19 @@ What is read
   counted (the matching ``send`` on the peer is).
 - Steps: ``ProfilerStep#N`` windows (CPU side). A call belongs to the step whose window holds its CPU start;
   ``count_per_step`` = occurrences / steps. Calls outside every window are left out (with a warning).
-- Compute time of a step = ProfilerStep duration minus the *exposed* NCCL time of that step (the part of the
-  union of its NCCL kernels not overlapped by compute kernels). So compute + exposed communication reproduces the
-  measured step time; idle/CPU-bound gaps count as compute. The GPU's busy time (union of non-communication
-  kernels) is reported in the job notes for comparison. ``compute_cv`` is over all (rank, step) samples.
-- ``overlap_fraction`` of an op = share of its NCCL kernels' duration overlapped by compute kernels (any other
-  stream of the same device), averaged over occurrences and ranks.
+- Compute time of a step = ProfilerStep duration minus the *exposed transfer* time of that step: the part of the
+  union of its NCCL kernels not overlapped by compute kernels, where a kernel that waited for a late peer counts
+  only its transfer part. A collective ends at about the same time on every member, so when ranks are merged the
+  shortest kernel of one call over the traced ranks (the last rank to arrive) is its transfer and the rest of
+  each rank's kernel is waiting (load imbalance or compute elsewhere, which a perfect network would not remove):
+  that waiting stays in compute. With one rank (or calls that do not pair up, uneven all_to_allv sizes, send/recv)
+  waiting cannot be told from transfer and the whole kernel counts as communication (a note says so). So compute +
+  exposed transfer reproduces the measured step time; idle/CPU-bound gaps count as compute. The GPU's busy time
+  (union of non-communication kernels) is reported in the job notes for comparison. ``compute_cv`` is the
+  step-to-step spread within each rank, pooled over ranks (0 with a warning when each rank has one step: the
+  rank-to-rank difference of one step is waiting and phase, not jitter).
+- ``overlap_fraction`` of an op = share of its NCCL kernels' transfer time overlapped by compute kernels (any
+  other stream of the same device), averaged over occurrences and ranks.
 - No ``ProfilerStep#`` markers: the trace is treated as one request window (job kind "inference", counts per
   trace, compute = GPU activity span minus exposed NCCL time) and a warning says so.
 - Never dropped silently: NCCL kernels with no annotation (size unknown), communication kernels not issued through
@@ -58,7 +65,7 @@ from fabric.workload.io import decode_text, stream_json_object
 from fabric.workload.model import CommOp, Job, ProcessGroup, UnparsedComm, Workload, validate_job
 
 __all__ = [
-    "FORMAT", "sniff", "parse", "parse_groups", "load_rank", "merge_ranks", "RankTrace",
+    "FORMAT", "sniff", "parse", "parse_groups", "load_rank", "merge_ranks", "merge_rank_files", "RankTrace",
     "DTYPE_BYTES", "dtype_info", "collective_kind", "infer_group_role", "job_key", "job_name_for",
 ]
 
@@ -292,6 +299,7 @@ class _Call:
     kernel_us: float = 0.0
     overlap_us: float = 0.0
     kernel_spans: list = field(default_factory=list)
+    wait_us: float = 0.0       # part of the kernel time spent waiting for the slowest peer (set when merging ranks)
 
 
 @dataclass
@@ -311,6 +319,12 @@ class RankTrace:
     unparsed: list[UnparsedComm]
     warnings: list[str]
     trace_name: str | None = None
+    # per analysed window (ProfilerStep, or the one request window): its length (us) and the NCCL kernel spans
+    # (device, start, end) that belong to no call; the calls' own spans are reached through ``call.step``. Kept so
+    # that compute per step can be recomputed once the waiting part of each call is known (merge_ranks).
+    window_len_us: list[float] = field(default_factory=list)
+    window_orphans: list[list] = field(default_factory=list)
+    compute_iv: dict = field(default_factory=dict)      # device -> merged compute-kernel intervals
 
 
 def _hk(v):
@@ -499,6 +513,8 @@ def _new_format_call(args: dict, tid, ts: float, end: float, world) -> _Call | N
     pg = args.get("Process Group Name", args.get("Process Group ID"))
     gkey = "" if pg is None else str(pg)
     gsize = _as_int(args.get("Group size"), lo=1)
+    if gsize is not None and gsize > 10_000_000:
+        gsize = None                         # implausible: ignored (never expanded into a member list)
     granks = _int_list(args.get("Process Group Ranks"))
     if granks is not None and (not granks or (gsize is not None and len(granks) != gsize)):
         granks = None
@@ -703,11 +719,18 @@ def _analyse(name, col, header, rank, world, backend, pgs, calls, unparsed, warn
             i = bisect.bisect_right(starts, t) - 1
             if i >= 0 and t < steps[i][1]:
                 spans_by_step[i].append((dev, s, e))
+        orphans_by_step: list[list] = [[] for _ in steps]
+        for dev, s, e, lts in orphan_spans:
+            t = lts if lts is not None else s
+            i = bisect.bisect_right(starts, t) - 1
+            if i >= 0 and t < steps[i][1]:
+                orphans_by_step[i].append((dev, s, e))
         compute_us = []
         for (s0, s1), spans in zip(steps, spans_by_step):
             exposed = _exposed(spans, compute_merged)
             compute_us.append(max((s1 - s0) - exposed, 0.0))
         window = sum(s1 - s0 for s0, s1 in steps)
+        window_len = [s1 - s0 for s0, s1 in steps]
         # GPU busy time inside the step windows (CPU windows: kernels lag their launches only slightly)
         busy = max((sum(_covered(m, s0, s1) for s0, s1 in steps) for m in compute_merged.values()), default=0.0)
         calls = kept
@@ -722,6 +745,10 @@ def _analyse(name, col, header, rank, world, backend, pgs, calls, unparsed, warn
         window = t1 - t0
         exposed = _exposed(spans, compute_merged)
         compute_us = [max(window - exposed, 0.0)] if all_iv else []
+        window_len = [window] if all_iv else []
+        orphans_by_step = [[(d, s, e) for d, s, e, _ in orphan_spans]] if all_iv else []
+        for c in calls:
+            c.step = 0
         busy = max((m[2][-1] for m in compute_merged.values()), default=0.0)
         warnings.append(
             f"{name}: no ProfilerStep#N markers: treated as one inference/request window; op counts are per trace, "
@@ -729,7 +756,8 @@ def _analyse(name, col, header, rank, world, backend, pgs, calls, unparsed, warn
     tn = header.get("traceName")
     return RankTrace(name=name, rank=rank, world_size=world, backend=backend, pg_config=pgs, steps=steps,
                      calls=calls, compute_us=compute_us, busy_us=busy, window_us=window, unparsed=unparsed,
-                     warnings=warnings, trace_name=tn if isinstance(tn, str) else None)
+                     warnings=warnings, trace_name=tn if isinstance(tn, str) else None,
+                     window_len_us=window_len, window_orphans=orphans_by_step, compute_iv=compute_merged)
 
 
 def _exposed(spans, compute_merged) -> float:
@@ -744,6 +772,57 @@ def _exposed(spans, compute_merged) -> float:
         for s, e in zip(starts, ends):
             total += (e - s) - (_covered(m, s, e) if m is not None else 0.0)
     return total
+
+
+def _transfer_spans(spans, wait_us: float) -> list:
+    """The kernel spans of one call without their first ``wait_us`` of kernel time (waiting precedes transfer)."""
+    if wait_us <= 0:
+        return list(spans)
+    out = []
+    left = wait_us
+    for dev, s, e in sorted(spans, key=lambda x: x[1]):
+        cut = min(left, max(e - s, 0.0))
+        left -= cut
+        if e > s + cut:
+            out.append((dev, s + cut, e))
+    return out
+
+
+def _assign_waits(pairs) -> bool:
+    """Split the kernel time of one collective, paired across ranks, into waiting and transfer.
+
+    A collective ends at about the same time on every member; the rank that reaches it last does not wait, so the
+    shortest kernel among the traced ranks is the transfer and the excess of each rank's kernel over it is time
+    spent waiting for the slowest peer. ``pairs`` = [(RankTrace, _Call)] of one position of one group. Updates each
+    call's ``wait_us`` and measures its overlap on the transfer part only; returns whether it could be done (every
+    rank has kernel time for the call, at least two ranks are traced, and every rank moves the same bytes: when
+    sizes differ, as in an uneven all_to_allv, kernel times may differ for the transfer itself, so nothing is
+    counted as waiting).
+    """
+    durs = [c.kernel_us for _, c in pairs]
+    if len(pairs) < 2 or not all(d > 0 for d in durs):
+        return False
+    if len({c.nbytes for _, c in pairs}) > 1 or any(c.uneven or c.kind == "send_recv" for _, c in pairs):
+        return False  # (the n-th sends of two pipeline ranks are different transfers, not one collective)
+    shortest = min(durs)
+    for t, c in pairs:
+        c.wait_us = c.kernel_us - shortest
+        if c.wait_us > 0:
+            spans = _transfer_spans(c.kernel_spans, c.wait_us)
+            c.kernel_us = sum(e - s for _, s, e in spans)
+            c.overlap_us = sum(_covered(t.compute_iv[d], s, e) for d, s, e in spans if d in t.compute_iv)
+    return True
+
+
+def _recompute_compute(t: RankTrace) -> None:
+    """Compute per window of one rank with only the transfer part of its calls' kernels counted as communication."""
+    if not t.window_len_us or not any(c.wait_us > 0 for c in t.calls):
+        return
+    spans = [list(o) for o in t.window_orphans]
+    for c in t.calls:
+        if 0 <= c.step < len(spans):
+            spans[c.step].extend(_transfer_spans(c.kernel_spans, c.wait_us))
+    t.compute_us = [max(length - _exposed(sp, t.compute_iv), 0.0) for length, sp in zip(t.window_len_us, spans)]
 
 
 # ---------------------------------------------------------------- merging ranks into one job
@@ -836,16 +915,20 @@ def _group_display_names(keys: list[str], info: dict[str, dict]) -> dict[str, st
 
 
 def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | None = None,
-                trace_label: str = "Kineto", world_hint: str = "distributedInfo.world_size") -> Workload:
+                trace_label: str = "Kineto", world_hint: str = "distributedInfo.world_size",
+                compute_spread: str = "steps", rank_hint: str = "distributedInfo.rank") -> Workload:
     """Merge the rank traces of one job into a one-job :class:`Workload` (see the module docstring).
 
-    Also used by the Chakra parser, which passes its own ``compute_note``, ``trace_label`` and ``world_hint``.
+    Also used by the Chakra and PyTorch ET parsers, which pass their own ``compute_note``, ``trace_label`` and
+    ``world_hint``. ``compute_spread`` says what ``compute_cv`` measures: ``"steps"`` (Kineto) the step-to-step
+    spread within each rank, pooled over ranks; ``"ranks"`` the spread over every (rank, step) sample (Chakra, where
+    a rank's compute is its own kernels' time and holds no waiting).
     """
     if not traces:
         raise ParseError("no Kineto trace to merge")
     names = [t.name for t in traces]
     if len(traces) > 1:
-        _check_consistent(traces)
+        _check_consistent(traces, rank_hint)
     traces = sorted(traces, key=lambda t: (t.rank if t.rank is not None else -1, t.name))
     warnings: list[str] = [w for t in traces for w in t.warnings]
     notes: list[str] = []
@@ -949,6 +1032,8 @@ def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | N
                 c.per_rank_input = False
 
     recv_calls = 0
+    wait_pairs = 0
+    partial_wait_groups: set[str] = set()
     for k in keys:
         seqs = []
         for t in traces:
@@ -972,6 +1057,10 @@ def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | N
             steps = steps_by_rank[id(seqs[0][0])]
             for i in range(len(seqs[0][1])):
                 cs = [(t, s[i]) for t, s in seqs]
+                if _assign_waits(cs):
+                    wait_pairs += 1
+                    if not full:
+                        partial_wait_groups.add(k)
                 kind = cs[0][1].kind
                 by = [c.nbytes for _, c in cs]
                 uneven = any(c.uneven for _, c in cs) or len(set(by)) > 1
@@ -1028,10 +1117,28 @@ def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | N
             tus = sum(c.kernel_us for c in t.calls if c.kind == "" and c.coll == coll and c.reason == reason)
             unparsed.append(UnparsedComm(source=t.name, name=coll, count=n, total_time_s=tus * 1e-6, reason=reason))
 
+    waited_us = [sum(c.wait_us for c in t.calls) / max(len(t.window_len_us), 1) for t in traces
+                 if t.window_len_us]
+    for t in traces:
+        _recompute_compute(t)
     samples = [x * 1e-6 for t in traces for x in t.compute_us]
     compute = statistics.fmean(samples) if samples else 0.0
-    cv = (statistics.pstdev(samples) / compute) if len(samples) > 1 and compute > 0 else 0.0
     has_steps = all(t.steps for t in traces)
+    if compute_spread == "ranks":
+        cv = (statistics.pstdev(samples) / compute) if len(samples) > 1 and compute > 0 else 0.0
+    else:
+        per_rank = [[x * 1e-6 for x in t.compute_us] for t in traces if len(t.compute_us) > 1]
+        n_dev = sum(len(p) for p in per_rank)
+        ss = sum((x - statistics.fmean(p)) ** 2 for p in per_rank for x in p)
+        cv = math.sqrt(ss / n_dev) / compute if n_dev and compute > 0 else 0.0
+        if samples and not per_rank:
+            msg = (f"one {'ProfilerStep' if has_steps else 'window'} per rank: the step-to-step spread of compute "
+                   f"cannot be measured, so compute_cv is 0 (the rank-to-rank difference of one step is mostly "
+                   f"waiting and phase, not compute jitter); set compute_cv by hand if it is known")
+            if has_steps:
+                warnings.append(f"{names[0]}: {msg}")
+            else:
+                notes.append(msg)
     if not has_steps and any(t.steps for t in traces):
         raise ParseError("some rank files have ProfilerStep markers and others do not; profile every rank the same "
                          "way", source=names[0])
@@ -1042,8 +1149,20 @@ def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | N
     if compute_note:
         notes.append(compute_note)
     elif has_steps:
-        notes.append("compute_time_s = ProfilerStep duration minus exposed NCCL kernel time, mean over steps and "
-                     "ranks")
+        notes.append("compute_time_s = ProfilerStep duration minus the exposed transfer part of the NCCL kernels "
+                     "(time spent waiting for the slowest peer counts as compute), mean over steps and ranks; "
+                     "compute_cv = step-to-step spread within each rank")
+    if wait_pairs and any(w > 0 for w in waited_us):
+        notes.append(f"NCCL kernels waited for peers {statistics.fmean(waited_us) * 1e-3:.3f} ms per step per rank "
+                     f"on average ({wait_pairs} collective(s) paired across ranks; wait = kernel time beyond the "
+                     f"shortest kernel of the same call on any traced rank): counted as compute, not communication")
+        if partial_wait_groups:
+            notes.append("not every rank of group(s) " + ", ".join(sorted(disp[k] for k in partial_wait_groups))
+                         + " is traced: the last rank to arrive may be missing, so waiting may be under-counted")
+    elif trace_label == "Kineto" and any(t.window_len_us for t in traces) and not wait_pairs:
+        notes.append("waiting for peers cannot be told apart from transfer with one rank (or ranks whose "
+                     "collectives do not pair up): the whole NCCL kernel time is treated as communication; upload "
+                     "every rank's trace to count the waiting as compute")
     if has_steps:
         window = sum(t.window_us for t in traces)
         busy = sum(t.busy_us for t in traces)
@@ -1096,14 +1215,13 @@ def _ranges(xs: list[int]) -> str:
     return ",".join(out)
 
 
-def _check_consistent(traces: list[RankTrace]) -> None:
+def _check_consistent(traces: list[RankTrace], rank_hint: str = "distributedInfo.rank") -> None:
     """Raise ParseError when files that look like one job's ranks cannot be merged."""
     names = ", ".join(t.name for t in traces)
     missing = [t.name for t in traces if t.rank is None]
     if missing:
-        raise ParseError(f"cannot merge rank files ({names}): {missing[0]} has no distributedInfo.rank; "
-                         f"upload it on its own or fix its distributedInfo", source=missing[0],
-                         line="distributedInfo.rank")
+        raise ParseError(f"cannot merge rank files ({names}): {missing[0]} does not say its rank ({rank_hint}); "
+                         f"upload it on its own or fix it", source=missing[0], line=rank_hint)
     worlds = {t.world_size for t in traces}
     if len(worlds) > 1:
         detail = ", ".join(f"{t.name}: {t.world_size}" for t in traces)
@@ -1142,16 +1260,25 @@ def parse_groups(files: list[tuple[str, bytes]], limits: Limits | None = None) -
     Files are grouped by :func:`job_key`; a file that fails to load fails alone, a set that cannot be merged fails
     as a whole.
     """
-    loaded: list[tuple[str, RankTrace]] = []
+    loaded: list[RankTrace] = []
     results: list[tuple[tuple[str, ...], object]] = []
     for name, data in files:
         try:
-            loaded.append((name, load_rank(name, data, limits)))
+            loaded.append(load_rank(name, data, limits))
         except FabricError as err:
             results.append(((name,), err if isinstance(err, ParseError) else ParseError(str(err), source=name)))
+    return results + merge_rank_files(loaded, "kineto")
+
+
+def merge_rank_files(loaded: list[RankTrace], default_name: str, **merge_kw) -> list[tuple[tuple[str, ...], object]]:
+    """Put loaded rank traces into jobs by :func:`job_key` and merge each: [(file names, Workload or ParseError)].
+
+    Shared by the Kineto and PyTorch ET parsers; ``merge_kw`` goes to :func:`merge_ranks`.
+    """
+    results: list[tuple[tuple[str, ...], object]] = []
     by_key: dict[str, list[RankTrace]] = {}
-    for name, tr in loaded:
-        by_key.setdefault(job_key(name), []).append(tr)
+    for tr in loaded:
+        by_key.setdefault(job_key(tr.name), []).append(tr)
     for key in list(by_key):
         # the same rank twice under one pattern: maybe two runs in numbered folders (run1/, run2/) -> split by folder
         trs = by_key[key]
@@ -1167,7 +1294,8 @@ def parse_groups(files: list[tuple[str, bytes]], limits: Limits | None = None) -
     for key, trs in by_key.items():
         group_names = tuple(t.name for t in trs)
         try:
-            results.append((group_names, merge_ranks(trs, job_name_for(list(group_names), "kineto"))))
+            results.append((group_names, merge_ranks(trs, job_name_for(list(group_names), default_name),
+                                                     **merge_kw)))
         except FabricError as err:
             results.append((group_names, err if isinstance(err, ParseError) else ParseError(str(err))))
     return results

@@ -353,7 +353,9 @@ def parse(files: list[tuple[str, bytes]]) -> Workload:
         tests.tables = [t for t in tests.tables if t.rows]
         tests_facts: list[tuple[str, str]] = []
         if tests.tables:
-            nccl_tests.resolve_kinds(tests, fname)
+            warnings.extend(nccl_tests.resolve_kinds(tests, fname, strict=False))
+            tests.tables = [t for t in tests.tables if t.kind is not None]
+        if tests.tables:
             measurements.extend(nccl_tests.measurements_of(tests))
             tests_facts = [(k, v) for k, v in nccl_tests.facts_of(tests)
                            if k in ("collectives", "rows", "min bytes measured", "max bytes measured",

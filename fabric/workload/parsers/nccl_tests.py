@@ -138,6 +138,8 @@ class TestsTable:
     declared_kind: str | None = None      # from a "Collective test starting" line just before it
     kind: str | None = None
     kind_evidence: str = ""
+    kind_source: str = ""                 # "declared", "binary", "content", "file name" or "" (undecided)
+    implied_ranks: int | None = None      # rank count the numbers imply (gather ratio or bus factor)
 
 
 @dataclass
@@ -380,22 +382,71 @@ def _content_candidates(table: TestsTable, nranks: int | None) -> tuple[set[str]
             elif all(r < 0 for r in roots):
                 cands = {k for k in cands if not _KIND_PROPS[k][3]}
                 evidence.append("root -1")
-    # bus factor busbw / algbw on the row with the largest algbw (2-decimal rounding is < 1 % there)
-    best = max(table.rows, key=lambda r: r.oop[1], default=None)
-    if best is not None and best.oop[1] >= 0.5e9 and nranks and nranks > 2:
-        factor = best.oop[2] / best.oop[1]
-        fits = {k for k in cands if abs(_KIND_PROPS[k][1](nranks) - factor) <= 0.03 * max(factor, 1e-9)}
-        if fits:
-            cands = fits
-            evidence.append(f"busbw/algbw = {factor:.3f} with {nranks} ranks")
+    # bus factor busbw / algbw (nccl-tests: 2(n-1)/n all-reduce, (n-1)/n gather/scatter/all-to-all, 1 broadcast,
+    # reduce, sendrecv), from the out-of-place and in-place columns of the row with the largest algbw (2-decimal
+    # rounding is < 1 % there); both placements must agree
+    factors = []
+    for pick in (lambda r: r.oop, lambda r: r.ip):
+        best = max((r for r in table.rows if pick(r) is not None), key=lambda r: pick(r)[1], default=None)
+        if best is not None and pick(best)[1] >= 0.5e9:
+            factors.append(pick(best)[2] / pick(best)[1])
+    if factors and max(factors) - min(factors) <= 0.03 * max(max(factors), 1e-9):
+        factor = sum(factors) / len(factors)
+        ip_note = f" (in-place {factors[1]:.3f})" if len(factors) > 1 else ""
+        if nranks and nranks >= 2:
+            fits = {k for k in cands if abs(_KIND_PROPS[k][1](nranks) - factor) <= 0.03 * max(factor, 1e-9)}
+            if fits:
+                cands = fits
+                evidence.append(f"busbw/algbw = {factors[0]:.3f} with {nranks} ranks{ip_note}")
+        else:
+            # the rank count is not printed: each kind implies one from the factor; keep the kinds it fits
+            fits = set()
+            implied = {}
+            for k in cands:
+                n = _ranks_from_factor(k, factor)
+                if n is not None:
+                    fits.add(k)
+                    implied[k] = n
+            if fits:
+                cands = fits
+                shown = ", ".join(f"{k} with {implied[k]} ranks" if implied[k] else k for k in sorted(fits))
+                evidence.append(f"busbw/algbw = {factors[0]:.3f}{ip_note}, which fits {shown}")
+                if len(fits) == 1 and implied[next(iter(fits))]:
+                    nranks = implied[next(iter(fits))]
     return cands, nranks, evidence
 
 
-def resolve_kinds(log: TestsLog, name_hint: str | None = None) -> None:
-    """Decide every table's collective kind (content first, the file name as tie-breaker); ParseError if unknown."""
+def _ranks_from_factor(kind: str, factor: float) -> int | None | bool:
+    """The rank count for which ``kind``'s bus factor equals ``factor`` (within 3 %); 0 when any count fits
+    (factor 1 kinds), None when none does."""
+    if kind in ("broadcast", "reduce", "send_recv"):
+        return 0 if abs(factor - 1.0) <= 0.03 else None
+    if kind == "all_reduce":
+        if not 0.97 <= factor < 2.0:
+            return None
+        n = max(2, round(2.0 / (2.0 - factor)))
+        return n if abs(2 * (n - 1) / n - factor) <= 0.03 * factor else None
+    if not 0.45 <= factor < 1.0:
+        return None
+    n = max(2, round(1.0 / (1.0 - factor)))
+    return n if abs((n - 1) / n - factor) <= 0.03 * factor else None
+
+
+def resolve_kinds(log: TestsLog, name_hint: str | None = None, *, strict: bool = True) -> list[str]:
+    """Decide every table's collective kind: a ``Collective test starting`` line, else a ``*_perf`` binary named in
+    the log, else the table's content, else the file name as tie-breaker.
+
+    Returns warnings for every table whose kind was inferred (content or file name): what was inferred and from
+    what, and whether the content alone was ambiguous. A table whose kind cannot be decided raises ParseError
+    (``strict``) or is left with ``kind = None`` and a warning saying which kinds it allows (``strict=False``, used
+    for tables inside NCCL_DEBUG logs, whose other content still stands).
+    """
     nranks = log.ranks
     binaries = sorted({b for b in log.binaries if kind_from_name(b) is not False})
+    warnings: list[str] = []
+    where = log.source
     for table in log.tables:
+        at = f"{where}: nccl-tests table at line {table.header_line}"
         if table.declared_kind is not None:
             k = kind_from_name(table.declared_kind)
             if k is None:
@@ -404,8 +455,10 @@ def resolve_kinds(log: TestsLog, name_hint: str | None = None) -> None:
                                  source=log.source, line=table.header_line)
             if k is not False:
                 table.kind, table.kind_evidence = k, f"'Collective test starting: {table.declared_kind}'"
+                table.kind_source = "declared"
                 continue
         cands, n_implied, evidence = _content_candidates(table, nranks)
+        table.implied_ranks = n_implied if n_implied != nranks else None
         if len(binaries) == 1:
             k = kind_from_name(binaries[0])
             if k is None:
@@ -413,45 +466,67 @@ def resolve_kinds(log: TestsLog, name_hint: str | None = None) -> None:
                                  source=log.source, line=table.header_line)
             if k in cands or not cands:
                 table.kind, table.kind_evidence = k, f"binary {binaries[0]}_perf named in the log"
+                table.kind_source = "binary"
                 continue
         if len(cands) == 1:
             table.kind = cands.pop()
             table.kind_evidence = "content: " + ", ".join(evidence)
+            table.kind_source = "content"
+            warnings.append(f"{at} has no test name: collective inferred as {table.kind} from its content "
+                            f"({', '.join(evidence)})")
             continue
         hint = kind_from_name(name_hint) if name_hint else False
         if hint and (hint in cands or not cands):
             table.kind = hint
             table.kind_evidence = f"file name {PurePath(name_hint).name!r}" + (
                 f" (content allows {', '.join(sorted(cands))})" if cands else "")
+            table.kind_source = "file name"
+            ev = ", ".join(evidence) or "no evidence"
+            amb = (f"its content is ambiguous (allows {', '.join(sorted(cands))}: {ev})" if len(cands) > 1
+                   else "its content allows no modelled collective")
+            warnings.append(f"{at} has no test name and {amb}: {hint} taken from the file name "
+                            f"{PurePath(name_hint).name!r}")
             continue
         allowed = ", ".join(sorted(cands)) or "none"
-        raise ParseError(
-            "cannot determine the collective of this nccl-tests table from its content "
-            f"(it allows: {allowed}); keep the '# Collective test starting: <name>_perf' line or name the file "
-            "after the test binary (e.g. all_reduce_perf.log)", source=log.source, line=table.header_line)
+        msg = (f"cannot determine the collective of this nccl-tests table from its content: it is ambiguous "
+               f"(it allows: {allowed}; evidence: {', '.join(evidence) or 'none'}); keep the '# Collective test "
+               "starting: <name>_perf' line or name the file after the test binary (e.g. all_reduce_perf.log)")
+        if strict:
+            raise ParseError(msg, source=log.source, line=table.header_line)
+        table.kind = None
+        warnings.append(f"{at}: {msg}; its {len(table.rows)} row(s) were not used")
+    return warnings
 
 
 # ---------------------------------------------------------------- turning a scanned log into fabric objects
 
 
 def _nranks(log: TestsLog) -> int:
+    return rank_count_and_source(log)[0]
+
+
+def rank_count_and_source(log: TestsLog) -> tuple[int, str]:
+    """The run's rank count and where it comes from ("device list", or what it was inferred from)."""
     if log.ranks:
-        return log.ranks
+        return log.ranks, "device list"
     for t in log.tables:
         if t.kind and _KIND_PROPS[t.kind][0] == "n":
             for r in t.rows:
                 if r.count > 0 and r.dtype in DTYPE_NAMES:
-                    return max(1, round(r.size / (r.count * DTYPE_NAMES[r.dtype][1])))
+                    n = max(1, round(r.size / (r.count * DTYPE_NAMES[r.dtype][1])))
+                    return n, f"size = {n} x count x dtype in the {t.kind} table"
     for t in log.tables:
         best = max(t.rows, key=lambda r: r.oop[1], default=None)
         if best is not None and t.kind == "all_reduce" and best.oop[1] > 0.5e9:
             f = best.oop[2] / best.oop[1]           # 2(n-1)/n = f  ->  n = 2 / (2 - f)
             if f < 1.99:
-                return max(1, round(2 / (2 - f)))
+                n = max(1, round(2 / (2 - f)))
+                return n, f"all_reduce busbw/algbw = {f:.3f} = 2(n-1)/n"
     try:
-        return max(1, int(log.header.get("nThread", "1")) * int(log.header.get("nGpus", "1")))
+        n = max(1, int(log.header.get("nThread", "1")) * int(log.header.get("nGpus", "1")))
     except ValueError:
-        return 1
+        return 1, "nothing (assumed 1)"
+    return n, "nThread x nGpus of the header (one process's GPUs: an MPI run has more ranks)"
 
 
 def rank_count(log: TestsLog) -> int:
@@ -589,12 +664,15 @@ def parse(files: list[tuple[str, bytes]]) -> Workload:
             if not t.rows:
                 warnings.append(f"{fname}: table at line {t.header_line} has no rows")
         log.tables = [t for t in log.tables if t.rows]
-        resolve_kinds(log, fname)
+        warnings.extend(resolve_kinds(log, fname))
         hint = kind_from_name(fname)
         for t in log.tables:
             if hint and t.kind != hint:
                 warnings.append(f"{fname}: the file name suggests {hint} but the content says {t.kind} "
                                 f"({t.kind_evidence}); using {t.kind}")
+        n, n_from = rank_count_and_source(log)
+        if n_from != "device list":
+            warnings.append(f"{fname}: no device list: {n} rank(s) taken from {n_from}")
         jobs.append(job_of(log, jname))
         measurements.extend(measurements_of(log))
         facts.extend(((f"{fname}: {k}" if multi else k), v) for k, v in facts_of(log))
