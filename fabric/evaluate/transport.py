@@ -2,11 +2,39 @@
 
 Each figure is a default with its basis; ``fabric calibrate`` (issue 7) fits them to measurements.
 
+Four profiles (``fabric.design.TRANSPORTS``):
+
+- ``infiniband``: InfiniBand verbs; with adaptive routing the HCA accepts packets out of order, so spraying costs
+  nothing extra (reorder tolerant).
+- ``roce``: RoCEv2 on NICs that recover with go-back-N: a packet that arrives out of order is treated as a loss and
+  everything after it is resent, so spraying is allowed but pays ``reorder_slowdown`` (below).
+- ``tcp``: a kernel TCP transport (NCCL's socket transport, storage over TCP): three duplicate ACKs of reordering
+  look like a loss and halve the window (fast retransmit), so spraying pays ``reorder_slowdown``.
+- ``uec``: reorder-tolerant Ethernet: NICs that place packets out of order and track them per packet (Ultra
+  Ethernet's UET, AWS SRD under EFA, NVIDIA Spectrum-X's out-of-order placement); spraying costs nothing extra.
+  Design files that say ``spray_ethernet`` (this profile's old name) still load (``LEGACY_TRANSPORTS``).
+
+Parameters:
+
 - ``bandwidth_efficiency``: goodput / line rate on the network. InfiniBand NDR reaches 46-48 of 50 GB/s busbw per NIC
   (facts.md section 2, nccl-tests issue 290) and SimAI uses 48.5 of 50 GB/s for CX7: 0.96. RoCEv2 on the same NICs
-  loses a little to congestion control and headers: 0.94. Spraying Ethernet pays a reordering overhead: 0.93.
+  loses a little to congestion control and headers: 0.94. TCP with a 1500-byte MTU carries 1448 payload bytes per
+  1538 on the wire (Ethernet preamble, header, FCS and gap 38 bytes; IPv4 20; TCP 20 + timestamps 12): 0.94.
+  Reorder-tolerant Ethernet pays per-packet tracking headers: 0.93.
 - ``step_alpha_s``: software + protocol latency of one algorithm step across the network (NCCL's tuning model:
-  ring Simple 9.6 us, LL 2.7 us per network hop): 5 us InfiniBand, 6 us RoCE and spraying Ethernet.
+  ring Simple 9.6 us, LL 2.7 us per network hop): 5 us InfiniBand, 6 us RoCE and reorder-tolerant Ethernet; 10 us
+  kernel TCP (an assumption: socket calls and copies on both ends add a few microseconds per message over RDMA;
+  ``fabric calibrate`` fits it from measurements).
+- ``reorder_tolerant`` / ``reorder_slowdown``: per-packet spraying (``routing: spray``) delivers a flow's packets
+  over paths whose queues differ, so they arrive out of order. Reorder-tolerant transports absorb it. On the others
+  a sprayed flow that is alone on its NIC port takes ``reorder_slowdown`` times as long as the even split would
+  give it; with ``n`` concurrent flows per sending port the others fill the gaps a backed-off flow leaves, and the
+  factor is ``1 + (reorder_slowdown - 1) / n`` (:func:`reorder_factor`). TCP: 2.0, measured with ``fabric validate
+  --packet`` in ns-3 (TCP NewReno, random per-packet spraying on a 10 Gb/s leaf-spine: a cross-leaf shift, one flow
+  per host, runs 1.7-2.3x the even-split time; an all-to-all, 15-31 flows per host, 1.02-1.19x;
+  docs/validation.md, "Transports and reordering"). RoCEv2 with go-back-N: 7.0 (Nie et al., "An out-of-order
+  packet processing algorithm of RoCE based on improved SACK", IAEAC 2022: under multipath reordering a
+  selective-repeat RoCE reaches 7x the throughput of go-back-N RoCE in a single-flow simulation).
 - ``nvlink_efficiency``: an 8 x H100 NVLink ring all-reduce reaches ~360 GB/s busbw of 450 GB/s per direction: 0.80.
 - ``nvlink_alpha_s``: per step inside the node: 1 us (SimAI's floor of 15 us for an 8-rank small all-reduce over
   14 ring steps).
@@ -24,7 +52,8 @@ import numpy as np
 
 from fabric.errors import DesignError
 
-__all__ = ["TransportProfile", "PROFILES", "profile_for", "small_message_floor_s"]
+__all__ = ["TransportProfile", "PROFILES", "LEGACY_TRANSPORTS", "profile_for", "reorder_factor",
+           "small_message_floor_s"]
 
 _FLOOR_RANKS = np.array([2, 4, 8, 16, 32, 64, 128], dtype=float)
 _FLOOR_S = np.array([10, 12, 15, 66, 135, 200, 320], dtype=float) * 1e-6
@@ -43,6 +72,8 @@ class TransportProfile:
     nvlink_alpha_s: float = 1e-6
     adaptive_imbalance: float = 0.05
     reorder_tolerant: bool = False
+    #: time multiple of a sprayed flow alone on its NIC port when the transport is not reorder tolerant
+    reorder_slowdown: float = 1.0
     in_network_reduction: bool = False
     #: fixed cost of one collective call (kernel launch, proxy set-up), seconds; calibration fits it per regime
     op_overhead_s: float = 0.0
@@ -75,19 +106,32 @@ class TransportProfile:
 
 PROFILES = {
     "infiniband": TransportProfile("infiniband", 0.96, 5e-6, reorder_tolerant=True, in_network_reduction=True),
-    "roce": TransportProfile("roce", 0.94, 6e-6),
-    "spray_ethernet": TransportProfile("spray_ethernet", 0.93, 6e-6, reorder_tolerant=True),
+    "roce": TransportProfile("roce", 0.94, 6e-6, reorder_slowdown=7.0),
+    "tcp": TransportProfile("tcp", 0.94, 10e-6, reorder_slowdown=2.0),
+    "uec": TransportProfile("uec", 0.93, 6e-6, reorder_tolerant=True),
 }
+
+#: Old transport names that still load, and what they are called now.
+LEGACY_TRANSPORTS = {"spray_ethernet": "uec"}
 
 
 def profile_for(design, overrides: dict | None = None) -> TransportProfile:
     """The profile of the design's transport, with calibration ``overrides`` applied."""
-    if design.transport not in PROFILES:
+    name = LEGACY_TRANSPORTS.get(design.transport, design.transport)
+    if name not in PROFILES:
         raise DesignError(f"unknown transport {design.transport!r}")
-    prof = PROFILES[design.transport]
+    prof = PROFILES[name]
     if overrides:
         prof = prof.with_overrides(**overrides)
     return prof
+
+
+def reorder_factor(prof: TransportProfile, routing: str, flows_per_port: float) -> float:
+    """Time multiple of sprayed traffic for reordering: 1 unless the transport is reorder intolerant and packets
+    are sprayed; then ``1 + (reorder_slowdown - 1) / n`` with ``n`` concurrent flows per sending NIC port."""
+    if routing != "spray" or prof.reorder_tolerant or prof.reorder_slowdown <= 1.0:
+        return 1.0
+    return 1.0 + (prof.reorder_slowdown - 1.0) / max(float(flows_per_port), 1.0)
 
 
 def small_message_floor_s(ranks: int, size_bytes: float) -> float:
