@@ -34,7 +34,7 @@ from fabric.evaluate.flows import op_traffic
 from fabric.evaluate.network import NetworkModel, phase_load, sample_phase_factor
 from fabric.evaluate.placement import group_instances, place_jobs
 from fabric.evaluate.scenario import Scenario
-from fabric.evaluate.transport import profile_for, reorder_factor, small_message_floor_s
+from fabric.evaluate.transport import profile_for, small_message_floor_s
 from fabric.topology import build_fabric
 from fabric.topology.fabric import LINK_KINDS
 from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
@@ -198,9 +198,9 @@ def _traffic_samples(fabric, model, design, prof, job: Job, group: ProcessGroup,
     for pi, ph in enumerate(tr.phases):
         load = phase_load(ph, model, qps=design.qps_per_connection, pxn=design.pxn, routing=design.routing,
                           samples=samples)
-        reorder = reorder_factor(prof, design.routing, load.flows_per_port)
+        reorder = prof.reorder_slowdown if design.routing == "spray" and not prof.reorder_tolerant else 1.0
         t, per_class = sample_phase_factor(load, model, design.routing, net_eff, nv_eff, prof.adaptive_imbalance,
-                                           rng, samples, reorder=reorder)
+                                           rng, samples, reorder_slowdown=reorder)
         net += t
         prop = 2 * 50.0 * 5e-9 if load.hops > 1 else 2 * 30.0 * 5e-9
         latency += ph.steps * (prof.step_alpha_s + load.hops * sw_lat + 2 * nic_lat + prop)

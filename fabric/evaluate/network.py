@@ -697,17 +697,17 @@ def _dragonfly_classes(model: NetworkModel, sl, dl, pc, qc) -> list[LinkClass]:
 
 
 def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff: float, nv_bytes_per_s: float,
-                        imbalance: float, rng: np.random.Generator, samples: int, reorder: float = 1.0):
+                        imbalance: float, rng: np.random.Generator, samples: int, reorder_slowdown: float = 1.0):
     """Seconds per op byte of the phase in each sample, and per class the sampled busiest-link bytes per op byte.
 
-    ``reorder`` (>= 1) multiplies the network time of a phase whose flows take several paths (a reorder-intolerant
-    transport under per-packet spraying, :func:`fabric.evaluate.transport.reorder_factor`).
+    ``reorder_slowdown`` > 1 (a reorder-intolerant transport under per-packet spraying) stretches the network time
+    of a phase whose flows take several paths by :func:`fabric.evaluate.transport.reorder_factor`, from the
+    utilization of its busiest link group over the phase.
     """
     cap = model.capacity_bps / 8.0 * eff
     nic_t = load.nic_max / cap
     nv_t = load.nvlink_max / nv_bytes_per_s if nv_bytes_per_s > 0 else 0.0
-    slow_down = reorder if load.multipath else 1.0
-    t = np.full(samples, max(nic_t * slow_down, nv_t))
+    t = np.full(samples, nic_t)
     drawn = {}
     for spec in load.joint:
         if isinstance(spec, PairUnits):
@@ -720,7 +720,9 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
         else:
             drawn.update(_sample_paths(spec, rng, samples))
     per_class = []
-    for c in load.classes:
+    link_t = np.zeros(samples)
+    worst = np.full(samples, -1, np.int64)
+    for ci, c in enumerate(load.classes):
         if c.n <= 0:
             busiest = np.full(samples, np.inf)       # every path of the group failed
             per_class.append(busiest)
@@ -744,8 +746,20 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
                         v = c.k * c.ball / left * (1.0 + (imbalance if routing == "adaptive" else 0.0))
                     busiest[s] = max(busiest[s], v)
         per_class.append(busiest)
-        t = np.maximum(t, busiest * slow_down / (cap * (1.0 - c.bg)))
-    return t, per_class
+        ct = busiest / (cap * (1.0 - c.bg))
+        worst = np.where(ct > link_t, ci, worst)
+        link_t = np.maximum(link_t, ct)
+    t = np.maximum(t, link_t)
+    if reorder_slowdown > 1.0 and load.multipath and load.classes:
+        from fabric.evaluate.transport import reorder_factor
+
+        w = np.maximum(worst, 0)
+        links = np.array([c.n for c in load.classes], float)[w]
+        per_link = np.array([c.k / max(c.n, 1) for c in load.classes], float)[w]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rho = np.where(t > 0, link_t / t, 0.0)
+        t = t * reorder_factor(reorder_slowdown, rho, links, np.maximum(load.flows_per_port, per_link))
+    return np.maximum(t, nv_t), per_class
 
 
 def _healthy_busiest(c, model: NetworkModel, routing: str, imbalance: float, rng, samples: int) -> np.ndarray:

@@ -27,21 +27,23 @@ Parameters:
   ``fabric calibrate`` fits it from measurements).
 - ``reorder_tolerant`` / ``reorder_slowdown``: per-packet spraying (``routing: spray``) delivers a flow's packets
   over paths whose queues differ, so they arrive out of order. Reorder-tolerant transports absorb it. On the others
-  a sprayed flow that is alone on its NIC port takes ``reorder_slowdown`` times as long as the even split would
-  give it; with ``n`` concurrent flows per sending port the others fill the gaps a backed-off flow leaves, and the
-  factor is ``1 + (reorder_slowdown - 1) / n`` (:func:`reorder_factor`). TCP: 2.0, measured with ``fabric validate
-  --packet`` in ns-3 (TCP NewReno, random per-packet spraying on a 10 Gb/s leaf-spine: a cross-leaf shift, one flow
-  per host, runs 1.7-2.3x the even-split time; an all-to-all, 15-31 flows per host, 1.02-1.19x;
-  docs/validation.md, "Transports and reordering"). RoCEv2 with go-back-N: 7.0 (Nie et al., "An out-of-order
-  packet processing algorithm of RoCE based on improved SACK", IAEAC 2022: under multipath reordering a
-  selective-repeat RoCE reaches 7x the throughput of go-back-N RoCE in a single-flow simulation).
-- ``nvlink_efficiency``: an 8 x H100 NVLink ring all-reduce reaches ~360 GB/s busbw of 450 GB/s per direction: 0.80.
-- ``nvlink_alpha_s``: per step inside the node: 1 us (SimAI's floor of 15 us for an 8-rank small all-reduce over
-  14 ring steps).
-- ``adaptive_imbalance``: adaptive routing is modelled as a near-even split whose most loaded path carries this much
-  more than the mean (an exposed assumption, not a sourced figure; facts.md section 3).
-- ``small_message_floor_s``: minimum time of a collective under 1 MB by rank count (SimAI workload/Layer.cc):
-  10/12/15/66/135/200/320 us for 2/4/8/16/32/64/128 ranks, log-interpolated and extrapolated linearly in p beyond.
+  (three duplicate ACKs look like a loss to TCP and halve its window; go-back-N RoCE resends everything after a
+  gap) a sprayed phase takes longer by (:func:`reorder_factor`)
+
+      1 + (reorder_slowdown - 1) x u / sqrt(n),   u = clip((rho x L - 1) / (L - 1), 0, 1)
+
+  ``rho``: utilization of the busiest sprayed link group (L links) over the phase; packets queue, and so overtake
+  each other, only when several senders share those links, so ``u`` is 0 while one sender's flow could fill them
+  alone (rho <= 1/L) and 1 when the links are full. ``n``: the flows that share the bottleneck a backed-off flow
+  leaves idle (the larger of the concurrent flows per sending NIC port and the flows per link of the busiest
+  group): the others take up the slack. ``reorder_slowdown`` is the factor at full links with one flow per port.
+  TCP: 2.0, and the form above, fitted to ``fabric validate --packet`` ns-3 runs (TCP NewReno, random
+  per-packet spraying, 10 Gb/s leaf-spine, 4 MB flows): 1, 2, 3, 4 senders per leaf over 4 uplinks run 1.02,
+  1.32, 1.70, 2.04x the even split; 1 and 2 senders over 2 uplinks 1.02 and 1.98x; 2 and 4 flows per sender at
+  full links 1.68 and 1.51x (docs/validation.md, "Transports and reordering"). RoCEv2 with go-back-N: 7.0 (Nie et
+  al., "An out-of-order packet processing algorithm of RoCE based on improved SACK", IAEAC 2022: under multipath
+  reordering a selective-repeat RoCE reaches 7x the throughput of go-back-N RoCE in a single-flow simulation),
+  with the same form.
 """
 
 from __future__ import annotations
@@ -126,12 +128,18 @@ def profile_for(design, overrides: dict | None = None) -> TransportProfile:
     return prof
 
 
-def reorder_factor(prof: TransportProfile, routing: str, flows_per_port: float) -> float:
-    """Time multiple of sprayed traffic for reordering: 1 unless the transport is reorder intolerant and packets
-    are sprayed; then ``1 + (reorder_slowdown - 1) / n`` with ``n`` concurrent flows per sending NIC port."""
-    if routing != "spray" or prof.reorder_tolerant or prof.reorder_slowdown <= 1.0:
-        return 1.0
-    return 1.0 + (prof.reorder_slowdown - 1.0) / max(float(flows_per_port), 1.0)
+def reorder_factor(reorder_slowdown: float, rho, links, flows) -> np.ndarray:
+    """Time multiple of a sprayed phase on a reorder-intolerant transport (see the module docstring).
+
+    ``rho``: utilization of the busiest sprayed link group over the phase (0-1); ``links``: its link count;
+    ``flows``: flows sharing the bottleneck. Arrays broadcast (one value per Monte Carlo sample).
+    """
+    rho = np.clip(np.asarray(rho, dtype=float), 0.0, 1.0)
+    L = np.maximum(np.asarray(links, dtype=float), 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = np.where(L > 1, np.clip((rho * L - 1.0) / (L - 1.0), 0.0, 1.0), 0.0)
+    n = np.maximum(np.asarray(flows, dtype=float), 1.0)
+    return 1.0 + max(float(reorder_slowdown) - 1.0, 0.0) * u / np.sqrt(n)
 
 
 def small_message_floor_s(ranks: int, size_bytes: float) -> float:
