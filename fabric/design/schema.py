@@ -124,7 +124,7 @@ def _warn_legacy_transport(old: str) -> None:
     new = LEGACY_TRANSPORTS[old]
     warnings.warn(f"design field 'transport': {old!r} is now called {new!r} (a reorder-tolerant Ethernet transport, "
                   f"docs/design-schema.md); the old name still loads, write {new!r} in new files",
-                  FutureWarning, stacklevel=3)
+                  FutureWarning, stacklevel=4)
 
 
 def _err(fld: str, msg: str):

@@ -22,7 +22,9 @@ The simulated network:
   ``Ipv4GlobalRouting`` with ``RandomEcmpRouting`` (a random equal-cost next hop per packet, ACKs included).
   ``spray_rr``: the same C++ protocol in round-robin mode (each packet takes the next port of its candidate set,
   an exactly even split). Spraying runs turn TCP SACK off (random per-packet routing with SACK on has been seen
-  to crash ns-3 3.44);
+  to crash ns-3 3.44). With ``reorder_buffer`` (a reorder-tolerant transport) the C++ protocol runs on every
+  switch, ``spray`` as a random port per packet (seeded per switch), and the switch that delivers to a host
+  resequences each TCP flow's data segments before the host sees them (:class:`SimConfig`);
 - each flow is a ``BulkSendApplication`` bound to a fixed source port (so its 5-tuple is known before the run)
   sending to its own ``PacketSink``; a C++ recorder notes when each sink has received the flow's bytes. All flows
   start at time zero (the connection handshake is part of the measured time).
