@@ -3,8 +3,9 @@
 Every case is one op on a 16-host leaf-spine (4 leaves x 4 single-GPU hosts, 10 Gb/s; fabric.validate.scenarios
 UPLINK_CASES): uplinks 1:1 (4 spines, one uplink each), 2:1 by fewer uplinks (2 spines, one uplink each), 2:1 by
 slower uplinks (4 spines at 5 Gb/s: needs the design field ``uplink_gbps``); traffic a cross-leaf shift (host i
-sends to host i+4 mod 16: a ring all-gather over 4 groups of 4 ranks with stride 4) or an all-to-all, 4 MB per
-flow; routing per-flow ECMP or per-packet spraying (random next hop per packet); transport TCP (ns-3's TCP
+sends to host i+4 mod 16: a ring all-gather over 4 groups of 4 ranks with stride 4; 4 MB per flow) or an
+all-to-all (240 flows of 1 MB: at 4 MB per flow one ns-3 run takes 40 s to 5 minutes on the shared machine, which
+would put the table past an hour); routing per-flow ECMP or per-packet spraying (random next hop per packet); transport TCP (ns-3's TCP
 NewReno; the evaluator's ``tcp`` profile) or reorder tolerant (the same TCP behind a receiver-side reorder buffer
 at the destination leaf; the evaluator's ``uec`` profile). Under ECMP nothing is reordered, so one ECMP row stands
 for both transports.
@@ -20,8 +21,8 @@ what is missing), so the table can be reprinted against a changed evaluator in s
 
 Run: python benchmarks/bench_validation_table.py [--seeds-shift N] [--seeds-a2a N] [--cases SUBSTR,...]
      [--no-ns3] [--cache FILE] [--json FILE]
-The full table takes about 40 minutes of ns-3 on one core (each all-to-all run ~40 s, each shift run ~3 s), plus
-~15 s to import ns-3.
+The full table takes about 25 minutes of ns-3 on one idle core (each all-to-all run ~10 s, each shift run ~2 s;
+three to five times that while other jobs share the machine), plus ~15 s to import ns-3.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ import numpy as np  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CACHE = os.path.join(HERE, "data", "validation_table_ns3.json")
 HOSTS = 16
-FLOW_BYTES = 4_000_000
+#: bytes per flow of each traffic pattern
+FLOW_BYTES = {"shift": 4_000_000, "all-to-all": 1_000_000}
 TRAFFIC = ("shift", "all-to-all")
 ROUTES = (("ecmp", "tcp"), ("spray", "tcp"), ("spray", "uec"))
 TARGET = 0.15
@@ -53,27 +55,29 @@ def cases():
     for traffic in TRAFFIC:
         for uplinks in UPLINK_CASES:
             for routing, transport in ROUTES:
-                out.append({"id": f"{traffic}|{uplinks}|{routing}|{transport}", "traffic": traffic,
+                out.append({"id": f"{traffic}|{uplinks}|{routing}|{transport}|{FLOW_BYTES[traffic]}",
+                            "traffic": traffic,
                             "uplinks": uplinks, "routing": routing, "transport": transport})
     return out
 
 
 def workload(traffic: str):
-    """The one-op workload of ``traffic`` with 4 MB per flow, and the algorithm the packet check forces."""
+    """The one-op workload of ``traffic`` (``FLOW_BYTES`` per flow), and the algorithm the packet check forces."""
     from fabric.validate.scenarios import one_op_workload
 
+    b = FLOW_BYTES[traffic]
     if traffic == "shift":
-        # a ring all-gather of S over 4 ranks sends (4-1)/4 S from rank i to the next: S = 4/3 x 4 MB per flow
-        return one_op_workload("all_gather", int(round(FLOW_BYTES * 4 / 3)), HOSTS, group_size=4, stride=4), \
+        # a ring all-gather of S over 4 ranks sends (4-1)/4 S from rank i to the next: S = 4/3 x bytes per flow
+        return one_op_workload("all_gather", int(round(b * 4 / 3)), HOSTS, group_size=4, stride=4), \
             {"all_gather": "ring"}
-    return one_op_workload("all_to_all", FLOW_BYTES * HOSTS, HOSTS), None
+    return one_op_workload("all_to_all", b * HOSTS, HOSTS), None
 
 
 def _label(c) -> str:
     tr = {"tcp": "TCP", "uec": "reorder-tolerant"}[c["transport"]]
     route = "ECMP" if c["routing"] == "ecmp" else "spray"
     who = "TCP = reorder-tolerant" if c["routing"] == "ecmp" else tr
-    return f"{c['traffic']}, {c['uplinks']}, {route}, {who}"
+    return f"{c['traffic']} {FLOW_BYTES[c['traffic']] / 1e6:g} MB, {c['uplinks']}, {route}, {who}"
 
 
 def _load(path):

@@ -254,6 +254,10 @@ def run_packet(design, workload_slice, *, catalog=None, seed: int = 0, routing: 
                      "pay it once: use a larger op or slower links to compare bandwidth")
     if unfinished:
         notes.append(f"{unfinished} flow(s) did not finish within {cfg.time_limit_factor:g}x the fluid bound")
+    if routing in ("spray", "spray_rr") and design.transport == "roce":
+        notes.append("ns-3 runs TCP: the design's 'roce' transport (go-back-N) is charged the evaluator's RoCE "
+                     "reordering factor, which this run does not measure; use transport 'tcp' to compare like "
+                     "with like")
     if mismatches:
         notes.append(f"{mismatches} ECMP choice(s) in ns-3 differ from the Python hash replica")
     if sim.drops:
