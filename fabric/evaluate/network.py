@@ -202,22 +202,26 @@ class PairUnits:
 class PathSample:
     """Leaf link groups whose flows share spines in tangled ways, drawn path by path: every ball (flow x QP) picks
     an uplink of its source leaf uniformly among those whose spine reaches the destination leaf, then the spine
-    picks one of its links to the destination leaf, as the switches' hashes do. ``up_cand[f]`` are the candidate
-    uplinks (compact link indices) of ball family ``f``, ``down_cand[f, r]`` the downlinks after uplink ``r``;
-    families with ``n_up == 0`` only arrive (inter-pod balls, their spine chosen above the pod: ``down_cand[f, 0]``
-    lists every downlink of the leaf); families with ``n_down == 0`` only leave. ``slow`` is the load multiplier
-    of each compact link (1 / slow factor on slow spines). ``groups``: (kind, leaf node id, compact links);
-    ``classes``: class index -> group positions."""
+    picks one of its links to the destination leaf, as the switches' hashes do.
 
-    k: np.ndarray
-    ball: np.ndarray
-    up_cand: np.ndarray
-    n_up: np.ndarray
-    down_cand: np.ndarray
-    n_down: np.ndarray
+    Flat tables: ball ``i`` chooses option ``ball_off[i] + floor(U x ball_nopt[i])``; option ``o`` is uplink
+    ``opt_up[o]`` (compact link index, -1: the ball arrives from another pod and has no uplink here) followed by one
+    of ``opt_nd[o]`` downlinks ``down[opt_doff[o]:...]`` (none: the ball leaves the pod). ``opt_upw`` / ``down_w``
+    are load multipliers (0 for no link, 1 / slow factor on slow spines). ``group_of_slot`` maps directed slots
+    (``n_links`` uplink directions, then ``n_links`` downlink directions) to group positions; ``classes`` maps a
+    class (by id) to its member groups' positions."""
+
+    ball_off: np.ndarray
+    ball_nopt: np.ndarray
+    ball_w: np.ndarray
+    opt_up: np.ndarray
+    opt_upw: np.ndarray
+    opt_nd: np.ndarray
+    opt_doff: np.ndarray
+    down: np.ndarray
+    down_w: np.ndarray
     n_links: int
-    slow: np.ndarray
-    group_of_slot: np.ndarray    # per directed compact slot (2 x links: up then down), its group position
+    group_of_slot: np.ndarray
     n_groups: int
     classes: dict
 
@@ -368,7 +372,7 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
 
 #: Leaf groups whose flows share spines in tangled ways are drawn path by path while balls x samples stays under
 #: this; beyond it they are drawn as independent groups (docs/evaluator.md gives the error of that fallback).
-PATH_SAMPLE_BUDGET = 400_000
+PATH_SAMPLE_BUDGET = 60_000
 
 
 def _k_eff(inv: np.ndarray, bytes_: np.ndarray, qps: np.ndarray, size: int | None = None):
@@ -543,20 +547,24 @@ def _path_sample(model: NetworkModel, up_cls, dn_cls, pu, pd, pk, pball, u, d, x
             k, w, _ = _k_eff(inv.ravel(), pc[m], qc[m])
             for x, kk, ww in zip(keys.tolist(), k.tolist(), w.tolist()):
                 fams.append((kk, ww, links_of[x], None) if is_up else (kk, ww, None, [links_of[x]]))
-    F = len(fams)
-    u_max = max(1, max(len(c) if c is not None else 1 for _, _, c, _ in fams))
-    d_max = max(1, max((max((len(x) for x in dn), default=0) if dn is not None else 0) for *_, dn in fams))
-    up_cand = np.zeros((F, u_max), np.int64)
-    n_up = np.zeros(F, np.int64)
-    down_cand = np.zeros((F, u_max, d_max), np.int64)
-    n_down = np.zeros((F, u_max), np.int64)
-    for i, (_, _, cand, downs) in enumerate(fams):
-        if cand is not None:
-            up_cand[i, :len(cand)] = cand
-            n_up[i] = len(cand)
-        for r, dn in enumerate(downs or []):
-            down_cand[i, r, :len(dn)] = dn
-            n_down[i, r] = len(dn)
+    opt_up, opt_nd, opt_doff, down = [], [], [], []
+    fam_off, fam_nopt = [], []
+    for _, _, cand, downs in fams:
+        fam_off.append(len(opt_up))
+        options = [(int(c), downs[r] if downs is not None else None) for r, c in enumerate(cand)] \
+            if cand is not None else [(-1, downs[0])]
+        options = options or [(-1, None)]                    # no spine reaches the destination: nothing to load
+        fam_nopt.append(len(options))
+        for up, dn in options:
+            opt_up.append(up)
+            opt_doff.append(len(down))
+            opt_nd.append(0 if dn is None else len(dn))
+            if dn is not None:
+                down.extend(int(x) for x in dn)
+    opt_up = np.array(opt_up, np.int64)
+    down = np.array(down + [0], np.int64)                  # a trailing dummy keeps every offset in range
+    k = np.array([x[0] for x in fams], np.int64)
+    ball_fam = np.repeat(np.arange(len(fams)), k)
     # groups: uplinks of each tangled sender, downlinks of each tangled receiver; slots 0..L-1 up, L..2L-1 down
     group_of_slot = np.full(2 * L, -1, np.int64)
     gpos = {}
@@ -569,34 +577,29 @@ def _path_sample(model: NetworkModel, up_cls, dn_cls, pu, pd, pk, pball, u, d, x
     classes = {}
     for c in up_cls + dn_cls:
         classes[id(c)] = np.array([gpos[(c.kind, int(x))] for x in c.member_ids.tolist()], np.int64)
-    return PathSample(np.array([x[0] for x in fams], np.int64), np.array([x[1] for x in fams], float), up_cand,
-                      n_up, down_cand, n_down, L, slow, group_of_slot, len(gpos), classes)
+    return PathSample(np.array(fam_off, np.int64)[ball_fam], np.array(fam_nopt, np.int64)[ball_fam],
+                      np.array([x[1] for x in fams], float)[ball_fam], np.maximum(opt_up, 0),
+                      np.where(opt_up >= 0, slow[np.maximum(opt_up, 0)], 0.0), np.array(opt_nd, np.int64),
+                      np.array(opt_doff, np.int64), down, np.append(slow[down[:-1]], 0.0), L, group_of_slot,
+                      len(gpos), classes)
 
 
 def _sample_paths(spec: PathSample, rng: np.random.Generator, samples: int) -> dict:
     """Per class (by id): the busiest member's busiest link, bytes per op byte, in each sample."""
-    fam = np.repeat(np.arange(spec.k.size), spec.k)
-    K = fam.size
+    K = spec.ball_off.size
     L = spec.n_links
-    u1 = rng.random((samples, K))
-    u2 = rng.random((samples, K))
-    nu = spec.n_up[fam]
-    has_up = nu > 0
-    r = np.minimum((u1 * np.maximum(nu, 1)).astype(np.int64), np.maximum(nu, 1) - 1)
-    r = np.where(has_up, r, 0)
-    up_link = spec.up_cand[fam, r]
-    nd = spec.n_down[fam[None, :], r]
-    r2 = np.minimum((u2 * np.maximum(nd, 1)).astype(np.int64), np.maximum(nd, 1) - 1)
-    dn_link = spec.down_cand[fam[None, :], r, r2]
-    w = spec.ball[fam]
-    base = (np.arange(samples) * (2 * L))[:, None]
-    slots = [np.where(has_up[None, :], base + up_link, -1), np.where(nd > 0, base + L + dn_link, -1)]
-    weights = [np.broadcast_to(w * 1.0, (samples, K)) * spec.slow[up_link],
-               np.broadcast_to(w * 1.0, (samples, K)) * spec.slow[dn_link]]
-    idx = np.concatenate([x.ravel() for x in slots])
-    wt = np.concatenate([x.ravel() for x in weights])
-    keep = idx >= 0
-    loads = np.bincount(idx[keep], weights=wt[keep], minlength=samples * 2 * L).reshape(samples, 2 * L)
+    u = rng.random((2, samples, K), dtype=np.float32)
+    o = spec.ball_off + (u[0] * spec.ball_nopt).astype(np.int64)
+    nd = spec.opt_nd[o]
+    d = spec.opt_doff[o] + (u[1] * nd).astype(np.int64)
+    d = np.where(nd > 0, d, spec.down.size - 1)             # no downlink here: the dummy, weight 0
+    dn = spec.down[d]
+    base = (np.arange(samples, dtype=np.int64) * L)[:, None]
+    up_loads = np.bincount((base + spec.opt_up[o]).ravel(), weights=(spec.ball_w * spec.opt_upw[o]).ravel(),
+                           minlength=samples * L)
+    dn_loads = np.bincount((base + dn).ravel(), weights=(spec.ball_w * spec.down_w[d]).ravel(),
+                           minlength=samples * L)
+    loads = np.concatenate([up_loads.reshape(samples, L), dn_loads.reshape(samples, L)], axis=1)
     used = np.flatnonzero(spec.group_of_slot >= 0)
     order = used[np.argsort(spec.group_of_slot[used], kind="stable")]
     g_sorted = spec.group_of_slot[order]
