@@ -209,17 +209,24 @@ def test_spraying_costs_reorder_intolerant_transports_only(cat):
     assert _spray_time(cat, "uec") == pytest.approx(even, rel=1e-3)
     assert _spray_time(cat, "tcp") == pytest.approx(2.0 * even, rel=1e-3)
     assert _spray_time(cat, "roce") == pytest.approx(7.0 * even, rel=1e-3)
-    # 2:1 by fewer uplinks: 4 senders on 2 uplinks, 2 flows per link share the slack: 1 + 1/sqrt(2)
+    # 2:1 by fewer uplinks: 4 senders on 2 uplinks, which set the pace; 2 flows per link hide part of it:
+    # 1 + (2 - 1) x (floor + (1 - floor) / 2) with floor 0.45
     even21 = 2 * even
     assert _spray_time(cat, "uec", "2:1 fewer uplinks") == pytest.approx(even21, rel=1e-3)
-    assert _spray_time(cat, "tcp", "2:1 fewer uplinks") == pytest.approx((1 + 2 ** -0.5) * even21, rel=1e-3)
+    assert _spray_time(cat, "tcp", "2:1 fewer uplinks") == pytest.approx(1.725 * even21, rel=1e-3)
+    # an all-to-all at 1:1: the NICs set the pace (uplinks 80 % busy), 15 flows per port hide most of it
+    a2a = 16 * GB * 15 / 16 / LINE
+    assert _spray_time(cat, "uec", traffic="a2a") == pytest.approx(a2a, rel=1e-3)
+    assert _spray_time(cat, "tcp", traffic="a2a") == pytest.approx((1 + (0.8 * 4 - 1) / 3 / 15) * a2a, rel=1e-3)
 
 
 def test_reorder_factor_form():
     # one sender cannot queue behind itself: no reordering until a second sender shares the links
     assert reorder_factor(2.0, 0.25, 4, 1) == pytest.approx(1.0)
     assert reorder_factor(2.0, 0.5, 4, 1) == pytest.approx(1 + 1 / 3)
-    assert reorder_factor(2.0, 1.0, 4, 4) == pytest.approx(1.5)
+    assert reorder_factor(2.0, 0.5, 4, 2) == pytest.approx(1 + 1 / 6)     # NIC-bound: the port's other flow
+    assert reorder_factor(2.0, 1.0, 4, 4, 4, 0.45) == pytest.approx(1 + 0.45 + 0.55 / 4)
+    assert reorder_factor(2.0, 1.0, 2, 1, 24, 0.45) == pytest.approx(1 + 0.45 + 0.55 / 24)
     assert reorder_factor(2.0, 1.0, 1, 1) == pytest.approx(1.0)          # one path: nothing to reorder
     assert PROFILES["tcp"].reorder_slowdown == 2.0 and not PROFILES["tcp"].reorder_tolerant
     assert PROFILES["uec"].reorder_tolerant and PROFILES["infiniband"].reorder_tolerant

@@ -700,7 +700,8 @@ def _dragonfly_classes(model: NetworkModel, sl, dl, pc, qc) -> list[LinkClass]:
 
 
 def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff: float, nv_bytes_per_s: float,
-                        imbalance: float, rng: np.random.Generator, samples: int, reorder_slowdown: float = 1.0):
+                        imbalance: float, rng: np.random.Generator, samples: int, reorder_slowdown: float = 1.0,
+                        reorder_floor: float = 0.45):
     """Seconds per op byte of the phase in each sample, and per class the sampled busiest-link bytes per op byte.
 
     ``reorder_slowdown`` > 1 (a reorder-intolerant transport under per-packet spraying) stretches the network time
@@ -761,7 +762,7 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
         per_link = np.array([c.k / max(c.n, 1) for c in load.classes], float)[w]
         with np.errstate(divide="ignore", invalid="ignore"):
             rho = np.where(t > 0, link_t / t, 0.0)
-        t = t * reorder_factor(reorder_slowdown, rho, links, np.maximum(load.flows_per_port, per_link))
+        t = t * reorder_factor(reorder_slowdown, rho, links, load.flows_per_port, per_link, reorder_floor)
     return np.maximum(t, nv_t), per_class
 
 

@@ -25,25 +25,26 @@ Parameters:
   ring Simple 9.6 us, LL 2.7 us per network hop): 5 us InfiniBand, 6 us RoCE and reorder-tolerant Ethernet; 10 us
   kernel TCP (an assumption: socket calls and copies on both ends add a few microseconds per message over RDMA;
   ``fabric calibrate`` fits it from measurements).
-- ``reorder_tolerant`` / ``reorder_slowdown``: per-packet spraying (``routing: spray``) delivers a flow's packets
-  over paths whose queues differ, so they arrive out of order. Reorder-tolerant transports absorb it. On the others
-  (three duplicate ACKs look like a loss to TCP and halve its window; go-back-N RoCE resends everything after a
-  gap) a sprayed phase takes longer by (:func:`reorder_factor`)
+- ``reorder_tolerant`` / ``reorder_slowdown`` / ``reorder_floor``: per-packet spraying (``routing: spray``)
+  delivers a flow's packets over paths whose queues differ, so they arrive out of order. Reorder-tolerant
+  transports absorb it. On the others (three duplicate ACKs look like a loss to TCP: it halves its window and resends
+  segments that were not lost; go-back-N RoCE resends everything after a gap) a sprayed phase takes longer by
+  (:func:`reorder_factor`)
 
-      1 + (reorder_slowdown - 1) x u / sqrt(n),   u = clip((rho x L - 1) / (L - 1), 0, 1)
+      1 + (reorder_slowdown - 1) x u x g,   u = clip((rho x L - 1) / (L - 1), 0, 1)
 
-  ``rho``: utilization of the busiest sprayed link group (L links) over the phase; packets queue, and so overtake
-  each other, only when several senders share those links, so ``u`` is 0 while one sender's flow could fill them
-  alone (rho <= 1/L) and 1 when the links are full. ``n``: the flows that share the bottleneck a backed-off flow
-  leaves idle (the larger of the concurrent flows per sending NIC port and the flows per link of the busiest
-  group): the others take up the slack. ``reorder_slowdown`` is the factor at full links with one flow per port.
-  TCP: 2.0, and the form above, fitted to ``fabric validate --packet`` ns-3 runs (TCP NewReno, random
-  per-packet spraying, 10 Gb/s leaf-spine, 4 MB flows): 1, 2, 3, 4 senders per leaf over 4 uplinks run 1.02,
-  1.32, 1.70, 2.04x the even split; 1 and 2 senders over 2 uplinks 1.02 and 1.98x; 2 and 4 flows per sender at
-  full links 1.68 and 1.51x (docs/validation.md, "Transports and reordering"). RoCEv2 with go-back-N: 7.0 (Nie et
-  al., "An out-of-order packet processing algorithm of RoCE based on improved SACK", IAEAC 2022: under multipath
-  reordering a selective-repeat RoCE reaches 7x the throughput of go-back-N RoCE in a single-flow simulation),
-  with the same form.
+  ``rho``: utilization of the busiest sprayed link group (L links) over the phase. Packets queue, and so overtake
+  each other, only when several senders share those links: ``u`` is 0 while one sender's flow could fill them
+  alone (rho <= 1/L) and 1 when they are full. ``g``: how much of it the other flows cannot hide. While the NICs
+  set the pace, a backed-off flow's share is taken up by the other ``n`` flows of its NIC port: g = 1/n. When the
+  sprayed links set the pace, their queues grow, reordering is deep and the spurious retransmissions take
+  bottleneck capacity: g = floor + (1 - floor)/n with n the larger of the flows per port and the flows per link.
+  TCP: ``reorder_slowdown`` 2.0, ``reorder_floor`` 0.45, fitted to ns-3 runs (``benchmarks/bench_reorder.py``: TCP
+  NewReno, random per-packet spraying, 10 Gb/s leaf-spine, 4 MB flows: 1-4 senders per leaf over 4 uplinks run
+  1.0/1.3/1.7/1.9x the same flows behind a reorder buffer; 2-4 senders of 1-8 flows on full links 1.4-1.9x; table
+  in docs/evaluator.md, "Reordering"). RoCEv2 with go-back-N: 7.0 (Nie et al., "An out-of-order packet processing
+  algorithm of RoCE based on improved SACK", IAEAC 2022: under multipath reordering a selective-repeat RoCE reaches
+  7x the throughput of go-back-N RoCE in a single-flow simulation), with the same form and floor.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ class TransportProfile:
     reorder_tolerant: bool = False
     #: time multiple of a sprayed flow alone on its NIC port when the transport is not reorder tolerant
     reorder_slowdown: float = 1.0
+    #: share of that penalty left however many flows share sprayed links that are the bottleneck
+    reorder_floor: float = 0.45
     in_network_reduction: bool = False
     #: fixed cost of one collective call (kernel launch, proxy set-up), seconds; calibration fits it per regime
     op_overhead_s: float = 0.0
@@ -128,18 +131,22 @@ def profile_for(design, overrides: dict | None = None) -> TransportProfile:
     return prof
 
 
-def reorder_factor(reorder_slowdown: float, rho, links, flows) -> np.ndarray:
+def reorder_factor(reorder_slowdown: float, rho, links, flows_per_port, flows_per_link=1.0,
+                   floor: float = 0.45) -> np.ndarray:
     """Time multiple of a sprayed phase on a reorder-intolerant transport (see the module docstring).
 
-    ``rho``: utilization of the busiest sprayed link group over the phase (0-1); ``links``: its link count;
-    ``flows``: flows sharing the bottleneck. Arrays broadcast (one value per Monte Carlo sample).
+    ``rho``: utilization of the busiest sprayed link group over the phase (0-1; 1: those links set the pace);
+    ``links``: its link count; ``flows_per_port``: concurrent flows of a sending NIC port; ``flows_per_link``:
+    flows per link of that group. Arrays broadcast (one value per Monte Carlo sample).
     """
     rho = np.clip(np.asarray(rho, dtype=float), 0.0, 1.0)
     L = np.maximum(np.asarray(links, dtype=float), 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         u = np.where(L > 1, np.clip((rho * L - 1.0) / (L - 1.0), 0.0, 1.0), 0.0)
-    n = np.maximum(np.asarray(flows, dtype=float), 1.0)
-    return 1.0 + max(float(reorder_slowdown) - 1.0, 0.0) * u / np.sqrt(n)
+    n_port = np.maximum(np.asarray(flows_per_port, dtype=float), 1.0)
+    n_link = np.maximum(np.asarray(flows_per_link, dtype=float), 1.0)
+    g = np.where(rho >= 1.0 - 1e-9, floor + (1.0 - floor) / np.maximum(n_port, n_link), 1.0 / n_port)
+    return 1.0 + max(float(reorder_slowdown) - 1.0, 0.0) * u * g
 
 
 def small_message_floor_s(ranks: int, size_bytes: float) -> float:
