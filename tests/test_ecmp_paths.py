@@ -232,6 +232,14 @@ def test_reorder_factor_form():
     assert PROFILES["uec"].reorder_tolerant and PROFILES["infiniband"].reorder_tolerant
 
 
+def test_evaluation_says_when_spraying_meets_a_reorder_intolerant_transport(cat):
+    wl1, _, _ = op_slice(one_op_workload("all_gather", 1 << 20, 16, **_SHIFT4), 0)
+    ev = evaluate(table_design("1:1", routing="spray", transport="roce"), wl1, catalog=cat)
+    assert any("does not tolerate reordering" in n and "7x" in n for n in ev.notes)
+    ev = evaluate(table_design("1:1", routing="spray", transport="uec"), wl1, catalog=cat)
+    assert not any("reordering" in n for n in ev.notes)
+
+
 def test_ecmp_is_not_charged_for_reordering(cat):
     d = table_design("1:1", routing="ecmp", transport="tcp")
     wl1, _, _ = op_slice(one_op_workload("all_gather", 4 * GB, 16, **_SHIFT4), 0)
@@ -277,3 +285,19 @@ def test_spines_field_fixes_the_spine_count(cat):
     assert (f.structure["spines"], f.structure["leaf_spine_bundle"]) == (4, 1)
     f = build_fabric(table_design("1:1").replace(spines=None), cat)
     assert (f.structure["spines"], f.structure["leaf_spine_bundle"]) == (2, 2)
+
+
+def test_sprayed_checkpoint_burst_pays_reordering_on_tcp():
+    """A 4:1 leaf (48 NIC ports down, 12 up) sprays its checkpoint burst: the uplinks set the pace (4x the NIC
+    time); TCP adds the bottleneck penalty with 4 flows per uplink: 1 + 0.45 + 0.55 / 4."""
+    from fabric.evaluate.engine import _burst_duration
+    from fabric.evaluate.transport import PROFILES
+
+    d = Design(gpus=512, family="clos", oversubscription=(4.0,), routing="spray", transport="uec",
+               switch_model="eth-51t-64x800", nic_model="nic-eth-400")
+    fab = build_fabric(d)
+    up, down = fab.structure["leaf_up"], fab.structure["leaf_down"]
+    assert down == 4 * up
+    uec = _burst_duration(10e9, d, fab, PROFILES["uec"])
+    tcp = _burst_duration(10e9, d.replace(transport="tcp"), fab, PROFILES["tcp"])
+    assert tcp / uec == pytest.approx((1 + 0.45 + 0.55 / 4) * 0.93 / 0.94, rel=1e-6)

@@ -291,6 +291,10 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
                algorithms=algorithms, nvls=nvls)
     runs = [_run_job(job, gpus, model, seq, **ctx) for job, gpus, seq in zip(compute_jobs, placements, job_seeds)]
     notes = []
+    if design.routing == "spray" and not prof.reorder_tolerant and prof.reorder_slowdown > 1.0:
+        notes.append(f"per-packet spraying on transport {design.transport!r}, which does not tolerate reordering: "
+                     f"sprayed phases take up to {prof.reorder_slowdown:g}x as long (docs/evaluator.md, "
+                     "'Reordering'); a reorder-tolerant transport (uec, infiniband) avoids it")
     if len(compute_jobs) > 1:
         # jobs share leaf uplinks and pod links: each job sees the others' mean load on the groups it crosses
         usage = [_link_usage(r, fabric) for r in runs]
@@ -526,7 +530,15 @@ def _burst_duration(per_nic: float, design, fabric, prof) -> float:
         busiest = down / up * (1.0 + prof.adaptive_imbalance)
     else:
         busiest = down / up
-    return max(nic_time, busiest * flow / rate)
+    link_time = busiest * flow / rate
+    duration = max(nic_time, link_time)
+    if routing == "spray" and not prof.reorder_tolerant and prof.reorder_slowdown > 1.0:
+        from fabric.evaluate.transport import reorder_factor
+
+        # one storage flow per NIC port; down / up of them per leaf uplink (docs/evaluator.md, "Reordering")
+        duration *= float(reorder_factor(prof.reorder_slowdown, link_time / duration, up, 1.0, down / up,
+                                         prof.reorder_floor))
+    return duration
 
 
 def _accumulate_hot(hot: dict, job, op_meta, i99: int, step: np.ndarray, fabric, cap_bytes: float) -> None:
