@@ -210,12 +210,14 @@ def test_session_allowance_names_its_limit(monkeypatch, workload):
     assert job.wait(300)
     allowance.charge(job)
     allowance.charge(job)                       # charged once only
-    assert allowance.spent == job.snapshot().evaluations == 436
-    assert allowance.remaining() == 64
-    with pytest.raises(FabricError, match=r"64 of its 500 evaluations left.*max_session_evaluations"
+    n = job.snapshot().evaluations              # the budget of 400, overshot by the last generation's designs
+    assert allowance.spent == n and 400 < n < 500
+    left = 500 - n
+    assert allowance.remaining() == left
+    with pytest.raises(FabricError, match=rf"{left} of its 500 evaluations left.*max_session_evaluations"
                                           r".*FABRIC_LIMIT_MAX_SESSION_EVALUATIONS"):
         allowance.check(100)
-    allowance.check(64)
+    allowance.check(left)
 
 
 def test_bad_worker_setting_is_a_clear_error(monkeypatch, workload):
