@@ -5,8 +5,8 @@ UPLINK_CASES): uplinks 1:1 (4 spines, one uplink each), 2:1 by fewer uplinks (2 
 slower uplinks (4 spines at 5 Gb/s: needs the design field ``uplink_gbps``); traffic a cross-leaf shift (host i
 sends to host i+4 mod 16: a ring all-gather over 4 groups of 4 ranks with stride 4; 4 MB per flow) or an
 all-to-all (240 flows of 1 MB: at 4 MB per flow one ns-3 run takes 40 s to 5 minutes on the shared machine, which
-would put the table past an hour); routing per-flow ECMP or per-packet spraying (random next hop per packet); transport TCP (ns-3's TCP
-NewReno; the evaluator's ``tcp`` profile) or reorder tolerant (the same TCP behind a receiver-side reorder buffer
+would put the table past an hour); routing per-flow ECMP or per-packet spraying (random next hop per packet);
+transport TCP (ns-3's TCP NewReno; the evaluator's ``tcp`` profile) or reorder tolerant (the same TCP behind a receiver-side reorder buffer
 at the destination leaf; the evaluator's ``uec`` profile). Under ECMP nothing is reordered, so one ECMP row stands
 for both transports.
 

@@ -54,9 +54,9 @@ class Design:
     Sizes: ``gpus`` in total, ``gpus_per_node`` per server, ``scale_up_size`` GPUs per NVLink domain (a multiple
     of ``gpus_per_node``; 72 for an NVL72 rack of 4-GPU trays). ``nics_per_gpu`` may be fractional (0.5: two GPUs
     share a NIC) as long as NICs per node is whole. ``oversubscription`` is down:up per switch tier, leaf first.
-    ``tiers`` is 1, 2, 3 or ``None`` (the fewest that fit). ``spines`` fixes the spine switches (per pod for 3 tiers,
-    per rail for rail-only) instead of the fewest that take the leaf uplinks in equal bundles. ``planes`` > 1 splits each NIC's ports over that many
-    independent planes (NIC ports must be a multiple of ``planes``). ``reserved_node_slots`` are node slots
+    ``tiers`` is 1, 2, 3 or ``None`` (the fewest that fit). ``spines`` fixes the spine switches (per pod for 3
+    tiers, per rail for rail-only) instead of the fewest that take the leaf uplinks in equal bundles. ``planes`` > 1
+    splits each NIC's ports over that many independent planes (NIC ports must be a multiple of ``planes``). ``reserved_node_slots`` are node slots
     taken by appliances that use leaf ports like a server (NVIDIA's UFM node in a SuperPOD), placed first.
     """
 
