@@ -257,7 +257,7 @@ def test_cost_and_counts_grow_with_gpus(d, extra, small_catalog):
      "NIC nic-cx8-800 (800G) cannot run at full speed on the h100-sxm host: it needs 800 Gb/s per GPU, the host's "
      "PCIe link feeds at most 400 Gb/s"),
     ({"colour": "red"}, "unknown design field(s) colour"),
-    ({"routing": "spray", "transport": "roce"}, "plain RoCEv2 NICs"),
+    ({"spines": 64}, "design field 'spines': 64 spines, but a leaf has 32 uplinks and must reach every spine"),
 ])
 def test_bad_designs_give_one_line_errors(tmp_path, capsys, fields, needle):
     from fabric.design import design_from_dict

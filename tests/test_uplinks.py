@@ -24,7 +24,7 @@ from fabric.workload.model import CommOp, Job, ProcessGroup, Workload, dump_work
 
 GIB = 1 << 30
 NIC_400G = 400e9 / 8           # bytes/s per direction of a 400G port
-ETH = dict(switch_model="eth-51t-64x800", nic_model="nic-eth-400", transport="spray_ethernet")
+ETH = dict(switch_model="eth-51t-64x800", nic_model="nic-eth-400", transport="uec")
 
 
 def one_op(kind: str, size: int, world: int, *, group_size=None, stride=1, compute=0.0, overlap=0.0, count=1.0):
@@ -186,7 +186,7 @@ def test_fewer_uplinks_and_half_speed_uplinks_give_the_same_up_capacity_and_step
     assert a.lower_bound_s == pytest.approx(closed, rel=1e-9) and b.lower_bound_s == pytest.approx(closed, rel=1e-9)
     assert a.ops[0].bound_by == b.ops[0].bound_by == "leaf uplinks"
     assert b.step_time_s["p50"] == pytest.approx(a.step_time_s["p50"], rel=1e-6)
-    eff = 0.93                                                   # spray_ethernet bandwidth efficiency
+    eff = 0.93                                                   # uec (reorder-tolerant Ethernet) bandwidth efficiency
     assert closed / eff < a.step_time_s["p50"] < 1.03 * closed / eff
     # adaptive routing (near-even split): the same again
     ad = [evaluate(d.replace(routing="adaptive"), wl, samples=32).step_time_s["p50"] for d in (fewer, slower)]
@@ -322,7 +322,7 @@ def test_search_evaluates_designs_with_other_uplink_speeds():
     wl = one_op("all_to_all", 256 << 20, 128, compute=0.01)
     c = Constraints(gpus=128, families=("clos",), switch_models=("eth-51t-64x800",), nic_models=("nic-eth-400",),
                     nics_per_gpu=(1.0,), oversubscriptions=(2.0,), planes=(1,), routings=("spray",), qps=(1,),
-                    transports=("spray_ethernet",), placements=("packed",), uplink_speed_factors=(0.5, 1.0, 2.0))
+                    transports=("uec",), placements=("packed",), uplink_speed_factors=(0.5, 1.0, 2.0))
     res = exhaustive_search(wl, c, samples=32)
     ups = {r["uplink_leaf_gbps"] for r in res.records if r["buildable"]}
     assert ups == {200.0, 0.0, 800.0}
@@ -509,7 +509,7 @@ def test_property_bound_never_above_a_sample_on_oversubscribed_fabrics(kind, siz
     try:
         d = Design(gpus=world, gpus_per_node=gpn, family=family, routing=routing, placement=placement,
                    oversubscription=(o1, o2), tiers=tiers, uplink_gbps=up, switch_model=switch,
-                   nic_model="nic-eth-400", transport="spray_ethernet")
+                   nic_model="nic-eth-400", transport="uec")
         ev = evaluate(d, wl, scen, samples=32, seed=seed)
     except DesignError:
         return                                      # not buildable (too few ports for 3 tiers, a cut fabric, ...)

@@ -50,8 +50,9 @@ KNOWN_NETWORKS = {
     ("infiniband", "h100-sxm"): (8, 400.0, "NVIDIA DGX H100: 8 x 400 Gb/s NDR (facts.md section 4)"),
 }
 #: fabric transport profile and routing per detected network
-_TRANSPORT = {"efa": ("spray_ethernet", "spray"), "infiniband": ("infiniband", "ecmp"), "roce": ("roce", "ecmp"),
-              "spray_ethernet": ("spray_ethernet", "spray")}
+#: (EFA's SRD sprays packets over paths and tolerates their reordering: the reorder-tolerant Ethernet profile)
+_TRANSPORT = {"efa": ("uec", "spray"), "infiniband": ("infiniband", "ecmp"), "roce": ("roce", "ecmp"),
+              "uec": ("uec", "spray"), "spray_ethernet": ("uec", "spray"), "tcp": ("tcp", "ecmp")}
 _CATALOG_FABRIC = {"infiniband": "infiniband"}
 #: switch hop and NIC latency of the design rows (catalog values: QM9700 class / Ethernet class)
 _SWITCH_LATENCY_NS = {"infiniband": 130.0, "ethernet": 550.0}

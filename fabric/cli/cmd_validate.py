@@ -125,7 +125,9 @@ def format_result(r) -> str:
         f"network: {net['hosts']} hosts, {net['switches']} switches, {net['links']} links at "
         f"{net['link_speed_gbps']:g} Gb/s{_other_speeds(net)}; FIFO switch ports: "
         f"{_queue(net['switch_queue_packets'])}; TCP "
-        f"{net['congestion_control']}, MSS {net['mss_bytes']} B (goodput {r.goodput_fraction:.1%} of line rate)",
+        f"{net['congestion_control']}, MSS {net['mss_bytes']} B (goodput {r.goodput_fraction:.1%} of line rate)"
+        + ("; reorder buffer at the receiving leaf (the design's transport tolerates reordering)"
+           if net.get("reorder_buffer") else ""),
         "",
         f"  packet level (ns-3)        {ms(r.packet_s):>14s}",
         f"  fluid bound (same paths)   {ms(r.fluid_s):>14s}   ns-3 vs fluid {pct(r.fluid_gap)} "

@@ -21,7 +21,8 @@ import yaml
 from fabric.errors import DesignError
 
 __all__ = [
-    "FAMILIES", "ROUTING_POLICIES", "TRANSPORTS", "PLACEMENTS", "CABLING", "NCCL_ALGO_NAMES",
+    "FAMILIES", "ROUTING_POLICIES", "TRANSPORTS", "REORDER_TOLERANT_TRANSPORTS", "LEGACY_TRANSPORTS", "PLACEMENTS",
+    "CABLING", "NCCL_ALGO_NAMES",
     "MAX_OVERSUBSCRIPTION", "Design", "design_from_dict", "design_to_dict", "load_design", "dump_design",
 ]
 
@@ -29,8 +30,13 @@ __all__ = [
 FAMILIES = ("clos", "rail_optimized", "rail_only", "dragonfly")
 #: Routing policies: per-flow ECMP hashing, adaptive (load-aware, near-even), per-packet spraying (even split).
 ROUTING_POLICIES = ("ecmp", "adaptive", "spray")
-#: Transport profiles (efficiency and latency parameters live in the evaluator).
-TRANSPORTS = ("infiniband", "roce", "spray_ethernet")
+#: Transport profiles (efficiency, latency and reordering parameters live in fabric.evaluate.transport):
+#: InfiniBand, RoCEv2 (go-back-N), kernel TCP, reorder-tolerant Ethernet (UEC/SRD-style).
+TRANSPORTS = ("infiniband", "roce", "tcp", "uec")
+#: Transports whose NICs tolerate packets out of order (per-packet spraying costs them nothing extra).
+REORDER_TOLERANT_TRANSPORTS = ("infiniband", "uec")
+#: Old transport names that still load, and their current names.
+LEGACY_TRANSPORTS = {"spray_ethernet": "uec"}
 #: Job placement policies.
 PLACEMENTS = ("packed", "rail_aligned", "scattered")
 #: How endpoint (NIC-to-leaf) links are cabled: "auto" = copper when the leaf sits in the nodes' rack.
@@ -50,12 +56,13 @@ class Design:
     Sizes: ``gpus`` in total, ``gpus_per_node`` per server, ``scale_up_size`` GPUs per NVLink domain (a multiple
     of ``gpus_per_node``; 72 for an NVL72 rack of 4-GPU trays). ``nics_per_gpu`` may be fractional (0.5: two GPUs
     share a NIC) as long as NICs per node is whole. ``oversubscription`` is down:up per switch tier, leaf first.
-    ``tiers`` is 1, 2, 3 or ``None`` (the fewest that fit). ``uplink_gbps`` is the speed of the switch-to-switch
-    links per tier in Gb/s, ``(leaf -> spine, spine -> core)``; ``None`` (the whole field or one tier) means the NIC
-    port speed, so designs without it are unchanged (a single number sets both tiers). ``planes`` > 1 splits each
-    NIC's ports over that many independent planes (NIC ports must be a multiple of ``planes``).
-    ``reserved_node_slots`` are node slots taken by appliances that use leaf ports like a server (NVIDIA's UFM node
-    in a SuperPOD), placed first.
+    ``tiers`` is 1, 2, 3 or ``None`` (the fewest that fit). ``spines`` fixes the spine switches (per pod for 3
+    tiers, per rail for rail-only) instead of the fewest that take the leaf uplinks in equal bundles.
+    ``uplink_gbps`` is the speed of the switch-to-switch links per tier in Gb/s, ``(leaf -> spine, spine ->
+    core)``; ``None`` (the whole field or one tier) means the NIC port speed, so designs without it are unchanged
+    (a single number sets both tiers). ``planes`` > 1 splits each NIC's ports over that many independent planes
+    (NIC ports must be a multiple of ``planes``). ``reserved_node_slots`` are node slots taken by appliances that
+    use leaf ports like a server (NVIDIA's UFM node in a SuperPOD), placed first.
     """
 
     name: str = "design"
@@ -68,6 +75,7 @@ class Design:
     nic_model: str = "nic-cx7-400"
     switch_model: str = "ib-ndr-64x400"
     tiers: int | None = None
+    spines: int | None = None
     oversubscription: tuple[float, ...] = (1.0, 1.0)
     uplink_gbps: tuple | None = None
     planes: int = 1
@@ -89,6 +97,9 @@ class Design:
 
     def __post_init__(self):
         object.__setattr__(self, "uplink_gbps", _normalise_uplinks(self.uplink_gbps))
+        if self.transport in LEGACY_TRANSPORTS:
+            _warn_legacy_transport(self.transport)
+            object.__setattr__(self, "transport", LEGACY_TRANSPORTS[self.transport])
         validate_design(self)
 
     @property
@@ -120,6 +131,15 @@ class Design:
     def replace(self, **changes) -> "Design":
         """A validated copy with ``changes`` applied."""
         return replace(self, **changes)
+
+
+def _warn_legacy_transport(old: str) -> None:
+    import warnings
+
+    new = LEGACY_TRANSPORTS[old]
+    warnings.warn(f"design field 'transport': {old!r} is now called {new!r} (a reorder-tolerant Ethernet transport, "
+                  f"docs/design-schema.md); the old name still loads, write {new!r} in new files",
+                  FutureWarning, stacklevel=4)
 
 
 def _err(fld: str, msg: str):
@@ -212,6 +232,9 @@ def validate_design(d: Design) -> None:
         if not isinstance(v, str) or not v:
             _err(fld, f"expected a catalog model id, got {v!r}")
     _int_in(d, "tiers", 1, 3, allow_none=True)
+    _int_in(d, "spines", 1, 4096, allow_none=True)
+    if d.spines is not None and d.family == "dragonfly":
+        _err("spines", "a dragonfly has no spine layer; leave spines unset")
     if not isinstance(d.oversubscription, tuple) or not d.oversubscription:
         _err("oversubscription", "expected a non-empty list of down:up ratios, leaf tier first")
     if len(d.oversubscription) > 2:
@@ -241,8 +264,6 @@ def validate_design(d: Design) -> None:
     _choice(d, "routing", ROUTING_POLICIES)
     if d.storage_routing is not None:
         _choice(d, "storage_routing", ROUTING_POLICIES)
-        if d.storage_routing == "spray" and d.transport == "roce":
-            _err("storage_routing", "per-packet spraying needs transport 'spray_ethernet' or 'infiniband'")
     _int_in(d, "qps_per_connection", 1, 256)
     _choice(d, "transport", TRANSPORTS)
     _choice(d, "placement", PLACEMENTS)
@@ -255,9 +276,6 @@ def validate_design(d: Design) -> None:
     if d.family != "dragonfly" and any(
             getattr(d, f) is not None for f in ("dragonfly_terminals", "dragonfly_routers", "dragonfly_globals")):
         _err("family", f"dragonfly_* fields only apply to family 'dragonfly', not {d.family!r}")
-    if d.routing == "spray" and d.transport == "roce":
-        _err("routing", "per-packet spraying reorders packets, which plain RoCEv2 NICs (go-back-N) cannot absorb; "
-                        "use transport 'spray_ethernet' or 'infiniband', or routing 'ecmp'/'adaptive'")
     if d.in_network_reduction and d.transport != "infiniband":
         _err("in_network_reduction", "in-network reduction (SHARP-like) needs the 'infiniband' transport")
     if d.nccl_algo is not None and d.nccl_algo not in NCCL_ALGO_NAMES:

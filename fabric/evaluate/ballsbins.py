@@ -12,6 +12,16 @@ P(max <= m) ~ Binomial(k, 1/n).cdf(m)^n, which tests show within 1 % of the exac
 quantiles there. Results are cached per (k, n).
 
 Maxima over L independent groups (L leaves with the same k and n) are drawn from P(max <= m)^L by inversion.
+
+Correlated paths (:func:`pair_max_load_cdf`): when k balls leave one leaf for one other leaf over s spines with
+b parallel links per leaf-spine pair, a ball's spine is chosen once (at the source leaf, uniformly over its s b
+uplinks) and carries it down to the destination leaf, where the spine picks one of its b links. Given the spine
+counts c_1..c_s, the uplink bundle and the downlink bundle of spine j split c_j balls independently, so
+
+    P(max over all 2 s b links <= m) = [y^k] (sum_c pois(c) F_b(m | c)^2 y^c)^s / pois_k(k)
+
+with F_b(m | c) = P(max of c balls in b bins <= m) (the same Poisson conditioning as above). With b = 1 the
+uplink and downlink loads are equal and this is the plain maximum of k balls in s bins.
 """
 
 from __future__ import annotations
@@ -22,7 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["max_load_cdf", "sample_max_load", "expected_max_load", "EXACT_MAX_BALLS", "MaxLoad"]
+__all__ = ["max_load_cdf", "pair_max_load_cdf", "sample_max_load", "sample_from_cdf", "expected_max_load",
+           "cdf_at", "EXACT_MAX_BALLS", "MaxLoad"]
 
 #: Above this many balls the Gaussian approximation replaces the exact computation.
 EXACT_MAX_BALLS = 1024
@@ -117,6 +128,83 @@ def _binomial_power_cdf(k: int, n: int) -> MaxLoad:
     cdf[j < math.ceil(lam - 1e-9)] = 0.0
     start = int(np.searchsorted(cdf, 1e-300))
     return MaxLoad(lo + start, cdf[start:].copy())
+
+
+def cdf_at(dist: MaxLoad, m: np.ndarray) -> np.ndarray:
+    """``P(max <= m)`` of ``dist`` at integer loads ``m``."""
+    off, cdf = dist
+    idx = np.asarray(m, dtype=np.int64) - off
+    out = np.where(idx >= cdf.size, 1.0, cdf[np.clip(idx, 0, cdf.size - 1)])
+    return np.where(idx < 0, 0.0, out)
+
+
+@lru_cache(maxsize=1024)
+def pair_max_load_cdf(k: int, s: int, b: int) -> MaxLoad:
+    """Busiest link of k balls from one leaf to one other over s spines with b links per leaf-spine pair.
+
+    The maximum over the source leaf's s b uplinks and the destination leaf's s b downlinks, with each ball's
+    spine shared by its uplink and its downlink (see the module docstring).
+    """
+    if k <= 0:
+        return MaxLoad(0, np.ones(1))
+    if b <= 1 or s <= 0:
+        return max_load_cdf(k, max(s, 1)) if b <= 1 else max_load_cdf(k, b)
+    if s == 1:
+        # one spine: both bundles split the same k balls independently
+        off, cdf = max_load_cdf(k, b)
+        return MaxLoad(off, cdf * cdf)
+    lam = k / s
+    hi_c = min(k, int(math.ceil(lam + 12.0 * math.sqrt(lam) + 12)))
+    c = np.arange(hi_c + 1, dtype=float)
+    if k > EXACT_MAX_BALLS:
+        from math import lgamma
+
+        p = 1.0 / s
+        logw = np.array([lgamma(k + 1) - lgamma(x + 1) - lgamma(k - x + 1) for x in c]) \
+            + c * math.log(p) + (k - c) * math.log1p(-p)
+        weight = np.exp(logw)
+        denom = None
+    else:
+        weight = np.exp(_log_pois(c, lam))
+        denom = math.exp(float(_log_pois(np.array([float(k)]), float(k))[0]))
+    # F(m | c) = P(max of c balls in b bins <= m) for every c at once: [y^c] (sum_{j<=m} pois_mu(j) y^j)^b divided
+    # by pois_{b mu}(c), with b mu = lam (the typical spine count)
+    mu = max(lam / b, 1e-9)
+    pois_j = np.exp(_log_pois(c, mu))
+    den_c = np.exp(_log_pois(c, b * mu))
+    lo = max(int(math.ceil(k / (s * b))), 0)
+    vals = []
+    for m in range(lo, hi_c + 1):
+        col = _poly_pow(pois_j[: m + 1], b, hi_c)
+        f = np.zeros(hi_c + 1)
+        f[: col.size] = col
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = np.clip(np.where(den_c > 0, f / den_c, 1.0), 0.0, 1.0)
+        f[: m + 1] = 1.0
+        base = weight * f * f
+        if denom is None:
+            val = float(np.sum(base)) ** s
+        else:
+            coeffs = _poly_pow(base, s, k)
+            val = coeffs[k] / denom if coeffs.size > k else 0.0
+        vals.append(min(max(val, 0.0), 1.0))
+        if vals[-1] > 1.0 - 1e-10:
+            break
+    cdf = np.maximum.accumulate(np.array(vals))
+    cdf[-1] = 1.0
+    start = int(np.searchsorted(cdf, 1e-300))
+    return MaxLoad(lo + start, cdf[start:].copy())
+
+
+def sample_from_cdf(dist: MaxLoad, groups: int, u: np.ndarray, cap: int | None = None) -> np.ndarray:
+    """Max over ``groups`` independent draws of ``dist``, one value per uniform in ``u`` (inverse CDF)."""
+    off, cdf = dist
+    if groups > 1:
+        with np.errstate(under="ignore"):
+            cdf = cdf ** groups
+    idx = np.searchsorted(cdf, u, side="left")
+    out = off + np.minimum(idx, cdf.size - 1)
+    return (out if cap is None else np.minimum(out, cap)).astype(float)
 
 
 def expected_max_load(k: int, n: int) -> float:

@@ -209,9 +209,12 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
     injection = 0.0                 # seconds per op byte the busiest NIC port, NVLink or link needs at line rate
     moved_by = dict.fromkeys(RESOURCES, 0.0)
     for pi, ph in enumerate(tr.phases):
-        load = phase_load(ph, model, qps=design.qps_per_connection, pxn=design.pxn)
+        load = phase_load(ph, model, qps=design.qps_per_connection, pxn=design.pxn, routing=design.routing,
+                          samples=samples)
+        reorder = prof.reorder_slowdown if design.routing == "spray" and not prof.reorder_tolerant else 1.0
         t, per_class = sample_phase_factor(load, model, design.routing, net_eff, nv_eff, prof.adaptive_imbalance,
-                                           rng, samples)
+                                           rng, samples, reorder_slowdown=reorder,
+                                           reorder_floor=prof.reorder_floor)
         net += t
         prop = 2 * 50.0 * 5e-9 if load.hops > 1 else 2 * 30.0 * 5e-9
         latency += ph.steps * (prof.step_alpha_s + load.hops * sw_lat + 2 * nic_lat + prop)
@@ -333,6 +336,10 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     ctx = dict(fabric=fabric, design=design, prof=prof, storage=storage, samples=samples, scenario=scenario,
                algorithms=algorithms, nvls=nvls, notes=notes)
     runs = [_run_job(job, gpus, model, seq, **ctx) for job, gpus, seq in zip(compute_jobs, placements, job_seeds)]
+    if design.routing == "spray" and not prof.reorder_tolerant and prof.reorder_slowdown > 1.0:
+        notes.append(f"per-packet spraying on transport {design.transport!r}, which does not tolerate reordering: "
+                     f"sprayed phases take up to {prof.reorder_slowdown:g}x as long (docs/evaluator.md, "
+                     "'Reordering'); a reorder-tolerant transport (uec, infiniband) avoids it")
     if len(compute_jobs) > 1:
         # jobs share leaf uplinks and pod links: each job sees the others' mean load on the groups it crosses
         usage = [_link_usage(r, model) for r in runs]
@@ -588,7 +595,15 @@ def _burst_duration(per_nic: float, design, fabric, prof) -> float:
         busiest = down / up * (1.0 + prof.adaptive_imbalance)
     else:
         busiest = down / up
-    return max(nic_time, busiest * flow / up_rate)
+    link_time = busiest * flow / up_rate
+    duration = max(nic_time, link_time)
+    if routing == "spray" and not prof.reorder_tolerant and prof.reorder_slowdown > 1.0:
+        from fabric.evaluate.transport import reorder_factor
+
+        # one storage flow per NIC port; down / up of them per leaf uplink (docs/evaluator.md, "Reordering")
+        duration *= float(reorder_factor(prof.reorder_slowdown, link_time / duration, up, 1.0, down / up,
+                                         prof.reorder_floor))
+    return duration
 
 
 def _accumulate_hot(hot: dict, job, op_meta, i99: int, step: np.ndarray, fabric, model) -> None:

@@ -30,7 +30,8 @@ from fabric.evaluate.ballsbins import sample_max_load
 from fabric.evaluate.bounds import fabric_cuts
 from fabric.topology.fabric import LINK_KINDS
 
-__all__ = ["NetworkModel", "LinkClass", "PhaseLoad", "phase_load", "sample_phase_factor"]
+__all__ = ["NetworkModel", "LinkClass", "PhaseLoad", "PairUnits", "PathSample", "phase_load", "sample_phase_factor",
+           "PATH_SAMPLE_BUDGET"]
 
 _LS = LINK_KINDS.index("leaf-spine")
 _SC = LINK_KINDS.index("spine-core")
@@ -69,6 +70,46 @@ class NetworkModel:
     def link_bps(self, kind: str) -> float:
         """Line rate (bits/s per direction) of one link of the link-group kind ``kind`` ("leaf uplinks", ...)."""
         return self.group_capacity_bps.get(kind, self.capacity_bps)
+    #: leaf-spine links alive in this scenario (None: all), and the spines that run slow (node ids)
+    alive_links: np.ndarray | None = None
+    slow_spines: tuple = ()
+    _cabling: dict | None = field(default=None, repr=False)
+
+    def cabling(self) -> dict:
+        """Alive leaf-spine links by leaf (computed on first use): CSR arrays over switch index.
+
+        ``ptr[x]:ptr[x+1]`` index ``link`` (link ids, leaf end first) and ``spine`` (spine node ids) of leaf ``x``;
+        ``bundle[x]`` is the common number of links from leaf ``x`` to each of its spines (0 when they differ or a
+        spine is slow), ``nspines[x]`` its spine count and ``sig[x]`` a signature of its spine set.
+        """
+        if self._cabling is None:
+            f = self.fabric
+            sb, ns = f.switch_base, f.n_switches
+            ls = f.link_kind == _LS
+            if self.alive_links is not None:
+                ls = ls & self.alive_links
+            ids = np.flatnonzero(ls)
+            leaf = f.link_a[ids] - sb
+            order = np.lexsort((f.link_b[ids], leaf))
+            ids, leaf = ids[order], leaf[order]
+            spine = f.link_b[ids]
+            ptr = np.concatenate([[0], np.cumsum(np.bincount(leaf, minlength=ns))])
+            key = leaf.astype(np.int64) * (sb + ns + 1) + spine
+            first = np.concatenate([[True], key[1:] != key[:-1]]) if key.size else np.zeros(0, bool)
+            bl = np.flatnonzero(first)
+            cnt = np.diff(np.concatenate([bl, [key.size]]))
+            bleaf = leaf[bl]
+            nspines = np.bincount(bleaf, minlength=ns)
+            bmin = np.full(ns, np.iinfo(np.int64).max)
+            bmax = np.zeros(ns, np.int64)
+            np.minimum.at(bmin, bleaf, cnt)
+            np.maximum.at(bmax, bleaf, cnt)
+            bundle = np.where((nspines > 0) & (bmin == bmax) & (self.leaf_slow == 0), bmax, 0)
+            w = ((spine[bl].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(11)).astype(float)
+            sig = np.bincount(bleaf, weights=w, minlength=ns)
+            self._cabling = {"ptr": ptr, "link": ids, "spine": spine, "bundle": bundle, "nspines": nspines,
+                             "sig": sig}
+        return self._cabling
 
     def background_of(self, kind: str, keys: np.ndarray) -> np.ndarray:
         """Other jobs' share of the capacity of the groups ``keys`` of ``kind`` (0 where none)."""
@@ -129,6 +170,7 @@ class NetworkModel:
             if of_kind.size:
                 group_bps.update(dict.fromkeys(groups, float(fabric.link_capacity_bps[of_kind[0]])))
         return cls(
+            alive_links=None if alive.all() else alive, slow_spines=tuple(int(x) for x in slow_switches),
             fabric=fabric, leaf_up=leaf_up, leaf_slow=slow, slow_factor=float(slow_factor), pod_of_switch=pod,
             pod_bins=pod_bins, is_dragonfly=is_dfly,
             dfly_routers_per_group=int(s.get("routers_per_group", 0)),
@@ -155,6 +197,51 @@ class LinkClass:
     mean_load: float = 0.0       # mean bytes per link per op byte over the members
     bg: float = 0.0              # share of these links' capacity taken by other jobs
     member_loads: np.ndarray = field(default_factory=lambda: np.zeros(0))   # mean bytes per link per op byte
+    joint: int = -1              # >= 0: drawn jointly with other classes by ``PhaseLoad.joint[joint]`` (ECMP paths)
+
+
+@dataclass
+class PairUnits:
+    """``members`` leaf pairs (A, B) in which A's uplinks carry only flows to B and B's downlinks only flows from A:
+    k balls over s spines with b links per leaf-spine pair; the busiest of A's uplinks and B's downlinks has the
+    exact distribution :func:`~fabric.evaluate.ballsbins.pair_max_load_cdf` (each ball's spine is shared by its
+    uplink and downlink). ``up``/``down`` index the two classes in ``PhaseLoad.classes``."""
+
+    k: int
+    s: int
+    b: int
+    members: int
+    ball: float
+    up: int
+    down: int
+
+
+@dataclass
+class PathSample:
+    """Leaf link groups whose flows share spines in tangled ways, drawn path by path: every ball (flow x QP) picks
+    an uplink of its source leaf uniformly among those whose spine reaches the destination leaf, then the spine
+    picks one of its links to the destination leaf, as the switches' hashes do.
+
+    Flat tables: ball ``i`` chooses option ``ball_off[i] + floor(U x ball_nopt[i])``; option ``o`` is uplink
+    ``opt_up[o]`` (compact link index, -1: the ball arrives from another pod and has no uplink here) followed by one
+    of ``opt_nd[o]`` downlinks ``down[opt_doff[o]:...]`` (none: the ball leaves the pod). ``opt_upw`` / ``down_w``
+    are load multipliers (0 for no link, 1 / slow factor on slow spines). ``group_of_slot`` maps directed slots
+    (``n_links`` uplink directions, then ``n_links`` downlink directions) to group positions; ``classes`` maps a
+    class (by id) to its member groups' positions."""
+
+    ball_off: np.ndarray
+    ball_nopt: np.ndarray
+    ball_w: np.ndarray
+    opt_up: np.ndarray
+    opt_upw: np.ndarray
+    opt_nd: np.ndarray
+    opt_doff: np.ndarray
+    down: np.ndarray
+    down_w: np.ndarray
+    n_links: int
+    group_of_slot: np.ndarray
+    n_groups: int
+    classes: dict
 
 
 @dataclass
@@ -166,14 +253,30 @@ class PhaseLoad:
     nvlink_max: float            # busiest GPU's NVLink bytes per op byte
     hops: int
     steps: int
+    joint: list = field(default_factory=list)   # PairUnits / PathSample drawing classes with joint >= 0
+    flows_per_port: float = 1.0  # fewest concurrent flows (x QPs) of a NIC port that sends across leaves
+    multipath: bool = False      # some flows leave their leaf (several paths: spraying can reorder them)
+
+
+def _group_index(keys: np.ndarray):
+    """``(unique keys, inverse)``: by counting when the keys span a small range (switch ids), else by sorting."""
+    lo, hi = int(keys.min()), int(keys.max())
+    span = hi - lo + 1
+    if span <= 4 * keys.size + 65536:
+        present = np.bincount(keys - lo, minlength=span) > 0
+        uniq = np.flatnonzero(present)
+        lookup = np.zeros(span, np.int64)
+        lookup[uniq] = np.arange(uniq.size)
+        return uniq + lo, lookup[keys - lo]
+    uniq, inv = np.unique(keys, return_inverse=True)
+    return uniq, inv.ravel()
 
 
 def _group_classes(kind: str, keys: np.ndarray, qps: np.ndarray, bytes_: np.ndarray, n_of_key, slow_of_key,
                    bg_of_key=None) -> list[LinkClass]:
     if keys.size == 0:
         return []
-    uniq, inv = np.unique(keys, return_inverse=True)
-    inv = inv.ravel()
+    uniq, inv = _group_index(keys)
     B = np.bincount(inv, weights=bytes_)
     B2 = np.bincount(inv, weights=bytes_ * bytes_ / qps)
     k_eff = np.maximum(1, np.rint(B * B / np.maximum(B2, 1e-300))).astype(np.int64)
@@ -200,8 +303,13 @@ def _classes(kind, keys, k, ball, n, slow, bg, total_bytes) -> list[LinkClass]:
     return out
 
 
-def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool) -> PhaseLoad:
-    """Aggregate a :class:`~fabric.evaluate.flows.NetPhase` into link-group classes."""
+def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str = "ecmp",
+               samples: int = 256) -> PhaseLoad:
+    """Aggregate a :class:`~fabric.evaluate.flows.NetPhase` into link-group classes.
+
+    Under ``ecmp`` the leaf uplink and downlink groups that share flows are marked for joint sampling
+    (:func:`_leaf_classes`); ``samples`` sizes the path-by-path Monte Carlo budget.
+    """
     f = model.fabric
     if phase.all_pairs is not None:
         simple = (f.gpu_nics.shape[1] == 1 and f.nic_ports.shape[1] == 1 and not model.is_dragonfly
@@ -249,22 +357,26 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool) -> PhaseLoad:
     q = np.full(per.size, float(qps))
     cross = src_leaf != dst_leaf
     classes: list[LinkClass] = []
+    joint: list = []
     hops = 1
+    flows_per_port = 1.0
     if cross.any():
         hops = 3
+        # flows (x QPs) that share a sending NIC port, at the port that sends across leaves with the fewest
+        per_port = np.bincount(port_id_s) * float(qps)
+        sends_out = np.bincount(port_id_s[cross], minlength=per_port.size) > 0
+        flows_per_port = float(per_port[sends_out].min())
         sl, dl, pc, qc = src_leaf[cross], dst_leaf[cross], per[cross], q[cross]
         if model.is_dragonfly:
             classes += _dragonfly_classes(model, sl, dl, pc, qc)
         else:
-            up = lambda keys: model.leaf_up[keys - sb]          # noqa: E731
-            slow = lambda keys: model.leaf_slow[keys - sb]      # noqa: E731
-            classes += _group_classes("leaf uplinks", sl, qc, pc, up, slow,
-                                      lambda k: model.background_of("leaf uplinks", k))
-            classes += _group_classes("leaf downlinks", dl, qc, pc, up, slow,
-                                      lambda k: model.background_of("leaf downlinks", k))
+            xp = np.zeros(sl.size, bool)
             if model.pod_bins.size:
                 sp, dp = model.pod_of_switch[sl - sb], model.pod_of_switch[dl - sb]
                 xp = sp != dp
+            cls, joint = _leaf_classes(model, sl, dl, pc, qc, xp, routing, samples)
+            classes += cls
+            if model.pod_bins.size:
                 if xp.any():
                     hops = 5
                     pb = lambda keys: model.pod_bins[keys]      # noqa: E731
@@ -273,7 +385,246 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool) -> PhaseLoad:
                                               lambda k: model.background_of("pod core uplinks", k))
                     classes += _group_classes("pod core downlinks", dp[xp], qc[xp], pc[xp], pb, zero,
                                               lambda k: model.background_of("pod core downlinks", k))
-    return PhaseLoad(classes, nic_max, nvlink_max, hops, phase.steps)
+    return PhaseLoad(classes, nic_max, nvlink_max, hops, phase.steps, joint, flows_per_port, bool(cross.any()))
+
+
+#: Leaf groups whose flows share spines in tangled ways are drawn path by path while balls x samples stays under
+#: this; beyond it they are drawn as independent groups (docs/evaluator.md gives the error of that fallback).
+PATH_SAMPLE_BUDGET = 60_000
+
+
+def _k_eff(inv: np.ndarray, bytes_: np.ndarray, qps: np.ndarray, size: int | None = None):
+    """Per key: equal balls carrying the key's bytes with the same sum of squares (``k_eff``), and their size."""
+    B = np.bincount(inv, weights=bytes_, minlength=size or 0)
+    B2 = np.bincount(inv, weights=bytes_ * bytes_ / qps, minlength=size or 0)
+    k = np.maximum(1, np.rint(B * B / np.maximum(B2, 1e-300))).astype(np.int64)
+    return k, B / k, B
+
+
+def _leaf_classes(model: NetworkModel, sl, dl, pc, qc, xp, routing: str, samples: int):
+    """Classes of the leaf uplink and downlink groups crossed by leaf-to-leaf flows, and their joint samplers.
+
+    A flow's spine is chosen once, at its source leaf, and carries it down to its destination leaf, so an uplink
+    group and the downlink groups its flows reach are correlated (flows between pods reach the destination pod's
+    spines through the cores, which decouples the two ends: they count as independent). Under ECMP:
+
+    - *pair units*: A's uplinks carry only flows to B and B's downlinks only flows from A (shifts, rings and
+      pipelines with one leaf per hop), on regular cabling: exact joint distribution, identical units in one
+      class (:class:`PairUnits`);
+    - *tangled* groups (a leaf sends to several leaves that also hear from others): path by path Monte Carlo
+      (:class:`PathSample`) while balls x samples <= :data:`PATH_SAMPLE_BUDGET`, else independent groups;
+    - groups whose flows all leave or enter the pod: independent groups (exact marginals).
+    Other routings split deterministically, so groups are independent classes there.
+    """
+    f = model.fabric
+    sb, ns = f.switch_base, f.n_switches
+    up_n = lambda keys: model.leaf_up[keys - sb]                     # noqa: E731
+    slow = lambda keys: model.leaf_slow[keys - sb]                   # noqa: E731
+    bg_up = lambda k: model.background_of("leaf uplinks", k)         # noqa: E731
+    bg_dn = lambda k: model.background_of("leaf downlinks", k)       # noqa: E731
+    if routing != "ecmp":
+        return (_group_classes("leaf uplinks", sl, qc, pc, up_n, slow, bg_up)
+                + _group_classes("leaf downlinks", dl, qc, pc, up_n, slow, bg_dn)), []
+    u, d = sl - sb, dl - sb
+    intra = ~xp
+    ui, di = u[intra], d[intra]
+    big = np.iinfo(np.int64).max
+    # a leaf whose flows inside the pod all go to one leaf: smallest == largest destination (likewise sources)
+    dmin, dmax = np.full(ns, big), np.full(ns, -1)
+    smin, smax = np.full(ns, big), np.full(ns, -1)
+    np.minimum.at(dmin, ui, di)
+    np.maximum.at(dmax, ui, di)
+    np.minimum.at(smin, di, ui)
+    np.maximum.at(smax, di, ui)
+    ext_up = np.bincount(u[xp], minlength=ns) > 0
+    ext_dn = np.bincount(d[xp], minlength=ns) > 0
+    has_up, has_dn = dmax >= 0, smax >= 0
+    cand = np.flatnonzero(has_up & (dmin == dmax) & ~ext_up)
+    partner = dmin[cand]
+    ok = (smin[partner] == cand) & (smax[partner] == cand) & ~ext_dn[partner]
+    cand, partner = cand[ok], partner[ok]
+    s_p, b_p, regular = _pair_cabling(model, cand, partner)
+    pu, pd = cand[regular], partner[regular]
+    unit_up = np.zeros(ns, bool)
+    unit_dn = np.zeros(ns, bool)
+    unit_up[pu] = True
+    unit_dn[pd] = True
+    classes: list[LinkClass] = []
+    joint: list = []
+    if pu.size:
+        k, ball, B = _k_eff(ui, pc[intra], qc[intra], ns)
+        classes_u, joint_u = _pair_unit_classes(model, pu, pd, k[pu], ball[pu], B[pu], s_p[regular], b_p[regular])
+        classes += classes_u
+        joint += joint_u
+    tangled_up = has_up & ~unit_up
+    tangled_dn = has_dn & ~unit_dn
+    mc = False
+    if tangled_up.any():
+        touching = tangled_up[u] | tangled_dn[d]
+        mc = float(qc[touching].sum()) * samples <= PATH_SAMPLE_BUDGET      # balls <= flows x QPs
+    if mc:
+        mu, md = tangled_up[u], tangled_dn[d]
+        up_cls = _group_classes("leaf uplinks", sl[mu], qc[mu], pc[mu], up_n, slow, bg_up)
+        dn_cls = _group_classes("leaf downlinks", dl[md], qc[md], pc[md], up_n, slow, bg_dn)
+        t = intra & mu
+        pkey, pinv = np.unique(u[t] * ns + d[t], return_inverse=True)
+        pk, pball, _ = _k_eff(pinv.ravel(), pc[t], qc[t])
+        spec = _path_sample(model, up_cls, dn_cls, pkey // ns, pkey % ns, pk, pball, u, d, xp, pc, qc,
+                            tangled_up, tangled_dn)
+        for c in up_cls + dn_cls:
+            c.joint = len(joint)
+        joint.append(spec)
+        classes += up_cls + dn_cls
+        mu, md = ~unit_up[u] & ~tangled_up[u], ~unit_dn[d] & ~tangled_dn[d]
+    else:
+        mu, md = ~unit_up[u], ~unit_dn[d]
+    if mu.any():
+        classes += _group_classes("leaf uplinks", sl[mu], qc[mu], pc[mu], up_n, slow, bg_up)
+    if md.any():
+        classes += _group_classes("leaf downlinks", dl[md], qc[md], pc[md], up_n, slow, bg_dn)
+    return classes, joint
+
+
+def _pair_cabling(model: NetworkModel, pu, pd):
+    """Spines s and links per leaf-spine pair b of each leaf pair, and whether both leaves have that same regular
+    cabling (every spine of the pair's spine set reached by b links from each, none slow)."""
+    f = model.fabric
+    if pu.size == 0:
+        z = np.zeros(0, np.int64)
+        return z, z, np.zeros(0, bool)
+    st = f.structure
+    if model.alive_links is None and not model.slow_spines and st.get("leaf_spine_even", True) \
+            and int(st.get("leaf_spine_bundle", 0)) > 0:
+        b = int(st["leaf_spine_bundle"])
+        s_u, s_d = model.leaf_up[pu] // b, model.leaf_up[pd] // b
+        regular = (s_u == s_d) & (model.leaf_up[pu] % b == 0) & (s_u > 0)
+        return s_u, np.full(pu.size, b, np.int64), regular
+    cab = model.cabling()
+    bu, bd = cab["bundle"][pu], cab["bundle"][pd]
+    regular = (bu > 0) & (bu == bd) & (cab["nspines"][pu] == cab["nspines"][pd]) & (cab["sig"][pu] == cab["sig"][pd])
+    return cab["nspines"][pu], bu, regular
+
+
+def _pair_unit_classes(model: NetworkModel, pu, pd, k, ball, B, s, b):
+    """One uplink class and one downlink class per (k, s, b, background) of the pair units, and their samplers."""
+    sb = model.fabric.switch_base
+    bgu = np.rint(np.clip(model.background_of("leaf uplinks", pu + sb), 0.0, 0.95) * 100).astype(np.int64)
+    bgd = np.rint(np.clip(model.background_of("leaf downlinks", pd + sb), 0.0, 0.95) * 100).astype(np.int64)
+    sig = np.stack([k, s, b, bgu, bgd], axis=1)
+    csig, cinv = np.unique(sig, axis=0, return_inverse=True)
+    cinv = cinv.ravel()
+    classes, joint = [], []
+    for c, (kk, ss, bb, gu, gd) in enumerate(csig.tolist()):
+        m = cinv == c
+        n = ss * bb
+        per_link = B[m] / n
+        cb = float(ball[m].max())
+        up = LinkClass("leaf uplinks", kk, n, 0, int(m.sum()), cb, pu[m] + sb, float(per_link.mean()), gu / 100.0,
+                       per_link, joint=len(joint))
+        dn = LinkClass("leaf downlinks", kk, n, 0, int(m.sum()), cb, pd[m] + sb, float(per_link.mean()), gd / 100.0,
+                       per_link, joint=len(joint))
+        joint.append(PairUnits(kk, ss, bb, int(m.sum()), cb, up, dn))
+        classes += [up, dn]
+    return classes, joint
+
+
+def _path_sample(model: NetworkModel, up_cls, dn_cls, pu, pd, pk, pball, u, d, xp, pc, qc, tangled_up,
+                 tangled_dn) -> PathSample:
+    """The :class:`PathSample` of the tangled leaf groups: their cabling, ball families and classes."""
+    f = model.fabric
+    sb = f.switch_base
+    up_leaves = np.flatnonzero(tangled_up)
+    dn_leaves = np.flatnonzero(tangled_dn)
+    leaves = np.union1d(up_leaves, dn_leaves)
+    ls = f.link_kind == _LS
+    if model.alive_links is not None:
+        ls = ls & model.alive_links
+    ids = np.flatnonzero(ls & np.isin(f.link_a - sb, leaves))
+    order = np.lexsort((f.link_b[ids], f.link_a[ids]))
+    ids = ids[order]
+    leaf_of = f.link_a[ids] - sb
+    spine_of = f.link_b[ids]
+    L = ids.size
+    links_of = {int(x): np.flatnonzero(leaf_of == x) for x in leaves.tolist()}
+    slow = np.ones(L)
+    if model.slow_spines:
+        slow[np.isin(spine_of, np.asarray(model.slow_spines))] = 1.0 / model.slow_factor
+    fams = []       # (k, ball, up candidates, [down candidates per up candidate]) ; up None: arrival only
+    for a, bleaf, k, w in zip(pu.tolist(), pd.tolist(), pk.tolist(), pball.tolist()):
+        la, lb = links_of[a], links_of[bleaf]
+        reach = np.isin(spine_of[la], spine_of[lb])
+        cand = la[reach]
+        downs = [lb[spine_of[lb] == spine_of[c]] for c in cand.tolist()]
+        fams.append((k, w, cand, downs))
+    if xp.any():
+        for side, tangled, is_up in ((u, tangled_up, True), (d, tangled_dn, False)):
+            m = xp & tangled[side]
+            if not m.any():
+                continue
+            keys, inv = np.unique(side[m], return_inverse=True)
+            k, w, _ = _k_eff(inv.ravel(), pc[m], qc[m])
+            for x, kk, ww in zip(keys.tolist(), k.tolist(), w.tolist()):
+                fams.append((kk, ww, links_of[x], None) if is_up else (kk, ww, None, [links_of[x]]))
+    opt_up, opt_nd, opt_doff, down = [], [], [], []
+    fam_off, fam_nopt = [], []
+    for _, _, cand, downs in fams:
+        fam_off.append(len(opt_up))
+        options = [(int(c), downs[r] if downs is not None else None) for r, c in enumerate(cand)] \
+            if cand is not None else [(-1, downs[0])]
+        options = options or [(-1, None)]                    # no spine reaches the destination: nothing to load
+        fam_nopt.append(len(options))
+        for up, dn in options:
+            opt_up.append(up)
+            opt_doff.append(len(down))
+            opt_nd.append(0 if dn is None else len(dn))
+            if dn is not None:
+                down.extend(int(x) for x in dn)
+    opt_up = np.array(opt_up, np.int64)
+    down = np.array(down + [0], np.int64)                  # a trailing dummy keeps every offset in range
+    k = np.array([x[0] for x in fams], np.int64)
+    ball_fam = np.repeat(np.arange(len(fams)), k)
+    # groups: uplinks of each tangled sender, downlinks of each tangled receiver; slots 0..L-1 up, L..2L-1 down
+    group_of_slot = np.full(2 * L, -1, np.int64)
+    gpos = {}
+    for x in up_leaves.tolist():
+        gpos[("leaf uplinks", x + sb)] = len(gpos)
+        group_of_slot[links_of[x]] = gpos[("leaf uplinks", x + sb)]
+    for x in dn_leaves.tolist():
+        gpos[("leaf downlinks", x + sb)] = len(gpos)
+        group_of_slot[L + links_of[x]] = gpos[("leaf downlinks", x + sb)]
+    classes = {}
+    for c in up_cls + dn_cls:
+        classes[id(c)] = np.array([gpos[(c.kind, int(x))] for x in c.member_ids.tolist()], np.int64)
+    return PathSample(np.array(fam_off, np.int64)[ball_fam], np.array(fam_nopt, np.int64)[ball_fam],
+                      np.array([x[1] for x in fams], float)[ball_fam], np.maximum(opt_up, 0),
+                      np.where(opt_up >= 0, slow[np.maximum(opt_up, 0)], 0.0), np.array(opt_nd, np.int64),
+                      np.array(opt_doff, np.int64), down, np.append(slow[down[:-1]], 0.0), L, group_of_slot,
+                      len(gpos), classes)
+
+
+def _sample_paths(spec: PathSample, rng: np.random.Generator, samples: int) -> dict:
+    """Per class (by id): the busiest member's busiest link, bytes per op byte, in each sample."""
+    K = spec.ball_off.size
+    L = spec.n_links
+    u = rng.random((2, samples, K), dtype=np.float32)
+    o = spec.ball_off + (u[0] * spec.ball_nopt).astype(np.int64)
+    nd = spec.opt_nd[o]
+    d = spec.opt_doff[o] + (u[1] * nd).astype(np.int64)
+    d = np.where(nd > 0, d, spec.down.size - 1)             # no downlink here: the dummy, weight 0
+    dn = spec.down[d]
+    base = (np.arange(samples, dtype=np.int64) * L)[:, None]
+    up_loads = np.bincount((base + spec.opt_up[o]).ravel(), weights=(spec.ball_w * spec.opt_upw[o]).ravel(),
+                           minlength=samples * L)
+    dn_loads = np.bincount((base + dn).ravel(), weights=(spec.ball_w * spec.down_w[d]).ravel(),
+                           minlength=samples * L)
+    loads = np.concatenate([up_loads.reshape(samples, L), dn_loads.reshape(samples, L)], axis=1)
+    used = np.flatnonzero(spec.group_of_slot >= 0)
+    order = used[np.argsort(spec.group_of_slot[used], kind="stable")]
+    g_sorted = spec.group_of_slot[order]
+    starts = np.flatnonzero(np.concatenate([[True], g_sorted[1:] != g_sorted[:-1]]))
+    gmax = np.zeros((samples, spec.n_groups))
+    gmax[:, g_sorted[starts]] = np.maximum.reduceat(loads[:, order], starts, axis=1)
+    return {cid: gmax[:, pos].max(axis=1) for cid, pos in spec.classes.items()}
 
 
 def _count_per_member(*keys) -> np.ndarray:
@@ -332,7 +683,9 @@ def _all_pairs_load(phase, model: NetworkModel, qps: int) -> PhaseLoad:
                                                 zero, model.background_of("pod core uplinks", pkeys))
                 classes += _classes_from_counts("pod core downlinks", pkeys, kp, per / qps, model.pod_bins[pkeys],
                                                 zero, model.background_of("pod core downlinks", pkeys))
-    return PhaseLoad(classes, nic_max, phase.nvlink_bytes_per_byte, hops, phase.steps)
+    sending = (n - same_dom)[off > 0]
+    fpp = float(sending.min()) * qps if sending.size else 1.0
+    return PhaseLoad(classes, nic_max, phase.nvlink_bytes_per_byte, hops, phase.steps, [], fpp, bool(off.max() > 0))
 
 
 def _classes_from_counts(kind, keys, k, ball, n, slow, bg=None) -> list[LinkClass]:
@@ -365,23 +718,44 @@ def _dragonfly_classes(model: NetworkModel, sl, dl, pc, qc) -> list[LinkClass]:
 
 
 def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff: float, nv_bytes_per_s: float,
-                        imbalance: float, rng: np.random.Generator, samples: int):
+                        imbalance: float, rng: np.random.Generator, samples: int, reorder_slowdown: float = 1.0,
+                        reorder_floor: float = 0.45):
     """Seconds per op byte of the phase in each sample, and per class the sampled busiest-link bytes per op byte.
 
     NIC ports run at the NIC speed, each link group at its own links' speed (:meth:`NetworkModel.link_bps`).
+    ``reorder_slowdown`` > 1 (a reorder-intolerant transport under per-packet spraying) stretches the network time
+    of a phase whose flows take several paths by :func:`fabric.evaluate.transport.reorder_factor`, from the
+    utilization of its busiest link group over the phase.
     """
     cap = model.capacity_bps / 8.0 * eff
-    base = max(load.nic_max / cap, load.nvlink_max / nv_bytes_per_s if nv_bytes_per_s > 0 else 0.0)
-    t = np.full(samples, base)
+    nic_t = load.nic_max / cap
+    nv_t = load.nvlink_max / nv_bytes_per_s if nv_bytes_per_s > 0 else 0.0
+    t = np.full(samples, nic_t)
+    drawn = {}
+    for spec in load.joint:
+        if isinstance(spec, PairUnits):
+            from fabric.evaluate.ballsbins import pair_max_load_cdf, sample_from_cdf
+
+            m = sample_from_cdf(pair_max_load_cdf(spec.k, spec.s, spec.b), spec.members, rng.random(samples),
+                                cap=spec.k) * spec.ball
+            drawn[id(spec.up)] = m
+            drawn[id(spec.down)] = m
+        else:
+            drawn.update(_sample_paths(spec, rng, samples))
     per_class = []
-    for c in load.classes:
-        cap = model.link_bps(c.kind) / 8.0 * eff
+    link_t = np.zeros(samples)
+    worst = np.full(samples, -1, np.int64)
+    for ci, c in enumerate(load.classes):
+        lcap = model.link_bps(c.kind) / 8.0 * eff
         if c.n <= 0:
             busiest = np.full(samples, np.inf)       # every path of the group failed
             per_class.append(busiest)
-            t = np.maximum(t, busiest / cap)
+            t = np.maximum(t, busiest / lcap)
             continue
-        busiest = _healthy_busiest(c, model, routing, imbalance, rng, samples)
+        if c.joint >= 0 and routing == "ecmp":
+            busiest = drawn[id(c)].copy()
+        else:
+            busiest = _healthy_busiest(c, model, routing, imbalance, rng, samples)
         if model.sample_faults is not None and c.kind.startswith("leaf"):
             members = set(c.member_ids.tolist())
             for s, faults in enumerate(model.sample_faults):
@@ -396,8 +770,20 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
                         v = c.k * c.ball / left * (1.0 + (imbalance if routing == "adaptive" else 0.0))
                     busiest[s] = max(busiest[s], v)
         per_class.append(busiest)
-        t = np.maximum(t, busiest / (cap * (1.0 - c.bg)))
-    return t, per_class
+        ct = busiest / (lcap * (1.0 - c.bg))
+        worst = np.where(ct > link_t, ci, worst)
+        link_t = np.maximum(link_t, ct)
+    t = np.maximum(t, link_t)
+    if reorder_slowdown > 1.0 and load.multipath and load.classes:
+        from fabric.evaluate.transport import reorder_factor
+
+        w = np.maximum(worst, 0)
+        links = np.array([c.n for c in load.classes], float)[w]
+        per_link = np.array([c.k / max(c.n, 1) for c in load.classes], float)[w]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rho = np.where(t > 0, link_t / t, 0.0)
+        t = t * reorder_factor(reorder_slowdown, rho, links, load.flows_per_port, per_link, reorder_floor)
+    return np.maximum(t, nv_t), per_class
 
 
 def _healthy_busiest(c, model: NetworkModel, routing: str, imbalance: float, rng, samples: int) -> np.ndarray:

@@ -9,10 +9,15 @@ from pathlib import Path
 
 import yaml
 
-from fabric.design.schema import FAMILIES, PLACEMENTS, ROUTING_POLICIES, TRANSPORTS
+from fabric.design.schema import FAMILIES, LEGACY_TRANSPORTS, PLACEMENTS, ROUTING_POLICIES, TRANSPORTS
 from fabric.errors import FabricError
 
-__all__ = ["Constraints", "ConstraintError", "constraints_from_dict", "load_constraints", "COST_OBJECTIVES"]
+#: Transports searched unless the constraints say otherwise: kernel TCP (``tcp``) is left out because at the same
+#: hardware cost it is never better than RoCE (ECMP) or reorder-tolerant Ethernet (spraying); allow it explicitly.
+DEFAULT_TRANSPORTS = ("infiniband", "roce", "uec")
+
+__all__ = ["Constraints", "ConstraintError", "constraints_from_dict", "load_constraints", "COST_OBJECTIVES",
+           "DEFAULT_TRANSPORTS"]
 
 #: What a search may minimize beside the p99 step.
 COST_OBJECTIVES = ("network_capex", "cost_per_step")
@@ -37,7 +42,7 @@ class Constraints:
     nics_per_gpu: tuple[float, ...] = (0.5, 1.0, 2.0)
     families: tuple[str, ...] = FAMILIES
     routings: tuple[str, ...] = ROUTING_POLICIES
-    transports: tuple[str, ...] = TRANSPORTS
+    transports: tuple[str, ...] = DEFAULT_TRANSPORTS
     placements: tuple[str, ...] = PLACEMENTS
     oversubscriptions: tuple[float, ...] = (1.0, 1.5, 2.0, 3.0, 4.0)
     #: uplink speeds the search may choose, as multiples of the NIC port speed (1: the NIC speed; 2: 800G uplinks
@@ -69,6 +74,10 @@ class Constraints:
             bad("gpus_per_node", f"expected a positive whole number, got {self.gpus_per_node!r}")
         if self.gpus % self.gpus_per_node:
             bad("gpus", f"{self.gpus:,} GPUs is not a whole number of {self.gpus_per_node}-GPU nodes")
+        if isinstance(self.transports, (tuple, list)) and any(t in LEGACY_TRANSPORTS for t in self.transports):
+            # old names (spray_ethernet) keep working: the same profile under its current name
+            renamed = tuple(dict.fromkeys(LEGACY_TRANSPORTS.get(t, t) for t in self.transports))
+            object.__setattr__(self, "transports", renamed)
         for f, allowed in (("families", FAMILIES), ("routings", ROUTING_POLICIES), ("transports", TRANSPORTS),
                            ("placements", PLACEMENTS)):
             v = getattr(self, f)

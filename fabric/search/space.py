@@ -3,13 +3,14 @@
 Every gene is an index into a list of choices. :meth:`DesignSpace.decode` turns a genome into a
 :class:`~fabric.design.Design` after repairing combinations that cannot exist, and says which repairs it made:
 
-- the transport follows the switch fabric (InfiniBand switches run ``infiniband``; Ethernet switches run ``roce``
-  or ``spray_ethernet``; an ``infiniband`` gene on Ethernet becomes ``roce``);
+- the transport follows the switch fabric (InfiniBand switches run ``infiniband``; Ethernet switches run ``roce``,
+  ``tcp`` or ``uec``; an ``infiniband`` gene on Ethernet becomes ``roce``);
 - the NIC must speak the switch's fabric: the same-speed NIC of that fabric, else the nearest speed;
 - the GPU's host must feed the NICs (:mod:`fabric.catalog.compat`): NICs it cannot run at full speed are not
   genes at all (``excluded_nics`` says why), and ``nics_per_gpu`` is lowered to the largest allowed count whose
   NIC bandwidth per GPU the host feeds (two 400G NICs per H100 become one);
-- per-packet spraying on plain RoCE becomes ``spray_ethernet``; in-network reduction only on InfiniBand;
+- in-network reduction only on InfiniBand (per-packet spraying on a reorder-intolerant transport, ``roce`` or
+  ``tcp``, is kept: the evaluator charges its reordering penalty, docs/evaluator.md);
 - two planes need a NIC with two ports: otherwise one plane;
 - uplinks run at ``uplink_speed_factor`` x the NIC port speed when the switch's ports break out into that speed
   (:meth:`fabric.catalog.SwitchModel.lanes_at`), else at the largest allowed factor below it that they do (factor 1,
@@ -135,9 +136,6 @@ class DesignSpace:
             repairs.append("transport infiniband->roce (Ethernet switch)")
             transport = "roce"
         routing = v["routing"]
-        if routing == "spray" and transport == "roce":
-            repairs.append("transport roce->spray_ethernet (per-packet spraying)")
-            transport = "spray_ethernet"
         npg = float(v["nics_per_gpu"])
         limit = self.gpu.max_nic_bps_per_gpu
         if limit is not None and host_nic_bps(nic, npg) > limit * (1 + 1e-9):

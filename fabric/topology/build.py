@@ -150,7 +150,7 @@ def _capacity_error(label: str, tiers: int, hw: _Ports, o1: float, o2: float, en
 
 
 def _upper(n_leaves: int, u1: int, hw: _Ports, o2: float, tiers: int, unit: int, label: str,
-           o1: float, endpoints: int):
+           o1: float, endpoints: int, spines: int | None = None):
     """Spine (and core) layer above ``n_leaves`` leaves of ``u1`` uplinks each. Returns link index arrays.
 
     Each layer is sized to the links it carries (:func:`sizing.spread_upward`). Three tiers: pods of up to
@@ -158,9 +158,12 @@ def _upper(n_leaves: int, u1: int, hw: _Ports, o2: float, tiers: int, unit: int,
     pod keeps them, so growing it needs no recabling); every pod sends its ``spines_per_pod x spine_uplinks``
     core-facing links over one shared core layer of the fewest cores whose ports take them (at least two), the
     same number (give or take one) to every core. The evaluator only counts a pod's core-facing links.
+    ``spines`` (the design's) fixes the spine count (per pod for three tiers).
     """
     if tiers == 2:
-        spread = sizing.spread_upward(u1, n_leaves, hw.spine_radix)
+        spread = sizing.spread_upward(u1, n_leaves, hw.spine_radix, switches=spines)
+        if spread is None and spines is not None:
+            _spines_error(spines, u1, n_leaves, hw.spine_radix)
         if spread is None:
             _capacity_error(label, 2, hw, o1, o2, endpoints, "; use 3 tiers, a larger radix or more "
                                                            "oversubscription")
@@ -176,7 +179,9 @@ def _upper(n_leaves: int, u1: int, hw: _Ports, o2: float, tiers: int, unit: int,
                           f"fewer than the {unit} leaves of one scalable unit; lower the spine oversubscription")
     per_pod = min(per_pod, n_leaves)
     pods = math.ceil(n_leaves / per_pod)
-    pod_spread = sizing.spread_upward(u1, per_pod, d2)   # never None: per_pod <= d2
+    pod_spread = sizing.spread_upward(u1, per_pod, d2, switches=spines)   # never None unforced: per_pod <= d2
+    if pod_spread is None:
+        _spines_error(spines, u1, per_pod, d2)
     s1 = pod_spread.switches
     u2 = hw.spine.leaf_uplinks(pod_spread.max_ports, o2)
     u_pod = s1 * u2
@@ -203,6 +208,14 @@ def _upper(n_leaves: int, u1: int, hw: _Ports, o2: float, tiers: int, unit: int,
             "spine_core_even": core_spread.even}
     spine_group = np.arange(n_spines) // s1
     return n_spines, n_cores, (leaf, spine), (sp, cc), spine_group, info
+
+
+def _spines_error(spines: int, u1: int, lower: int, ports: int):
+    if spines > u1:
+        raise DesignError(f"design field 'spines': {spines} spines, but a leaf has {u1} uplinks and must reach every "
+                          f"spine; use at most {u1}")
+    raise DesignError(f"design field 'spines': {spines} spines cannot take {lower} leaves x {u1} uplinks with "
+                      f"{ports} ports each for them; use more spines or leave spines unset")
 
 
 def _tiers_needed(fits_one: bool, fits_two: bool) -> int:
@@ -233,7 +246,7 @@ def _plan_clos(design: Design, slots: int, Q: int, hw: _Ports, endpoints: int) -
                       np.zeros(0, int), {"tiers": 1, "radix": radix, "leaf_down": slots * Q, "leaf_up": 0,
                                          "nodes_per_leaf": slots})
     ep_leaf = np.repeat((np.arange(slots) // per_leaf)[:, None], Q, axis=1)
-    s, c, ls, sc, sg, info = _upper(n_leaves_2, u1, hw, o2, tiers, 1, label, o1, endpoints)
+    s, c, ls, sc, sg, info = _upper(n_leaves_2, u1, hw, o2, tiers, 1, label, o1, endpoints, design.spines)
     leaf_group = np.arange(n_leaves_2) // info.get("leaves_per_pod", n_leaves_2)
     info.update({"tiers": tiers, "radix": radix, "leaf_down": min(slots, per_leaf) * Q, "leaf_up": u1,
                  "nodes_per_leaf": per_leaf, "leaves": n_leaves_2})
@@ -266,7 +279,7 @@ def _plan_rail_optimized(design: Design, slots: int, Q: int, hw: _Ports, endpoin
                           "use family 'rail_only' for one switch per rail")
     slot = np.arange(slots)
     ep_leaf = (slot // npl)[:, None] * Q + np.arange(Q)[None, :]
-    s, c, ls, sc, sg, info = _upper(n_leaves, u1, hw, o2, tiers, Q, label, o1, endpoints)
+    s, c, ls, sc, sg, info = _upper(n_leaves, u1, hw, o2, tiers, Q, label, o1, endpoints, design.spines)
     info.update({"tiers": tiers, "radix": radix, "leaf_down": min(slots, npl), "leaf_up": u1,
                  "nodes_per_su": nps, "scalable_units": sus, "sus_per_leaf": sus_per_leaf,
                  "nodes_per_leaf": npl, "rails": Q, "leaves": n_leaves})
@@ -293,7 +306,8 @@ def _plan_rail_only(design: Design, slots: int, Q: int, hw: _Ports, endpoints: i
                       np.zeros(0, int), {"tiers": 1, "radix": radix, "rails": Q, "leaves": Q,
                                          "leaf_down": slots, "leaf_up": 0})
     ep_leaf = np.arange(Q)[None, :] * per_rail_leaves + (slot // d1)[:, None]
-    s, c, (l1, s1), (s2, c2), sg, info = _upper(per_rail_leaves, u1, hw, o2, tiers, 1, label, o1, slots)
+    s, c, (l1, s1), (s2, c2), sg, info = _upper(per_rail_leaves, u1, hw, o2, tiers, 1, label, o1, slots,
+                                                 design.spines)
     # tile the per-rail structure over the Q rails
     off = lambda x, n: (np.arange(Q)[:, None] * n + np.asarray(x)[None, :]).ravel()  # noqa: E731
     ls = (off(l1, per_rail_leaves), off(s1, s))

@@ -147,7 +147,8 @@ class Spread:
     max_ports: int
 
 
-def spread_upward(uplinks: int, lower: int, capacity: int, *, equal_bundles: bool = True) -> Spread | None:
+def spread_upward(uplinks: int, lower: int, capacity: int, *, equal_bundles: bool = True,
+                  switches: int | None = None) -> Spread | None:
     """The upper layer for ``lower`` switches with ``uplinks`` each, on switches with ``capacity`` ports for them.
 
     The count starts at the fewest switches whose ports hold every link, and at least :data:`MIN_UPPER_SWITCHES`
@@ -158,9 +159,19 @@ def spread_upward(uplinks: int, lower: int, capacity: int, *, equal_bundles: boo
     one, every upper switch gets the same number of links give or take one). Without it (pods to cores), the
     minimum count is always kept and links are dealt round-robin. Returns ``None`` when no count works: a lower
     switch must reach every upper switch, so at most ``uplinks`` switches, which then hold ``lower`` links each.
+    ``switches`` fixes the count (the design's ``spines``): equal bundles when it divides ``uplinks``, else
+    round-robin; ``None`` when the switches cannot take the links or a lower switch cannot reach them all.
     """
     if uplinks < 1 or lower < 1 or capacity < 1:
         return None
+    links = uplinks * lower
+    if switches is not None:
+        s = int(switches)
+        if s < 1 or s > uplinks:
+            return None
+        even = uplinks % s == 0
+        spread = Spread(s, math.ceil(uplinks / s), even, lower * (uplinks // s) if even else math.ceil(links / s))
+        return spread if spread.max_ports <= capacity else None
     links = uplinks * lower
     need = max(min(MIN_UPPER_SWITCHES, uplinks), math.ceil(links / capacity))
     if need > uplinks:

@@ -23,7 +23,9 @@ The simulated network:
   ``Ipv4GlobalRouting`` with ``RandomEcmpRouting`` (a random equal-cost next hop per packet, ACKs included).
   ``spray_rr``: the same C++ protocol in round-robin mode (each packet takes the next port of its candidate set,
   an exactly even split). Spraying runs turn TCP SACK off (random per-packet routing with SACK on has been seen
-  to crash ns-3 3.44);
+  to crash ns-3 3.44). With ``reorder_buffer`` (a reorder-tolerant transport) the C++ protocol runs on every
+  switch, ``spray`` as a random port per packet (seeded per switch), and the switch that delivers to a host
+  resequences each TCP flow's data segments before the host sees them (:class:`SimConfig`);
 - each flow is a ``BulkSendApplication`` bound to a fixed source port (so its 5-tuple is known before the run)
   sending to its own ``PacketSink``; a C++ recorder notes when each sink has received the flow's bytes. All flows
   start at time zero (the connection handshake is part of the measured time).
@@ -60,6 +62,7 @@ _CPP = r"""
 #include "ns3/point-to-point-module.h"
 #include "ns3/traffic-control-module.h"
 #include <cstdint>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -78,6 +81,22 @@ inline uint64_t FlowHash(uint32_t src, uint32_t dst, uint8_t proto, uint16_t spo
     return Mix64(h ^ (((uint64_t)proto) << 32 | ((uint64_t)sport) << 16 | (uint64_t)dport));
 }
 
+// A segment held by the reorder buffer, and the buffer's state per TCP flow.
+struct HeldSegment {
+    Ptr<Ipv4Route> route;
+    Ptr<const Packet> packet;
+    Ipv4Header header;
+    Ipv4RoutingProtocol::UnicastForwardCallback ucb;
+    uint32_t len;
+};
+struct ReorderState {
+    bool init = false;
+    uint32_t expected = 0;
+    uint64_t key = 0;
+    std::map<uint32_t, HeldSegment> held;
+    EventId timer;
+};
+
 // Per-flow ECMP: the next hop towards a destination address is candidates[hash(5-tuple, salt) % n].
 class HashEcmpRouting : public Ipv4RoutingProtocol {
   public:
@@ -90,10 +109,21 @@ class HashEcmpRouting : public Ipv4RoutingProtocol {
         return tid;
     }
     HashEcmpRouting() : m_salt(0), m_forwarded(0) {}
-    void SetSalt(uint64_t salt) { m_salt = salt; }
+    void SetSalt(uint64_t salt) { m_salt = salt; m_rng = (salt * 0x9E3779B97F4A7C15ULL) | 1ULL; }
     // round robin: every packet with a choice takes the next port of its candidate set (per-packet spraying that
     // splits exactly evenly, as switches spraying in hardware do)
     void SetRoundRobin(bool rr) { m_roundRobin = rr; }
+    // random: every packet with a choice takes a uniformly random port of its candidate set (xorshift64*, seeded
+    // from the salt): per-packet spraying like ns-3's RandomEcmpRouting, inside this protocol
+    void SetRandom(bool r) { m_random = r; }
+    // receiver-side reorder buffer for a host cabled to this switch: the data segments of each TCP flow towards it
+    // leave this switch in sequence order (a segment that arrives ahead of a gap is held until the gap fills, or at
+    // most ``hold``), so the host's transport never sees the reordering that spraying causes, as a reorder-tolerant
+    // NIC (out-of-order placement, per-packet sequence tracking) presents data to its transport in order
+    void AddReorderHost(uint32_t dst) { m_reorderHosts.insert(dst); }
+    void SetReorderHold(double seconds) { m_hold = Seconds(seconds); }
+    uint64_t Held() const { return m_heldTotal; }
+    uint64_t Flushed() const { return m_flushed; }
     void AddRoute(uint32_t dst, uint32_t iface, uint32_t gateway) { m_table[dst].push_back(Hop{iface, gateway}); }
     uint64_t Forwarded() const { return m_forwarded; }
     uint64_t Changed() const { return m_changed; }
@@ -115,6 +145,8 @@ class HashEcmpRouting : public Ipv4RoutingProtocol {
         size_t k = 0;
         if (hops.size() > 1 && m_roundRobin) {
             k = (m_rr[it->first]++) % hops.size();
+        } else if (hops.size() > 1 && m_random) {
+            k = NextRandom() % hops.size();
         } else if (hops.size() > 1) {
             uint16_t sport = 0, dport = 0;
             if (header.GetProtocol() == 6) {
@@ -138,6 +170,9 @@ class HashEcmpRouting : public Ipv4RoutingProtocol {
         r->SetSource(m_ipv4->GetAddress(hops[k].iface, 0).GetLocal());
         r->SetOutputDevice(m_ipv4->GetNetDevice(hops[k].iface));
         ++m_forwarded;
+        if (header.GetProtocol() == 6 && !m_reorderHosts.empty()
+                && m_reorderHosts.count(header.GetDestination().Get()) && Resequence(r, p, header, ucb))
+            return true;
         ucb(r, p, header);
         return true;
     }
@@ -149,6 +184,77 @@ class HashEcmpRouting : public Ipv4RoutingProtocol {
     void PrintRoutingTable(Ptr<OutputStreamWrapper>, Time::Unit) const override {}
 
   private:
+    uint64_t NextRandom() {
+        m_rng ^= m_rng >> 12; m_rng ^= m_rng << 25; m_rng ^= m_rng >> 27;
+        return m_rng * 2685821657736338717ULL;
+    }
+
+    // true when the packet was taken here (forwarded in order, or held until its turn)
+    bool Resequence(Ptr<Ipv4Route> r, Ptr<const Packet> p, const Ipv4Header& h, const UnicastForwardCallback& ucb) {
+        TcpHeader tcp;
+        p->PeekHeader(tcp);
+        uint32_t len = p->GetSize() - tcp.GetSerializedSize();
+        uint64_t key = (((uint64_t)h.GetSource().Get()) << 32 | h.GetDestination().Get()) * 0x9E3779B97F4A7C15ULL
+                       ^ (((uint64_t)tcp.GetSourcePort()) << 16 | tcp.GetDestinationPort());
+        ReorderState& f = m_flows[key];
+        f.key = key;
+        uint32_t seq = tcp.GetSequenceNumber().GetValue();
+        if (tcp.GetFlags() & TcpHeader::SYN) { f.init = true; f.expected = seq + 1; return false; }
+        if (len == 0 || !f.init) return false;
+        int32_t ahead = (int32_t)(seq - f.expected);
+        if (ahead < 0) return false;                     // a retransmission or duplicate: no reason to wait
+        if (ahead == 0) {
+            ucb(r, p, h);
+            f.expected = seq + len;
+            Release(f);
+            return true;
+        }
+        if (f.held.count(seq)) return false;
+        f.held.emplace(seq, HeldSegment{r, p, h, ucb, len});
+        ++m_heldTotal;
+        if (!f.timer.IsPending())
+            f.timer = Simulator::Schedule(m_hold, &HashEcmpRouting::Flush, this, key);
+        return true;
+    }
+
+    void Release(ReorderState& f) {
+        bool progress = false;
+        while (!f.held.empty()) {
+            auto it = f.held.begin();
+            uint32_t seq = it->first;
+            if ((int32_t)(seq - f.expected) > 0) break;
+            HeldSegment x = it->second;
+            f.held.erase(it);
+            x.ucb(x.route, x.packet, x.header);
+            uint32_t end = seq + x.len;
+            if ((int32_t)(end - f.expected) > 0) f.expected = end;
+            progress = true;
+        }
+        if (f.timer.IsPending() && (f.held.empty() || progress)) f.timer.Cancel();
+        if (!f.held.empty() && !f.timer.IsPending()) {
+            uint64_t key = f.key;
+            f.timer = Simulator::Schedule(m_hold, &HashEcmpRouting::Flush, this, key);
+        }
+    }
+
+    // the gap did not fill in time (a loss): deliver what is held, in order, and let the transport recover
+    void Flush(uint64_t key) {
+        ReorderState& f = m_flows[key];
+        for (auto& kv : f.held) {
+            kv.second.ucb(kv.second.route, kv.second.packet, kv.second.header);
+            uint32_t end = kv.first + kv.second.len;
+            if ((int32_t)(end - f.expected) > 0) f.expected = end;
+            ++m_flushed;
+        }
+        f.held.clear();
+    }
+
+    bool m_random = false;
+    uint64_t m_rng = 1;
+    std::unordered_set<uint32_t> m_reorderHosts;
+    std::map<uint64_t, ReorderState> m_flows;
+    Time m_hold = MilliSeconds(5);
+    uint64_t m_heldTotal = 0, m_flushed = 0;
     Ptr<Ipv4> m_ipv4;
     uint64_t m_salt;
     uint64_t m_forwarded;
@@ -160,13 +266,14 @@ class HashEcmpRouting : public Ipv4RoutingProtocol {
     std::vector<Choice> m_choices;
 };
 
-Ptr<HashEcmpRouting> InstallHashEcmp(Ptr<Node> node, uint64_t salt, bool roundRobin) {
+Ptr<HashEcmpRouting> InstallHashEcmp(Ptr<Node> node, uint64_t salt, bool roundRobin, bool random) {
     Ptr<Ipv4> ipv4 = node->GetObject<Ipv4>();
     Ptr<Ipv4ListRouting> list = DynamicCast<Ipv4ListRouting>(ipv4->GetRoutingProtocol());
     NS_ABORT_MSG_IF(!list, "expected Ipv4ListRouting on every node");
     Ptr<HashEcmpRouting> proto = CreateObject<HashEcmpRouting>();
     proto->SetSalt(salt);
     proto->SetRoundRobin(roundRobin);
+    proto->SetRandom(random);
     list->AddRoutingProtocol(proto, 100);   // ahead of global routing (-10) and static routing (0)
     return proto;
 }
@@ -319,6 +426,11 @@ class SimConfig:
     ``switch_queue_packets``: FIFO size of every switch port (``None``: lossless, see :func:`lossless_queue_packets`).
     ``host_qdisc``: ``fq_codel`` (default) or ``fifo`` (one ``host_queue_packets`` FIFO). ``time_limit_factor``:
     the simulation stops at this many times the fluid bound (flows not done by then count as unfinished).
+    ``reorder_buffer``: a reorder-tolerant transport: each flow's data segments reach the receiving host in sequence
+    order (held at its leaf while a gap is open, at most ``reorder_hold_s``), as a NIC that places out-of-order
+    packets and tracks them per packet presents them to its transport; spraying then costs no spurious
+    retransmissions. Off: plain TCP, which takes three duplicate ACKs for a loss. ``None`` (default): off here;
+    :func:`fabric.validate.packet.run_packet` turns it on for designs with a reorder-tolerant transport.
     """
 
     switch_queue_packets: int | None = None
@@ -332,6 +444,8 @@ class SimConfig:
     congestion_control: str = "ns3::TcpNewReno"
     send_size_bytes: int = 8 * 1448
     time_limit_factor: float = 50.0
+    reorder_buffer: bool | None = None
+    reorder_hold_s: float = 0.005
 
 
 @dataclass
@@ -382,7 +496,8 @@ def simulate(net, flows, *, routing: str, salts=None, seed: int = 0, config: Sim
         ns.Config.SetDefault("ns3::TcpSocketBase::Sack", ns.BooleanValue(routing == "ecmp"))
         ns.Config.SetDefault("ns3::TcpL4Protocol::SocketType", ns.TypeIdValue(ns.TypeId.LookupByName(
             cfg.congestion_control)))
-        ns.Config.SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting", ns.BooleanValue(routing == "spray"))
+        custom = routing in ("ecmp", "spray_rr") or bool(cfg.reorder_buffer)
+        ns.Config.SetDefault("ns3::Ipv4GlobalRouting::RandomEcmpRouting", ns.BooleanValue(not custom))
 
         nodes = ns.NodeContainer()
         nodes.Create(net.n_nodes)
@@ -411,16 +526,21 @@ def simulate(net, flows, *, routing: str, salts=None, seed: int = 0, config: Sim
         ns.Ipv4GlobalRoutingHelper.PopulateRoutingTables()
 
         protos = {}
-        if routing in ("ecmp", "spray_rr"):
+        if custom:
             for s in range(net.n_switches):
                 x = net.n_hosts + s
-                proto = fv.InstallHashEcmp(nodes.Get(x), int(salts[s]) if salts is not None else 0,
-                                           routing == "spray_rr")
+                salt = int(salts[s]) if salts is not None else (int(seed) + 1) * 0x2545F4914F6CDD1D + s
+                proto = fv.InstallHashEcmp(nodes.Get(x), salt & ((1 << 64) - 1), routing == "spray_rr",
+                                           routing == "spray")
+                if cfg.reorder_buffer:
+                    proto.SetReorderHold(float(cfg.reorder_hold_s))
                 for h, links in net.next_hops[x].items():
                     for k in links:
                         side = 0 if int(net.link_ends[k, 0]) == x else 1
                         iface = int(fv.IfaceOf(devs[k][side]))
                         proto.AddRoute(int(net.host_addr[h]), iface, int(net.link_addr[k, 1 - side]))
+                        if cfg.reorder_buffer and int(net.link_ends[k, 1 - side]) == h:
+                            proto.AddReorderHost(int(net.host_addr[h]))
                 protos[s] = proto
 
         rec = fv.FlowRecorder()
@@ -468,8 +588,11 @@ def simulate(net, flows, *, routing: str, salts=None, seed: int = 0, config: Sim
             for i in range(int(proto.NChoices())):
                 c = proto.GetChoice(i)
                 choices.append((s, int(c.src), int(c.dst), int(c.sport), int(c.dport), node_links[int(c.iface)]))
+        held = sum(int(p.Held()) for p in protos.values())
+        flushed = sum(int(p.Flushed()) for p in protos.values())
         ns.Simulator.Destroy()
     return SimResult(done_s=done, first_byte_s=first, drops=drops, choices=choices,
                      wall_s=time.perf_counter() - t0, sim_end_s=end,
-                     link_bytes=link_bytes, extra={"setup_s": t_setup, "run_s": t_run},
+                     link_bytes=link_bytes, extra={"setup_s": t_setup, "run_s": t_run, "reorder_held": held,
+                                                   "reorder_flushed": flushed},
                      retransmissions=retx, ip_drops=ip_drops, path_changes=changed)

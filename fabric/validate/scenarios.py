@@ -22,7 +22,8 @@ import json
 import os
 import tempfile
 
-__all__ = ["VALIDATION_CATALOG", "validation_catalog", "validation_design", "one_op_workload", "TABLE_CASES"]
+__all__ = ["VALIDATION_CATALOG", "validation_catalog", "validation_design", "one_op_workload", "TABLE_CASES",
+           "UPLINK_CASES", "table_design", "uplinks_supported"]
 
 _SRC = "validation: small-radix 10 Gb/s test hardware for the packet-level cross-check (not a product)"
 
@@ -74,13 +75,15 @@ def validation_catalog():
 
 
 def validation_design(oversubscription: int = 1, *, routing: str = "ecmp", hosts: int = 32, name: str | None = None,
-                      uplinks: str | None = None):
+                      uplinks: str | None = None, transport: str = "tcp"):
     """A 2-tier leaf-spine of ``hosts`` single-GPU hosts at 10 Gb/s, 8 hosts per leaf (4 for ``hosts <= 16`` at 1:1).
 
     ``uplinks`` makes the 2:1 pair of equal up capacity per leaf: ``"fewer"``, half as many 10 Gb/s uplinks as
     downlinks, and ``"slower"``, as many uplinks as downlinks at 5 Gb/s (``uplink_gbps: 5``). Both have 8 hosts per
     leaf (``val-sw-12x10``), or 4 for ``hosts <= 16`` (``val-sw-6x10``: 4 x 10G down with 2 x 10G or 4 x 5G up).
     Without it a 2:1 design is the original one (``val-sw-12x10``, 8 hosts per leaf, 10 Gb/s uplinks).
+    ``transport`` defaults to ``tcp``, what the packet model runs; a reorder-tolerant one (``uec``) makes
+    :func:`fabric.validate.packet.run_packet` add the receiver-side reorder buffer.
     """
     from fabric.design import Design
 
@@ -96,7 +99,47 @@ def validation_design(oversubscription: int = 1, *, routing: str = "ecmp", hosts
     return Design(name=name or f"leaf-spine {hosts} hosts {oversubscription}:1{label} {routing}", family="clos",
                   gpus=hosts, gpus_per_node=1, scale_up_size=1, nic_model="val-nic-10", switch_model=switch,
                   tiers=2, oversubscription=(oversubscription, 1), uplink_gbps=5 if slower else None,
-                  routing="spray" if spray else routing, transport="spray_ethernet" if spray else "roce")
+                  routing="spray" if spray else routing, transport=transport)
+
+
+#: The leaf-spines of the 16-host validation table (benchmarks/bench_validation_table.py, docs/validation.md):
+#: 4 leaves x 4 single-GPU hosts at 10 Gb/s.
+#: ``1:1``: 8-port switches, 4 uplinks per leaf, one to each of 4 spines; ``2:1 fewer uplinks``: 6-port switches,
+#: 2 uplinks per leaf, one to each of 2 spines; ``2:1 slower uplinks``: the same 6-port switches with their 2 uplink
+#: ports broken out into 4 x 5 Gb/s (the design field ``uplink_gbps``), one to each of 4 spines: the same up capacity
+#: per leaf as the fewer-uplinks case.
+UPLINK_CASES = {
+    "1:1": {"switch_model": "val-sw-8x10", "oversubscription": (1, 1), "spines": 4},
+    "2:1 fewer uplinks": {"switch_model": "val-sw-6x10", "oversubscription": (2, 1)},
+    "2:1 slower uplinks": {"switch_model": "val-sw-6x10", "oversubscription": (2, 1), "spines": 4,
+                           "uplink_gbps": 5},
+}
+
+
+def uplinks_supported(case: str) -> str | None:
+    """``None`` when this code base can build ``UPLINK_CASES[case]``, else why not."""
+    from dataclasses import fields as _fields
+
+    from fabric.design import Design
+
+    known = {f.name for f in _fields(Design)}
+    missing = sorted(set(UPLINK_CASES[case]) - known)
+    return f"needs design field(s) {', '.join(missing)} (per-tier link speeds)" if missing else None
+
+
+def table_design(uplinks: str, *, routing: str = "ecmp", transport: str = "tcp", hosts: int = 16):
+    """A design of the 16-host validation table (``uplinks`` a key of :data:`UPLINK_CASES`)."""
+    from fabric.design import Design
+
+    why = uplinks_supported(uplinks)
+    if why:
+        from fabric.errors import DesignError
+
+        raise DesignError(f"the '{uplinks}' case {why}")
+    spray = routing in ("spray", "spray_rr")
+    return Design(name=f"leaf-spine {hosts} hosts {uplinks} {routing} {transport}", family="clos", gpus=hosts,
+                  gpus_per_node=1, scale_up_size=1, nic_model="val-nic-10", tiers=2,
+                  routing="spray" if spray else routing, transport=transport, **UPLINK_CASES[uplinks])
 
 
 def one_op_workload(kind: str, size_bytes: int, ranks: int, *, group_size: int | None = None, stride: int = 1):
