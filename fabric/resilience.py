@@ -21,7 +21,7 @@ import numpy as np
 
 from fabric.topology.fabric import LINK_KINDS
 
-__all__ = ["failure_analysis"]
+__all__ = ["failure_analysis", "resilience", "structural_failures"]
 
 _NETWORK = {LINK_KINDS.index(k) for k in LINK_KINDS if k not in ("nvlink", "pcie")}
 
@@ -196,3 +196,134 @@ def _structural(fabric, n, n_dom, pairs, mult, max_listed) -> dict:
             cut_links.append((u, v))
     return _report(fabric, n_dom, pairs, cut_switches, cut_links, int(lost_by.max()) if lost_by.size else 0,
                    max_listed, "structural")
+
+
+def _switch_classes(fabric, n_dom, pairs, mult, per_tier: int = 3) -> list[int]:
+    """A few switches above the leaves standing for all of them: one per distinct pattern of cables to the tier
+    below (switches cabled alike fail alike), at most ``per_tier`` per tier, the most-cabled pattern first."""
+    sw_tier = fabric.node_tier[fabric.switch_base:fabric.switch_base + fabric.n_switches].astype(np.int64)
+    out = []
+    ss = (pairs[:, 0] >= n_dom) & (pairs[:, 1] >= n_dom)
+    p, m = pairs[ss], mult[ss]
+    for t in sorted(set(sw_tier.tolist()) - {0}):
+        ids = np.flatnonzero(sw_tier == t) + n_dom
+        sig = {}
+        for u in ids.tolist():
+            below = m[((p[:, 0] == u) | (p[:, 1] == u))]
+            key = tuple(sorted(below.tolist()))
+            sig.setdefault(key, u)
+        ranked = sorted(sig.items(), key=lambda kv: (-sum(kv[0]), kv[1]))
+        out += [u for _, u in ranked[:per_tier]]
+    return out
+
+
+def _critical_links(fabric, n_dom, pairs, mult) -> list[tuple[int, int]]:
+    """Per switch tier above the leaves, the cable whose loss removes the largest share of one lower switch's
+    uplink capacity: the thinnest bundle of the switch with the fewest uplinks."""
+    sw_tier = fabric.node_tier[fabric.switch_base:fabric.switch_base + fabric.n_switches].astype(np.int64)
+    _, lo, hi = _up_sets(fabric, n_dom, pairs)
+    if lo.size == 0:
+        return []
+    out = []
+    codes = pairs[:, 0] * (n_dom + fabric.n_switches) + pairs[:, 1]
+    for t in sorted(set(sw_tier[hi - n_dom].tolist())):
+        sel = sw_tier[hi - n_dom] == t
+        l, h = lo[sel], hi[sel]
+        a, b = np.minimum(l, h), np.maximum(l, h)
+        idx = np.searchsorted(codes, a * (n_dom + fabric.n_switches) + b)
+        bundles = mult[idx]
+        ups = np.bincount(l, weights=bundles, minlength=n_dom + fabric.n_switches)
+        score = bundles / ups[l]                     # share of the lower switch's uplinks one cable carries
+        i = int(np.argmax(score / bundles))
+        out.append((int(l[i]), int(h[i])))
+    return out
+
+
+def resilience(design, workload, *, catalog=None, seed: int = 0, samples: int = 128, transport_overrides=None,
+               scenario=None, healthy_p99_s: float | None = None) -> dict:
+    """Evaluated resilience of ``design`` for ``workload``: :func:`failure_analysis` plus the p99 step under the
+    worst single switch failure above the leaves and the worst single link failure between switches.
+
+    Candidates (evaluated, not guessed): one switch per cabling pattern of each tier above the leaves, and per
+    tier the cable carrying the largest share of one switch's uplinks. A failure that partitions the fabric gives
+    no finite p99 (None, with ``..._partitions``). Leaf and router failures take their servers out of the job and
+    are reported as ``gpus_lost_on_worst_switch_failure``.
+    """
+    from dataclasses import replace as _replace
+
+    from fabric.errors import DesignError
+    from fabric.evaluate import Scenario, evaluate
+    from fabric.topology import build_fabric
+
+    fab = build_fabric(design, catalog)
+    out = failure_analysis(fab)
+    n, n_dom, pairs, mult = _graph(fab)
+    base = scenario or Scenario()
+    kw = dict(catalog=catalog, seed=seed, samples=samples, transport_overrides=transport_overrides)
+    if healthy_p99_s is None:
+        healthy_p99_s = float(evaluate(design, workload, base, **kw).step_time_s["p99"])
+    labels = {v: k for k, v in _labels(fab).items()}
+
+    def worst(failures, field):
+        best, which, cut = None, None, False
+        for f in failures:
+            sc = _replace(base, name=f"{base.name}+{field}", **{field: (f,)})
+            try:
+                p = float(evaluate(design, workload, sc, **kw).step_time_s["p99"])
+            except DesignError:
+                cut, which = True, f
+                continue
+            if best is None or p > best:
+                best, which = p, (which if cut else f)
+        return best, which, cut
+
+    sw = [labels[u - n_dom + fab.switch_base] for u in _switch_classes(fab, n_dom, pairs, mult)]
+    ln = [f"{labels[a - n_dom + fab.switch_base]}-{labels[b - n_dom + fab.switch_base]}"
+          for a, b in _critical_links(fab, n_dom, pairs, mult)]
+    ps, which_s, cut_s = worst(sw, "fail_switches")
+    pl, which_l, cut_l = worst(ln, "fail_links")
+    # a failure never makes the step faster: a failure p99 a hair under the healthy one is Monte Carlo noise
+    ps = None if ps is None else max(ps, healthy_p99_s)
+    pl = None if pl is None else max(pl, healthy_p99_s)
+    out.update({
+        "healthy_p99_s": healthy_p99_s,
+        "worst_switch_failure_p99_s": None if cut_s else ps, "worst_switch": which_s,
+        "worst_switch_failure_partitions": cut_s,
+        "worst_link_failure_p99_s": None if cut_l else pl, "worst_link": which_l,
+        "worst_link_failure_partitions": cut_l,
+        "switches_tried": sw, "links_tried": ln,
+    })
+    if cut_s or cut_l:
+        out["partitions_on_single_failure"] = True
+    return out
+
+
+def _labels(fabric) -> dict[str, int]:
+    from fabric.evaluate.engine import switch_labels
+
+    return switch_labels(fabric)
+
+
+_STRUCTURE_CACHE: dict = {}
+
+
+def structural_failures(design, catalog=None) -> dict:
+    """:func:`failure_analysis` of ``design``'s fabric, cached by what the cabling depends on (not routing,
+    transport or placement), for the search, which evaluates many designs of one cabling."""
+    import json
+    from dataclasses import asdict
+
+    from fabric.topology import build_fabric
+
+    d = asdict(design)
+    for k in ("name", "routing", "qps_per_connection", "storage_routing", "transport", "in_network_reduction", "pxn",
+              "placement", "storage_isolation", "nccl_algo"):
+        d.pop(k, None)
+    key = (json.dumps(d, sort_keys=True, default=str), id(catalog))
+    hit = _STRUCTURE_CACHE.get(key)
+    if hit is None:
+        hit = failure_analysis(build_fabric(design, catalog))
+        if len(_STRUCTURE_CACHE) > 4096:
+            _STRUCTURE_CACHE.clear()
+        _STRUCTURE_CACHE[key] = hit
+    return hit

@@ -104,3 +104,84 @@ def test_structural_check_agrees_with_the_exact_one(fam, nodes, over, tiers):
     for k in ("partitions_on_single_failure", "partitioning_switch_count", "gpus_lost_on_worst_switch_failure",
               "min_uplink_switches"):
         assert exact[k] == fast[k], k
+
+
+# ------------------------------------------------------------------ evaluated failures, constraints, search
+
+def _mixtral():
+    from pathlib import Path
+
+    from fabric.workload.model import load_workload_json
+
+    return load_workload_json((Path(__file__).resolve().parent.parent / "sample_traces" /
+                               "mixtral-8x7b.json").read_text())
+
+
+def test_failure_p99s_are_evaluated_under_the_named_failure():
+    from fabric.evaluate import Scenario, evaluate
+
+    wl = _mixtral()
+    d = Design(gpus=256, oversubscription=(2.0, 1.0))
+    r = R.resilience(d, wl, samples=64)
+    assert not r["partitions_on_single_failure"] and r["worst_switch"].startswith("spine")
+    direct = evaluate(d, wl, Scenario(name="x", fail_switches=(r["worst_switch"],)), samples=64)
+    assert r["worst_switch_failure_p99_s"] == pytest.approx(max(direct.step_time_s["p99"], r["healthy_p99_s"]))
+    assert r["worst_link_failure_p99_s"] >= r["healthy_p99_s"]
+    # a one-switch cluster: no switch above the leaves to fail, and the one switch partitions everything
+    one = R.resilience(Design(gpus=256, switch_model="ib-xdr-144x800", tiers=1), wl, samples=32)
+    assert one["partitions_on_single_failure"] and one["worst_switch"] is None
+
+
+def test_named_failures_are_checked():
+    from fabric.evaluate import Scenario, evaluate
+
+    wl = _mixtral()
+    with pytest.raises(DesignError, match="leaf0 is a leaf"):
+        evaluate(Design(gpus=256), wl, Scenario(name="x", fail_switches=("leaf0",)), samples=16)
+    with pytest.raises(DesignError, match="no switch 'spine99'"):
+        evaluate(Design(gpus=256), wl, Scenario(name="x", fail_switches=("spine99",)), samples=16)
+    with pytest.raises(DesignError, match="name it by its two switches"):
+        evaluate(Design(gpus=256), wl, Scenario(name="x", fail_links=("leaf0spine1",)), samples=16)
+
+
+@pytest.mark.parametrize("which", ["sample", "plan"])
+def test_no_front_design_has_a_single_point_of_failure_by_default(which):
+    from fabric.search import Constraints, run_search
+    from fabric.workload.presets import preset_workload
+
+    wl, gpus = (_mixtral(), 256) if which == "sample" else (preset_workload("llama3-70b", 1024), 1024)
+    res = run_search(wl, Constraints(gpus=gpus), budget_evals=200, seed=0, samples=32)
+    assert res.front
+    for r in res.front:
+        d = Design(**{**_design_kwargs(r), "gpus": gpus})
+        got = R.failure_analysis(build_fabric(d))
+        assert not got["partitions_on_single_failure"], r["design"]
+        assert got["min_uplink_switches"] != 1, r["design"]            # no leaf hangs off one spine
+    if which == "sample":     # 256 GPUs fit one 288-port switch: with the check off such designs are feasible again
+        off = run_search(wl, Constraints(gpus=gpus, survive_single_failure=False), budget_evals=200, seed=0,
+                         samples=32)
+        assert any(r["partitions_on_single_failure"] for r in off.records if r["feasible"])
+
+
+def _design_kwargs(rec):
+    from fabric.ui_support.designs import design_from_record
+
+    d = design_from_record(rec, gpus=8)
+    from dataclasses import asdict
+
+    kw = asdict(d)
+    kw.pop("gpus")
+    return kw
+
+
+def test_failure_limit_and_objective():
+    from fabric.errors import FabricError
+    from fabric.search import Constraints, run_search
+
+    wl = _mixtral()
+    res = run_search(wl, Constraints(gpus=256, max_p99_under_failure_s=5.0, p99_objective="worst_single_failure"),
+                     budget_evals=80, seed=0, samples=32)
+    for r in res.front:
+        assert r["p99_failure_s"] <= 5.0 and r["p99_failure_s"] >= r["p99_s"] - 1e-12
+    with pytest.raises(FabricError, match="p99_objective"):
+        Constraints(p99_objective="mean")

@@ -68,9 +68,14 @@ def run(args) -> int:
     eco = economics(ev, design, catalog=catalog, params=EconomicsParams(
         life_years=args.life_years, electricity_usd_per_kwh=args.usd_per_kwh, pue=args.pue))
     warnings = _scaling_warnings(scaling)
+    from fabric.resilience import resilience
+
+    res = resilience(design, workload, catalog=catalog, seed=args.seed, samples=args.samples,
+                     transport_overrides=overrides, scenario=scenario, healthy_p99_s=ev.step_time_s["p99"])
     if args.json:
         out = ev.to_dict()
         out["economics"] = eco
+        out["resilience"] = res
         if scaling is not None:
             out["scaling"] = scaling
             out["scaling_warnings"] = warnings
@@ -108,9 +113,29 @@ def run(args) -> int:
                   f"  (p99 {row['efficiency_p99']:6.1%})  network ${row['cost_usd']:,.0f}")
     for note in ev.notes:
         print(f"note: {note}")
+    print(_resilience_line(res))
     for w in warnings:
         print(f"warning: {w}")
     return 0
+
+
+def _resilience_line(r: dict) -> str:
+    """One line on single failures (fabric.resilience)."""
+    ms = lambda x: "partitions the fabric" if x is None else f"p99 {x * 1e3:,.2f} ms"  # noqa: E731
+    if r["partitions_on_single_failure"]:
+        what = ", ".join(r["partitioning_switches"] + r["partitioning_links"]) or "one switch"
+        head = f"resilience: NOT deployable, one failure partitions the fabric ({what})"
+    else:
+        head = (f"resilience: no single switch or link failure partitions the fabric; every leaf reaches "
+                f"{r['min_uplink_switches']} upper switches")
+    tail = []
+    if r.get("worst_switch"):
+        tail.append(f"worst switch failure ({r['worst_switch']}): {ms(r['worst_switch_failure_p99_s'])}")
+    if r.get("worst_link"):
+        tail.append(f"worst link failure ({r['worst_link']}): {ms(r['worst_link_failure_p99_s'])}")
+    if r["gpus_lost_on_worst_switch_failure"]:
+        tail.append(f"a leaf failure takes {r['gpus_lost_on_worst_switch_failure']} GPUs out of the job")
+    return head + ("; " + "; ".join(tail) if tail else "")
 
 
 #: Scaling efficiency below this from N to the largest size tested is flagged (practitioners' alarm at 4x growth:

@@ -23,6 +23,7 @@ Inference jobs report request latency percentiles (a "step" is one request).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 
@@ -521,6 +522,10 @@ def _network_model(fabric, scenario: Scenario, rng: np.random.Generator, samples
     pick = rng.permutation(spines) if spines.size else spines
     failed_sw = pick[: scenario.failed_spines].tolist()
     slow_sw = pick[scenario.failed_spines: scenario.failed_spines + scenario.slow_switches].tolist()
+    if scenario.fail_switches or scenario.fail_links:
+        named_sw, named_links = resolve_failures(fabric, scenario.fail_switches, scenario.fail_links)
+        failed_sw = sorted(set(failed_sw) | set(named_sw))
+        failed = np.union1d(np.asarray(failed, np.int64), np.asarray(named_links, np.int64))
     model = NetworkModel.build(fabric, failed_links=failed, failed_switches=failed_sw, slow_switches=slow_sw,
                                slow_factor=scenario.slow_factor if slow_sw else 1.0)
     if scenario.link_failure_prob > 0 and ls.size:
@@ -533,6 +538,55 @@ def _network_model(fabric, scenario: Scenario, rng: np.random.Generator, samples
             faults.append(dict(zip(leaves.tolist(), per_leaf.tolist())))
         model.sample_faults = faults
     return model
+
+
+def switch_labels(fabric) -> dict[str, int]:
+    """Every switch's label (``fabric.node_label``: ``leaf3``, ``spine0@p1``, ...) -> its node id."""
+    out = {}
+    sw = np.arange(fabric.switch_base, fabric.switch_base + fabric.n_switches)
+    tiers, planes = fabric.node_tier[sw], fabric.node_plane[sw]
+    for t in np.unique(tiers):
+        for p in np.unique(planes):
+            ids = sw[(tiers == t) & (planes == p)]
+            suffix = f"@p{int(p)}" if fabric.planes > 1 else ""
+            for i, node in enumerate(ids.tolist()):
+                out[f"{fabric.tier_names[int(t)]}{i}{suffix}"] = node
+    return out
+
+
+def resolve_failures(fabric, switches, links) -> tuple[list[int], list[int]]:
+    """Node ids of the named switches and link ids of the named links (one cable each); DesignError naming any
+    name the fabric does not have, or a leaf/router (whose failure takes its servers out of the job)."""
+    from fabric.errors import DesignError
+
+    labels = switch_labels(fabric)
+
+    def node(name: str) -> int:
+        if name not in labels:
+            tiers = ", ".join(sorted({re.sub(r"\d+(@p\d+)?$", "", k) for k in labels}))
+            raise DesignError(f"scenario: this fabric has no switch {name!r} (its switches are named {tiers} "
+                              f"followed by a number, e.g. {next(iter(labels), 'none')})")
+        return labels[name]
+
+    sw_ids = []
+    for name in switches:
+        n = node(name)
+        if int(fabric.node_tier[n]) == 0:
+            raise DesignError(f"scenario: {name} is a {fabric.tier_names[0]}; its failure takes its servers out of "
+                              "the job rather than slowing it (fail a spine or core, or a link)")
+        sw_ids.append(n)
+    link_ids = []
+    for text in links:
+        a, sep, b = str(text).partition("-")
+        if not sep:
+            raise DesignError(f"scenario: link {text!r}: name it by its two switches, e.g. leaf0-spine1")
+        na, nb = node(a.strip()), node(b.strip())
+        hit = np.flatnonzero(((fabric.link_a == na) & (fabric.link_b == nb)) |
+                             ((fabric.link_a == nb) & (fabric.link_b == na)))
+        if hit.size == 0:
+            raise DesignError(f"scenario: no cable joins {a.strip()} and {b.strip()}")
+        link_ids.append(int(hit[0]))
+    return sw_ids, link_ids
 
 
 def _compute_samples(job: Job, rng: np.random.Generator, samples: int) -> np.ndarray:

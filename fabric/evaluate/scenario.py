@@ -43,6 +43,11 @@ class Scenario:
     checkpoint_period_s: float = 0.0
     gpu_scale: int = 1
     link_failure_prob: float = 0.0
+    #: switches down by name (``spine3``, ``core0``, ``spine2@p1`` as the fabric labels them; leaves and routers
+    #: cannot fail here: their servers would leave the job), and links down by their ends (``leaf0-spine1``: one
+    #: of the cables between them)
+    fail_switches: tuple = ()
+    fail_links: tuple = ()
 
     def __post_init__(self):
         def bad(field, msg):
@@ -60,6 +65,14 @@ class Scenario:
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
                 bad(f, f"must be a number in [{lo:g}, {hi:g}], got {v!r}")
+        for f in ("fail_switches", "fail_links"):
+            v = getattr(self, f)
+            if isinstance(v, (list, str)):
+                v = (v,) if isinstance(v, str) else tuple(v)
+                object.__setattr__(self, f, v)
+            if not isinstance(v, tuple) or not all(isinstance(x, str) and x.strip() for x in v):
+                bad(f, f"expected a list of names such as {'spine0' if f == 'fail_switches' else 'leaf0-spine1'}, "
+                       f"got {v!r}")
         if self.checkpoint_bytes and not self.checkpoint_period_s:
             bad("checkpoint_period_s", "a checkpoint burst needs a period > 0")
 

@@ -39,13 +39,17 @@ def baseline_designs(space) -> list[Design]:
     transport = "infiniband" if sw.fabric == "infiniband" else "roce"
     common = dict(gpus=c.gpus, gpu_model=c.gpu_model, gpus_per_node=c.gpus_per_node, nics_per_gpu=1.0,
                   transport=transport)
+    # a cluster that fits one switch is still drawn as leaves and spines when one switch may not be a single
+    # point of failure (facts.md section 8)
+    one_switch = c.gpus * nic.ports <= sw.radix_at(nic.port_speed_bps)
+    tiers = {"tiers": 2} if one_switch and getattr(c, "survive_single_failure", False) else {}
     out = [
         Design(name="baseline: fat tree 1:1, fastest links", family="clos", switch_model=sw.model,
                nic_model=nic.model, oversubscription=(1.0, 1.0), routing="ecmp", qps_per_connection=1,
-               placement="packed", **common),
+               placement="packed", **tiers, **common),
         Design(name="baseline: fat tree 2:1, fastest links", family="clos", switch_model=sw.model,
                nic_model=nic.model, oversubscription=(2.0, 2.0), routing="ecmp", qps_per_connection=1,
-               placement="packed", **common),
+               placement="packed", **tiers, **common),
     ]
     cat = space.catalog
     rail_sw, rail_nic = sw, nic

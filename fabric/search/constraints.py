@@ -17,10 +17,12 @@ from fabric.errors import FabricError
 DEFAULT_TRANSPORTS = ("infiniband", "roce", "uec")
 
 __all__ = ["Constraints", "ConstraintError", "constraints_from_dict", "load_constraints", "COST_OBJECTIVES",
-           "DEFAULT_TRANSPORTS"]
+           "P99_OBJECTIVES", "DEFAULT_TRANSPORTS"]
 
 #: What a search may minimize beside the p99 step.
 COST_OBJECTIVES = ("network_capex", "cost_per_step")
+#: Which p99 a search minimizes: the healthy fabric's, or the one under the worst single failure.
+P99_OBJECTIVES = ("healthy", "worst_single_failure")
 
 
 class ConstraintError(FabricError):
@@ -59,6 +61,12 @@ class Constraints:
     optimize_power: bool = False
     #: what the search minimizes beside p99: "network_capex" (USD), or "cost_per_step" (servers and network
     #: amortized over ``life_years`` plus power x PUE x electricity price, times the p99 step: fabric.economics)
+    #: designs that one switch or link failure partitions are infeasible (facts.md section 8: not deployable)
+    survive_single_failure: bool = True
+    #: the p99 step under the worst single switch or link failure may not exceed this (seconds; None: no limit)
+    max_p99_under_failure_s: float | None = None
+    #: the p99 the search minimizes: "healthy", or "worst_single_failure" (fabric.resilience)
+    p99_objective: str = "healthy"
     cost_objective: str = "network_capex"
     life_years: float = 4.0
     electricity_usd_per_kwh: float = 0.08
@@ -116,12 +124,24 @@ class Constraints:
             bad("planes", "allowed values are 1 and 2")
         if not self.nics_per_gpu or any(n <= 0 for n in self.nics_per_gpu):
             bad("nics_per_gpu", "give positive NIC-per-GPU counts")
+        if not isinstance(self.survive_single_failure, bool):
+            bad("survive_single_failure", f"expected true or false, got {self.survive_single_failure!r}")
+        v = self.max_p99_under_failure_s
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0):
+            bad("max_p99_under_failure_s", f"must be a positive number of seconds, got {v!r}")
+        if self.p99_objective not in P99_OBJECTIVES:
+            bad("p99_objective", f"choose one of {', '.join(P99_OBJECTIVES)}, got {self.p99_objective!r}")
         if self.cost_objective not in COST_OBJECTIVES:
             bad("cost_objective", f"choose one of {', '.join(COST_OBJECTIVES)}, got {self.cost_objective!r}")
         try:
             self.economics()
         except FabricError as err:
             raise ConstraintError(f"constraint {str(err).replace('economics parameter ', '')}") from None
+
+    @property
+    def needs_failure_p99(self) -> bool:
+        """True when a search under these constraints must evaluate the p99 under the worst single failure."""
+        return self.max_p99_under_failure_s is not None or self.p99_objective == "worst_single_failure"
 
     def economics(self):
         """The :class:`fabric.economics.EconomicsParams` these constraints value GPU time with."""

@@ -15,6 +15,7 @@ __all__ = ["Recommendation", "recommend", "violation_text", "seconds_text"]
 _LIMIT_WORDS = {
     "budget": "over the budget", "power": "over the power limit", "cables": "over the cable count limit",
     "radix": "above the radix limit", "p99_target": "p99 above the target",
+    "p99_failure": "p99 under the worst single failure above its limit",
 }
 
 
@@ -33,6 +34,8 @@ def violation_text(rec: dict) -> str:
     if not rec.get("buildable", True):
         return f"it cannot be built ({rec['error']})" if rec.get("error") else "it cannot be built"
     parts = []
+    if (rec.get("violations") or {}).get("partition", 0) > 0:
+        parts.append("one switch or link failure partitions it")
     for name, v in (rec.get("violations") or {}).items():
         if name in _LIMIT_WORDS and v > 0:
             parts.append(f"{_LIMIT_WORDS[name]} by {v:.1%}")

@@ -59,6 +59,10 @@ def violations(rec: dict, constraints) -> dict:
         v["radix"] = rec["radix"] / c.max_radix - 1.0
     if c.p99_target_s is not None:
         v["p99_target"] = rec["p99_s"] / c.p99_target_s - 1.0
+    if c.survive_single_failure:
+        v["partition"] = 1.0 if rec.get("partitions_on_single_failure") else 0.0
+    if c.max_p99_under_failure_s is not None:
+        v["p99_failure"] = rec.get("p99_failure_s", INFEASIBLE_P99) / c.max_p99_under_failure_s - 1.0
     if not rec["buildable"]:
         v = {k: (1.0 if k == "buildable" else 0.0) for k in v}
     return v
@@ -101,6 +105,18 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
         eco = economics(ev, design, catalog=catalog, params=constraints.economics())
         rec.update({"usd_per_step": eco["usd_per_step"],
                     "gpu_idle_fraction_network": eco["gpu_idle_fraction_network"]})
+        from fabric.resilience import resilience, structural_failures
+
+        sf = structural_failures(design, catalog)
+        rec.update({"partitions_on_single_failure": bool(sf["partitions_on_single_failure"]),
+                    "min_uplink_switches": int(sf["min_uplink_switches"])})
+        if constraints.needs_failure_p99:
+            r = resilience(design, workload, catalog=catalog, seed=seed, samples=samples,
+                           transport_overrides=transport_overrides, scenario=scenario,
+                           healthy_p99_s=float(ev.step_time_s["p99"]))
+            worst = [x for x in (r["worst_switch_failure_p99_s"], r["worst_link_failure_p99_s"]) if x is not None]
+            rec["p99_failure_s"] = (INFEASIBLE_P99 if r["partitions_on_single_failure"] else
+                                    max(worst + [float(ev.step_time_s["p99"])]))
         rec.update({"buildable": True, "error": "", "cost_usd": ev.cost_usd, "power_w": ev.power_w,
                     "p50_s": st["p50"], "p95_s": st["p95"], "p99_s": st["p99"], "mean_s": st["mean"],
                     "lower_bound_s": ev.lower_bound_s, "lower_bound_by": ev.lower_bound_by,
@@ -111,7 +127,15 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
     rec["violations"] = v
     rec["feasible"] = all(x <= 0 for x in v.values())
     rec["objective_cost"] = objective_cost(rec, constraints)
+    rec["objective_p99"] = objective_p99(rec, constraints)
     return rec
+
+
+def objective_p99(rec: dict, constraints) -> float:
+    """The p99 the search minimizes for ``rec``: the healthy one, or under the worst single failure."""
+    if constraints.p99_objective == "worst_single_failure":
+        return float(rec.get("p99_failure_s", INFEASIBLE_P99))
+    return float(rec["p99_s"])
 
 
 def objective_cost(rec: dict, constraints) -> float:

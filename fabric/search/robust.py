@@ -142,9 +142,12 @@ def evaluate_robust_record(design, obj: RobustObjective, scenario, seed: int, sa
     v = violations(out, constraints)
     out["violations"] = v
     out["feasible"] = all(x <= 0 for x in v.values())
-    from fabric.search.records import objective_cost
+    from fabric.search.records import objective_cost, objective_p99
 
+    if "p99_failure_s" in out:   # under failure too: the worst case's slowdown (the same references)
+        out["p99_failure_s"] = max(r["p99_failure_s"] / refs[name] for name, _, r in recs) * scale
     out["objective_cost"] = objective_cost(out, constraints)
+    out["objective_p99"] = objective_p99(out, constraints)
     return out
 
 

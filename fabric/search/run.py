@@ -42,7 +42,7 @@ __all__ = ["SearchProgress", "run_search", "exhaustive_search", "random_search",
 
 #: Records shared by every search in this process (the dashboard benefits across reruns).
 GLOBAL_CACHE = EvaluationCache()
-_CONSTRAINT_ORDER = ("buildable", "budget", "power", "cables", "radix", "p99_target")
+_CONSTRAINT_ORDER = ("buildable", "budget", "power", "cables", "radix", "p99_target", "partition", "p99_failure")
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class _Problem(Problem):
 
 def _objectives(rec: dict, n_obj: int) -> list[float]:
     # objective_cost: network capex or cost per step, as the search's constraints ask (records.objective_cost)
-    f = [rec.get("objective_cost", rec["cost_usd"]), rec["p99_s"]]
+    f = [rec.get("objective_cost", rec["cost_usd"]), rec.get("objective_p99", rec["p99_s"])]
     if n_obj == 3:
         f.append(rec["power_w"])
     return f
@@ -110,11 +110,12 @@ def _judged(rec: dict, constraints) -> dict:
     """A copy of a record with its violations and feasibility under ``constraints``."""
     from fabric.search.records import violations
 
-    from fabric.search.records import objective_cost
+    from fabric.search.records import objective_cost, objective_p99
 
     v = violations(rec, constraints)
     out = {**rec, "violations": v, "feasible": all(x <= 0 for x in v.values())}
     out["objective_cost"] = objective_cost(out, constraints)
+    out["objective_p99"] = objective_p99(out, constraints)
     return out
 
 
@@ -130,7 +131,8 @@ class _Session:
         # what the cache key adds to the design: the same for every evaluation of this search
         self._context_key = (self.wl_key, json.dumps(scenario.to_dict(), sort_keys=True), seed, samples, id(catalog),
                              json.dumps(self.overrides, sort_keys=True),
-                             json.dumps(constraints.economics().to_dict(), sort_keys=True))
+                             json.dumps(constraints.economics().to_dict(), sort_keys=True),
+                             constraints.needs_failure_p99)
         self.records: dict[str, dict] = {}
         self.outside: set[str] = set()      # keys of designs the constraints do not allow (the human baselines)
         self.cache_hits = 0
@@ -233,6 +235,14 @@ def _infeasible_reason(records: list[dict], constraints: Constraints) -> str:
         if best > c.p99_target_s:
             parts.append(f"the fastest design's p99 is {best * 1e3:,.1f} ms, above the target "
                          f"{c.p99_target_s * 1e3:,.1f} ms")
+    if c.survive_single_failure and all(r.get("partitions_on_single_failure") for r in built):
+        parts.append("every buildable design can be partitioned by one switch or link failure (a single spine, or "
+                     "one switch for the whole cluster); allow more switches or set survive_single_failure false")
+    if c.max_p99_under_failure_s is not None:
+        best = min(r.get("p99_failure_s", float("inf")) for r in built)
+        if best > c.max_p99_under_failure_s:
+            parts.append(f"the best p99 under the worst single failure is {best * 1e3:,.1f} ms, above the limit "
+                         f"{c.max_p99_under_failure_s * 1e3:,.1f} ms")
     if not parts:
         parts.append("no single design meets all limits at once (each limit alone can be met); relax one of them")
     return "; ".join(parts)
