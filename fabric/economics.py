@@ -6,7 +6,7 @@ The cluster costs money every second whether its GPUs compute or wait:
     usd_per_s = (server capex + network capex) / life  +  (server power + network power) x PUE x electricity price
 
 and one step costs ``usd_per_s x step`` (the p99 step: the pace a synchronous job keeps). GPUs wait on the network
-for the exposed communication of the step (communication not hidden behind compute, checkpoint interference
+for the exposed scale-out communication of the step (communication not hidden behind compute, checkpoint interference
 included): ``gpu_idle_fraction_network`` is its share of the p99 step. Against a cheaper reference design, extra
 network capex buys back step time; it pays for itself when the GPU time it frees, valued at the servers' cost per
 second, adds up to the extra capex (``payback_days``).
@@ -50,10 +50,12 @@ class EconomicsParams:
 
 
 def _exposed_p99(evaluation) -> tuple[float, float]:
-    """(compute, exposed communication incl. interference) of the p99 sample."""
+    """(everything else, exposed scale-out network communication incl. checkpoint interference) of the p99
+    sample (fabric.evaluate.explain: NVLink communication is the servers', not the network's)."""
     b = evaluation.p99_breakdown
-    net = float(sum(b.get("ops", {}).values())) + float(b.get("interference_s", 0.0))
-    return float(b.get("compute_s", 0.0)), net
+    comm = float(sum(b.get("ops", {}).values()))
+    net = float(b.get("network_s", comm)) + float(b.get("interference_s", 0.0))
+    return float(b.get("compute_s", 0.0)) + comm - float(b.get("network_s", comm)), net
 
 
 def economics(evaluation, design, *, catalog=None, params: EconomicsParams | None = None, reference=None) -> dict:

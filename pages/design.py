@@ -103,6 +103,10 @@ with a:
                f"{charts.axis_unit(step_fig)}.")
 with b:
     st.subheader("Where the p99 step goes")
+    from fabric.evaluate.explain import explain_step
+
+    explained = explain_step(ev)
+    (st.info if not explained["network_can_change"] else st.caption)(C.md_text(explained["sentence"]))
     brk = charts.p99_parts(ev)
     brk_fig = charts.breakdown_figure(brk)
     st.plotly_chart(brk_fig, width="stretch", theme=None, key="breakdown")
@@ -356,6 +360,7 @@ report_genes = short_label(entry["genes"])
 
 def _report() -> str:
     facts = [f"Workload: {report_workload}", f"Cluster: {report_cluster}", f"Genes: {report_genes}",
+             explained["sentence"],
              f"Network capex {cell_text(ev.cost_usd, 'usd')} ({cell_text(ev.cost_usd / design.gpus, 'usd')} per "
              f"GPU), power {ev.power_w / 1e3:,.1f} kW",
              f"Step time p50 {charts.time_text(st_['p50'])}, p95 {charts.time_text(st_['p95'])}, p99 "

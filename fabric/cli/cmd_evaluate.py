@@ -76,6 +76,9 @@ def run(args) -> int:
         out = ev.to_dict()
         out["economics"] = eco
         out["resilience"] = res
+        from fabric.evaluate.explain import explain_step
+
+        out["explanation"] = explain_step(ev)
         if scaling is not None:
             out["scaling"] = scaling
             out["scaling_warnings"] = warnings
@@ -113,6 +116,9 @@ def run(args) -> int:
                   f"  (p99 {row['efficiency_p99']:6.1%})  network ${row['cost_usd']:,.0f}")
     for note in ev.notes:
         print(f"note: {note}")
+    from fabric.evaluate.explain import explain_step
+
+    print(explain_step(ev)["sentence"])
     print(_resilience_line(res))
     for w in warnings:
         print(f"warning: {w}")

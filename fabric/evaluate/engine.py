@@ -188,6 +188,10 @@ class _TrafficSamples:
     link_loads: list               # (class, busiest bytes-per-op-byte per sample, phase index)
     issue_s: float = 0.0           # serial per-peer posting that overlaps the transfer (direct all-to-all)
     bound_by: str = "none"         # the resource that sets lb_per_byte
+    up_per_byte: float = 0.0       # seconds per op byte on NVLink (scale-up) alone
+    net_per_byte: np.ndarray | None = None   # seconds per op byte on the network alone, per sample
+    nv_latency_s: float = 0.0      # the part of latency_s spent in scale-up steps
+    pipelined: bool = False        # NVLink and network overlap (the op takes the longer of the two)
 
 
 def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: float, algorithm: str,
@@ -240,7 +244,9 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
     lb, by = (best, optimal) if best <= moved else (moved, moved_by)
     bound_by = _binding(by) if lb > 0 else "none"
     return _TrafficSamples(per_byte, latency, lb, tr.algorithm, tr.group_size, link_loads,
-                           issue_s=tr.peers * prof.peer_issue_s, bound_by=bound_by)
+                           issue_s=tr.peers * prof.peer_issue_s, bound_by=bound_by, up_per_byte=float(up),
+                           net_per_byte=net, nv_latency_s=float(tr.scaleup_steps * prof.nvlink_alpha_s),
+                           pipelined=bool(tr.pipelined))
 
 
 #: The lower-bound resource of each link-group kind (dragonfly groups are "router links").
@@ -378,8 +384,15 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
         if o.job == job.name:          # ops sharing a label (e.g. per-layer calls of one kind) add up
             label = f"{o.name or o.kind}@{o.group}"
             per_op[label] = per_op.get(label, 0.0) + o.exposed_in_p99_sample_s
+    nv99 = float(sum(float(np.broadcast_to(ex, (samples,))[i99]) * float(sh[i99])
+                     for ex, sh in zip(r["exposed"], r["nv_shares"])))
+    comm99 = float(sum(float(np.broadcast_to(ex, (samples,))[i99]) for ex in r["exposed"]))
     breakdown = {"compute_s": float(r["compute"][i99]), "interference_s": float(r["interference"][i99]),
-                 "ops": per_op}
+                 "ops": per_op,
+                 # the same p99 step by where the time goes (fabric.evaluate.explain)
+                 "compute_mean_s": float(min(job.compute_time_s, r["compute"][i99])),
+                 "stragglers_s": float(max(0.0, r["compute"][i99] - job.compute_time_s)),
+                 "nvlink_s": nv99, "network_s": comm99 - nv99}
     hot_list = sorted(hot.values(), key=lambda h: -h["p99_sample_utilization"])[:top_links]
     return Evaluation(
         design_name=design.name, scenario=scenario.name, seed=seed, samples=samples, step_time_s=_stats(r["step"]),
@@ -396,7 +409,7 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
     rng_hash, rng_compute, rng_burst = (np.random.default_rng(x) for x in seq.spawn(3))
     cache: dict = {}
     shapes: dict = {}
-    op_times, op_lb, op_meta = [], [], []
+    op_times, op_lb, op_meta, nv_shares = [], [], [], []
     hardware = CollectiveHardware(gpus_per_node=1, nvls=nvls, nvlink_bytes_per_s=_nvlink_bytes_per_s(fabric),
                                   nic_bytes_per_s=_gpu_net_bytes_per_s(fabric),
                                   in_network=design.in_network_reduction and prof.in_network_reduction)
@@ -431,6 +444,7 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
         op_times.append(t)
         op_lb.append(size * ts.lb_per_byte)
         op_meta.append((op, ts, key))
+        nv_shares.append(_nvlink_share(ts, size, eff_scale, alpha_scale, samples))
     ops = [op for op, _, _ in op_meta]
     compute = _compute_samples(job, rng_compute, samples)
     exposed, comm = _exposed(op_times, ops, compute, samples)
@@ -447,7 +461,19 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
     i99 = int(order[min(samples - 1, int(math.ceil(0.99 * samples)) - 1)])
     return {"op_times": op_times, "op_lb": op_lb, "op_meta": op_meta, "compute": compute, "exposed": exposed,
             "interference": interference, "step": step, "lower": job.compute_time_s + float(lb_comm[0]),
-            "lower_by": lower_by, "lower_split": split, "i99": i99}
+            "lower_by": lower_by, "lower_split": split, "i99": i99, "nv_shares": nv_shares}
+
+
+def _nvlink_share(ts, size: float, eff_scale: float, alpha_scale: float, samples: int) -> np.ndarray:
+    """Per sample, the share of an op's time that is scale-up (NVLink) communication: the NVLink time over the
+    NVLink plus network time, or all of it to whichever of the two binds when they overlap (pipelined)."""
+    net = ts.net_per_byte if ts.net_per_byte is not None else np.zeros(samples)
+    nv_t = size * ts.up_per_byte / eff_scale + ts.nv_latency_s * alpha_scale
+    net_t = size * np.broadcast_to(net, (samples,)) / eff_scale + (ts.latency_s - ts.nv_latency_s) * alpha_scale
+    if ts.pipelined:
+        return (nv_t >= net_t).astype(float)
+    total = nv_t + net_t
+    return np.divide(nv_t, total, out=np.zeros(samples), where=total > 0)
 
 
 def _link_usage(run: dict, model) -> dict:
