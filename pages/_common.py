@@ -115,6 +115,16 @@ def _strong(design_json: str, cat_key: str, preset: str, counts: tuple, override
                           transport_overrides=json.loads(transport_json))
 
 
+@st.cache_data(show_spinner="Failing switches and links one at a time...", max_entries=64)
+def _resilience(design_json: str, wl_key: str, cat_key: str, scenario: str, healthy_p99_s: float, _workload,
+                _catalog, overrides_json: str = "null") -> dict:
+    from fabric.resilience import resilience
+
+    return resilience(design_from_dict(json.loads(design_json)), _workload, catalog=_catalog, samples=256,
+                      transport_overrides=json.loads(overrides_json), scenario=SCENARIO_PRESETS[scenario],
+                      healthy_p99_s=healthy_p99_s)
+
+
 @st.cache_data(show_spinner="Trying single changes of the design...", max_entries=64)
 def _advice(design_json: str, wl_key: str, cat_key: str, scenario: str, _workload, _catalog,
             overrides_json: str = "null") -> dict:
@@ -422,6 +432,13 @@ def evaluate_design(design: Design, scenario: str = "baseline"):
 def scaling_rows(design: Design):
     wb, cb = workload_bundle(), catalog_bundle()
     return _scaling(_design_json(design), wb.key, cb.key, wb.workload, cb.catalog, _overrides_json())
+
+
+def resilience_of(design: Design, healthy_p99_s: float, scenario: str = "baseline") -> dict:
+    """fabric.resilience of ``design`` on the session's workload (cached)."""
+    wb, cb = workload_bundle(), catalog_bundle()
+    return _resilience(_design_json(design), wb.key, cb.key, scenario, float(healthy_p99_s), wb.workload, cb.catalog,
+                       _overrides_json())
 
 
 def advice(design: Design, scenario: str = "baseline") -> dict:

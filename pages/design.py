@@ -230,6 +230,55 @@ if srows:
                "scenario's, not noise).")
     report_scenario_table = sdf
 
+# ------------------------------------------------------------------ resilience and cost per step
+from fabric.economics import economics  # noqa: E402
+
+a, b = st.columns(2)
+with a:
+    st.subheader("Single failures")
+    try:
+        res_ = C.resilience_of(design, st_["p99"])
+    except FabricError as err:
+        st.info(f"Failures cannot be evaluated on this design: {C.public_message(err)}")
+        res_ = None
+    if res_ is not None:
+        if res_["partitions_on_single_failure"]:
+            what = ", ".join(res_["partitioning_switches"] + res_["partitioning_links"]) or "its only switch"
+            st.error(C.md_text(f"Not deployable: one failure partitions this fabric ({what}). The search rejects "
+                               "such designs unless survive_single_failure is off."))
+        r1, r2, r3 = st.columns(3)
+
+        def _fail(v):
+            return "partitions" if v is None else f"{v * scale:,.4g}"
+
+        r1.metric(f"p99, worst switch failure ({unit})", _fail(res_["worst_switch_failure_p99_s"]),
+                  delta=None if res_["worst_switch_failure_p99_s"] is None else
+                  f"{res_['worst_switch_failure_p99_s'] / st_['p99'] - 1:+.1%}", delta_color="inverse",
+                  help=f"Failing {res_['worst_switch'] or 'no switch (none above the leaves)'}")
+        r2.metric(f"p99, worst link failure ({unit})", _fail(res_["worst_link_failure_p99_s"]),
+                  delta=None if res_["worst_link_failure_p99_s"] is None else
+                  f"{res_['worst_link_failure_p99_s'] / st_['p99'] - 1:+.1%}", delta_color="inverse",
+                  help=f"Failing the cable {res_['worst_link'] or '(no switch-to-switch cable)'}")
+        r3.metric("Uplink switches per leaf", f"{res_['min_uplink_switches']}",
+                  help="The fewest distinct switches any leaf's uplinks reach (N of N+1); 0: one tier")
+        st.caption(f"Evaluated, not guessed: each failure is applied to the cabling and the workload evaluated again "
+                   f"(same seed). A leaf failure takes its servers out of the job "
+                   f"({res_['gpus_lost_on_worst_switch_failure']:,} GPUs at most) rather than slowing it.")
+with b:
+    st.subheader("Cost per step")
+    eco = economics(ev, design, catalog=C.catalog_bundle().catalog, params=C.constraints().economics())
+    e1, e2, e3 = st.columns(3)
+    e1.metric("Cost per p99 step", f"${eco['usd_per_step']:,.2f}",
+              help="Servers and network amortized, plus power x PUE x electricity, times the p99 step")
+    e2.metric("Cluster cost per hour", charts.money_text(eco["usd_per_hour"]))
+    e3.metric("GPU time waiting on the network", f"{eco['gpu_idle_fraction_network']:.1%}",
+              help="Exposed scale-out communication and checkpoint interference in the p99 step")
+    p = eco["params"]
+    st.caption(f"{p['life_years']:g}-year life, ${p['electricity_usd_per_kwh']:g} per kWh, PUE {p['pue']:g} (set on "
+               f"the Constraints page's limits file or with fabric evaluate flags); the network is "
+               f"{eco['network_usd_per_step'] / eco['usd_per_step']:.1%} of the cost per step; waiting on it costs "
+               f"${eco['idle_usd_per_step']:,.2f} per step.")
+
 # ------------------------------------------------------------------ cheapest fixes
 st.subheader("Cheapest fixes")
 try:

@@ -441,6 +441,9 @@ def test_design_page_shows_everything():
     assert any("p99 change" in t.columns for t in tables)                   # before/after deltas
     assert any("total (USD)" in t.columns for t in tables)                  # bill of materials
     assert any(s.value == "Cheapest fixes" for s in at.subheader)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Cost per p99 step"].startswith("$") and "p99, worst switch failure (s)" in metrics
+    assert float(metrics["p99, worst switch failure (s)"]) >= float(metrics["p99 step (s)"])
     assert any("routing" in str(v) for t in tables if "change" in t.columns for v in t["change"]) or \
         "No single change shortens" in texts(at.markdown)
     # every caption names the unit its chart or table uses (the p99 breakdown is in ms while steps are in s)
