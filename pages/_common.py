@@ -403,6 +403,8 @@ def genes_of_record(rec: dict) -> dict:
         g[k] = int(g[k])
     for k in ("nics_per_gpu", "oversub_leaf", "oversub_spine", *LATER_GENES):
         g[k] = float(g[k] or 0.0)
+    if rec.get("design_tiers"):              # a baseline drawn with a fixed number of tiers keeps it
+        g["design_tiers"] = int(rec["design_tiers"])
     return g
 
 

@@ -574,3 +574,17 @@ def test_bom_exports_carry_every_item_and_the_totals():
     assert int(items[(items["category"] == "switch") & (items["where"] == "leaf")]["count"].iloc[0]) == 8
     doc = json.loads(design_bom_json_text(design, bom))
     assert doc["design"]["gpus"] == 248 and doc["bill_of_materials"]["switches"] == {"leaf": 8, "spine": 4}
+
+
+def test_a_baseline_drawn_with_fixed_tiers_keeps_them_through_genes_and_links():
+    from fabric.search import Constraints, DesignSpace
+
+    base = baseline_designs(DesignSpace(Constraints(gpus=256)))[0]
+    assert base.tiers == 2                              # 256 GPUs fit one 288-port switch: drawn as leaf-spine
+    g = design_genes(base)
+    assert g["design_tiers"] == 2
+    back = design_from_record({**g, "design": "x"}, gpus=256)
+    assert back.tiers == 2 and build_fabric(back).switch_counts() == build_fabric(base).switch_counts()
+    text = urlstate.encode_genes(g)
+    assert text.endswith(",t2") and urlstate.decode_genes(text)["design_tiers"] == 2
+    assert "design_tiers" not in urlstate.decode_genes(text[: -len(",t2")])

@@ -87,7 +87,8 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
            "storage_isolation": design.storage_isolation, "in_network_reduction": design.in_network_reduction,
            "uplink_leaf_gbps": design.uplink_speed_gbps(0) or 0.0,
            "uplink_spine_gbps": design.uplink_speed_gbps(1) or 0.0,
-           "genome": None if genome is None else [int(g) for g in genome], "repairs": "; ".join(repairs)}
+           "genome": None if genome is None else [int(g) for g in genome], "repairs": "; ".join(repairs),
+           "design_tiers": int(design.tiers or 0)}
     try:
         ev = evaluate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog,
                       transport_overrides=transport_overrides)

@@ -104,6 +104,7 @@ def design_from_record(record: Mapping[str, Any], *, gpus: int, gpus_per_node: i
         storage_isolation=_as_bool(record["storage_isolation"], "storage_isolation"),
         in_network_reduction=_as_bool(record["in_network_reduction"], "in_network_reduction"),
         uplink_gbps=_uplinks(record),
+        tiers=_as_int(record["design_tiers"], "design_tiers") or None if record.get("design_tiers") else None,
     )
 
 
@@ -130,6 +131,7 @@ def design_genes(design: Design) -> dict[str, Any]:
         "in_network_reduction": bool(design.in_network_reduction),
         "uplink_leaf_gbps": float(design.uplink_speed_gbps(0) or 0.0),
         "uplink_spine_gbps": float(design.uplink_speed_gbps(1) or 0.0),
+        **({"design_tiers": int(design.tiers)} if design.tiers else {}),
     }
 
 

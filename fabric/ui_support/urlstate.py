@@ -22,6 +22,7 @@ Readable, no pickles, every value validated on the way in:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -142,12 +143,17 @@ def encode_genes(genes: Mapping[str, Any]) -> str:
             out.append(_num_text(v))
         else:
             out.append(str(v))
+    if genes.get("design_tiers"):          # a design drawn with a fixed number of tiers (a baseline)
+        out.append(f"t{int(genes['design_tiers'])}")
     return ",".join(out)
 
 
 def decode_genes(text: str) -> dict:
     """A gene dict from :func:`encode_genes` text (values typed; full validation happens when a design is built)."""
     parts = str(text).split(",")
+    tiers = None
+    if parts and re.fullmatch(r"t[123]", parts[-1]):
+        tiers = int(parts.pop()[1:])
     older = len(GENE_COLUMNS) - len(LATER_GENES)
     if len(parts) == older:                  # a link made before the later genes: their "as before" values
         parts += [_num_text(v) for v in LATER_GENES.values()]
@@ -169,6 +175,8 @@ def decode_genes(text: str) -> dict:
         if g[k] not in ("0", "1"):
             raise FabricError(f"link design: gene {k} must be 0 or 1, got {g[k]!r}")
         g[k] = g[k] == "1"
+    if tiers:
+        g["design_tiers"] = tiers
     return g
 
 
