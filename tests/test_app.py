@@ -538,7 +538,7 @@ def test_every_page_is_titled_as_its_navigation_entry_and_design_pages_export():
     import re as _re
 
     titles = dict(_re.findall(r'st\.Page\("(pages/\w+\.py)", title="([^"]+)"', (ROOT / "app.py").read_text()))
-    assert len(titles) == 7 and titles["pages/build.py"] == "Fabric & BOM"
+    assert len(titles) == 8 and titles["pages/build.py"] == "Fabric & BOM"
     at = app().run()
     for page, title in titles.items():
         at.switch_page(page).run()
@@ -607,3 +607,17 @@ def test_an_uploaded_trace_scales_to_the_cluster():
     next(b for b in at.button if b.label == "Back to the traced size").click().run()
     ok(at)
     assert at.session_state["constraints"].gpus == 256 and "scaled" not in at.header[0].value
+
+
+def test_brief_page_after_a_search():
+    at = app().run()
+    at.switch_page("pages/brief.py").run()
+    ok(at)
+    assert "run one on the Search page" in texts(at.info)
+    at.switch_page("pages/search.py").run()
+    finish_search(at)
+    at.switch_page("pages/brief.py").run()
+    ok(at)
+    heads = [s.value for s in at.subheader]
+    assert heads == ["The design to buy", "The runner-up", "Resilience", "What if", "Cheapest fixes", "Cost per step"]
+    assert "Buy '" in texts(at.markdown) and any(b.label == "Brief (one HTML file)" for b in at.download_button)
