@@ -57,6 +57,13 @@ seed("con_budget_m", None if c0.budget_usd is None else c0.budget_usd / 1e6)
 seed("con_power_kw", None if c0.power_w is None else c0.power_w / 1e3)
 seed("con_cables", c0.cable_count)
 seed("con_p99", c0.p99_target_s)
+seed("con_survive", bool(c0.survive_single_failure))
+seed("con_p99_fail", c0.max_p99_under_failure_s)
+seed("con_cost_obj", c0.cost_objective)
+seed("con_p99_obj", c0.p99_objective)
+seed("con_life", float(c0.life_years))
+seed("con_kwh", float(c0.electricity_usd_per_kwh))
+seed("con_pue", float(c0.pue))
 seed("con_families", list(c0.families))
 seed("con_routings", list(c0.routings))
 seed("con_transports", list(c0.transports))
@@ -107,6 +114,24 @@ cables = c.number_input("Cables (count)", min_value=2, step=100, key="con_cables
                         placeholder="no limit")
 p99 = d.number_input("p99 step-time target (s)", min_value=0.0, step=0.1, key="con_p99",
                      placeholder="no target", format="%.3f")
+a, b, c, d = st.columns(4)
+survive = a.toggle("Survive any single failure", key="con_survive",
+                   help="Designs that one switch or link failure partitions are infeasible (facts.md section 8).")
+p99_fail = b.number_input("p99 under the worst failure (s)", min_value=0.0, step=0.1, key="con_p99_fail",
+                          placeholder="no limit", format="%.3f",
+                          help="Each design is also evaluated with its worst switch and link failure.")
+cost_obj = c.radio("Minimize beside p99", ["network_capex", "cost_per_step"], key="con_cost_obj",
+                   format_func={"network_capex": "network capex", "cost_per_step": "cost per step (GPU time)"}.get)
+p99_obj = d.radio("p99 to minimize", ["healthy", "worst_single_failure"], key="con_p99_obj",
+                  format_func={"healthy": "healthy fabric", "worst_single_failure": "under the worst failure"}.get)
+with st.expander("GPU economics (cost per step)"):
+    a, b, c = st.columns(3)
+    life = a.number_input("Life (years)", min_value=0.1, max_value=30.0, step=0.5, key="con_life")
+    kwh = b.number_input("Electricity (USD per kWh)", min_value=0.0, max_value=5.0, step=0.01, key="con_kwh",
+                         format="%.3f")
+    pue = c.number_input("PUE", min_value=1.0, max_value=3.0, step=0.05, key="con_pue", format="%.2f")
+    st.caption("Defaults: 4 years (epoch-research), $0.08/kWh (US EIA industrial average), PUE 1.3 (Uptime "
+               "Institute 1.1-1.5); docs/review.md.")
 
 try:
     if not sp:
@@ -123,7 +148,9 @@ try:
         cable_count=None if cables is None else int(cables), p99_target_s=p99 or None,
         nics_per_gpu=c0.nics_per_gpu, oversubscriptions=c0.oversubscriptions,
         uplink_speed_factors=c0.uplink_speed_factors, qps=c0.qps, planes=c0.planes,
-        optimize_power=c0.optimize_power)
+        optimize_power=c0.optimize_power, survive_single_failure=bool(survive),
+        max_p99_under_failure_s=p99_fail or None, cost_objective=cost_obj, p99_objective=p99_obj,
+        life_years=float(life), electricity_usd_per_kwh=float(kwh), pue=float(pue))
     DesignSpace(new, cat)           # the search space itself: e.g. no allowed NIC runs on this GPU's host
     if gpus_needed(wb.workload) > new.gpus:
         raise FabricError(f"constraint 'gpus': the workload needs {gpus_needed(wb.workload):,} GPUs, more than the "

@@ -621,3 +621,23 @@ def test_brief_page_after_a_search():
     heads = [s.value for s in at.subheader]
     assert heads == ["The design to buy", "The runner-up", "Resilience", "What if", "Cheapest fixes", "Cost per step"]
     assert "Buy '" in texts(at.markdown) and any(b.label == "Brief (one HTML file)" for b in at.download_button)
+
+
+def test_constraints_page_sets_resilience_and_economics_and_the_link_keeps_them():
+    at = app().run()
+    at.switch_page("pages/constraints.py").run()
+    ok(at)
+    assert at.toggle(key="con_survive").value is True
+    at.toggle(key="con_survive").set_value(False)
+    at.number_input(key="con_p99_fail").set_value(6.0)
+    at.radio(key="con_cost_obj").set_value("cost_per_step")
+    at.number_input(key="con_pue").set_value(1.5).run()
+    ok(at)
+    c = at.session_state["constraints"]
+    assert (c.survive_single_failure, c.max_p99_under_failure_s, c.cost_objective, c.pue) == \
+        (False, 6.0, "cost_per_step", 1.5)
+    q = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+    assert q["survive_single_failure"] == "0" and q["cost_objective"] == "cost_per_step" and q["pue"] == "1.5"
+    other = app(**{k: v for k, v in q.items() if k != "evals"}).run()
+    ok(other)
+    assert other.session_state["constraints"] == c

@@ -41,7 +41,9 @@ DEFAULT_EVALS = 300
 MAX_EVALS = 20_000
 
 _INT_FIELDS = {"gpus", "gpus_per_node", "max_radix", "cable_count"}
-_FLOAT_FIELDS = {"max_oversubscription", "budget_usd", "power_w", "p99_target_s"}
+_FLOAT_FIELDS = {"max_oversubscription", "budget_usd", "power_w", "p99_target_s", "max_p99_under_failure_s",
+                 "life_years", "electricity_usd_per_kwh", "pue"}
+_BOOL_FIELDS = {"optimize_power", "survive_single_failure"}
 _STR_LIST_FIELDS = {"switch_models", "nic_models", "families", "routings", "transports", "placements"}
 _FLOAT_LIST_FIELDS = {"nics_per_gpu", "oversubscriptions", "uplink_speed_factors"}
 _INT_LIST_FIELDS = {"qps", "planes"}
@@ -218,7 +220,7 @@ def _parse_constraint(name: str, text: str):
         return [float(t) for t in text.split(",") if t]
     if name in _INT_LIST_FIELDS:
         return [int(t) for t in text.split(",") if t]
-    if name == "optimize_power":
+    if name in _BOOL_FIELDS:
         if text not in ("0", "1"):
             raise ValueError(text)
         return text == "1"
