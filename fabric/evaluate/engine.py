@@ -194,12 +194,53 @@ class _TrafficSamples:
     pipelined: bool = False        # NVLink and network overlap (the op takes the longer of the two)
 
 
+@dataclass(frozen=True)
+class _TrafficPlan:
+    """The deterministic part of an op's traffic on a network model: what :func:`_traffic_samples` computes before
+    and around the random draws (the traffic pattern and each phase's link-group loads)."""
+
+    tr: object
+    loads: tuple
+
+
+def _traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, algorithm: str,
+                  hardware: CollectiveHardware, samples: int, plans) -> _TrafficPlan:
+    """The traffic pattern of the op and its phases' loads; taken from ``plans`` when an evaluation of the same
+    design on the same network model (another workload's scenario, see :func:`evaluate`'s ``reuse``) made it.
+
+    The pattern depends on the op's size only through NCCL's choice of algorithm, which is ``algorithm`` here
+    (resolved), except for the hierarchical all-reduce, whose network algorithm is chosen by size again."""
+    key = tr = None
+    if plans is not None:
+        table, model_key = plans
+        members = np.ascontiguousarray(shape.members)
+        # the pattern does not depend on the network model (failures), its loads do
+        tr_key = ("traffic", kind, algorithm, size_bytes if algorithm.startswith("hierarchical") else None,
+                  members.shape, members.tobytes())
+        key = (model_key, samples) + tr_key
+        hit = table.get(key)
+        if hit is not None:
+            return hit
+        tr = table.get(tr_key)
+    if tr is None:
+        tr = op_traffic(kind, size_bytes, shape.members, fabric.gpu_domain, in_network=hardware.in_network,
+                        algorithm=algorithm, nvls=hardware.nvls, hardware=hardware, shape=shape)
+        if plans is not None:
+            table[tr_key] = tr
+    loads = tuple(phase_load(ph, model, qps=design.qps_per_connection, pxn=design.pxn, routing=design.routing,
+                             samples=samples) for ph in tr.phases)
+    plan = _TrafficPlan(tr, loads)
+    if key is not None:
+        table[key] = plan
+    return plan
+
+
 def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: float, algorithm: str,
                      hardware: CollectiveHardware, rng: np.random.Generator, samples: int,
-                     background: float) -> _TrafficSamples:
+                     background: float, plans=None) -> _TrafficSamples:
     in_net = hardware.in_network
-    tr = op_traffic(kind, size_bytes, shape.members, fabric.gpu_domain, in_network=in_net, algorithm=algorithm,
-                    nvls=hardware.nvls, hardware=hardware, shape=shape)
+    plan = _traffic_plan(fabric, model, design, shape, kind, size_bytes, algorithm, hardware, samples, plans)
+    tr = plan.tr
     nv_line = _nvlink_bytes_per_s(fabric)
     nv_eff = nv_line * prof.nvlink_efficiency
     net_eff = prof.bandwidth_efficiency * (1.0 - background)
@@ -213,9 +254,7 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
     port_line = fabric.link_speed_bps / 8.0
     injection = 0.0                 # seconds per op byte the busiest NIC port, NVLink or link needs at line rate
     moved_by = dict.fromkeys(RESOURCES, 0.0)
-    for pi, ph in enumerate(tr.phases):
-        load = phase_load(ph, model, qps=design.qps_per_connection, pxn=design.pxn, routing=design.routing,
-                          samples=samples)
+    for pi, (ph, load) in enumerate(zip(tr.phases, plan.loads)):
         reorder = prof.reorder_slowdown if design.routing == "spray" and not prof.reorder_tolerant else 1.0
         t, per_class = sample_phase_factor(load, model, design.routing, net_eff, nv_eff, prof.adaptive_imbalance,
                                            rng, samples, reorder_slowdown=reorder,
@@ -310,11 +349,18 @@ def _canonical_kind(kind: str) -> str:
 
 def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, seed: int = 0,
              samples: int = DEFAULT_SAMPLES, catalog=None, transport_overrides: dict | None = None,
-             algorithms: dict | None = None, top_links: int = 10) -> Evaluation:
+             algorithms: dict | None = None, top_links: int = 10, reuse: dict | None = None) -> Evaluation:
     """Evaluate ``workload`` on ``design`` under ``scenario``; deterministic for a given seed.
 
     ``algorithms`` forces an algorithm per collective kind (e.g. ``{"all_reduce": "hierarchical"}``) instead of
     the NCCL-like choice; ``transport_overrides`` replaces transport-profile values (calibration).
+
+    ``reuse``: a dict the caller keeps across evaluations of one design on several workloads and scenarios (the
+    robust objective, :mod:`fabric.search.robust`): the fabric and its bill of materials, the network model of
+    each set of failed and slow switches and links, and each op's traffic pattern and link-group loads on a model
+    are computed once and taken from it afterwards. Only deterministic intermediate results are kept (keyed by
+    everything they depend on: design, catalog, calibration, samples, the model's failures, the op's placed group
+    and algorithm); every random draw is made again, so the result is identical with or without ``reuse``.
     """
     algorithms = dict(algorithms or {})
     scenario = scenario or Scenario()
@@ -324,12 +370,18 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
         design = design.replace(gpus=design.gpus * scenario.gpu_scale)
         workload = scale_workload(workload, scenario.gpu_scale)
     workload = _shift_job_mix(workload, scenario)
-    fabric = build_fabric(design, catalog)
-    bom = bill_of_materials(fabric, catalog)
+    slot = _reuse_slot(reuse, design, catalog, transport_overrides, samples)
+    if slot is not None and "fabric" in slot:
+        fabric, bom = slot["fabric"], slot["bom"]
+    else:
+        fabric = build_fabric(design, catalog)
+        bom = bill_of_materials(fabric, catalog)
+        if slot is not None:
+            slot.update(fabric=fabric, bom=bom)
     prof = profile_for(design, transport_overrides)
     seeds = np.random.SeedSequence(seed)
     s_fault, s_place, s_jobs = seeds.spawn(3)
-    model = _network_model(fabric, scenario, np.random.default_rng(s_fault), samples)
+    model, model_key = _network_model(fabric, scenario, np.random.default_rng(s_fault), samples, slot)
     compute_jobs = [j for j in workload.jobs if j.kind != "storage"]
     if not compute_jobs:
         raise WorkloadError("the workload has no training or inference job to evaluate")
@@ -341,8 +393,10 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     nvls = (catalog or default_catalog()).gpu(design.gpu_model).has_nvls
     notes: list = []
     ctx = dict(fabric=fabric, design=design, prof=prof, storage=storage, samples=samples, scenario=scenario,
-               algorithms=algorithms, nvls=nvls, notes=notes)
-    runs = [_run_job(job, gpus, model, seq, **ctx) for job, gpus, seq in zip(compute_jobs, placements, job_seeds)]
+               algorithms=algorithms, nvls=nvls, notes=notes, memo=None if slot is None else slot["memo"])
+    plans = (slot["plans"], model_key) if slot is not None and model_key is not None else None
+    runs = [_run_job(job, gpus, model, seq, plans=plans, **ctx)
+            for job, gpus, seq in zip(compute_jobs, placements, job_seeds)]
     if design.routing == "spray" and not prof.reorder_tolerant and prof.reorder_slowdown > 1.0:
         notes.append(f"per-packet spraying on transport {design.transport!r}, which does not tolerate reordering: "
                      f"sprayed phases take up to {prof.reorder_slowdown:g}x as long (docs/evaluator.md, "
@@ -370,10 +424,11 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
             primary = (job, r)
         for t, lb, ex, (op, ts, _) in zip(r["op_times"], r["op_lb"], r["exposed"], r["op_meta"]):
             ex = np.broadcast_to(ex, (samples,))
+            t50, t99 = np.percentile(t, (50, 99))
             all_ops.append(OpResult(
                 job=job.name, name=op.name, kind=op.kind, group=op.group, group_size=ts.group_size,
                 bytes=int(op.bytes), count_per_step=float(op.count_per_step), algorithm=ts.algorithm,
-                time_p50_s=float(np.percentile(t, 50)), time_p99_s=float(np.percentile(t, 99)),
+                time_p50_s=float(t50), time_p99_s=float(t99),
                 lower_bound_s=float(lb), exposed_in_p99_sample_s=float(ex[i99]), bound_by=ts.bound_by))
         _accumulate_hot(hot, job, r["op_meta"], i99, step, fabric, model)
 
@@ -404,7 +459,7 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
 
 
 def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storage, samples, scenario,
-             algorithms, nvls, notes=None) -> dict:
+             algorithms, nvls, notes=None, plans=None, memo=None) -> dict:
     """One job's step-time samples on ``model`` (its random draws come from ``seq``, so a rerun repeats them)."""
     rng_hash, rng_compute, rng_burst = (np.random.default_rng(x) for x in seq.spawn(3))
     cache: dict = {}
@@ -419,7 +474,13 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
         group = job.group(op.group)
         size = float(op.bytes)
         if op.group not in shapes:
-            shapes[op.group] = group_shape(gpus_of_rank[group_instances(group, job.world_size)], fabric.gpu_domain)
+            skey = None if memo is None else ("shape", group, job.world_size, gpus_of_rank.tobytes())
+            shapes[op.group] = memo.get(skey) if skey is not None else None
+            if shapes[op.group] is None:
+                shapes[op.group] = group_shape(gpus_of_rank[group_instances(group, job.world_size)],
+                                               fabric.gpu_domain)
+                if skey is not None:
+                    memo[skey] = shapes[op.group]
         shape = shapes[op.group]
         by_design = kind not in algorithms and kind == "all_reduce" and forced_nccl is not None
         requested = forced_nccl if by_design else algorithms.get(kind)
@@ -435,7 +496,7 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
         key = (op.group, kind, alg)
         if key not in cache:
             cache[key] = _traffic_samples(fabric, model, design, prof, shape, kind, size, alg, hardware, rng_hash,
-                                          samples, scenario.background_load)
+                                          samples, scenario.background_load, plans)
         ts = cache[key]
         eff_scale, alpha_scale, overhead = prof.scales_for(size)
         t = np.maximum(size * ts.per_byte / eff_scale, ts.issue_s) + ts.latency_s * alpha_scale \
@@ -446,7 +507,7 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
         op_meta.append((op, ts, key))
         nv_shares.append(_nvlink_share(ts, size, eff_scale, alpha_scale, samples))
     ops = [op for op, _, _ in op_meta]
-    compute = _compute_samples(job, rng_compute, samples)
+    compute = _compute_samples(job, rng_compute, samples, memo)
     exposed, comm = _exposed(op_times, ops, compute, samples)
     interference = _checkpoint_interference(job, storage, design, fabric, prof, comm, compute, rng_burst, samples)
     step = compute + comm + interference
@@ -541,7 +602,23 @@ def _exposed(op_times: list, ops: list, compute: np.ndarray, samples: int):
     return exposed, np.sum(exposed, axis=0)
 
 
-def _network_model(fabric, scenario: Scenario, rng: np.random.Generator, samples: int) -> NetworkModel:
+def _reuse_slot(reuse: dict | None, design, catalog, transport_overrides, samples: int) -> dict | None:
+    """The part of ``reuse`` (see :func:`evaluate`) for this design, catalog, calibration and sample count."""
+    if reuse is None:
+        return None
+    import json
+
+    key = (design, id(catalog), json.dumps(transport_overrides, sort_keys=True, default=str), samples)
+    slot = reuse.get(key)
+    if slot is None:
+        # the catalog is kept so that its id, part of the key, cannot be reused by another catalog
+        slot = reuse[key] = {"catalog": catalog, "models": {}, "plans": {}, "memo": {}}
+    return slot
+
+
+def _network_model(fabric, scenario: Scenario, rng: np.random.Generator, samples: int, slot: dict | None = None):
+    """``(model, key)``: the network model under ``scenario``'s failures and slow switches, and a key of what it
+    depends on (None when it is not shared: random component faults per sample); from ``slot`` when there."""
     ls = np.flatnonzero(fabric.link_kind == LINK_KINDS.index("leaf-spine"))
     spines = np.flatnonzero((fabric.node_kind == 2) & (fabric.node_tier == 1))
     failed = rng.choice(ls, size=min(scenario.failed_links, ls.size), replace=False) if scenario.failed_links else []
@@ -552,8 +629,17 @@ def _network_model(fabric, scenario: Scenario, rng: np.random.Generator, samples
         named_sw, named_links = resolve_failures(fabric, scenario.fail_switches, scenario.fail_links)
         failed_sw = sorted(set(failed_sw) | set(named_sw))
         failed = np.union1d(np.asarray(failed, np.int64), np.asarray(named_links, np.int64))
+    slow_factor = scenario.slow_factor if slow_sw else 1.0
+    key = None
+    if not (scenario.link_failure_prob > 0 and ls.size):
+        key = (tuple(sorted(int(x) for x in np.asarray(failed, np.int64).ravel())), tuple(int(x) for x in failed_sw),
+               tuple(int(x) for x in slow_sw), float(slow_factor))
+    if slot is not None and key is not None and key in slot["models"]:
+        return slot["models"][key], key
     model = NetworkModel.build(fabric, failed_links=failed, failed_switches=failed_sw, slow_switches=slow_sw,
-                               slow_factor=scenario.slow_factor if slow_sw else 1.0)
+                               slow_factor=slow_factor)
+    if slot is not None and key is not None:
+        slot["models"][key] = model
     if scenario.link_failure_prob > 0 and ls.size:
         # component faults per sampled launch: each leaf-spine link down with the given probability
         counts = rng.binomial(ls.size, scenario.link_failure_prob, size=samples)
@@ -563,7 +649,7 @@ def _network_model(fabric, scenario: Scenario, rng: np.random.Generator, samples
             leaves, per_leaf = np.unique(fabric.link_a[down], return_counts=True)
             faults.append(dict(zip(leaves.tolist(), per_leaf.tolist())))
         model.sample_faults = faults
-    return model
+    return model, key
 
 
 def switch_labels(fabric) -> dict[str, int]:
@@ -615,12 +701,19 @@ def resolve_failures(fabric, switches, links) -> tuple[list[int], list[int]]:
     return sw_ids, link_ids
 
 
-def _compute_samples(job: Job, rng: np.random.Generator, samples: int) -> np.ndarray:
+def _compute_samples(job: Job, rng: np.random.Generator, samples: int, memo: dict | None = None) -> np.ndarray:
     if job.compute_time_s <= 0:
         return np.zeros(samples)
     if job.compute_cv <= 0:
         return np.full(samples, job.compute_time_s)
-    z = _zmax_samples(job.world_size, rng.random(samples))
+    u = rng.random(samples)
+    if memo is None:
+        z = _zmax_samples(job.world_size, u)
+    else:       # the same job under other scenarios draws the same u (its seed): the maxima are the same
+        key = ("zmax", job.world_size, u.tobytes())
+        z = memo.get(key)
+        if z is None:
+            z = memo[key] = _zmax_samples(job.world_size, u)
     return job.compute_time_s * (1.0 + job.compute_cv * np.maximum(z, 0.0))
 
 

@@ -69,9 +69,11 @@ def violations(rec: dict, constraints) -> dict:
 
 
 def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog, constraints,
-                    genome=None, repairs=(), transport_overrides=None) -> dict:
+                    genome=None, repairs=(), transport_overrides=None, reuse: dict | None = None) -> dict:
     """Evaluate ``design`` and flatten the result; an unbuildable design gives a record saying why. A
-    :class:`~fabric.search.robust.RobustObjective` as ``workload`` gives one record over all its cases."""
+    :class:`~fabric.search.robust.RobustObjective` as ``workload`` gives one record over all its cases.
+    ``reuse``: passed to :func:`fabric.evaluate.evaluate` (intermediate results shared by evaluations of one
+    design; the record is the same without it)."""
     from fabric.evaluate import evaluate
     from fabric.search.robust import RobustObjective, evaluate_robust_record
 
@@ -79,7 +81,7 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
         return evaluate_robust_record(design, workload, scenario, seed, samples, catalog, constraints,
                                       genome=genome, repairs=repairs, transport_overrides=transport_overrides)
 
-    rec = {"key": design_key(design), "design": design.name, "family": design.family,
+    rec = {"key": _reused(reuse, ("design_key", design), lambda: design_key(design)), "design": design.name, "family": design.family,
            "switch_model": design.switch_model, "nic_model": design.nic_model, "nics_per_gpu": design.nics_per_gpu,
            "oversub_leaf": design.oversub(0), "oversub_spine": design.oversub(1), "planes": design.planes,
            "routing": design.routing, "qps_per_connection": design.qps_per_connection,
@@ -91,7 +93,7 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
            "design_tiers": int(design.tiers or 0)}
     try:
         ev = evaluate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog,
-                      transport_overrides=transport_overrides)
+                      transport_overrides=transport_overrides, reuse=reuse)
     except FabricError as err:
         rec.update({"usd_per_step": INFEASIBLE_COST, "gpu_idle_fraction_network": 1.0})
         rec.update({"buildable": False, "error": " ".join(str(err).split()), "cost_usd": INFEASIBLE_COST,
@@ -108,7 +110,7 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
                     "gpu_idle_fraction_network": eco["gpu_idle_fraction_network"]})
         from fabric.resilience import resilience, structural_failures
 
-        sf = structural_failures(design, catalog)
+        sf = _reused(reuse, ("structural", design, id(catalog)), lambda: structural_failures(design, catalog))
         rec.update({"partitions_on_single_failure": bool(sf["partitions_on_single_failure"]),
                     "min_uplink_switches": int(sf["min_uplink_switches"])})
         if constraints.needs_failure_p99:
@@ -130,6 +132,15 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
     rec["objective_cost"] = objective_cost(rec, constraints)
     rec["objective_p99"] = objective_p99(rec, constraints)
     return rec
+
+
+def _reused(reuse: dict | None, key, compute):
+    """``compute()``, kept in ``reuse`` under ``key`` (a result of the design that other cases share)."""
+    if reuse is None:
+        return compute()
+    if key not in reuse:
+        reuse[key] = compute()
+    return reuse[key]
 
 
 def objective_p99(rec: dict, constraints) -> float:

@@ -22,6 +22,8 @@ def pareto_mask(F: np.ndarray) -> np.ndarray:
     """True for the non-dominated rows of ``F`` (minimisation); duplicates keep their first copy."""
     F = np.asarray(F, dtype=float)
     n = F.shape[0]
+    if F.ndim == 2 and F.shape[1] == 2 and n and not np.isnan(F).any():
+        return _pareto_mask_2d(F)
     keep = np.ones(n, bool)
     for i in range(n):
         if not keep[i]:
@@ -33,6 +35,22 @@ def pareto_mask(F: np.ndarray) -> np.ndarray:
         same = np.all(F == F[i], axis=1)
         same[: i + 1] = False
         keep[same] = False
+    return keep
+
+
+def _pareto_mask_2d(F: np.ndarray) -> np.ndarray:
+    """:func:`pareto_mask` for two objectives in O(n log n) (the search calls it every generation on every
+    feasible record): in the order of (f0, f1, row), a row is dominated exactly when an earlier row that is not
+    its duplicate has f1 no larger, and a duplicate group keeps its first row."""
+    order = np.lexsort((np.arange(F.shape[0]), F[:, 1], F[:, 0]))
+    f0, f1 = F[order, 0], F[order, 1]
+    first = np.ones(order.size, bool)                   # the first row of each group of equal (f0, f1)
+    first[1:] = (f0[1:] != f0[:-1]) | (f1[1:] != f1[:-1])
+    group = np.cumsum(first) - 1
+    best_before = np.minimum.accumulate(np.concatenate([[np.inf], f1[first]]))[:-1]   # min f1 of earlier groups
+    keep_sorted = first & ((group == 0) | (f1 < best_before[group]))
+    keep = np.zeros(F.shape[0], bool)
+    keep[order] = keep_sorted
     return keep
 
 

@@ -115,9 +115,10 @@ def evaluate_robust_record(design, obj: RobustObjective, scenario, seed: int, sa
     if scenario is not None and scenario.to_dict() != type(scenario)().to_dict():
         raise FabricError("a robust search takes its scenarios in the robust objective, not as a separate scenario")
     recs = []
+    reuse: dict = {}      # the fabric, network models and traffic loads of this design, shared by its cases
     for name, wl, sc, weight in obj.cases:
         r = evaluate_record(design, wl, sc, seed, samples, catalog, constraints, genome=genome, repairs=repairs,
-                            transport_overrides=transport_overrides)
+                            transport_overrides=transport_overrides, reuse=reuse)
         if not r["buildable"]:
             r = dict(r, error=f"{name}: {r['error']}", p99_by_case={})
             return r

@@ -36,11 +36,22 @@ def _eval_chunk_in_worker(designs_with_meta):
                        c["constraints"], c["overrides"])
 
 
-def _chunks(items: list, n_workers: int, min_chunk: int = 4) -> list[list]:
+def _chunks(items: list, n_workers: int, min_chunk: int = 4, cases: int = 1) -> list[list]:
+    """Designs in chunks of about equal work: at least ``min_chunk`` evaluations each (task overhead), about four
+    chunks per worker (balance); a design of a robust objective is ``cases`` evaluations, so its chunks are that
+    many times smaller (down to one design: a generation then ends within about one design of its last worker)."""
     if not items:
         return []
-    size = max(min_chunk, math.ceil(len(items) / (4 * max(1, n_workers))))
+    cases = max(1, int(cases))
+    size = max(math.ceil(min_chunk / cases), math.ceil(len(items) / (4 * max(1, n_workers) * cases)), 1)
     return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def _cases(workload) -> int:
+    """Evaluations one design costs: the robust objective's cases, else 1."""
+    from fabric.search.robust import RobustObjective
+
+    return len(workload.cases) if isinstance(workload, RobustObjective) else 1
 
 
 class InProcessRunner:
@@ -79,6 +90,7 @@ class ProcessRunner:
 
     def start(self, workload, scenario, seed, samples, catalog, constraints, overrides=None):
         self._ctx = (workload, scenario, seed, samples, catalog, constraints, overrides)
+        self._cases = _cases(workload)
         self._new_pool()
 
     def _new_pool(self):
@@ -95,7 +107,8 @@ class ProcessRunner:
         for attempt in range(self.retries + 1):
             try:
                 out = []
-                for part in self._pool.map(_eval_chunk_in_worker, _chunks(designs_with_meta, self.workers)):
+                for part in self._pool.map(_eval_chunk_in_worker,
+                                           _chunks(designs_with_meta, self.workers, cases=self._cases)):
                     out.extend(part)
                 return out
             except BrokenProcessPool:
@@ -148,9 +161,10 @@ class DaskRunner:
             raise FabricError(f"cannot reach the Dask scheduler at {self.address}: {err}") from err
         self._ctx = self._client.scatter([workload, scenario, seed, samples, catalog, constraints, overrides],
                                          broadcast=True)
+        self._cases = _cases(workload)
 
     def map(self, designs_with_meta: list) -> list[dict]:
-        chunks = _chunks(designs_with_meta, self.workers)
+        chunks = _chunks(designs_with_meta, self.workers, cases=self._cases)
         futures = self._client.map(_eval_chunk, chunks, *[[c] * len(chunks) for c in self._ctx],
                                    retries=self.retries, pure=False)
         out = []

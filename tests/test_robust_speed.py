@@ -1,0 +1,99 @@
+"""What makes a robust search fast enough (benchmarks/bench_robust.py) without changing any result: one design's
+evaluations share their fabric, network models and traffic loads; chunks of one design balance the workers; the
+front of two objectives is found by a sweep."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from fabric.design import Design
+from fabric.evaluate import SCENARIO_PRESETS, evaluate
+from fabric.search.result import pareto_mask
+from fabric.search.runners import _chunks
+from fabric.workload.presets import preset_workload
+
+SCENARIOS = ("baseline", "fail-spine", "job-mix-shift", "slow-switch", "flaky-links", "bigger-cluster",
+             "background-30", "checkpoint-burst")
+
+
+@pytest.fixture(scope="module")
+def workloads():
+    a, b = preset_workload("llama3-70b", 128), preset_workload("mixtral-8x7b", 128)
+    two = a.with_jobs([replace(j, name="A" + j.name) for j in a.jobs] + [replace(j, name="B" + j.name) for j in b.jobs])
+    return {"llama": preset_workload("llama3-70b", 256), "moe": preset_workload("mixtral-8x7b", 256),
+            "dlrm": preset_workload("dlrm-dcnv2", 256), "two jobs": two}
+
+
+@pytest.mark.parametrize("design", [
+    Design(name="clos 2:1", gpus=256, oversubscription=(2.0, 1.0)),
+    Design(name="rail-opt spray", gpus=256, family="rail_optimized", routing="spray"),
+    Design(name="dragonfly", gpus=256, family="dragonfly", switch_model="eth-51t-64x800", nic_model="nic-eth-400",
+           transport="roce", routing="adaptive")])
+def test_shared_intermediates_give_the_same_evaluation_as_evaluating_alone(design, workloads):
+    reuse: dict = {}
+    for wl in workloads.values():
+        for name in SCENARIOS:
+            alone = evaluate(design, wl, SCENARIO_PRESETS[name], seed=5, samples=48)
+            shared = evaluate(design, wl, SCENARIO_PRESETS[name], seed=5, samples=48, reuse=reuse)
+            assert shared.to_dict(include_samples=True) == alone.to_dict(include_samples=True), (wl, name)
+
+
+def test_a_design_builds_once_and_a_job_mix_shift_reuses_the_baseline_loads(monkeypatch, workloads):
+    import fabric.evaluate.engine as engine
+
+    calls = {"build": 0, "load": 0}
+    real_build, real_load = engine.build_fabric, engine.phase_load
+
+    def build(*a, **k):
+        calls["build"] += 1
+        return real_build(*a, **k)
+
+    def load(*a, **k):
+        calls["load"] += 1
+        return real_load(*a, **k)
+
+    monkeypatch.setattr(engine, "build_fabric", build)
+    monkeypatch.setattr(engine, "phase_load", load)
+    d = Design(name="clos", gpus=256)
+    reuse: dict = {}
+    evaluate(d, workloads["moe"], SCENARIO_PRESETS["baseline"], samples=32, reuse=reuse)
+    after_baseline = dict(calls)
+    evaluate(d, workloads["moe"], SCENARIO_PRESETS["job-mix-shift"], samples=32, reuse=reuse)
+    # 1.5x the bytes: the same flows per byte on the same healthy network, so nothing is built or loaded again
+    assert calls == after_baseline and calls["build"] == 1 and calls["load"] > 0
+    evaluate(d, workloads["moe"], SCENARIO_PRESETS["fail-spine"], samples=32, reuse=reuse)
+    assert calls["build"] == 1 and calls["load"] > after_baseline["load"]      # a spine down: new loads
+    evaluate(d, workloads["moe"], SCENARIO_PRESETS["baseline"], samples=32)      # without reuse: built again
+    assert calls["build"] == 2
+
+
+def _dominated_brute(F):
+    """The definition: row i is dropped when another row is <= in both and < in one, or is an earlier copy."""
+    keep = []
+    for i, f in enumerate(F):
+        dom = any((g <= f).all() and (g < f).any() for g in F)
+        dup = any((F[j] == f).all() for j in range(i))
+        keep.append(not dom and not dup)
+    return np.array(keep)
+
+
+def test_two_objective_front_matches_the_definition_with_ties_and_copies():
+    rng = np.random.default_rng(3)
+    for t in range(400):
+        n = int(rng.integers(1, 40))
+        F = rng.integers(0, 5, size=(n, 2)).astype(float) if t % 2 else rng.random((n, 2))
+        if t % 5 == 0:
+            F[rng.integers(0, n)] = np.inf
+        assert (pareto_mask(F) == _dominated_brute(F)).all(), F
+    F = np.array([[1.0, 3.0], [2.0, 2.0], [2.0, 2.0], [1.0, 3.0], [3.0, 2.0], [0.5, 9.0]])
+    assert pareto_mask(F).tolist() == [True, True, False, False, False, True]
+
+
+def test_chunks_of_a_robust_objective_hold_one_design():
+    designs = list(range(25))
+    assert [len(c) for c in _chunks(designs, 2)] == [4, 4, 4, 4, 4, 4, 1]      # one workload: as before
+    assert [len(c) for c in _chunks(designs, 2, cases=9)] == [1] * 25           # 9 evaluations per design
+    assert [len(c) for c in _chunks(designs, 2, cases=2)] == [2] * 12 + [1]
