@@ -10,7 +10,10 @@ Session state (one browser session each; nothing here is shared between sessions
 - ``design_genes``/``design_name``: the selected design; ``compare_genes``: designs picked for comparison;
 - ``search_evals``/``search_seed``: the search settings; ``search_job``: the session's background search;
 - ``calibration`` (:data:`CALIBRATION_KEY`): the calibration applied on the Calibrate page (``overrides`` for
-  ``transport_overrides=``, ``sources``, ``key``), or absent.
+  ``transport_overrides=``, ``sources``, ``key``), or absent;
+- the robust search across a job mix (Workload page, :mod:`fabric.ui_support.robust_view`): ``robust_mode``
+  ("off", "worst", "mean"), ``robust_weight`` (the current workload's weight), ``robust_mix`` (the other
+  workloads: ``{"choice", "weight"}``, uploads also ``"workload"``), ``robust_scenarios`` (preset names).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from fabric.search import Constraints, DesignSpace
 from fabric.search.baselines import baseline_designs
 from fabric.search.records import workload_key
 from fabric.topology import build_fabric
-from fabric.ui_support import urlstate
+from fabric.ui_support import robust_view, urlstate
 from fabric.ui_support.messages import public_message  # noqa: F401  (pages call C.public_message)
 from fabric.ui_support.designs import design_from_record, design_genes, recommended_record, short_label
 from fabric.ui_support.topology_view import topology_view
@@ -213,6 +216,7 @@ def init_state() -> None:
     ss["search_evals"] = view.evals
     ss["search_seed"] = view.seed
     ss["url_search_id"] = view.search_id
+    _robust_from_view(view)
     choice = view.workload
     if choice and choice["kind"] == "upload":
         names = ", ".join(choice.get("names", [])) or "files"
@@ -227,7 +231,7 @@ def init_state() -> None:
     c = view.constraints if view.constraints_given else Constraints()
     if not view.gpus_given:
         try:
-            c = replace(c, gpus=cluster_gpus(wb.workload, c.gpus_per_node))
+            c = replace(c, gpus=needed_gpus(c.gpus_per_node))
         except FabricError:
             pass
     ss["constraints"] = c
@@ -238,9 +242,14 @@ def sync_url() -> None:
     choice = ss.get("wl_choice")
     if choice and choice.get("kind") == "upload":
         choice = {"kind": "upload", "names": [n for n, _ in ss.get("uploads", [])]}
+    robust = None
+    if robust_on():
+        robust = {"mode": ss["robust_mode"], "weight": ss.get("robust_weight", 1.0),
+                  "mix": [{"choice": e["choice"], "weight": e["weight"]} for e in ss.get("robust_mix", [])],
+                  "scenarios": ss.get("robust_scenarios") or ["baseline"]}
     params = urlstate.encode_view(workload=choice, constraints=ss["constraints"], design=ss.get("design_genes"),
                                   compare=ss.get("compare_genes") or (), evals=ss.get("search_evals", 300),
-                                  seed=ss.get("search_seed", 0), search_id=search_id())
+                                  seed=ss.get("search_seed", 0), search_id=search_id(), robust=robust)
     if dict(st.query_params.to_dict()) != params:
         st.query_params.from_dict(params)
 
@@ -291,10 +300,9 @@ def set_workload_choice(choice: dict) -> None:
     """Switch the session to another workload; the cluster size follows it."""
     ss["wl_choice"] = choice
     ss.pop("wl_error", None)
-    wb = workload_bundle()
     c = ss["constraints"]
     try:
-        ss["constraints"] = replace(c, gpus=cluster_gpus(wb.workload, c.gpus_per_node))
+        ss["constraints"] = replace(c, gpus=needed_gpus(c.gpus_per_node))
     except FabricError:
         pass
 
@@ -313,11 +321,145 @@ def constraints() -> Constraints:
 
 
 def inputs_key() -> str:
-    """What a search result depends on: workload, constraints, catalog, budget and seed."""
+    """What a search result depends on: workload (the robust objective when the robust mode is on), constraints,
+    catalog, budget and seed."""
     wb, cb = workload_bundle(), catalog_bundle()
     text = json.dumps([wb.key, constraints().to_dict(), cb.key, ss.get("search_evals"), ss.get("search_seed")]
-                      + ([cal["key"]] if (cal := ss.get(CALIBRATION_KEY)) else []), sort_keys=True, default=str)
+                      + ([cal["key"]] if (cal := ss.get(CALIBRATION_KEY)) else [])
+                      + ([_robust_key_or_error()] if robust_on() else []), sort_keys=True, default=str)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+# ------------------------------------------------------------------ robust design across a job mix
+
+
+def robust_on() -> bool:
+    """True when the session's search is robust across a job mix (Workload page)."""
+    return ss.get("robust_mode", "off") in robust_view.ROBUST_MODES
+
+
+def _robust_from_view(view) -> None:
+    """The link's job mix into the session (workloads that cannot be built are reported and left out)."""
+    r = view.robust
+    ss["robust_mode"] = r["mode"] if r else "off"
+    ss["robust_weight"] = float(r["weight"]) if r else 1.0
+    ss["robust_scenarios"] = list(r["scenarios"]) if r else ["baseline"]
+    ss["robust_mix"] = []
+    for m in (r or {}).get("mix", []):
+        try:
+            mix_workload(m)
+        except FabricError as err:
+            ss["url_problems"].append(f"job mix: {public_message(err)}")
+            continue
+        ss["robust_mix"].append({"choice": m["choice"], "weight": float(m["weight"])})
+
+
+def mix_workload(entry: dict):
+    """The workload of a mix entry (a sample, a plan, or uploaded files kept with the entry)."""
+    choice = entry["choice"]
+    if choice["kind"] == "sample":
+        res = load_sample(choice["name"])
+        if res.workload is None:
+            raise FabricError(f"sample {choice['name']} cannot be read")
+        return res.workload
+    if choice["kind"] == "plan":
+        over = {k: choice[k] for k in urlstate.PLAN_KEYS if choice.get(k) is not None}
+        return plan_workload(choice["preset"], int(choice["gpus"]), json.dumps(over, sort_keys=True))
+    wl = entry.get("workload")
+    if wl is None:
+        raise FabricError(f"uploaded files {', '.join(choice.get('names', []))} are not in this session")
+    return wl
+
+
+def mix_label(choice: dict) -> str:
+    """How the Workload page names a mix entry."""
+    if choice["kind"] == "sample":
+        return f"sample {choice['name']}"
+    if choice["kind"] == "plan":
+        over = ", ".join(f"{k} {choice[k]}" for k in urlstate.PLAN_KEYS if choice.get(k) is not None)
+        return f"plan {choice['preset']} on {int(choice['gpus']):,} GPUs" + (f" ({over})" if over else "")
+    names = choice.get("names", [])
+    return f"uploaded {names[0]}" if len(names) == 1 else f"{len(names)} uploaded files"
+
+
+def mix_entries() -> list[dict]:
+    """The job mix, the current workload first: ``{"name", "label", "workload", "weight", "choice"}``; names are
+    the case names of the robust search (unique)."""
+    wb = workload_bundle()
+    first = {"label": wb.label, "workload": wb.workload, "weight": float(ss.get("robust_weight", 1.0)),
+             "choice": wb.choice}
+    if wb.choice.get("kind") == "upload":
+        first["choice"] = {"kind": "upload", "names": [n for n, _ in ss.get("uploads", [])]}
+    rows = [first] + [{"label": mix_label(e["choice"]), "workload": mix_workload(e), "weight": float(e["weight"]),
+                       "choice": e["choice"]} for e in ss.get("robust_mix", [])]
+    for r, name in zip(rows, robust_view.unique_names([robust_view.workload_name(r["choice"]) for r in rows])):
+        r["name"] = name
+    return rows
+
+
+def needed_gpus(gpus_per_node: int) -> int:
+    """GPUs the cluster needs: the current workload's, or with the robust mode on the largest of the mix."""
+    wb = workload_bundle()
+    if not robust_on():
+        return cluster_gpus(wb.workload, gpus_per_node)
+    return max(cluster_gpus(r["workload"], gpus_per_node) for r in mix_entries())
+
+
+def search_workload():
+    """What the Search page searches for: the current workload, or with the robust mode on the robust objective
+    of the mix (FabricError naming what is wrong with the mix)."""
+    if not robust_on():
+        return workload_bundle().workload
+    return _robust_objective()[0]
+
+
+def _robust_objective():
+    """``(objective, key)`` of the session's mix, kept while the mix does not change."""
+    from fabric.search.robust import robust_key
+
+    entries = mix_entries()
+    sig = json.dumps([ss["robust_mode"], ss.get("robust_scenarios"), workload_bundle().key,
+                      [[e["choice"], e["weight"], id(e["workload"])] for e in entries]], sort_keys=True, default=str)
+    cached = ss.get("_robust_obj")
+    if cached is not None and cached[0] == sig:
+        return cached[1], cached[2]
+    obj = robust_view.build_objective([(e["name"], e["workload"], e["weight"]) for e in entries],
+                                      ss.get("robust_scenarios") or [], ss["robust_mode"])
+    key = robust_key(obj)
+    ss["_robust_obj"] = (sig, obj, key)
+    return obj, key
+
+
+def _robust_key_or_error() -> str:
+    try:
+        return _robust_objective()[1]
+    except FabricError as err:
+        return f"invalid mix: {err}"
+
+
+def add_to_mix(choice: dict, workload=None) -> None:
+    """Add a workload to the mix (weight 1); FabricError when it cannot be built, is already there, or the mix is
+    full. The cluster grows to the largest workload of the mix."""
+    entries = mix_entries()
+    if len(entries) >= robust_view.MAX_MIX:
+        raise FabricError(f"the mix holds at most {robust_view.MAX_MIX} workloads; remove one first")
+    if any(e["choice"] == choice for e in entries) and choice.get("kind") != "upload":
+        raise FabricError(f"{mix_label(choice)} is already in the mix")
+    entry = {"choice": choice, "weight": 1.0}
+    if workload is not None:
+        entry["workload"] = workload
+    mix_workload(entry)
+    ss["robust_mix"] = list(ss.get("robust_mix", [])) + [entry]
+    grow_cluster()
+
+
+def grow_cluster() -> None:
+    """Make the cluster large enough for every workload the search uses (it never shrinks here)."""
+    c = ss["constraints"]
+    try:
+        ss["constraints"] = replace(c, gpus=max(c.gpus, needed_gpus(c.gpus_per_node)))
+    except FabricError:
+        pass
 
 
 # ------------------------------------------------------------------ designs
@@ -481,12 +623,38 @@ def show_url_problems() -> None:
         st.warning(f"Link: {p}")
 
 
-def inputs_line() -> None:
-    """One caption line saying which workload and cluster the page is about."""
+def inputs_line(*, search: bool = False) -> None:
+    """One caption line saying which workload and cluster the page is about (on the Search page with the robust
+    mode on: the job mix)."""
     wb = workload_bundle()
     c = constraints()
-    st.caption(f"Workload: **{wb.label}** · cluster: **{c.gpus:,} GPUs** ({c.gpus_per_node} per server, "
+    what = f"Workload: **{wb.label}**"
+    if search and robust_on():
+        n, k = 1 + len(ss.get("robust_mix", [])), len(ss.get("robust_scenarios") or [])
+        what = (f"Robust search ({ss['robust_mode']} case) over **{n} workload{'s' if n != 1 else ''} × {k} "
+                f"scenario{'s' if k != 1 else ''}** ({md_text(wb.label)} and the mix on the Workload page)")
+    st.caption(f"{what} · cluster: **{c.gpus:,} GPUs** ({c.gpus_per_node} per server, "
                f"{c.gpu_model}) · change them on the Workload and Constraints pages.")
+
+
+def robust_design_note(genes: dict) -> None:
+    """On a page that evaluates one design: when the session's last search was robust across a job mix, say that
+    the page evaluates the design on the first workload of the mix only, and give its p99 on every case of the
+    search when the search evaluated it."""
+    from fabric.ui_support.charts import time_text
+
+    res = finished_result()
+    if res is None or not robust_view.is_robust(res.records):
+        return
+    n = len({c for r in res.records for c in (r.get("p99_by_case") or {})})
+    rec = next((r for r in res.records if r.get("p99_by_case") and genes_of_record(r) == genes), None)
+    cases = ""
+    if rec is not None:
+        cases = " In the search its p99 was: " + "; ".join(
+            f"{c} {time_text(p)}" for c, p in sorted(rec["p99_by_case"].items())) + "."
+    st.info(md_text(f"The last search was robust across a job mix ({n} cases). This page evaluates the design on the "
+                    f"first workload of the mix, {workload_bundle().label}, on the healthy network (the what-ifs "
+                    f"below add one condition at a time).{cases}"))
 
 
 def calibration_line(key: str, *, design: Design | None = None, search: bool = False) -> None:

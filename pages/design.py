@@ -56,6 +56,7 @@ except FabricError as err:
 
 st.caption(f"Genes: {short_label(entry['genes'])} · {design.gpus:,} GPUs, {design.gpus_per_node} per server.")
 C.calibration_line("clear_cal_design", design=design)
+C.robust_design_note(entry["genes"])
 st_ = ev.step_time_s
 scale, unit = charts.time_unit([st_["p50"]])
 m = st.columns(6)

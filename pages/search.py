@@ -1,12 +1,14 @@
 """Search: the genetic search for the Pareto front of network capex vs p99 step time, running in the background
-while the page polls it; click a design (chart or table) to open it."""
+while the page polls it; click a design (chart or table) to open it. With the robust mode on (Workload page) the
+search is robust across the job mix: each design's spread across cases, the brittle ones, and each case's own
+front beside the robust one."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from pages import _common as C
-from fabric.ui_support import charts
+from fabric.ui_support import charts, robust_view
 from fabric.search.recommend import recommend
 from fabric.errors import FabricError
 from fabric.ui_support.jobs import SearchAllowance, SearchJob, live_job, recent_job
@@ -21,7 +23,7 @@ st.title("Search", help="NSGA-II over topology family, switch and NIC models, NI
                         "person would draw (the baselines). Each design is built, priced and evaluated (256 Monte "
                         "Carlo samples of the step).")
 C.show_url_problems()
-C.inputs_line()
+C.inputs_line(search=True)
 C.calibration_line("clear_cal_search", search=True)
 
 
@@ -58,11 +60,13 @@ def start_search() -> None:
     try:
         _with_current_job().check(budget)
         wb, cb = C.workload_bundle(), C.catalog_bundle()
+        workload = C.search_workload()          # the robust objective of the job mix when the robust mode is on
+        label = wb.label if workload is wb.workload else robust_view.mix_summary(workload)
         folder = state_dir()
         prune(folder)
-        job = SearchJob(wb.workload, C.constraints(), budget_evals=budget, seed=int(ss["search_seed"]),
+        job = SearchJob(workload, C.constraints(), budget_evals=budget, seed=int(ss["search_seed"]),
                         catalog=cb.catalog, inputs_key=C.inputs_key(), transport_overrides=C.calibration_overrides(),
-                        state_dir=folder, label=wb.label)
+                        state_dir=folder, label=label)
     except (FabricError, OSError) as err:
         ss["search_refused"] = C.public_message(err)
         return
@@ -198,19 +202,38 @@ def draw(snap, *, live: bool) -> None:
     res = snap.result
     cons = C.constraints()
     others = [] if live or res is None else [r for r in res.records if r.get("feasible")]
+    robust = robust_view.is_robust(snap.front + snap.baselines)
+    extra = {}
+    if robust:
+        ref_name, refs = robust_view.case_references(snap.baselines)
+        extra = {"p99_label": f"robust p99, {_robust_mode(ss['search_job'])}",
+                 "ranges": robust_view.spread_ranges(snap.front, refs)}
+        if res is not None:
+            extra["flagged"] = robust_view.brittle_notes(res.front, res.records)
     left, right = st.columns([2, 1])
     with left:
-        st.subheader("Pareto front: network capex vs p99 step time")
+        st.subheader("Pareto front: network capex vs robust p99 across the job mix" if robust else
+                     "Pareto front: network capex vs p99 step time")
         fig = charts.pareto_figure(snap.front, snap.baselines, others=others, p99_target_s=cons.p99_target_s,
-                                   budget_usd=cons.budget_usd, height=400)
+                                   budget_usd=cons.budget_usd, height=470 if robust else 400, **extra)
         if live:
             st.plotly_chart(fig, width="stretch", theme=None, key="pareto_live")
         else:
             st.plotly_chart(fig, width="stretch", theme=None, key="pareto_chart", on_select=on_chart_select,
                             selection_mode="points")
-        st.caption("Each dot is a design (x: network capex in USD, y: p99 step time); lower-left is better. "
-                   "Coloured: the front by topology family; grey: other feasible designs; black symbols: the "
-                   "baselines; dashed lines: p99 target and budget. Click a dot to open the design.")
+        if robust:
+            st.caption(C.md_text(
+                f"Each dot is a design (x: network capex in USD, y: its robust p99: the {_robust_mode(ss['search_job'])} "
+                f"of its slowdowns against '{ref_name}' on every case, times the cases' weighted mean p99 on "
+                f"'{ref_name}', so in seconds); lower-left is better. Grey bars: each front design's spread, from "
+                "its best to its worst case on the same scale"
+                + ("; red rings: brittle designs (the best buy for one case, far off for another)"
+                   if extra.get("flagged") else "") + ". Black symbols: the baselines. Click a dot to open the "
+                "design."))
+        else:
+            st.caption("Each dot is a design (x: network capex in USD, y: p99 step time); lower-left is better. "
+                       "Coloured: the front by topology family; grey: other feasible designs; black symbols: the "
+                       "baselines; dashed lines: p99 target and budget. Click a dot to open the design.")
     with right:
         st.subheader("Search progress")
         st.plotly_chart(charts.hypervolume_figure(snap.hv_history, finished=not snap.running, height=330),
@@ -238,6 +261,16 @@ def draw(snap, *, live: bool) -> None:
                        "routing", "transport", "placement"]].copy()
         table.insert(0, "recommended", ["★" if rec is not None and n == rec["design"] else "" for n in table["design"]])
         table["power_w"] = table["power_w"] / 1e3
+        case_cols = {}
+        if robust:      # each design's spread across the cases, the brittle ones flagged, every case's p99
+            rob = robust_view.front_columns(front.to_dict("records"), res.records, res.baselines)
+            table = table.drop(columns=["p50_s"])
+            table.insert(3, "brittle", ["⚠ " + b if b else "" for b in rob["brittle"]])
+            for i, col in enumerate(["robust slowdown", "spread across cases", "worst case"]):
+                table.insert(4 + i, col, rob[col].values)
+            for col in [c for c in rob.columns if c.startswith("p99 ")]:
+                table[col] = rob[col].values
+                case_cols[col] = st.column_config.NumberColumn(col, format="%.4g")
         st.subheader(f"Front designs ({len(front)})")
         sel = st.dataframe(
             table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-row",
@@ -245,11 +278,20 @@ def draw(snap, *, live: bool) -> None:
             column_config={"recommended": st.column_config.TextColumn("", width="small"),
                            "design": st.column_config.TextColumn("design", width="large"),
                            "cost_usd": st.column_config.NumberColumn("network capex (USD)", format="dollar"),
-                           "p99_s": st.column_config.NumberColumn("p99 step (s)", format="%.4f"),
+                           "p99_s": st.column_config.NumberColumn("robust p99 (s)" if robust else "p99 step (s)",
+                                                                  format="%.4f"),
                            "p50_s": st.column_config.NumberColumn("p50 step (s)", format="%.4f"),
-                           "power_w": st.column_config.NumberColumn("network power (kW)", format="%.1f")})
+                           "power_w": st.column_config.NumberColumn("network power (kW)", format="%.1f"),
+                           "brittle": st.column_config.TextColumn("brittle", width="medium"),
+                           "robust slowdown": st.column_config.NumberColumn(format="%.3f"),
+                           "spread across cases": st.column_config.NumberColumn(format="%.2fx"),
+                           **case_cols})
         st.caption("The non-dominated designs, cheapest first (capex in USD, step times in seconds, power in kW); "
-                   f"★ marks the recommended one: {C.md_text(advice.rule)}. Select a row to open it.")
+                   f"★ marks the recommended one: {C.md_text(advice.rule)}. Select a row to open it."
+                   + (" Robust columns: the slowdown the search minimised (1.0: as fast as the reference on its "
+                      "worst case, or on the weighted mean), the spread (slowest case over fastest, each relative to "
+                      "the reference), the worst case, ⚠ brittle designs with the cases that make them so, and the "
+                      "p99 on every case in seconds." if robust else ""))
         rows = sel.selection.rows if sel is not None and hasattr(sel, "selection") else []
         if rows and ss.get("_front_sel") != rows[0]:
             ss["_front_sel"] = rows[0]
@@ -268,6 +310,36 @@ def draw(snap, *, live: bool) -> None:
             st.switch_page(C.PAGE_FILES["design"])
         z.download_button("Front (CSV)", front.to_csv(index=False).encode(), file_name="pareto_front.csv",
                           mime="text/csv", key="dl_front", on_click="ignore", width="stretch")
+        if robust:
+            draw_case_fronts(res)
+
+
+def _robust_mode(job) -> str:
+    """"worst case" or "weighted mean" of the job's robust objective."""
+    mode = getattr(getattr(job, "workload", None), "mode", "worst")
+    return "weighted mean" if mode == "mean" else "worst case"
+
+
+def draw_case_fronts(res) -> None:
+    """The robust front beside each case's own front: sentences, one panel per case, a table."""
+    from fabric.search.robust import robust_lines
+
+    st.subheader("The robust front against each case's own front")
+    st.markdown("\n".join(f"- {C.md_text(line)}" for line in robust_lines(res)))
+    fig = robust_view.case_fronts_figure(res)
+    st.plotly_chart(fig, width="stretch", theme=None, key="case_fronts")
+    st.caption("One panel per case (workload|scenario): network capex (USD) against the p99 on that case (the unit "
+               "on each panel's axis). Grey dotted line: the case's own front among the designs the search "
+               "evaluated (what a search for that case alone would keep); coloured dots: the robust front's designs "
+               "on that case, outlined in black when also on the case's own front.")
+    table = robust_view.case_front_table(res)
+    st.dataframe(table, hide_index=True, width="stretch", key="case_front_table",
+                 column_config={"fastest p99, own front (s)": st.column_config.NumberColumn(format="%.4g"),
+                                "fastest p99, robust front (s)": st.column_config.NumberColumn(format="%.4g"),
+                                "robust front slower by": st.column_config.NumberColumn(format="percent"),
+                                "cheapest, own front (USD)": st.column_config.NumberColumn(format="dollar")})
+    st.caption("Per case: the designs on its own front and how many of them the robust front kept, and the fastest "
+               "p99 on that case of each front (seconds): what holding up on every case costs on this one.")
 
 
 @st.fragment(run_every=0.5)

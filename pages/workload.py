@@ -1,5 +1,6 @@
 """Workload: upload traces (any supported format, .gz too), pick a built-in sample, or build one from a
-parallelism plan; then see what fabric understood."""
+parallelism plan; then see what fabric understood. At the bottom, several workloads with weights, scenarios and a
+robust mode for a search robust to the job mix."""
 
 from __future__ import annotations
 
@@ -28,6 +29,17 @@ st.caption("What will run on the network. Traces: PyTorch profiler (Kineto) JSON
            "NCCL_DEBUG logs, ASTRA-sim/SimAI text, AICB CSV or fabric's own JSON; gzip is fine. Each file is read "
            "on its own: a bad file is reported next to its name and the others still load.")
 C.show_url_problems()
+# the robust mode and scenarios (widgets at the bottom of the page) as the user left them, for the whole run
+if "robust_mode_in" in ss and ss["robust_mode_in"] != ss.get("robust_mode", "off"):
+    ss["robust_mode"] = ss["robust_mode_in"]
+    C.grow_cluster()                                     # the cluster holds the largest workload of the mix
+if "robust_scen_in" in ss:
+    ss["robust_scenarios"] = list(ss["robust_scen_in"])
+if C.robust_on():
+    n_wl, n_sc = 1 + len(ss.get("robust_mix", [])), len(ss.get("robust_scenarios") or [])
+    st.info(f"Robust mode ({ss['robust_mode']} case): the Search page judges designs on {n_wl} workload"
+            f"{'s' if n_wl != 1 else ''} × {n_sc} scenario{'s' if n_sc != 1 else ''}; this one is the first of "
+            "them. The mix is under **Several workloads** at the bottom of this page.")
 
 choice = ss["wl_choice"]
 if "wl_source" not in ss:
@@ -263,5 +275,121 @@ else:
     st.success("Every communication event in the input was turned into an op.")
 for w in summary["warnings"]:
     st.warning(w)
+
+# ------------------------------------------------------------------ several workloads: a robust design
+from fabric.ui_support import robust_view  # noqa: E402
+
+MODE_LABELS = {"off": "off: this workload only", "worst": "worst case", "mean": "weighted mean"}
+st.header("Several workloads: a design robust to the job mix")
+st.caption("A brittle design wins on one mix and loses when it shifts. Add the other jobs the cluster will run and "
+           "the conditions it must survive; with a robust mode the Search page judges every design on every "
+           "workload × scenario (each relative to the fat-tree baseline on that case) and optimises the worst case "
+           "or the weighted mean. docs/review.md explains the rule.")
+if "robust_mode_in" not in ss:
+    ss["robust_mode_in"] = ss.get("robust_mode", "off")
+mode = st.radio("Robust mode", robust_view.MODES, format_func=MODE_LABELS.get, horizontal=True, key="robust_mode_in",
+                help="Worst case: a design is as good as its slowest case (relative to the fat tree on that case). "
+                     "Weighted mean: the cases' slowdowns weighted by their workload's weight.")
+if mode != ss.get("robust_mode", "off"):                # (set at the top of the page; here on a first run)
+    ss["robust_mode"] = mode
+    C.grow_cluster()
+
+mix = ss.setdefault("robust_mix", [])
+for e in mix:                                            # stable widget keys, whatever is removed later
+    if "id" not in e:
+        ss["_mix_next_id"] = e["id"] = ss.get("_mix_next_id", 0) + 1
+st.subheader("Workloads in the mix")
+hdr = st.columns([5, 2, 1])
+hdr[0].markdown("**workload**")
+hdr[1].markdown("**weight**")
+row = st.columns([5, 2, 1])
+row[0].write(f"{wb.label} (the workload above)")
+if "mix_w_0" not in ss:
+    ss["mix_w_0"] = float(ss.get("robust_weight", 1.0))
+ss["robust_weight"] = float(row[1].number_input("weight of the workload above", min_value=0.001, max_value=1e6,
+                                                step=1.0, key="mix_w_0", label_visibility="collapsed"))
+remove = None
+for e in mix:
+    row = st.columns([5, 2, 1])
+    row[0].write(C.mix_label(e["choice"]))
+    k = f"mix_w_{e['id']}"
+    if k not in ss:
+        ss[k] = float(e["weight"])
+    e["weight"] = float(row[1].number_input(f"weight of {C.mix_label(e['choice'])}", min_value=0.001,
+                                            max_value=1e6, step=1.0, key=k, label_visibility="collapsed"))
+    if row[2].button("Remove", key=f"mix_rm_{e['id']}"):
+        remove = e
+if remove is not None:
+    ss["robust_mix"] = [e for e in mix if e is not remove]
+    st.rerun()
+st.caption("Weights count in the weighted mean (a workload's weight is shared by its scenarios); the worst case "
+           "ignores them. The first workload is the one shown above; change it with the source at the top.")
+
+a, b = st.columns([1, 2])
+with a:
+    src = st.radio("Add a workload from", ["sample", "plan", "upload"], horizontal=True, key="mix_src",
+                   format_func={"sample": "a sample", "plan": "a plan", "upload": "trace files"}.get)
+with b:
+    new_choice, new_files = None, None
+    if src == "sample":
+        name = st.selectbox("Sample to add", list(C.SAMPLES), key="mix_sample",
+                            format_func=lambda n: f"{n}: {C.SAMPLE_TITLES[n]}")
+        new_choice = {"kind": "sample", "name": name}
+    elif src == "plan":
+        c1, c2 = st.columns([3, 1])
+        preset = c1.selectbox("Model to add", [p.name for p in C.list_presets()], key="mix_preset",
+                              format_func=lambda n: f"{n}: {get_preset(n).description}")
+        if "mix_gpus" not in ss:
+            ss["mix_gpus"] = int(C.constraints().gpus)
+        gpus_ = c2.number_input("GPUs", min_value=1, max_value=1_048_576, step=8, key="mix_gpus",
+                                help="The preset's plan at this size (default: the cluster's GPUs)")
+        new_choice = {"kind": "plan", "preset": preset, "gpus": int(gpus_)}
+    else:
+        new_files = st.file_uploader("Trace files of the workload to add", accept_multiple_files=True,
+                                     key="mix_files")
+    add = st.button("Add to the mix", key="mix_add", disabled=src == "upload" and not new_files)
+if add:
+    try:
+        wl_new = None
+        if src == "upload":
+            data = [(f.name, f.getvalue()) for f in new_files]
+            with st.spinner(f"Reading {len(data)} file(s)..."):
+                res_new = ingest(data)
+            for f in res_new.files:
+                if not f.ok:
+                    st.error(f"**{f.name}** could not be read: {C.public_message(f.error)}")
+            if res_new.workload is None:
+                raise FabricError("none of these files could be read, so nothing was added")
+            wl_new = res_new.workload
+            new_choice = {"kind": "upload", "names": [f.name for f in res_new.files if f.ok]}
+        C.add_to_mix(new_choice, wl_new)
+    except FabricError as err:
+        st.error(f"Not added: {C.public_message(err)}")
+    else:
+        st.rerun()
+
+if "robust_scen_in" not in ss:
+    ss["robust_scen_in"] = list(ss.get("robust_scenarios") or ["baseline"])
+scen = st.multiselect("Scenarios every design is judged under", list(robust_view.SCENARIO_NAMES),
+                      key="robust_scen_in",
+                      help="baseline is the healthy network; fail-spine, slow-switch, job-mix-shift (1.5x the "
+                           "bytes), ... are the Design page's what-ifs.")
+ss["robust_scenarios"] = list(scen)
+n_wl, n_sc = 1 + len(ss["robust_mix"]), len(scen)
+if C.robust_on():
+    try:
+        obj = C.search_workload()
+    except FabricError as err:
+        st.error(f"The robust search cannot start: {C.public_message(err)}")
+    else:
+        st.success(C.md_text(f"The Search page optimises the {ss['robust_mode']} case: "
+                             + robust_view.mix_summary(obj) + f". Each design costs {len(obj.cases)} evaluations, so "
+                             "a search takes about as many times as long as one workload's; the cluster holds the "
+                             f"largest workload ({C.constraints().gpus:,} GPUs)."))
+elif n_wl > 1 or n_sc > 1 or scen != ["baseline"]:
+    st.info("The robust mode is off: the search uses the workload above only. Choose worst case or weighted mean "
+            "to search across the mix.")
+st.caption("A link carries the mix of samples and plans with their weights and the scenarios; uploaded files cannot "
+           "travel in a link: the receiver is told which files to add.")
 
 C.sync_url()

@@ -7,6 +7,7 @@ through :func:`time_unit`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -119,13 +120,30 @@ def _hover_record(r: Mapping, scale: float, unit: str) -> str:
 
 def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *, others: Sequence[Mapping] = (),
                   p99_target_s: float | None = None, budget_usd: float | None = None,
-                  selected_key: str | None = None, height: int = 440) -> go.Figure:
+                  selected_key: str | None = None, height: int = 440, p99_label: str = "p99 step time",
+                  ranges: Mapping | None = None, flagged: Mapping | None = None) -> go.Figure:
     """Network capex (USD) vs p99 step time: the front coloured by family, other feasible designs in grey, the
     human baselines as black symbols, the p99 target and the budget as dashed lines. ``customdata[0]`` of every
-    point is the record's ``key`` (for click-to-open)."""
+    point is the record's ``key`` (for click-to-open).
+
+    A robust front (:mod:`fabric.ui_support.robust_view`): ``p99_label`` names the y axis, ``ranges`` (key ->
+    (low, high) seconds) draws each front design's spread across cases as a vertical bar, ``flagged`` (design
+    name -> note) rings the brittle designs in red."""
     pts = [r for r in list(front) + list(baselines) + list(others) if r.get("buildable", True)]
     scale, unit = time_unit([r["p99_s"] for r in pts] or [1.0])
     fig = go.Figure()
+    ranges = {k: v for k, v in (ranges or {}).items() if all(math.isfinite(x) for x in v)}
+    if ranges and front:
+        xs, ys = [], []
+        for r in front:
+            if r.get("key") in ranges:
+                lo, hi = ranges[r["key"]]
+                xs += [r["cost_usd"], r["cost_usd"], None]
+                ys += [lo * scale, hi * scale, None]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name="spread across cases",
+                                 line=dict(color="#9a9a9a", width=3), marker=dict(symbol="line-ew-open", size=12,
+                                                                                   color="#9a9a9a"),
+                                 hoverinfo="skip"))
     if others:
         o = [r for r in others if r.get("feasible") and r.get("buildable", True)]
         if o:
@@ -155,6 +173,14 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
                         line=dict(color="black", width=2.5)),
             customdata=[[b.get("key", ""), b["design"]]], hovertext=[_hover_record(b, scale, unit)],
             hoverinfo="text"))
+    hit = [r for r in front if (flagged or {}).get(r["design"])]
+    if hit:
+        fig.add_trace(go.Scatter(x=[r["cost_usd"] for r in hit], y=[r["p99_s"] * scale for r in hit],
+                                 mode="markers", name="brittle (rank changes across cases)",
+                                 marker=dict(size=22, color="rgba(0,0,0,0)", line=dict(color="#d62728", width=2.5)),
+                                 customdata=[[r.get("key", ""), r["design"]] for r in hit],
+                                 hovertext=[f"<b>{r['design']}</b><br>brittle: {flagged[r['design']]}" for r in hit],
+                                 hoverinfo="text"))
     if selected_key:
         sel = [r for r in pts if r.get("key") == selected_key]
         if sel:
@@ -174,7 +200,7 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
     focus = [r for r in list(front) + [b for b in baselines if b.get("buildable", True)]]
     if focus:  # open on the front and the baselines; far-off designs stay one double-click (autoscale) away
         xmax = max(r["cost_usd"] for r in focus)
-        ys = [r["p99_s"] * scale for r in focus]
+        ys = [r["p99_s"] * scale for r in focus] + [v * scale for lo_hi in ranges.values() for v in lo_hi]
         if p99_target_s is not None:
             ys.append(p99_target_s * scale)
         if budget_usd is not None:
@@ -183,7 +209,7 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
         fig.update_xaxes(range=[0, xmax * 1.12])
         fig.update_yaxes(range=[min(ys) - 0.15 * pad, max(ys) + 0.25 * pad])
     fig.update_xaxes(title_text="network capex (USD)", tickprefix="$", tickformat="~s")
-    fig.update_yaxes(title_text=f"p99 step time ({unit})")
+    fig.update_yaxes(title_text=f"{p99_label} ({unit})")
     return style(fig, height=height, legend_below=True)
 
 

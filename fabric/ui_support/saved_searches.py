@@ -1,8 +1,9 @@
 """Searches saved on the server, so a search survives a server restart and a link can reopen it.
 
 Each dashboard search gets a random id (128 bits, hex) that goes into the page's URL (``search=<id>``). Its inputs
-are written once to ``<id>.meta.json`` (workload in fabric's native JSON, constraints, catalog tables when edited,
-budget, seed, calibration) and its progress after every generation to ``<id>.state.json`` (the resumable state of
+are written once to ``<id>.meta.json`` (workload in fabric's native JSON, or a robust objective's workloads with
+their names and weights, its scenarios and mode; constraints, catalog tables when edited, budget, seed,
+calibration) and its progress after every generation to ``<id>.state.json`` (the resumable state of
 :func:`fabric.search.run_search`). Both are JSON: nothing is unpickled or executed when they are read back.
 
 The folder is ``FABRIC_STATE_DIR`` or ``<system temp>/fabric-searches``. The id is the only name a request can
@@ -23,7 +24,7 @@ from pathlib import Path
 from fabric.errors import FabricError
 
 __all__ = ["SavedSearch", "state_dir", "new_search_id", "is_search_id", "save_inputs", "load_inputs", "state_file",
-           "prune"]
+           "prune", "workload_json", "workload_from_json"]
 
 _ID = re.compile(r"[0-9a-f]{32}")
 _VERSION = 1
@@ -77,17 +78,49 @@ class SavedSearch:
     saved_at: float = 0.0    # Unix time the inputs were written
 
 
+def workload_json(workload) -> dict:
+    """A workload as native JSON, or a :class:`~fabric.search.robust.RobustObjective` as
+    ``{"robust": {"mode", "workloads": [{"name", "weight", "workload"}], "scenarios", "references"}}``."""
+    from fabric.search.robust import RobustObjective
+    from fabric.workload.model import workload_to_dict
+
+    if isinstance(workload, RobustObjective):
+        return {"robust": {"mode": workload.mode,
+                           "workloads": [{"name": n, "weight": float(w), "workload": workload_to_dict(wl)}
+                                         for n, wl, w in workload.workloads],
+                           "scenarios": [sc.to_dict() for sc in workload.scenarios],
+                           "references": workload.references}}
+    return workload_to_dict(workload)
+
+
+def workload_from_json(data: dict):
+    """The workload or robust objective :func:`workload_json` wrote (FabricError / ValueError when malformed)."""
+    from fabric.evaluate import scenario_from_dict
+    from fabric.search.robust import RobustObjective
+    from fabric.workload.model import workload_from_dict
+
+    if isinstance(data, dict) and "robust" in data:
+        r = data["robust"]
+        if not isinstance(r, dict) or not isinstance(r.get("workloads"), list):
+            raise ValueError("a robust objective needs its list of workloads")
+        refs = r.get("references")
+        return RobustObjective(
+            tuple((str(w["name"]), workload_from_dict(w["workload"]), float(w["weight"])) for w in r["workloads"]),
+            tuple(scenario_from_dict(sc) for sc in r.get("scenarios") or []), mode=str(r.get("mode", "worst")),
+            references=None if refs is None else {str(k): float(v) for k, v in refs.items()})
+    return workload_from_dict(data)
+
+
 def save_inputs(folder: Path, search_id: str, *, workload, constraints, budget_evals: int, seed: int, samples: int,
                 pop_size: int, catalog=None, transport_overrides: dict | None = None, inputs_key: str = "",
                 label: str = "") -> Path:
     """Write a search's inputs (JSON, atomically); returns the file."""
     from fabric.catalog import default_catalog
-    from fabric.workload.model import workload_to_dict
 
     tables = None
     if catalog is not None and catalog is not default_catalog():
         tables = {name: frame.to_dict(orient="records") for name, frame in catalog.tables().items()}
-    meta = {"version": _VERSION, "saved_at": time.time(), "workload": workload_to_dict(workload),
+    meta = {"version": _VERSION, "saved_at": time.time(), "workload": workload_json(workload),
             "constraints": constraints.to_dict(), "budget_evals": int(budget_evals), "seed": int(seed),
             "samples": int(samples), "pop_size": int(pop_size), "catalog_tables": tables,
             "transport_overrides": transport_overrides, "inputs_key": inputs_key, "label": label}
@@ -105,7 +138,6 @@ def load_inputs(folder: Path, search_id: str) -> SavedSearch | None:
 
     from fabric.catalog import Catalog
     from fabric.search.constraints import constraints_from_dict
-    from fabric.workload.model import workload_from_dict
 
     path = _path(folder, search_id, "meta")
     if not path.is_file():
@@ -122,7 +154,7 @@ def load_inputs(folder: Path, search_id: str) -> SavedSearch | None:
         if state_path.is_file():
             state = json.loads(state_path.read_text(encoding="utf-8"))
             generation, evaluations = int(state.get("generation", 0)), int(state.get("evaluations", 0))
-        return SavedSearch(search_id=search_id, workload=workload_from_dict(meta["workload"]),
+        return SavedSearch(search_id=search_id, workload=workload_from_json(meta["workload"]),
                            constraints=constraints_from_dict(meta["constraints"]),
                            budget_evals=int(meta["budget_evals"]), seed=int(meta["seed"]),
                            samples=int(meta["samples"]), pop_size=int(meta["pop_size"]), catalog=catalog,

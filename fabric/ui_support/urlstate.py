@@ -13,7 +13,12 @@ Readable, no pickles, every value validated on the way in:
   values) still read: their designs had uplinks at the NIC port speed, which is what the missing genes mean;
 - ``evals`` and ``seed``: the search budget and seed (the search is deterministic for a seed);
 - ``search``: the id of the search saved on the server (32 hex digits), so that reloading the page after a server
-  restart resumes it (:mod:`fabric.ui_support.saved_searches`).
+  restart resumes it (:mod:`fabric.ui_support.saved_searches`);
+- ``robust``: ``worst`` or ``mean`` when the search is robust across a job mix (:mod:`fabric.search.robust`), with
+  ``mix``: the other workloads of the mix as ``wl`` values with a weight, ``|`` separated
+  (``sample:dlrm-dcnv2.json*2|plan:llama3-70b:256``; uploaded files cannot travel: their names are kept so the
+  receiver is told), ``wlw``: the weight of ``wl`` (default 1), ``scenarios``: the scenario presets
+  (``baseline,fail-spine``; default baseline). Nothing of the mix is written while the robust mode is off.
 
 :func:`decode_view` never raises for a bad link: whatever cannot be used is left at its default and explained in
 ``problems``.
@@ -32,7 +37,8 @@ from fabric.search.constraints import Constraints, constraints_from_dict
 from fabric.ui_support.designs import GENE_COLUMNS, LATER_GENES
 
 __all__ = ["PLAN_KEYS", "View", "encode_view", "decode_view", "encode_workload", "decode_workload",
-           "encode_genes", "decode_genes", "constraint_params", "DEFAULT_EVALS", "MAX_EVALS"]
+           "encode_genes", "decode_genes", "constraint_params", "encode_robust", "decode_robust", "DEFAULT_EVALS",
+           "MAX_EVALS"]
 
 #: Parallelism-plan overrides a link may carry (whole numbers).
 PLAN_KEYS = ("tp", "pp", "ep", "cp", "zero_stage", "micro_batch", "global_batch")
@@ -47,7 +53,7 @@ _BOOL_FIELDS = {"optimize_power", "survive_single_failure"}
 _STR_LIST_FIELDS = {"switch_models", "nic_models", "families", "routings", "transports", "placements"}
 _FLOAT_LIST_FIELDS = {"nics_per_gpu", "oversubscriptions", "uplink_speed_factors"}
 _INT_LIST_FIELDS = {"qps", "planes"}
-_RESERVED = {"wl", "design", "compare", "evals", "seed", "search"}
+_RESERVED = {"wl", "design", "compare", "evals", "seed", "search", "robust", "mix", "wlw", "scenarios"}
 
 
 @dataclass
@@ -64,6 +70,9 @@ class View:
     evals: int = DEFAULT_EVALS
     seed: int = 0
     search_id: str | None = None
+    #: the robust search across a job mix: ``{"mode", "weight" (of ``workload``), "mix": [{"choice", "weight"}],
+    #: "scenarios": [names]}``, or None (robust mode off)
+    robust: dict | None = None
     problems: list = field(default_factory=list)
 
 
@@ -230,9 +239,86 @@ def _parse_constraint(name: str, text: str):
 # ------------------------------------------------------------------ the view
 
 
+def encode_robust(robust: Mapping[str, Any]) -> dict[str, str]:
+    """The ``robust``, ``mix``, ``wlw`` and ``scenarios`` parameters of a robust view (see the module doc)."""
+    out = {"robust": str(robust["mode"])}
+    items = []
+    for m in robust.get("mix", ()):
+        choice = dict(m["choice"])
+        if choice.get("kind") == "upload":
+            choice["names"] = [str(n).replace("|", " ").replace("*", " ") for n in choice.get("names", ())]
+        text = encode_workload(choice)
+        w = float(m.get("weight", 1.0))
+        items.append(text if w == 1.0 else f"{text}*{_num_text(w)}")
+    if items:
+        out["mix"] = "|".join(items)
+    if float(robust.get("weight", 1.0)) != 1.0:
+        out["wlw"] = _num_text(float(robust["weight"]))
+    scen = list(robust.get("scenarios") or ["baseline"])
+    if scen != ["baseline"]:
+        out["scenarios"] = ",".join(scen)
+    return out
+
+
+def _weight(text: str, what: str) -> float:
+    try:
+        w = float(text)
+    except ValueError:
+        raise FabricError(f"link {what}: weight {text!r} is not a number") from None
+    if not (math.isfinite(w) and 0 < w <= 1e6):
+        raise FabricError(f"link {what}: weight {text!r} must be above 0 and at most 1,000,000")
+    return w
+
+
+def decode_robust(p: Mapping[str, str], *, samples: tuple[str, ...], presets: tuple[str, ...],
+                  scenarios: tuple[str, ...], max_mix: int = 5) -> tuple[dict | None, list[str]]:
+    """``(robust view or None, problems)`` from the link's parameters; never raises."""
+    problems: list[str] = []
+    mode = p.get("robust")
+    if mode is None:
+        if any(k in p for k in ("mix", "wlw", "scenarios")):
+            problems.append("link parameters mix, wlw and scenarios only apply with robust=worst or robust=mean and "
+                            "were ignored")
+        return None, problems
+    if mode not in ("worst", "mean"):
+        return None, [f"link parameter robust={mode!r} must be worst or mean; the search is not robust"]
+    out: dict[str, Any] = {"mode": mode, "weight": 1.0, "mix": [], "scenarios": ["baseline"]}
+    if "wlw" in p:
+        try:
+            out["weight"] = _weight(p["wlw"], "wlw")
+        except FabricError as err:
+            problems.append(f"{err}; weight 1 used")
+    for item in [t for t in p.get("mix", "").split("|") if t][:max_mix]:
+        text, star, wtext = item.rpartition("*") if "*" in item else (item, "", "")
+        try:
+            choice = decode_workload(text, samples=samples, presets=presets)
+            weight = _weight(wtext, f"mix workload {text!r}") if star else 1.0
+        except FabricError as err:
+            problems.append(str(err))
+            continue
+        if choice["kind"] == "upload":
+            names = ", ".join(choice.get("names", [])) or "files"
+            problems.append(f"the link's job mix had uploaded traces ({names}); files cannot travel in a link: "
+                            f"add them again on the Workload page")
+            continue
+        out["mix"].append({"choice": choice, "weight": weight})
+    if len([t for t in p.get("mix", "").split("|") if t]) > max_mix:
+        problems.append(f"link parameter mix: only the first {max_mix} workloads were used")
+    if "scenarios" in p:
+        names = [t for t in p["scenarios"].split(",") if t]
+        bad = [t for t in names if t not in scenarios]
+        if bad:
+            problems.append(f"link scenarios: unknown {', '.join(map(repr, bad))} ignored; known: "
+                            f"{', '.join(scenarios)}")
+        good = list(dict.fromkeys(t for t in names if t in scenarios))
+        if good:
+            out["scenarios"] = good
+    return out, problems
+
+
 def encode_view(*, workload: Mapping[str, Any] | None, constraints: Constraints, design: Mapping | None = None,
                 compare: list | tuple = (), evals: int = DEFAULT_EVALS, seed: int = 0,
-                search_id: str | None = None) -> dict[str, str]:
+                search_id: str | None = None, robust: Mapping[str, Any] | None = None) -> dict[str, str]:
     """Query parameters of a view (defaults left out)."""
     out: dict[str, str] = {}
     if workload is not None:
@@ -248,10 +334,13 @@ def encode_view(*, workload: Mapping[str, Any] | None, constraints: Constraints,
         out["seed"] = str(int(seed))
     if search_id:
         out["search"] = search_id
+    if robust is not None:
+        out.update(encode_robust(robust))
     return out
 
 
-def decode_view(params: Mapping[str, Any], *, samples: tuple[str, ...], presets: tuple[str, ...]) -> View:
+def decode_view(params: Mapping[str, Any], *, samples: tuple[str, ...], presets: tuple[str, ...],
+                scenarios: tuple[str, ...] = ()) -> View:
     """The view a link's query parameters describe; never raises (problems are listed in ``View.problems``)."""
     def one(v):
         return v[-1] if isinstance(v, (list, tuple)) else v
@@ -307,4 +396,10 @@ def decode_view(params: Mapping[str, Any], *, samples: tuple[str, ...], presets:
             view.search_id = p["search"]
         else:
             view.problems.append("link parameter search is not a search id (32 hexadecimal digits) and was ignored")
+    if not scenarios:
+        from fabric.evaluate import SCENARIO_PRESETS
+
+        scenarios = tuple(SCENARIO_PRESETS)
+    view.robust, problems = decode_robust(p, samples=samples, presets=presets, scenarios=scenarios)
+    view.problems += problems
     return view

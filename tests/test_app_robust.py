@@ -1,0 +1,181 @@
+"""The robust search across a job mix in the dashboard (AppTest, no browser): the Workload page holds several
+workloads with weights, a robust mode and scenarios (also in the link); the Search page runs a robust search and
+shows each design's spread, the brittle ones and every case's own front; the Design page says what it evaluates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from fabric.search.robust import RobustObjective
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+
+
+def app(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["evals"] = "60"
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at
+
+
+def ok(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def texts(elements) -> str:
+    return "\n".join(str(e.value) for e in elements)
+
+
+def charts(at) -> list[dict]:
+    return [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+
+
+def test_workload_page_adds_a_second_workload_and_switches_robust_mode_on():
+    at = app().run()
+    ok(at)
+    assert "mixtral-8x7b" in at.header[0].value                    # the single-workload page as before
+    assert at.session_state["robust_mode"] == "off" and "robust" not in dict(at.query_params)
+    at.radio(key="mix_src").set_value("plan").run()
+    at.selectbox(key="mix_preset").set_value("llama3-70b").run()
+    at.number_input(key="mix_gpus").set_value(512).run()
+    at.button(key="mix_add").click().run()
+    ok(at)
+    assert [e["choice"] for e in at.session_state["robust_mix"]] == [
+        {"kind": "plan", "preset": "llama3-70b", "gpus": 512}]
+    assert at.session_state["constraints"].gpus == 512                # the cluster holds the largest workload
+    assert "robust mode is off" in texts(at.info)
+    at.button(key="mix_add").click().run()                            # the same plan again: refused, named
+    assert "plan llama3-70b on 512 GPUs is already in the mix" in texts(at.error)
+    at.radio(key="robust_mode_in").set_value("mean").run()
+    at.multiselect(key="robust_scen_in").set_value(["baseline", "fail-spine"]).run()
+    ok(at)
+    wid = at.session_state["robust_mix"][0]["id"]
+    at.number_input(key=f"mix_w_{wid}").set_value(3.0).run()
+    ok(at)
+    assert "weighted mean case: robust (mean) over mixtral-8x7b, llama3-70b@512 × baseline, fail-spine: 4 cases" \
+        in texts(at.success)
+    assert "2 workloads × 2 scenarios" in texts(at.info)
+    q = dict(at.query_params)
+    assert q["robust"] == "mean" and q["mix"] == "plan:llama3-70b:512*3" and q["scenarios"] == "baseline,fail-spine"
+    # the objective the Search page will run: 1 : 3 shared by 2 scenarios each
+    from pages import _common as C   # noqa: F401  (the page module; the objective is read from the session)
+    obj = at.session_state["_robust_obj"][1]
+    assert isinstance(obj, RobustObjective) and obj.mode == "mean"
+    assert [(c[0], round(c[3], 4)) for c in obj.cases] == [
+        ("mixtral-8x7b|baseline", 0.125), ("mixtral-8x7b|fail-spine", 0.125), ("llama3-70b@512|baseline", 0.375),
+        ("llama3-70b@512|fail-spine", 0.375)]
+    at.button(key=f"mix_rm_{wid}").click().run()
+    ok(at)
+    assert at.session_state["robust_mix"] == []
+    assert "at least two cases" not in texts(at.error)                # two scenarios still make two cases
+    at.multiselect(key="robust_scen_in").set_value(["baseline"]).run()
+    assert "The robust search cannot start: a robust search needs at least two cases" in texts(at.error)
+
+
+def test_a_link_restores_the_mix_and_says_what_cannot_travel():
+    at = app(robust="worst", mix="sample:dlrm-dcnv2.json*2|upload:rank0.json", scenarios="baseline,job-mix-shift").run()
+    ok(at)
+    assert at.session_state["robust_mode"] == "worst"
+    assert [(e["choice"]["name"], e["weight"]) for e in at.session_state["robust_mix"]] == [("dlrm-dcnv2.json", 2.0)]
+    assert "uploaded traces (rank0.json); files cannot travel in a link" in texts(at.warning)
+    assert at.session_state["robust_scenarios"] == ["baseline", "job-mix-shift"]
+    assert dict(at.query_params)["mix"] == "sample:dlrm-dcnv2.json*2"
+
+
+def _own_front_size(records, case):
+    """The case's own Pareto front among the feasible records, by the definition (no design cheaper or equal and
+    faster on that case; equal points count once)."""
+    pts = {(r["cost_usd"], r["p99_by_case"][case]) for r in records if r.get("feasible") and r.get("p99_by_case")}
+    return sum(1 for c, p in pts if not any(c2 <= c and p2 <= p and (c2, p2) != (c, p) for c2, p2 in pts))
+
+
+def test_search_page_runs_a_robust_search_and_shows_spread_brittle_and_case_fronts():
+    at = app(robust="worst", mix="sample:dlrm-dcnv2.json", scenarios="baseline,fail-spine").run()
+    ok(at)
+    at.switch_page("pages/search.py").run()
+    ok(at)
+    job = at.session_state["search_job"]
+    assert isinstance(job.workload, RobustObjective) and len(job.workload.cases) == 4
+    assert "Robust search (worst case) over **2 workloads × 2 scenarios**" in texts(at.caption)
+    assert job.wait(120)
+    at.run()
+    ok(at)
+    res = job.snapshot().result
+    assert res.front and all(len(r["p99_by_case"]) == 4 for r in res.front)
+    subheaders = [s.value for s in at.subheader]
+    assert "Pareto front: network capex vs robust p99 across the job mix" in subheaders
+    assert "The robust front against each case's own front" in subheaders
+    # the Pareto chart: a spread bar per front design, from its best to its worst case relative to the fat tree
+    pareto = charts(at)[0]
+    bars = next(t for t in pareto["data"] if t.get("name") == "spread across cases")
+    ref = next(b for b in res.baselines if b.get("buildable", True) and b.get("p99_by_case"))["p99_by_case"]
+    ys = [y for y in bars["y"] if y is not None]
+    unit = 1.0 if max(r["p99_s"] for r in res.front) >= 1 else 1e3
+    expect = []
+    for r in res.front:
+        s = [r["p99_by_case"][c] / ref[c] for c in ref]
+        scale = r["p99_s"] / max(s)                                   # worst case: the top is the robust p99
+        expect += [min(s) * scale * unit, max(s) * scale * unit]
+    assert sorted(ys) == pytest.approx(sorted(expect))
+    assert pareto["layout"]["yaxis"]["title"]["text"].startswith("robust p99, worst case")
+    # the front table: spread, worst case, brittle, every case's p99
+    table = at.dataframe[0].value
+    for col in ("robust slowdown", "spread across cases", "worst case", "brittle", "p99 dlrm-dcnv2|fail-spine (s)"):
+        assert col in table.columns
+    by_name = {r["design"]: r for r in res.front}
+    for _, row in table.iterrows():
+        r = by_name[row["design"]]
+        s = {c: r["p99_by_case"][c] / ref[c] for c in ref}
+        assert row["spread across cases"] == pytest.approx(max(s.values()) / min(s.values()))
+        assert row["worst case"] == max(s, key=s.get)
+        assert row["p99 mixtral-8x7b|baseline (s)"] == pytest.approx(r["p99_by_case"]["mixtral-8x7b|baseline"])
+    # brittle: flagged in the table exactly for the designs the review sentences name
+    lines = texts(at.markdown)
+    named = {line.split("'")[1] for line in lines.splitlines() if line.startswith("- brittle: '")}
+    flagged = {row["design"] for _, row in table.iterrows() if row["brittle"]}
+    assert {n.replace("\\_", "_") for n in named} == flagged
+    if not flagged:
+        assert "no front design is brittle" in lines
+    # each case's own front beside the robust front
+    cases = at.dataframe[1].value
+    assert sorted(cases["case"]) == sorted(ref)
+    for _, row in cases.iterrows():
+        assert row["own front (designs)"] == _own_front_size(res.records, row["case"])
+        own_best = min(r["p99_by_case"][row["case"]] for r in res.records if r.get("feasible"))
+        assert row["fastest p99, own front (s)"] == pytest.approx(own_best)
+    panels = charts(at)[2]
+    assert sorted(a["text"] for a in panels["layout"]["annotations"]) == sorted(ref)
+    assert sum(line.startswith("- case ") for line in lines.splitlines()) == 4
+    # the Design page evaluates a front design on the first workload and says so, with its p99 per case
+    rec = min(res.front, key=lambda r: r["cost_usd"])
+    from pages._common import genes_of_record
+
+    at.session_state["design_genes"] = genes_of_record(rec)
+    at.session_state["design_name"] = rec["design"]
+    at.switch_page("pages/design.py").run()
+    ok(at)
+    note = texts(at.info)
+    assert "robust across a job mix (4 cases)" in note and "first workload of the mix, sample mixtral-8x7b.json" in note
+    assert "dlrm-dcnv2|baseline" in note
+
+
+def test_robust_mode_off_keeps_the_single_workload_search():
+    at = app(mix="sample:dlrm-dcnv2.json").run()                      # a mix without a mode: not robust
+    ok(at)
+    assert "only apply with robust=" in texts(at.warning)
+    at.switch_page("pages/search.py").run()
+    job = at.session_state["search_job"]
+    assert not isinstance(job.workload, RobustObjective)
+    assert job.wait(60)
+    at.run()
+    ok(at)
+    assert "Pareto front: network capex vs p99 step time" in [s.value for s in at.subheader]
+    assert "robust slowdown" not in at.dataframe[0].value.columns
+    assert not np.any([t.get("name") == "spread across cases" for t in charts(at)[0]["data"]])
