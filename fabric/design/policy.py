@@ -185,8 +185,9 @@ def _same_value(a, b) -> bool:
 
 
 def same_record_hardware(a, b) -> bool:
-    """True when two search records (of one search: same cluster) have the same hardware genes."""
-    return all(_same_value(a.get(c), b.get(c)) for c in RECORD_HARDWARE_COLUMNS)
+    """True when two search records (of one search: same cluster) have the same hardware genes and built the same
+    number of switch tiers (a baseline may fix its tiers where the search lets the builder choose)."""
+    return all(_same_value(a.get(c), b.get(c)) for c in RECORD_HARDWARE_COLUMNS + ("tiers",))
 
 
 def record_policy_changes(a, b) -> list[str]:

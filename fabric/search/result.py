@@ -107,10 +107,9 @@ class SearchResult:
         """The front, cheapest first; ``free_upgrade_of`` names the baselines whose hardware it is (with a better
         free policy), ``policy`` sums up its free policy."""
         df = _frame(self.front)
-        if len(df):
-            up = free_upgrades(self.front, self.baselines)
-            df["free_upgrade_of"] = ["; ".join(u["baseline"] for u in up.get(r.get("key"), [])) for r in self.front]
-            df["policy"] = [_policy_text(r) for r in self.front]
+        up = free_upgrades(self.front, self.baselines)
+        df["free_upgrade_of"] = ["; ".join(u["baseline"] for u in up.get(r.get("key"), [])) for r in self.front]
+        df["policy"] = [_policy_text(r) for r in self.front]
         return df.sort_values("cost_usd").reset_index(drop=True)
 
     def baseline_frame(self) -> pd.DataFrame:
