@@ -81,14 +81,15 @@ if best is not None:
         st.markdown(f"- **Free first**: on the hardware of '{C.md_text(ref_name)}', the best free policy "
                     f"({C.md_text(', '.join(best['changes']))}) makes the p99 step "
                     f"{-best['delta_p99_s'] * 1e3:,.1f} ms ({-best['delta_p99_s'] / best['own_p99_s']:.1%}) shorter, "
-                    f"for $0.")
+                    f"at no cost.")
     else:
         st.markdown(f"- **Free first**: '{C.md_text(ref_name)}' already runs the best free policy for its hardware "
                     f"({C.md_text(best['policy'])}; {best['tried']} policies tried).")
 for d in money_deltas(rows):
-    st.markdown(f"- {C.md_text(d['sentence'])}")
-    for line in splits.get(d["design"], {}).get("sentences", []):
-        st.markdown(f"    - {C.md_text(line[0].upper() + line[1:])}")
+    parts = [f"- {C.md_text(d['sentence'])}"]
+    parts += [f"    - {C.md_text(line[0].upper() + line[1:])}"
+              for line in splits.get(d["design"], {}).get("sentences", [])]
+    st.markdown("\n".join(parts))
 st.caption("Each design against the first one picked: capex difference in USD and p99 step-time difference, split "
            "in two steps that add up: the free policy (routing, queue pairs, placement rule, PXN) of the design on "
            "the first design's hardware, at no cost; then the hardware, on the same policy, which the whole capex "

@@ -115,8 +115,14 @@ def _changes(a: Design, b: Design, names) -> list[str]:
             out += [f"{tier} uplinks {_speed(a.uplink_speed_gbps(t))} -> {_speed(b.uplink_speed_gbps(t))}"
                     for t, tier in enumerate(("leaf", "spine")) if a.uplink_speed_gbps(t) != b.uplink_speed_gbps(t)]
         else:
-            out.append(f"{_NAMES.get(f, f.replace('_', ' '))} {_text(getattr(a, f))} -> {_text(getattr(b, f))}")
+            x, y = (_NONE_TEXT.get(f, "default") if v is None else _text(v) for v in (getattr(a, f), getattr(b, f)))
+            out.append(f"{_NAMES.get(f, f.replace('_', ' '))} {x} -> {y}")
     return out
+
+
+#: What ``None`` means in the fields where it is allowed.
+_NONE_TEXT = {"tiers": "auto", "spines": "auto", "storage_routing": "same as routing", "nccl_algo": "NCCL's choice",
+              "scale_up_size": "one server", "nodes_per_su": "auto"}
 
 
 def _speed(gbps) -> str:
