@@ -264,3 +264,21 @@ def test_money_split_adds_up_when_both_change():
     mid = with_policy(ref, other)
     assert mid.routing == "adaptive" and mid.oversubscription == ref.oversubscription
     assert s["free_delta_p99_s"] == pytest.approx(ev(mid).step_time_s["p99"] - ev(ref).step_time_s["p99"])
+
+
+def test_a_search_state_saved_with_scattered_designs_resumes_without_them(tmp_path):
+    from fabric.search.run import run_search
+
+    wl, _ = _moe(64, 16)
+    cons = Constraints(gpus=64, families=("clos",), nics_per_gpu=(1.0,))
+    state = tmp_path / "state.json"
+    run_search(wl, cons, budget_evals=40, pop_size=12, seed=3, samples=32, state_path=state)
+    saved = json.loads(state.read_text())
+    # what an earlier release saved: a third placement choice ("scattered", index 2) and its records
+    i = DesignSpace(cons).names.index("placement")
+    saved["pop_X"][0][i] = 2
+    saved["records"].append(dict(saved["records"][0], key="old-scattered", placement="scattered"))
+    state.write_text(json.dumps(saved))
+    res = run_search(wl, cons, budget_evals=60, pop_size=12, seed=3, samples=32, state_path=state)
+    assert {r["placement"] for r in res.records} <= {"packed", "rail_aligned"}
+    assert all(r["key"] != "old-scattered" for r in res.records)
