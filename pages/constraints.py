@@ -97,7 +97,9 @@ fams = a.multiselect("Topology families", list(FAMILIES), key="con_families", fo
 routs = b.multiselect("Routing policies", list(ROUTING_POLICIES), key="con_routings")
 a, b = st.columns(2)
 trans = a.multiselect("Transports", list(TRANSPORTS), key="con_transports")
-places = b.multiselect("Job placement", list(PLACEMENTS), key="con_placements")
+places = b.multiselect("Placement rules", list(PLACEMENTS), key="con_placements",
+                       help="What the scheduler is told to do (free policy). A fragmented cluster is a condition, "
+                            "not a rule: see the what-if scenario 'fragmented' on the Design page.")
 a, b = st.columns(2)
 max_os = a.select_slider("Largest oversubscription (down:up) at any tier", OVERSUB, key="con_max_os",
                          format_func=lambda v: f"{v:g}:1")

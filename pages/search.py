@@ -258,7 +258,7 @@ def draw(snap, *, live: bool) -> None:
         st.markdown("\n".join(f"- {C.md_text(line)}" for line in lines))
         front = res.front_frame()
         table = front[["design", "cost_usd", "p99_s", "p50_s", "power_w", "family", "switch_model", "nic_model",
-                       "routing", "transport", "placement"]].copy()
+                       "transport", "policy", "free_upgrade_of"]].copy()
         table.insert(0, "recommended", ["★" if rec is not None and n == rec["design"] else "" for n in table["design"]])
         table["power_w"] = table["power_w"] / 1e3
         case_cols = {}
@@ -282,12 +282,24 @@ def draw(snap, *, live: bool) -> None:
                                                                   format="%.4f"),
                            "p50_s": st.column_config.NumberColumn("p50 step (s)", format="%.4f"),
                            "power_w": st.column_config.NumberColumn("network power (kW)", format="%.1f"),
+                           "family": st.column_config.TextColumn("family (hardware)"),
+                           "switch_model": st.column_config.TextColumn("switch (hardware)"),
+                           "nic_model": st.column_config.TextColumn("NIC (hardware)"),
+                           "transport": st.column_config.TextColumn("transport (hardware)"),
+                           "policy": st.column_config.TextColumn(
+                               "free policy", help="routing (queue pairs under ECMP), placement rule, PXN: "
+                                                   "configuration, no hardware bought"),
+                           "free_upgrade_of": st.column_config.TextColumn(
+                               "free upgrade of", help="baselines whose hardware this design is, run with a "
+                                                       "better free policy: the same cost, a shorter p99"),
                            "brittle": st.column_config.TextColumn("brittle", width="medium"),
                            "robust slowdown": st.column_config.NumberColumn(format="%.3f"),
                            "spread across cases": st.column_config.NumberColumn(format="%.2fx"),
                            **case_cols})
         st.caption("The non-dominated designs, cheapest first (capex in USD, step times in seconds, power in kW); "
-                   f"★ marks the recommended one: {C.md_text(advice.rule)}. Select a row to open it."
+                   f"★ marks the recommended one: {C.md_text(advice.rule)}. Hardware columns are what the money "
+                   "buys; 'free policy' is configuration that costs nothing; 'free upgrade of' names a baseline "
+                   "with this design's hardware and a worse policy. Select a row to open it."
                    + (" Robust columns: the slowdown the search minimised (1.0: as fast as the reference on its "
                       "worst case, or on the weighted mean), the spread (slowest case over fastest, each relative to "
                       "the reference), the worst case, ⚠ brittle designs with the cases that make them so, and the "

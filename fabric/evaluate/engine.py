@@ -385,7 +385,8 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     compute_jobs = [j for j in workload.jobs if j.kind != "storage"]
     if not compute_jobs:
         raise WorkloadError("the workload has no training or inference job to evaluate")
-    placements = place_jobs(compute_jobs, fabric, design.placement, np.random.default_rng(s_place))
+    placements = place_jobs(compute_jobs, fabric, design.placement, np.random.default_rng(s_place),
+                            fragmentation=scenario.fragmentation)
     storage = [j for j in workload.jobs if j.kind == "storage"]
     job_seeds = s_jobs.spawn(len(compute_jobs))
     from fabric.catalog import default_catalog
