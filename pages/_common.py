@@ -234,6 +234,8 @@ def init_state() -> None:
             c = replace(c, gpus=needed_gpus(c.gpus_per_node))
         except FabricError:
             pass
+        if robust_on():
+            ss["_robust_grew"] = c.gpus
     ss["constraints"] = c
 
 
@@ -305,6 +307,8 @@ def set_workload_choice(choice: dict) -> None:
         ss["constraints"] = replace(c, gpus=needed_gpus(c.gpus_per_node))
     except FabricError:
         pass
+    if robust_on():     # the mix sets the size: turning the robust mode off gives the workload's own size back
+        ss["_robust_grew"] = ss["constraints"].gpus
 
 
 def catalog_bundle() -> CatalogBundle:
@@ -336,6 +340,25 @@ def inputs_key() -> str:
 def robust_on() -> bool:
     """True when the session's search is robust across a job mix (Workload page)."""
     return ss.get("robust_mode", "off") in robust_view.ROBUST_MODES
+
+
+def set_robust_mode(mode: str) -> None:
+    """Switch the robust mode. On: the cluster grows to the largest workload of the mix. Off: a cluster the mix
+    made larger (and not changed since) goes back to the current workload's size, as the single-workload flow has
+    it."""
+    old = ss.get("robust_mode", "off")
+    if mode == old:
+        return
+    ss["robust_mode"] = mode
+    if old == "off":
+        ss.pop("_robust_grew", None)
+        grow_cluster()
+    elif mode == "off" and ss.pop("_robust_grew", None) == ss["constraints"].gpus:
+        c = ss["constraints"]
+        try:
+            ss["constraints"] = replace(c, gpus=needed_gpus(c.gpus_per_node))
+        except FabricError:
+            pass
 
 
 def _robust_from_view(view) -> None:
@@ -419,7 +442,8 @@ def _robust_objective():
 
     entries = mix_entries()
     sig = json.dumps([ss["robust_mode"], ss.get("robust_scenarios"), workload_bundle().key,
-                      [[e["choice"], e["weight"], id(e["workload"])] for e in entries]], sort_keys=True, default=str)
+                      [[e["choice"], e["weight"], id(e["workload"]) if e["choice"].get("kind") == "upload" else 0]
+                       for e in entries]], sort_keys=True, default=str)
     cached = ss.get("_robust_obj")
     if cached is not None and cached[0] == sig:
         return cached[1], cached[2]
@@ -457,9 +481,13 @@ def grow_cluster() -> None:
     """Make the cluster large enough for every workload the search uses (it never shrinks here)."""
     c = ss["constraints"]
     try:
-        ss["constraints"] = replace(c, gpus=max(c.gpus, needed_gpus(c.gpus_per_node)))
+        gpus = needed_gpus(c.gpus_per_node)
     except FabricError:
-        pass
+        return
+    if gpus > c.gpus:
+        ss["constraints"] = replace(c, gpus=gpus)
+        if robust_on():
+            ss["_robust_grew"] = gpus
 
 
 # ------------------------------------------------------------------ designs
@@ -631,30 +659,31 @@ def inputs_line(*, search: bool = False) -> None:
     what = f"Workload: **{wb.label}**"
     if search and robust_on():
         n, k = 1 + len(ss.get("robust_mix", [])), len(ss.get("robust_scenarios") or [])
-        what = (f"Robust search ({ss['robust_mode']} case) over **{n} workload{'s' if n != 1 else ''} × {k} "
+        what = (f"Robust search ({robust_view.MODE_TEXT[ss['robust_mode']]}) over **{n} workload{'s' if n != 1 else ''} × {k} "
                 f"scenario{'s' if k != 1 else ''}** ({md_text(wb.label)} and the mix on the Workload page)")
     st.caption(f"{what} · cluster: **{c.gpus:,} GPUs** ({c.gpus_per_node} per server, "
                f"{c.gpu_model}) · change them on the Workload and Constraints pages.")
 
 
-def robust_design_note(genes: dict) -> None:
-    """On a page that evaluates one design: when the session's last search was robust across a job mix, say that
-    the page evaluates the design on the first workload of the mix only, and give its p99 on every case of the
-    search when the search evaluated it."""
+def robust_design_note(genes: dict | None = None, *, what: str = "This page evaluates the design") -> None:
+    """On a page that evaluates designs afresh (Design, Compare, Brief): when the session's last search was robust
+    across a job mix, say that the page evaluates on the first workload of the mix only, and (``genes``: one
+    design) give its p99 on every case of the search when the search evaluated it."""
     from fabric.ui_support.charts import time_text
 
     res = finished_result()
     if res is None or not robust_view.is_robust(res.records):
         return
     n = len({c for r in res.records for c in (r.get("p99_by_case") or {})})
-    rec = next((r for r in res.records if r.get("p99_by_case") and genes_of_record(r) == genes), None)
     cases = ""
-    if rec is not None:
-        cases = " In the search its p99 was: " + "; ".join(
-            f"{c} {time_text(p)}" for c, p in sorted(rec["p99_by_case"].items())) + "."
-    st.info(md_text(f"The last search was robust across a job mix ({n} cases). This page evaluates the design on the "
-                    f"first workload of the mix, {workload_bundle().label}, on the healthy network (the what-ifs "
-                    f"below add one condition at a time).{cases}"))
+    if genes is not None:
+        rec = next((r for r in res.records if r.get("p99_by_case") and genes_of_record(r) == genes), None)
+        if rec is not None:
+            cases = " In the search its p99 was: " + "; ".join(
+                f"{c} {time_text(p)}" for c, p in sorted(rec["p99_by_case"].items())) + "."
+    st.info(md_text(f"The last search was robust across a job mix ({n} cases). {what} on the first workload of the "
+                    f"mix, {workload_bundle().label}, on the healthy network (the what-ifs add one condition at a "
+                    f"time).{cases}"))
 
 
 def calibration_line(key: str, *, design: Design | None = None, search: bool = False) -> None:

@@ -22,6 +22,7 @@ if res is None or not res.front:
     st.info("The brief is written from a finished search: run one on the Search page (the first visit starts one).")
     C.page_link("search", "Open Search")
     C.stop()
+C.robust_design_note(what="The brief ranks the front by its robust p99 and evaluates failures and what-ifs")
 if C.search_snapshot() is not None and ss["search_job"].inputs_key != C.inputs_key():
     st.warning("The inputs changed since this front was computed: the brief describes the last search.")
 

@@ -328,8 +328,7 @@ def draw(snap, *, live: bool) -> None:
 
 def _robust_mode(job) -> str:
     """"worst case" or "weighted mean" of the job's robust objective."""
-    mode = getattr(getattr(job, "workload", None), "mode", "worst")
-    return "weighted mean" if mode == "mean" else "worst case"
+    return robust_view.MODE_TEXT[getattr(getattr(job, "workload", None), "mode", "worst")]
 
 
 def draw_case_fronts(res) -> None:
@@ -369,8 +368,8 @@ if snap.running:
     live_panel()
 else:
     if job.inputs_key != C.inputs_key():
-        st.warning("The inputs changed since this front was computed (workload, constraints, catalog, budget or "
-                   "seed): press **Start search** to update it.")
+        st.warning("The inputs changed since this front was computed (workload, job mix, constraints, catalog, "
+                   "budget or seed): press **Start search** to update it.")
     draw(snap, live=False)
 
 C.sync_url()

@@ -10,7 +10,7 @@ import streamlit as st
 
 from pages import _common as C
 from fabric.errors import FabricError
-from fabric.ui_support import charts
+from fabric.ui_support import charts, robust_view
 from fabric.ui_support.workload_view import (comm_split, compute_comm_rows, files_table, gpus_needed, groups_table,
                                              jobs_table, ops_table, plan_degrees, unparsed_table)
 from fabric.workload.ingest import ingest
@@ -30,14 +30,13 @@ st.caption("What will run on the network. Traces: PyTorch profiler (Kineto) JSON
            "on its own: a bad file is reported next to its name and the others still load.")
 C.show_url_problems()
 # the robust mode and scenarios (widgets at the bottom of the page) as the user left them, for the whole run
-if "robust_mode_in" in ss and ss["robust_mode_in"] != ss.get("robust_mode", "off"):
-    ss["robust_mode"] = ss["robust_mode_in"]
-    C.grow_cluster()                                     # the cluster holds the largest workload of the mix
+if "robust_mode_in" in ss:
+    C.set_robust_mode(ss["robust_mode_in"])              # on: the cluster holds the largest workload of the mix
 if "robust_scen_in" in ss:
     ss["robust_scenarios"] = list(ss["robust_scen_in"])
 if C.robust_on():
     n_wl, n_sc = 1 + len(ss.get("robust_mix", [])), len(ss.get("robust_scenarios") or [])
-    st.info(f"Robust mode ({ss['robust_mode']} case): the Search page judges designs on {n_wl} workload"
+    st.info(f"Robust mode ({robust_view.MODE_TEXT[ss['robust_mode']]}): the Search page judges designs on {n_wl} workload"
             f"{'s' if n_wl != 1 else ''} × {n_sc} scenario{'s' if n_sc != 1 else ''}; this one is the first of "
             "them. The mix is under **Several workloads** at the bottom of this page.")
 
@@ -277,9 +276,8 @@ for w in summary["warnings"]:
     st.warning(w)
 
 # ------------------------------------------------------------------ several workloads: a robust design
-from fabric.ui_support import robust_view  # noqa: E402
 
-MODE_LABELS = {"off": "off: this workload only", "worst": "worst case", "mean": "weighted mean"}
+MODE_LABELS = dict(robust_view.MODE_TEXT, off="off: this workload only")
 st.header("Several workloads: a design robust to the job mix")
 st.caption("A brittle design wins on one mix and loses when it shifts. Add the other jobs the cluster will run and "
            "the conditions it must survive; with a robust mode the Search page judges every design on every "
@@ -290,9 +288,7 @@ if "robust_mode_in" not in ss:
 mode = st.radio("Robust mode", robust_view.MODES, format_func=MODE_LABELS.get, horizontal=True, key="robust_mode_in",
                 help="Worst case: a design is as good as its slowest case (relative to the fat tree on that case). "
                      "Weighted mean: the cases' slowdowns weighted by their workload's weight.")
-if mode != ss.get("robust_mode", "off"):                # (set at the top of the page; here on a first run)
-    ss["robust_mode"] = mode
-    C.grow_cluster()
+C.set_robust_mode(mode)                                  # (set at the top of the page; here on a first run)
 
 mix = ss.setdefault("robust_mix", [])
 for e in mix:                                            # stable widget keys, whatever is removed later
@@ -382,7 +378,7 @@ if C.robust_on():
     except FabricError as err:
         st.error(f"The robust search cannot start: {C.public_message(err)}")
     else:
-        st.success(C.md_text(f"The Search page optimises the {ss['robust_mode']} case: "
+        st.success(C.md_text(f"The Search page optimises the {robust_view.MODE_TEXT[ss['robust_mode']]}: "
                              + robust_view.mix_summary(obj) + f". Each design costs {len(obj.cases)} evaluations, so "
                              "a search takes about as many times as long as one workload's; the cluster holds the "
                              f"largest workload ({C.constraints().gpus:,} GPUs)."))

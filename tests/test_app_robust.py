@@ -49,17 +49,18 @@ def test_workload_page_adds_a_second_workload_and_switches_robust_mode_on():
     ok(at)
     assert [e["choice"] for e in at.session_state["robust_mix"]] == [
         {"kind": "plan", "preset": "llama3-70b", "gpus": 512}]
-    assert at.session_state["constraints"].gpus == 512                # the cluster holds the largest workload
-    assert "robust mode is off" in texts(at.info)
+    assert at.session_state["constraints"].gpus == 256                # robust mode off: the single-workload flow
+    assert "robust mode is off" in texts(at.info) and "robust" not in dict(at.query_params)
     at.button(key="mix_add").click().run()                            # the same plan again: refused, named
     assert "plan llama3-70b on 512 GPUs is already in the mix" in texts(at.error)
     at.radio(key="robust_mode_in").set_value("mean").run()
+    assert at.session_state["constraints"].gpus == 512                # now it holds the largest workload of the mix
     at.multiselect(key="robust_scen_in").set_value(["baseline", "fail-spine"]).run()
     ok(at)
     wid = at.session_state["robust_mix"][0]["id"]
     at.number_input(key=f"mix_w_{wid}").set_value(3.0).run()
     ok(at)
-    assert "weighted mean case: robust (mean) over mixtral-8x7b, llama3-70b@512 × baseline, fail-spine: 4 cases" \
+    assert "weighted mean: robust (mean) over mixtral-8x7b, llama3-70b@512 × baseline, fail-spine: 4 cases" \
         in texts(at.success)
     assert "2 workloads × 2 scenarios" in texts(at.info)
     q = dict(at.query_params)
@@ -77,6 +78,12 @@ def test_workload_page_adds_a_second_workload_and_switches_robust_mode_on():
     assert "at least two cases" not in texts(at.error)                # two scenarios still make two cases
     at.multiselect(key="robust_scen_in").set_value(["baseline"]).run()
     assert "The robust search cannot start: a robust search needs at least two cases" in texts(at.error)
+    # robust mode off again: the single-workload flow as it was (the cluster the mix grew is given back, the link
+    # carries nothing of the mix)
+    at.radio(key="robust_mode_in").set_value("off").run()
+    ok(at)
+    assert at.session_state["constraints"].gpus == 256
+    assert not {"robust", "mix", "wlw", "scenarios"} & set(dict(at.query_params))
 
 
 def test_a_link_restores_the_mix_and_says_what_cannot_travel():
@@ -164,6 +171,12 @@ def test_search_page_runs_a_robust_search_and_shows_spread_brittle_and_case_fron
     note = texts(at.info)
     assert "robust across a job mix (4 cases)" in note and "first workload of the mix, sample mixtral-8x7b.json" in note
     assert "dlrm-dcnv2|baseline" in note
+    # Compare and the Brief evaluate afresh too, on the same first workload, and say so
+    for page in ("pages/compare.py", "pages/brief.py"):
+        at.switch_page(page).run()
+        ok(at)
+        assert "robust across a job mix (4 cases)" in texts(at.info), page
+        assert "first workload of the mix, sample mixtral-8x7b.json" in texts(at.info), page
 
 
 def test_robust_mode_off_keeps_the_single_workload_search():

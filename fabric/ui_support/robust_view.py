@@ -23,12 +23,14 @@ from fabric.evaluate import SCENARIO_PRESETS
 from fabric.search.robust import ROBUST_MODES, RobustObjective, brittle_designs, case_front
 from fabric.ui_support.charts import FAMILY_COLORS, money_text, style, time_unit
 
-__all__ = ["MODES", "MAX_MIX", "SCENARIO_NAMES", "MAX_WEIGHT", "workload_name", "unique_names", "build_objective",
+__all__ = ["MODES", "MODE_TEXT", "MAX_MIX", "SCENARIO_NAMES", "MAX_WEIGHT", "workload_name", "unique_names", "build_objective",
            "is_robust", "case_references", "case_slowdowns", "spread_ranges", "brittle_notes", "front_columns",
            "case_fronts_figure", "case_front_table", "mix_summary"]
 
 #: Robust modes the Workload page offers ("off": the single-workload search).
 MODES = ("off",) + ROBUST_MODES
+#: How pages name a mode.
+MODE_TEXT = {"off": "off", "worst": "worst case", "mean": "weighted mean"}
 #: Most workloads a session's mix holds (the current one included): each costs a full evaluation per scenario.
 MAX_MIX = 6
 #: Scenario presets a robust search may judge designs under.
