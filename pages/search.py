@@ -255,6 +255,12 @@ def draw(snap, *, live: bool) -> None:
         lines = res.summary_lines()
         if rec is not None:
             lines.insert(1, f"★ recommended: '{rec['design']}', {advice.rule}.")
+        if robust:
+            ref_name, _ = robust_view.case_references(res.baselines)
+            n_cases = len({c for r in res.front for c in (r.get("p99_by_case") or {})})
+            lines.insert(0, f"p99 here is the robust p99: the {_robust_mode(ss['search_job'])} of each design's "
+                            f"slowdowns against '{ref_name}' over the {n_cases} cases, in seconds of the cases' "
+                            "weighted mean p99 on it.")
         st.markdown("\n".join(f"- {C.md_text(line)}" for line in lines))
         front = res.front_frame()
         table = front[["design", "cost_usd", "p99_s", "p50_s", "power_w", "family", "switch_model", "nic_model",

@@ -328,6 +328,10 @@ with a:
 with b:
     new_choice, new_files = None, None
     if src == "sample":
+        in_mix = {e["choice"].get("name") for e in [{"choice": ss["wl_choice"]}] + mix
+                  if e["choice"]["kind"] == "sample"}
+        if "mix_sample" not in ss:            # the first sample not yet in the mix
+            ss["mix_sample"] = next((n for n in C.SAMPLES if n not in in_mix), list(C.SAMPLES)[0])
         name = st.selectbox("Sample to add", list(C.SAMPLES), key="mix_sample",
                             format_func=lambda n: f"{n}: {C.SAMPLE_TITLES[n]}")
         new_choice = {"kind": "sample", "name": name}

@@ -42,6 +42,7 @@ def test_workload_page_adds_a_second_workload_and_switches_robust_mode_on():
     ok(at)
     assert "mixtral-8x7b" in at.header[0].value                    # the single-workload page as before
     assert at.session_state["robust_mode"] == "off" and "robust" not in dict(at.query_params)
+    assert at.selectbox(key="mix_sample").value != "mixtral-8x7b.json"  # the sample to add is not the current one
     at.radio(key="mix_src").set_value("plan").run()
     at.selectbox(key="mix_preset").set_value("llama3-70b").run()
     at.number_input(key="mix_gpus").set_value(512).run()
@@ -145,6 +146,9 @@ def test_search_page_runs_a_robust_search_and_shows_spread_brittle_and_case_fron
         assert row["p99 mixtral-8x7b|baseline (s)"] == pytest.approx(r["p99_by_case"]["mixtral-8x7b|baseline"])
     # brittle: flagged in the table exactly for the designs the review sentences name
     lines = texts(at.markdown)
+    ref_name = next(b for b in res.baselines if b.get("buildable", True) and b.get("p99_by_case"))["design"]
+    assert f"p99 here is the robust p99: the worst case of each design's slowdowns against '{ref_name}' over the 4 " \
+           "cases" in lines.replace("\\", "")
     named = {line.split("'")[1] for line in lines.splitlines() if line.startswith("- brittle: '")}
     flagged = {row["design"] for _, row in table.iterrows() if row["brittle"]}
     assert {n.replace("\\_", "_") for n in named} == flagged

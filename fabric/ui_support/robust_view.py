@@ -228,6 +228,9 @@ def case_fronts_figure(result, *, height_per_row: int = 260) -> go.Figure:
         fig.update_yaxes(title_text=f"p99 ({unit})", row=row, col=col)
         fig.update_xaxes(tickprefix="$", tickformat="~s", row=row, col=col,
                          title_text="network capex (USD)" if row == rows else None)
-    fig = style(fig, height=height_per_row * rows + 80, legend_below=False)
+    height = height_per_row * rows + 110
+    fig = style(fig, height=height, legend_below=False)
     fig.update_annotations(font_size=13)
+    # the legend above the first row's panel titles, not on them (y in the plot area's height, 30 px up)
+    fig.update_layout(margin=dict(t=80), legend=dict(y=1.0 + 30 / max(1, height - 90)))
     return fig
