@@ -10,6 +10,7 @@ import streamlit as st
 from pages import _common as C
 from fabric.ui_support import charts, robust_view
 from fabric.search.recommend import recommend
+from fabric.search.robust import RobustObjective
 from fabric.errors import FabricError
 from fabric.ui_support.jobs import SearchAllowance, SearchJob, live_job, recent_job
 from fabric.ui_support.saved_searches import prune, state_dir
@@ -202,7 +203,8 @@ def draw(snap, *, live: bool) -> None:
     res = snap.result
     cons = C.constraints()
     others = [] if live or res is None else [r for r in res.records if r.get("feasible")]
-    robust = robust_view.is_robust(snap.front + snap.baselines)
+    robust = robust_view.is_robust(snap.front + snap.baselines) or \
+        isinstance(getattr(ss.get("search_job"), "workload", None), RobustObjective)   # (also before any record)
     extra = {}
     if robust:
         ref_name, refs = robust_view.case_references(snap.baselines)
