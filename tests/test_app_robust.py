@@ -181,6 +181,23 @@ def test_search_page_runs_a_robust_search_and_shows_spread_brittle_and_case_fron
         ok(at)
         assert "robust across a job mix (4 cases)" in texts(at.info), page
         assert "first workload of the mix, sample mixtral-8x7b.json" in texts(at.info), page
+    # the objective is part of the inputs key: another scenario set marks the robust front stale, and so does the
+    # robust mode turned off (the single-workload search is another search)
+    at.switch_page("pages/search.py").run()
+    assert "inputs changed" not in texts(at.warning)
+    at.switch_page("pages/workload.py").run()
+    at.multiselect(key="robust_scen_in").set_value(["baseline"]).run()
+    at.switch_page("pages/search.py").run()
+    ok(at)
+    assert "The inputs changed since this front was computed" in texts(at.warning)
+    at.switch_page("pages/workload.py").run()
+    at.multiselect(key="robust_scen_in").set_value(["baseline", "fail-spine"]).run()
+    at.switch_page("pages/search.py").run()
+    assert "inputs changed" not in texts(at.warning)
+    at.switch_page("pages/workload.py").run()
+    at.radio(key="robust_mode_in").set_value("off").run()
+    at.switch_page("pages/search.py").run()
+    assert "The inputs changed since this front was computed" in texts(at.warning)
 
 
 def test_robust_mode_off_keeps_the_single_workload_search():
