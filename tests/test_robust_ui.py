@@ -63,6 +63,24 @@ def test_a_resumed_robust_search_continues_on_the_same_objective(tmp_path, mix):
     assert all(set(r["p99_by_case"]) == {"llama|baseline", "dlrm|baseline"} for r in snap.front)
 
 
+@pytest.mark.parametrize("robust", [{"mode": "worst"}, {"workloads": "x"}, {"workloads": [1, 2]},
+                                    {"workloads": [{"name": "a", "weight": 1.0}]},
+                                    {"workloads": [], "references": [1, 2]}, "robust"])
+def test_a_damaged_saved_robust_search_is_a_clear_message(tmp_path, mix, robust):
+    import json
+
+    a, b = mix
+    obj = robust_view.build_objective([("a", a, 1.0), ("b", b, 1.0)], ["baseline"], "worst")
+    sid = new_search_id()
+    path = save_inputs(tmp_path, sid, workload=obj, constraints=Constraints(gpus=128), budget_evals=60, seed=0,
+                       samples=64, pop_size=20)
+    meta = json.loads(path.read_text())
+    meta["workload"] = {"robust": robust}
+    path.write_text(json.dumps(meta))
+    with pytest.raises(FabricError, match=f"saved search {sid} cannot be read back"):
+        load_inputs(tmp_path, sid)
+
+
 # ------------------------------------------------------------------ links
 
 

@@ -104,6 +104,10 @@ def workload_from_json(data: dict):
         if not isinstance(r, dict) or not isinstance(r.get("workloads"), list):
             raise ValueError("a robust objective needs its list of workloads")
         refs = r.get("references")
+        if refs is not None and not isinstance(refs, dict):
+            raise ValueError("the robust objective's references must be a mapping of case to seconds")
+        if not all(isinstance(w, dict) for w in r["workloads"]):
+            raise ValueError("each workload of a robust objective needs its name, weight and workload")
         return RobustObjective(
             tuple((str(w["name"]), workload_from_dict(w["workload"]), float(w["weight"])) for w in r["workloads"]),
             tuple(scenario_from_dict(sc) for sc in r.get("scenarios") or []), mode=str(r.get("mode", "worst")),
