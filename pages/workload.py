@@ -349,24 +349,29 @@ with b:
                                      key="mix_files")
     add = st.button("Add to the mix", key="mix_add", disabled=src == "upload" and not new_files)
 if add:
+    skipped = []
     try:
         wl_new = None
         if src == "upload":
             data = [(f.name, f.getvalue()) for f in new_files]
             with st.spinner(f"Reading {len(data)} file(s)..."):
                 res_new = ingest(data)
-            for f in res_new.files:
-                if not f.ok:
-                    st.error(f"**{f.name}** could not be read: {C.public_message(f.error)}")
+            skipped = [f"**{f.name}** could not be read: {C.public_message(f.error)}" for f in res_new.files
+                       if not f.ok]
             if res_new.workload is None:
                 raise FabricError("none of these files could be read, so nothing was added")
             wl_new = res_new.workload
             new_choice = {"kind": "upload", "names": [f.name for f in res_new.files if f.ok]}
         C.add_to_mix(new_choice, wl_new)
     except FabricError as err:
+        for line in skipped:
+            st.error(line)
         st.error(f"Not added: {C.public_message(err)}")
     else:
+        ss["_mix_skipped"] = skipped        # shown after the rerun, next to the uploader
         st.rerun()
+for line in ss.pop("_mix_skipped", []):
+    st.error(line + " (the other files were added)")
 
 if "robust_scen_in" not in ss:
     ss["robust_scen_in"] = list(ss.get("robust_scenarios") or ["baseline"])

@@ -87,6 +87,32 @@ def test_workload_page_adds_a_second_workload_and_switches_robust_mode_on():
     assert not {"robust", "mix", "wlw", "scenarios"} & set(dict(at.query_params))
 
 
+def test_uploaded_traces_join_the_mix_and_the_link_names_them():
+    at = app(robust="worst").run()
+    at.radio(key="mix_src").set_value("upload").run()
+    dlrm = (ROOT / "sample_traces" / "dlrm-dcnv2.json").read_bytes()
+    at.file_uploader(key="mix_files").set_value([("broken.json", b"{\"jobs\": [", "application/json")]).run()
+    at.button(key="mix_add").click().run()
+    ok(at)
+    assert "broken.json** could not be read" in texts(at.error)
+    assert "Not added: none of these files could be read, so nothing was added" in texts(at.error)
+    assert at.session_state["robust_mix"] == []
+    at.file_uploader(key="mix_files").set_value([("dlrm.json", dlrm, "application/json"),
+                                                 ("notes.txt", b"hello world", "text/plain")]).run()
+    at.button(key="mix_add").click().run()
+    ok(at)
+    assert "notes.txt** could not be read" in texts(at.error)
+    assert [e["choice"] for e in at.session_state["robust_mix"]] == [{"kind": "upload", "names": ["dlrm.json"]}]
+    assert "uploaded dlrm.json" in texts(at.markdown)
+    # the search's cases are named after the file; the link names the upload, which cannot travel
+    assert "robust (worst) over mixtral-8x7b, dlrm × baseline: 2 cases" in texts(at.success)
+    assert dict(at.query_params)["mix"] == "upload:dlrm.json"
+    again = app(**dict(at.query_params)).run()
+    ok(again)
+    assert "uploaded traces (dlrm.json); files cannot travel in a link" in texts(again.warning)
+    assert again.session_state["robust_mix"] == []
+
+
 def test_a_link_restores_the_mix_and_says_what_cannot_travel():
     at = app(robust="worst", mix="sample:dlrm-dcnv2.json*2|upload:rank0.json", scenarios="baseline,job-mix-shift").run()
     ok(at)
