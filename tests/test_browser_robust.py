@@ -4,12 +4,14 @@ design's spread on the Pareto chart and one panel per case beside the robust fro
 
 from __future__ import annotations
 
+import os
 import re
 import urllib.parse
+from pathlib import Path
 
 import pytest
 
-from browser_support import VIEW, Dashboard, expect, free_port, idle, nav, wait_for_search
+from browser_support import ROOT, VIEW, Dashboard, expect, free_port, idle, nav, shot, wait_for_search
 
 pytestmark = pytest.mark.browser
 
@@ -23,7 +25,14 @@ def server():
         dash.stop()
 
 
-def test_a_robust_search_runs_from_a_link_and_shows_spread_and_case_fronts(server, browser):
+@pytest.fixture(scope="module")
+def shots_dir(tmp_path_factory) -> Path:
+    """Where screenshots go: FABRIC_SCREENSHOTS_DIR (relative to the repository) or a temporary folder."""
+    target = os.environ.get("FABRIC_SCREENSHOTS_DIR")
+    return (ROOT / target) if target else tmp_path_factory.mktemp("screenshots")
+
+
+def test_a_robust_search_runs_from_a_link_and_shows_spread_and_case_fronts(server, browser, shots_dir):
     query = urllib.parse.urlencode({"robust": "worst", "mix": "sample:dlrm-dcnv2.json",
                                     "scenarios": "baseline,fail-spine", "evals": "60"})
     ctx = browser.new_context(viewport=VIEW)
@@ -41,6 +50,7 @@ def test_a_robust_search_runs_from_a_link_and_shows_spread_and_case_fronts(serve
     page.get_by_test_id("stRadio").filter(has_text="Robust mode").get_by_text("worst case").click()
     page.wait_for_url(re.compile(r"robust=worst"), timeout=30_000)
     idle(page)
+    shot(page, shots_dir, "workload-mix", anchor="Workloads in the mix")
 
     nav(page, "Search")
     status = wait_for_search(page, timeout=150)
@@ -53,4 +63,6 @@ def test_a_robust_search_runs_from_a_link_and_shows_spread_and_case_fronts(serve
     for case in ("mixtral-8x7b|baseline", "mixtral-8x7b|fail-spine", "dlrm-dcnv2|baseline", "dlrm-dcnv2|fail-spine"):
         expect(panels).to_contain_text(case)                                   # one panel per case
     expect(main).to_contain_text(re.compile(r"brittle: '|no front design is brittle"))
+    shot(page, shots_dir, "search-robust")
+    shot(page, shots_dir, "search-case-fronts", anchor="The robust front against each case's own front")
     ctx.close()
