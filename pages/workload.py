@@ -387,10 +387,19 @@ if C.robust_on():
     except FabricError as err:
         st.error(f"The robust search cannot start: {C.public_message(err)}")
     else:
+        cluster = C.constraints()
+        try:
+            need = C.needed_gpus(cluster.gpus_per_node)
+        except FabricError:
+            need = cluster.gpus
         st.success(C.md_text(f"The Search page optimises the {robust_view.MODE_TEXT[ss['robust_mode']]}: "
                              + robust_view.mix_summary(obj) + f". Each design costs {len(obj.cases)} evaluations, so "
-                             "a search takes about as many times as long as one workload's; the cluster holds the "
-                             f"largest workload ({C.constraints().gpus:,} GPUs)."))
+                             "a search takes about as many times as long as one workload's"
+                             + (f"; the cluster holds the largest workload ({cluster.gpus:,} GPUs)."
+                                if cluster.gpus >= need else ".")))
+        if cluster.gpus < need:
+            st.warning(f"The cluster ({cluster.gpus:,} GPUs) is smaller than the largest workload of the mix needs "
+                       f"({need:,} GPUs): designs cannot run it. Set the cluster size on the Constraints page.")
 elif n_wl > 1 or n_sc > 1 or scen != ["baseline"]:
     st.info("The robust mode is off: the search uses the workload above only. Choose worst case or weighted mean "
             "to search across the mix.")

@@ -121,6 +121,13 @@ def test_a_link_restores_the_mix_and_says_what_cannot_travel():
     assert "uploaded traces (rank0.json); files cannot travel in a link" in texts(at.warning)
     assert at.session_state["robust_scenarios"] == ["baseline", "job-mix-shift"]
     assert dict(at.query_params)["mix"] == "sample:dlrm-dcnv2.json*2"
+    # a link that fixes the cluster below the mix's largest workload: said, not silently searched
+    small = app(robust="worst", mix="plan:llama3-70b:512", gpus="256").run()
+    ok(small)
+    assert small.session_state["constraints"].gpus == 256
+    assert "The cluster (256 GPUs) is smaller than the largest workload of the mix needs (512 GPUs)" \
+        in texts(small.warning)
+    assert "the cluster holds the largest workload" not in texts(small.success)
 
 
 def _own_front_size(records, case):
