@@ -659,7 +659,8 @@ def inputs_line(*, search: bool = False) -> None:
     what = f"Workload: **{wb.label}**"
     if search and robust_on():
         n, k = 1 + len(ss.get("robust_mix", [])), len(ss.get("robust_scenarios") or [])
-        what = (f"Robust search ({robust_view.MODE_TEXT[ss['robust_mode']]}) over **{n} workload{'s' if n != 1 else ''} × {k} "
+        mode = robust_view.MODE_TEXT[ss['robust_mode']]
+        what = (f"Robust search ({mode}) over **{n} workload{'s' if n != 1 else ''} × {k} "
                 f"scenario{'s' if k != 1 else ''}** ({md_text(wb.label)} and the mix on the Workload page)")
     st.caption(f"{what} · cluster: **{c.gpus:,} GPUs** ({c.gpus_per_node} per server, "
                f"{c.gpu_model}) · change them on the Workload and Constraints pages.")

@@ -225,7 +225,8 @@ def draw(snap, *, live: bool) -> None:
                             selection_mode="points")
         if robust:
             st.caption(C.md_text(
-                f"Each dot is a design (x: network capex in USD, y: its robust p99: the {_robust_mode(ss['search_job'])} "
+                "Each dot is a design (x: network capex in USD, y: its robust p99: the "
+                f"{_robust_mode(ss['search_job'])} "
                 f"of its slowdowns against '{ref_name}' on every case, times the cases' weighted mean p99 on "
                 f"'{ref_name}', so in seconds); lower-left is better. Grey bars: each front design's spread, from "
                 "its best to its worst case on the same scale"

@@ -36,7 +36,8 @@ if "robust_scen_in" in ss:
     ss["robust_scenarios"] = list(ss["robust_scen_in"])
 if C.robust_on():
     n_wl, n_sc = 1 + len(ss.get("robust_mix", [])), len(ss.get("robust_scenarios") or [])
-    st.info(f"Robust mode ({robust_view.MODE_TEXT[ss['robust_mode']]}): the Search page judges designs on {n_wl} workload"
+    st.info(f"Robust mode ({robust_view.MODE_TEXT[ss['robust_mode']]}): the Search page judges designs on "
+            f"{n_wl} workload"
             f"{'s' if n_wl != 1 else ''} × {n_sc} scenario{'s' if n_sc != 1 else ''}; this one is the first of "
             "them. The mix is under **Several workloads** at the bottom of this page.")
 

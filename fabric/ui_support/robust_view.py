@@ -23,7 +23,8 @@ from fabric.evaluate import SCENARIO_PRESETS
 from fabric.search.robust import ROBUST_MODES, RobustObjective, brittle_designs, case_front
 from fabric.ui_support.charts import FAMILY_COLORS, money_text, style, time_unit
 
-__all__ = ["MODES", "MODE_TEXT", "MAX_MIX", "SCENARIO_NAMES", "MAX_WEIGHT", "workload_name", "unique_names", "build_objective",
+__all__ = ["MODES", "MODE_TEXT", "MAX_MIX", "SCENARIO_NAMES", "MAX_WEIGHT", "workload_name", "unique_names",
+           "build_objective",
            "is_robust", "case_references", "case_slowdowns", "spread_ranges", "brittle_notes", "front_columns",
            "case_fronts_figure", "case_front_table", "mix_summary"]
 
