@@ -31,6 +31,8 @@ def design_key(design) -> str:
     d.pop("name", None)
     if d.get("uplink_gbps") is None:
         d.pop("uplink_gbps", None)
+    if not d.get("serving_class"):
+        d.pop("serving_class", None)
     return hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
