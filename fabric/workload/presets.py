@@ -276,8 +276,8 @@ _PRESETS = (
         description="DeepSeek-V3-like MoE service, prefill and decode disaggregated: decode with expert "
                     "parallelism over 320 GPUs (40 nodes; attention TP 4, 128 tokens per GPU per step), a "
                     "dispatch (FP8) and a combine (BF16) all-to-all per MoE layer per token step; smaller "
-                    "clusters spread EP over all decode GPUs; a quarter of what prefill sustains on compute (its all-to-alls "
-                    "take about as long again); TTFT 2 s / TPOT 100 ms (assumption)",
+                    "clusters spread EP over all decode GPUs; a tenth of what prefill sustains on compute (one prompt at a "
+                    "time: its all-to-alls take longer than its compute); TTFT 2 s / TPOT 100 ms (assumption)",
         sources=("shape: DeepSeek-V3 technical report (arXiv 2412.19437) and config.json: 61 layers (58 MoE), "
                  "hidden 7168, 256 routed + 1 shared expert, top-8, MLA KV cache 512 + 64 per token per layer",
                  "deployment: DeepSeek-V3 technical report section 3.4.2 (decode: 40 nodes, 320 GPUs, attention "
@@ -287,7 +287,7 @@ _PRESETS = (
         default_gpus=640, gpu_multiple=16, model=_DEEPSEEK,
         build=_online_build({"tp": 4, "ep": 320, "mode": "disaggregated", "prompt_tokens": 1024,
                              "output_tokens": 256, "decode_batch": 128 * 320, "ttft_slo_s": 2.0,
-                             "tpot_slo_s": 0.1}, load=0.25)),
+                             "tpot_slo_s": 0.1}, load=0.1)),
 )
 
 
