@@ -239,3 +239,65 @@ def test_serving_metrics_are_deterministic_for_a_seed_and_split_the_p99():
         assert sum(a[key].values()) == pytest.approx(a[pct]["p99"])
     assert 0.0 <= a["slo_attainment"] <= 1.0
     assert math.isfinite(a["capacity_rps"]) and a["stable"]
+
+
+# ------------------------------------------------------------------ search with an inference constraint
+
+
+def test_search_over_a_shared_fabric_with_an_inference_p99_limit_returns_a_front_where_it_binds():
+    from fabric.search.constraints import Constraints
+    from fabric.search.run import exhaustive_search
+
+    wl = _shared_workload(ckpt=False)
+    space = dict(gpus=128, families=("clos",), switch_models=("ib-ndr-64x400",), nic_models=("nic-cx7-400",),
+                 nics_per_gpu=(1.0,), routings=("ecmp",), transports=("infiniband",), placements=("packed",),
+                 oversubscriptions=(1, 2, 4), uplink_speed_factors=(1,), qps=(1, 8), planes=(1,))
+    free = exhaustive_search(wl, Constraints(**space), samples=64)
+    limit = 0.050
+    bound = exhaustive_search(wl, Constraints(**space, inference_tpot_p99_s=limit), samples=64)
+    assert free.front and bound.front
+    assert all(r["serving_tpot_p99_s"] <= limit for r in bound.front)
+    cheapest_free = min(r["cost_usd"] for r in free.front)
+    cheapest_bound = min(r["cost_usd"] for r in bound.front)
+    assert cheapest_bound > cheapest_free            # the limit moves the front to dearer fabrics
+    # designs cheaper than the constrained front that break nothing but the serving limit: it binds
+    only_serving = [r for r in bound.records if r["cost_usd"] < cheapest_bound and r["buildable"]
+                    and r["violations"]["inference_tpot"] > 0
+                    and all(v <= 0 for k, v in r["violations"].items() if k != "inference_tpot")]
+    assert only_serving
+    # and their training p99 is as good as the front's: only the service's tail rules them out
+    assert min(r["p99_s"] for r in only_serving) <= min(r["p99_s"] for r in bound.front)
+
+
+def test_inference_limits_need_a_serving_job_and_valid_values():
+    from fabric.errors import FabricError
+    from fabric.search.constraints import ConstraintError, Constraints
+    from fabric.search.run import run_search
+
+    with pytest.raises(ConstraintError, match="inference_slo_attainment"):
+        Constraints(inference_slo_attainment=1.5)
+    with pytest.raises(ConstraintError, match="inference_tpot_p99_s"):
+        Constraints(inference_tpot_p99_s=-1)
+    with pytest.raises(FabricError, match="no serving job"):
+        run_search(preset_workload("llama3-70b", gpus=64), Constraints(gpus=64, inference_ttft_p99_s=1.0),
+                   budget_evals=10)
+
+
+def test_a_serving_latency_can_be_an_objective_beside_cost_and_training_p99():
+    from fabric.search.constraints import Constraints
+    from fabric.search.run import exhaustive_search
+
+    space = dict(gpus=128, families=("clos",), switch_models=("ib-ndr-64x400",), nic_models=("nic-cx7-400",),
+                 nics_per_gpu=(1.0,), routings=("ecmp",), transports=("infiniband",), placements=("packed",),
+                 oversubscriptions=(1, 2, 4), uplink_speed_factors=(1,), qps=(1, 8), planes=(1,))
+    res = exhaustive_search(_shared_workload(ckpt=False), Constraints(**space, inference_objective="tpot_p99"),
+                            samples=64)
+    assert res.objectives == ("cost_usd", "p99_s", "serving_tpot_p99_s")
+    front = sorted(res.front, key=lambda r: r["cost_usd"])
+    # a dearer design stays on the front only because its service is faster at the same training p99
+    assert len(front) >= 2 and front[-1]["serving_tpot_p99_s"] < front[0]["serving_tpot_p99_s"]
+    # no front design is dominated in the three objectives
+    keys = ("cost_usd", "p99_s", "serving_tpot_p99_s")
+    for a in front:
+        assert not any(all(b[k] <= a[k] for k in keys) and any(b[k] < a[k] for k in keys) for b in res.records
+                       if b["feasible"])
