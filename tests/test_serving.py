@@ -301,3 +301,64 @@ def test_a_serving_latency_can_be_an_objective_beside_cost_and_training_p99():
     for a in front:
         assert not any(all(b[k] <= a[k] for k in keys) and any(b[k] < a[k] for k in keys) for b in res.records
                        if b["feasible"])
+
+
+# ------------------------------------------------------------------ serving traces
+
+
+def _serving_traces(tmp_path, output_tokens=8):
+    """Kineto traces (no ProfilerStep) of ranks 0 and 1 of a TP 8 service handling one request: a 1,024-token
+    prefill (16 MiB all-reduces, 2 per layer) and ``output_tokens`` decode iterations (1 MiB all-reduces)."""
+    import json
+
+    from fabric.workload.kineto_writer import workload_to_kineto
+
+    job = preset_workload("llama3-70b-serving", gpus=16, output_tokens=output_tokens).jobs[0]
+    paths = []
+    for r in (0, 1):
+        p = tmp_path / f"serve.rank{r}.pt.trace.json"
+        p.write_text(json.dumps(workload_to_kineto(job, r, steps=1, seed=0)))
+        paths.append(str(p))
+    return paths
+
+
+def test_a_serving_kineto_trace_is_read_as_an_inference_job_with_the_users_request_structure(tmp_path, capsys):
+    from fabric.cli.main import main
+    from fabric.workload.ingest import ingest_paths
+    from fabric.workload.serving import attach_serving
+
+    paths = _serving_traces(tmp_path)
+    wl = ingest_paths(paths).workload
+    job = wl.jobs[0]
+    assert job.kind == "inference" and job.serving is None       # no ProfilerStep: one request window
+    spec = {"decode_steps_in_trace": 8, "prefill_min_bytes": 8 << 20, "prefill_s": 0.04, "request_rate_per_s": 5,
+            "decode_batch": 64, "output_tokens": 256, "prompt_tokens": 1024, "tpot_slo_s": 0.2}
+    out = attach_serving(wl, spec).jobs[0]
+    by_size = {op.bytes: op for op in out.ops}
+    # 2 all-reduces per layer x 80 layers: per request at prefill, per token step at decode (8 steps traced)
+    assert by_size[1024 * 8192 * 2].phase == "prefill" and by_size[1024 * 8192 * 2].count_per_step == 160
+    assert by_size[64 * 8192 * 2].phase == "decode" and by_size[64 * 8192 * 2].count_per_step == 160
+    assert out.serving.decode_step_s == pytest.approx((job.compute_time_s - 0.04) / 8)
+    assert out.serving.output_tokens == 256 and out.request_rate_per_s == 5
+    # the same through the command line, then evaluated with request latency
+    dst = tmp_path / "serve.json"
+    import json
+
+    assert main(["parse", *paths, "--serving", json.dumps(spec), "--out", str(dst)]) == 0
+    assert "decode ops per token step" in capsys.readouterr().out
+    ev = evaluate(Design(gpus=16), load_workload_json(dst.read_text()))
+    m = ev.serving[out.name]
+    assert m["stable"] and m["tpot_s"]["p50"] >= out.serving.decode_step_s
+
+
+def test_a_serving_trace_without_the_structure_it_cannot_tell_is_refused_by_name(tmp_path):
+    from fabric.workload.ingest import ingest_paths
+    from fabric.workload.serving import attach_serving
+
+    wl = ingest_paths(_serving_traces(tmp_path)).workload
+    with pytest.raises(WorkloadError, match="'decode_steps_in_trace': required"):
+        attach_serving(wl, {"request_rate_per_s": 1})
+    with pytest.raises(WorkloadError, match="unknown key.*bogus"):
+        attach_serving(wl, {"decode_steps_in_trace": 8, "request_rate_per_s": 1, "bogus": 2})
+    with pytest.raises(WorkloadError, match="no inference job"):
+        attach_serving(preset_workload("llama3-70b", gpus=64), {"decode_steps_in_trace": 8, "request_rate_per_s": 1})

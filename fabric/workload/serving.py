@@ -46,7 +46,7 @@ from fabric.workload.model import (
 
 __all__ = ["ServingModel", "ServingPlan", "synthesize_serving", "kv_bytes_per_token", "moe_a2a_bytes_per_gpu",
            "LLAMA3_70B_SERVING", "DEEPSEEK_V3", "FP8_SCALE_GROUP", "compute_capacity_per_replica", "with_rate",
-           "serving_preset_build"]
+           "serving_preset_build", "attach_serving"]
 
 #: Channels per FP32 scale of DeepSeek-V3's FP8 activations (1 x 128 tiles; DeepSeek-V3 technical report,
 #: arXiv 2412.19437, section 3.3.2 "fine-grained quantization"); each scale is 4 bytes.
@@ -313,3 +313,84 @@ def serving_preset_build(preset, gpus: int, overrides: dict, *, plan_defaults: d
         cap = compute_capacity_per_replica(one.jobs[0].serving)
         pk["request_rate_per_s"] = float(f"{load * cap * pk['replicas']:.2g}")
     return synthesize_serving(preset.model, ServingPlan(**pk), **syn)
+
+
+#: Keys of a request structure given for a trace (``fabric parse --serving``), beyond ServingSpec's.
+_TRACE_KEYS = {"decode_steps_in_trace", "requests_in_trace", "prefill_min_bytes", "request_rate_per_s", "job"}
+
+
+def attach_serving(workload: Workload, spec: dict, *, source: str = "--serving") -> Workload:
+    """A workload whose inference job (read from a trace without ProfilerStep markers) gets the request structure
+    ``spec`` the trace cannot tell: ``decode_steps_in_trace`` (token steps the traced window covers; required),
+    ``requests_in_trace`` (prefills in it, default 1), ``prefill_min_bytes`` (ops of at least this size are the
+    prefill's, counted per request; default: none, every op is a decode op), ``request_rate_per_s`` (required),
+    ``job`` (which inference job; default the only one) and the :class:`~fabric.workload.model.ServingSpec`
+    fields (``prompt_tokens``, ``output_tokens``, ``decode_batch``, ``replicas``, budgets, arrivals; ``prefill_s``
+    and ``decode_step_s`` default to the trace's compute split over its prefills and token steps). Errors name the
+    key and ``source``."""
+    from dataclasses import fields
+
+    def bad(key, msg):
+        raise WorkloadError(f"{source}: '{key}': {msg}")
+
+    if not isinstance(spec, dict):
+        raise WorkloadError(f"{source}: expected an object of fields, got {type(spec).__name__}")
+    spec_keys = {f.name for f in fields(ServingSpec)}
+    unknown = sorted(set(spec) - spec_keys - _TRACE_KEYS)
+    if unknown:
+        raise WorkloadError(f"{source}: unknown key(s) {', '.join(unknown)}; known: "
+                            f"{', '.join(sorted(spec_keys | _TRACE_KEYS))}")
+    jobs = [j for j in workload.jobs if j.kind == "inference"]
+    if "job" in spec:
+        jobs = [j for j in jobs if j.name == spec["job"]]
+        if not jobs:
+            bad("job", f"no inference job named {spec['job']!r} in the workload")
+    if not jobs:
+        raise WorkloadError(f"{source}: the workload has no inference job (a trace without ProfilerStep markers "
+                            "is read as one); a training trace has no requests")
+    if len(jobs) > 1:
+        bad("job", f"name the inference job: {', '.join(j.name for j in jobs)}")
+    job = jobs[0]
+    for key in ("decode_steps_in_trace", "request_rate_per_s"):
+        if key not in spec:
+            bad(key, "required: the trace cannot tell it")
+
+    def num(key, default=None, *, integer=False, lo=0.0):
+        v = spec.get(key, default)
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < lo or \
+                (integer and float(v) != int(v)):
+            bad(key, f"expected {'a whole number' if integer else 'a number'} >= {lo:g}, got {v!r}")
+        return int(v) if integer else float(v)
+
+    steps = num("decode_steps_in_trace", integer=True, lo=1)
+    reqs = num("requests_in_trace", 1, integer=True, lo=1)
+    threshold = num("prefill_min_bytes", integer=True, lo=1)
+    ops = []
+    for op in job.ops:
+        prefill = threshold is not None and op.bytes >= threshold
+        ops.append(replace(op, count_per_step=op.count_per_step / (reqs if prefill else steps),
+                           phase="prefill" if prefill else "decode"))
+    prefill_s = num("prefill_s", 0.0)
+    decode_step_s = num("decode_step_s")
+    if decode_step_s is None:
+        decode_step_s = max(0.0, job.compute_time_s - reqs * prefill_s) / steps
+    kw = {k: spec[k] for k in spec_keys & set(spec) if k not in ("prefill_s", "decode_step_s")}
+    kw.setdefault("replicas", 1)
+    try:
+        sp = ServingSpec(prefill_s=prefill_s, decode_step_s=decode_step_s, **{
+            "prompt_tokens": 1, "output_tokens": steps + 1, "decode_batch": 1, **kw})
+    except TypeError as err:
+        raise WorkloadError(f"{source}: {err}") from err
+    if sp.mode != "colocated":
+        bad("mode", "a trace gives one replica's ops: only 'colocated' can be read from it")
+    new = replace(job, ops=tuple(ops), serving=sp, request_rate_per_s=num("request_rate_per_s", lo=1e-9),
+                  compute_time_s=prefill_s + (sp.output_tokens - 1) * decode_step_s,
+                  notes=job.notes + (f"request structure from {source}: {steps} token step(s) and {reqs} request(s) "
+                                     f"in the traced window; decode {decode_step_s:.4g} s of compute per token step",))
+    try:
+        out = workload.with_jobs([new if j is job else j for j in workload.jobs])
+        return validate_workload(out)
+    except WorkloadError as err:
+        raise WorkloadError(f"{source}: {err}") from err
