@@ -1,0 +1,41 @@
+"""AppTest: a serving workload on the Design page shows request latency, SLO attainment, the latency-versus-load
+curve and where the p99 request goes, instead of a step time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+
+
+def _charts(at) -> list[dict]:
+    return [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+
+
+def test_design_page_of_a_serving_workload_shows_request_latency():
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["evals"] = "40"
+    at.query_params["wl"] = "sample:deepseek-v3-ep-decode.json"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("pages/design.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    metrics = {m.label: m.value for m in at.metric}
+    # the headline is the request latency, not a step time
+    assert "p99 time to first token" in metrics and "p99 time per output token" in metrics
+    assert "SLO attainment" in metrics and metrics["SLO attainment"].endswith("%")
+    assert not any(label.startswith("p99 step") for label in metrics)
+    assert any(s.value == "Serving latency: deepseek-v3-ep-decode" for s in at.subheader)
+    figs = _charts(at)
+    load = next(f for f in figs if f["layout"].get("xaxis", {}).get("title", {}).get("text") == "load (% of the capacity)")
+    names = {t["name"] for t in load["data"]}
+    assert {"p99 TTFT", "p99 TPOT", "p50 TTFT", "p50 TPOT"} <= names
+    split = next(f for f in figs if f["layout"].get("barmode") == "stack" and
+                 any(t.get("name") == "queueing" for t in f["data"]))
+    assert {t["name"] for t in split["data"]} == {"queueing", "compute", "NVLink", "network"}
+    caps = "\n".join(str(c.value) for c in at.caption)
+    assert "Latency versus load" in caps and "Where the p99 request's time goes" in caps
