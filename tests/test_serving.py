@@ -66,6 +66,11 @@ def test_deepseek_ep_dispatch_and_combine_bytes_per_token_step_by_hand():
     assert disp.kind == comb.kind == "all_to_all" and disp.phase == comb.phase == "decode"
     # MLA caches 512 + 64 values per token per layer: 61 x 576 x 1,024 tokens x 2 bytes per request
     assert job.serving.kv_bytes_per_request == 61 * 576 * 1024 * 2 == 71_958_528
+    # prefill on EP 32 instances (DeepSeek-V3 report: 4 nodes): 10 of them in the 320-GPU pool, each GPU
+    # dispatching 1,024 / 32 = 32 prompt tokens per MoE layer
+    assert job.group("ep_prefill").size == 32 and job.serving.prefill_replicas == 10
+    assert _op(job, "prefill ep dispatch").bytes == 32 * 8 * (7168 + 56 * 4) == 1_892_352
+    assert _op(job, "prefill ep dispatch").group == "ep_prefill"
 
 
 def test_kv_offload_fetches_the_reused_prefix_and_saves_its_prefill():

@@ -197,6 +197,15 @@ def simulate(spec: ServingSpec, rate_per_s: float, times: PhaseTimes, competitor
     else:
         arr = poisson_arrivals(lam, (L, n), rng)
     inter = np.diff(arr, axis=1, prepend=0.0)
+    if spec.mode == "disaggregated" and pre_reps != spec.replicas:
+        # a decode replica hears from prefill instances at its own rate: its own arrival stream, each request
+        # taking the TTFT of the prefill simulated for the same index
+        lam_d = rate_per_s / spec.replicas
+        arr_d = (bursty_arrivals(lam_d, (L, n), rng, burst_factor=spec.burst_factor,
+                                 burst_fraction=spec.burst_fraction, burst_mean_s=spec.burst_mean_s)
+                 if spec.arrival == "bursty" else poisson_arrivals(lam_d, (L, n), rng))
+    else:
+        arr_d = arr
     g = lambda kind, ph: _per_launch(times, kind, ph, L)[:, None]          # noqa: E731
     phases = [(c, rng.uniform(0, c.period_s, size=(L, 1))) for c in competitors]
 
@@ -218,7 +227,7 @@ def simulate(spec: ServingSpec, rate_per_s: float, times: PhaseTimes, competitor
     s_p = comp_p + nv_p + net_p
     w_p = lindley_waits(inter, s_p)
     ttft = w_p + s_p
-    first = arr + ttft
+    first = arr_d + ttft
     # decode
     steps = max(spec.output_tokens - 1, 0)
     rho_p = 0.0

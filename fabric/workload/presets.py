@@ -275,19 +275,20 @@ _PRESETS = (
         name="deepseek-v3-ep-decode", kind="inference",
         description="DeepSeek-V3-like MoE service, prefill and decode disaggregated: decode with expert "
                     "parallelism over 320 GPUs (40 nodes; attention TP 4, 128 tokens per GPU per step), a "
-                    "dispatch (FP8) and a combine (BF16) all-to-all per MoE layer per token step; smaller "
-                    "clusters spread EP over all decode GPUs; a tenth of what prefill sustains on compute (one prompt at a "
-                    "time: its all-to-alls take longer than its compute); TTFT 2 s / TPOT 100 ms (assumption)",
+                    "dispatch (FP8) and a combine (BF16) all-to-all per MoE layer per token step; prefill on 10 "
+                    "EP 32 instances (4 nodes each); smaller clusters spread EP over all decode GPUs; a quarter of "
+                    "what the service sustains on compute (one prompt per prefill at a time: its all-to-alls "
+                    "take longer than its compute); TTFT 2 s / TPOT 100 ms (assumption)",
         sources=("shape: DeepSeek-V3 technical report (arXiv 2412.19437) and config.json: 61 layers (58 MoE), "
                  "hidden 7168, 256 routed + 1 shared expert, top-8, MLA KV cache 512 + 64 per token per layer",
-                 "deployment: DeepSeek-V3 technical report section 3.4.2 (decode: 40 nodes, 320 GPUs, attention "
-                 "TP4 + SP with DP80, MoE EP320; FP8 dispatch, BF16 combine)",
+                 "deployment: DeepSeek-V3 technical report section 3.4.2 (prefill: 4 nodes, 32 GPUs, EP32; decode: "
+                 "40 nodes, 320 GPUs, attention TP4 + SP with DP80, MoE EP320; FP8 dispatch, BF16 combine)",
                  "TPOT budget 100 ms: an assumption (2 x the ~20 tokens/s per user DeepSeek reports)",
                  "GPU: NVIDIA H100 SXM datasheet (989 TFLOPS BF16, 3.35 TB/s HBM3)"),
         default_gpus=640, gpu_multiple=16, model=_DEEPSEEK,
-        build=_online_build({"tp": 4, "ep": 320, "mode": "disaggregated", "prompt_tokens": 1024,
+        build=_online_build({"tp": 4, "ep": 320, "prefill_ep": 32, "mode": "disaggregated", "prompt_tokens": 1024,
                              "output_tokens": 256, "decode_batch": 128 * 320, "ttft_slo_s": 2.0,
-                             "tpot_slo_s": 0.1}, load=0.1)),
+                             "tpot_slo_s": 0.1}, load=0.25)),
 )
 
 

@@ -100,6 +100,9 @@ class ServingPlan:
 
     tp: int = 8
     ep: int = 1
+    #: MoE, disaggregated: the prefill pool (as many GPUs as the decode pool) runs prefill instances of this many
+    #: GPUs each (None: ``ep``); DeepSeek-V3 prefills on EP 32 while it decodes on EP 320
+    prefill_ep: int | None = None
     replicas: int = 1
     mode: str = "colocated"
     prompt_tokens: int = 1024
@@ -121,6 +124,11 @@ class ServingPlan:
     @property
     def replica_gpus(self) -> int:
         return self.ep if self.ep > 1 else self.tp
+
+    @property
+    def prefill_gpus(self) -> int:
+        """GPUs of one prefill instance."""
+        return (self.prefill_ep or self.ep) if self.ep > 1 else self.tp
 
     @property
     def world_size(self) -> int:
@@ -172,6 +180,14 @@ def _check_plan(model: ServingModel, plan: ServingPlan) -> None:
             _fail("plan.ep", f"EP {plan.ep} must be a multiple of the attention TP {plan.tp}")
         if plan.decode_batch % plan.ep:
             _fail("plan.decode_batch", f"{plan.decode_batch} sequences do not split evenly over EP {plan.ep} GPUs")
+    if plan.prefill_ep is not None:
+        if plan.ep <= 1 or plan.mode != "disaggregated":
+            _fail("plan.prefill_ep", "only a disaggregated mixture-of-experts service has prefill instances of "
+                                     "their own size")
+        if isinstance(plan.prefill_ep, bool) or not isinstance(plan.prefill_ep, int) or plan.prefill_ep < 1 or \
+                plan.ep % plan.prefill_ep or plan.prefill_ep % plan.tp:
+            _fail("plan.prefill_ep", f"must divide EP {plan.ep} and be a multiple of the attention TP {plan.tp}, "
+                                     f"got {plan.prefill_ep!r}")
     if plan.mode == "disaggregated" and plan.kv_offload_hit:
         _fail("plan.kv_offload_hit", "KV offload is modelled for colocated services (prefill reads the pool)")
     if plan.kv_offload_hit and plan.replicas % 2:
@@ -196,14 +212,19 @@ def synthesize_serving(model: ServingModel, plan: ServingPlan, *, gpu_flops: flo
         groups["tp"] = ProcessGroup("tp", plan.tp, "tp", rank_start=0, rank_stride=1, role_source="plan")
     if moe:
         groups["ep"] = ProcessGroup("ep", plan.ep, "ep", rank_start=0, rank_stride=1, role_source="plan")
+        pre_group = "ep"
+        if plan.prefill_gpus != plan.ep:
+            pre_group = "ep_prefill"
+            groups[pre_group] = ProcessGroup(pre_group, plan.prefill_gpus, "ep", rank_start=0, rank_stride=1,
+                                             role_source="plan")
         t_dec = plan.decode_batch // plan.ep
-        t_pre = max(1, math.ceil(prompt_new / plan.ep))
-        for phase, tokens, count in (("prefill", t_pre, 1.0), ("decode", t_dec, 1.0)):
+        t_pre = max(1, math.ceil(prompt_new / plan.prefill_gpus))
+        for phase, tokens, group in (("prefill", t_pre, pre_group), ("decode", t_dec, "ep")):
             disp, comb = moe_a2a_bytes_per_gpu(model, tokens, dispatch_bytes=plan.dispatch_bytes,
                                                combine_bytes=plan.combine_bytes)
-            ops.append(CommOp("all_to_all", disp, "ep", count * model.moe_layers, dtype="fp8",
+            ops.append(CommOp("all_to_all", disp, group, float(model.moe_layers), dtype="fp8",
                               name=f"{phase} ep dispatch", phase=phase))
-            ops.append(CommOp("all_to_all", comb, "ep", count * model.moe_layers, dtype="bf16",
+            ops.append(CommOp("all_to_all", comb, group, float(model.moe_layers), dtype="bf16",
                               name=f"{phase} ep combine", phase=phase))
         if plan.tp > 1:      # attention TP with sequence parallelism: gather the group's tokens, scatter back
             for phase, tokens in (("prefill", t_pre), ("decode", t_dec)):
@@ -232,7 +253,7 @@ def synthesize_serving(model: ServingModel, plan: ServingPlan, *, gpu_flops: flo
                           name="kv-cache fetch from the remote pool", phase="kv_offload"))
     # compute: a roofline per GPU
     peak = gpu_flops * mfu
-    prefill_s = 2.0 * model.active_parameters * prompt_new / (n * peak)
+    prefill_s = 2.0 * model.active_parameters * prompt_new / (plan.prefill_gpus * peak)
     weights = (model.parameters - model.expert_parameters) * model.weight_bytes / plan.tp \
         + model.expert_parameters * model.weight_bytes / max(plan.ep, 1) if moe else \
         model.parameters * model.weight_bytes / plan.tp
@@ -244,7 +265,7 @@ def synthesize_serving(model: ServingModel, plan: ServingPlan, *, gpu_flops: flo
     spec = ServingSpec(
         prompt_tokens=plan.prompt_tokens, output_tokens=plan.output_tokens, decode_batch=plan.decode_batch,
         replicas=plan.replicas, prefill_s=prefill_s, decode_step_s=decode_step_s, mode=plan.mode,
-        prefill_replicas=plan.replicas if plan.mode == "disaggregated" else None,
+        prefill_replicas=plan.replicas * n // plan.prefill_gpus if plan.mode == "disaggregated" else None,
         kv_bytes_per_request=int(kv_request) if plan.mode == "disaggregated" else 0, arrival=plan.arrival,
         burst_factor=float(plan.burst_factor), burst_fraction=float(plan.burst_fraction),
         burst_mean_s=float(plan.burst_mean_s), ttft_slo_s=plan.ttft_slo_s, tpot_slo_s=plan.tpot_slo_s)
@@ -270,7 +291,8 @@ def compute_capacity_per_replica(spec: ServingSpec) -> float:
     decode = spec.output_tokens * spec.decode_step_s / spec.decode_batch
     if spec.mode == "colocated":
         return 1.0 / (spec.prefill_s + decode) if spec.prefill_s + decode > 0 else math.inf
-    return min(1.0 / spec.prefill_s if spec.prefill_s > 0 else math.inf, 1.0 / decode if decode > 0 else math.inf)
+    per = (spec.prefill_replicas or spec.replicas) / spec.replicas      # prefill instances per decode replica
+    return min(per / spec.prefill_s if spec.prefill_s > 0 else math.inf, 1.0 / decode if decode > 0 else math.inf)
 
 
 def with_rate(workload: Workload, rate_per_s: float) -> Workload:
@@ -302,6 +324,11 @@ def serving_preset_build(preset, gpus: int, overrides: dict, *, plan_defaults: d
         tp = pk.get("tp", 1)
         half = gpus // (2 if pk.get("mode") == "disaggregated" else 1)
         pk["ep"] = max(tp, half - half % tp)
+        if pk.get("prefill_ep") and "prefill_ep" not in overrides:
+            pk["prefill_ep"] = math.gcd(pk["prefill_ep"], pk["ep"])
+            pk["prefill_ep"] += (-pk["prefill_ep"]) % tp
+            if pk["ep"] % pk["prefill_ep"]:
+                pk["prefill_ep"] = None
         if "decode_batch" not in overrides:
             pk["decode_batch"] = tokens_per_gpu * pk["ep"]
         per = ServingPlan(**{**pk, "replicas": 1}).world_size
