@@ -39,3 +39,20 @@ def test_design_page_of_a_serving_workload_shows_request_latency():
     assert {t["name"] for t in split["data"]} == {"queueing", "compute", "NVLink", "network"}
     caps = "\n".join(str(c.value) for c in at.caption)
     assert "Latency versus load" in caps and "Where the p99 request's time goes" in caps
+
+
+def test_a_serving_plan_from_the_workload_page_reaches_the_design_page():
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["evals"] = "40"
+    at.run()
+    at.radio(key="wl_source").set_value("plan").run()
+    at.selectbox(key="plan_preset").set_value("llama3-70b-disagg").run()
+    assert at.number_input(key="plan_pp").proto.disabled and not at.number_input(key="plan_tp").proto.disabled
+    at.number_input(key="plan_gpus").set_value(64)
+    at.button[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Built the llama3-70b-disagg workload" in "\n".join(str(s.value) for s in at.success)
+    at.switch_page("pages/design.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(s.value == "Serving latency: llama3-70b-disagg" for s in at.subheader)
+    assert "p99 time per output token" in {m.label for m in at.metric}

@@ -39,7 +39,7 @@ class Preset:
     """A named workload shape: what it is, where its numbers come from, and how it is split for ``gpus`` GPUs."""
 
     name: str
-    kind: str                       # "training", "inference" or "recommendation"
+    kind: str                       # "training", "inference", "serving" (request-level latency) or "recommendation"
     description: str
     sources: tuple[str, ...]
     default_gpus: int
@@ -251,7 +251,7 @@ _PRESETS = (
                  "GPU: NVIDIA H100 SXM datasheet (989 TFLOPS BF16, 3.35 TB/s HBM3)"),
         default_gpus=256, gpu_multiple=8, model=LLAMA3_70B, build=_serving_build),
     Preset(
-        name="llama3-70b-online", kind="inference",
+        name="llama3-70b-online", kind="serving",
         description="Llama-3-70B-like online service with request-level latency: colocated replicas of TP 8 inside "
                     "the node, 1,024-token prompts, 256 output tokens, decode batch 64, Poisson arrivals at half of "
                     "what the replicas sustain on compute, TTFT 2 s / TPOT 200 ms",
@@ -261,7 +261,7 @@ _PRESETS = (
         build=_online_build({"tp": 8, "prompt_tokens": 1024, "output_tokens": 256, "decode_batch": 64,
                              "ttft_slo_s": 2.0, "tpot_slo_s": 0.2})),
     Preset(
-        name="llama3-70b-disagg", kind="inference",
+        name="llama3-70b-disagg", kind="serving",
         description="Llama-3-70B-like service with disaggregated prefill and decode (TP 8 each): every request's "
                     "KV cache, 2 x 80 layers x 8 KV heads x 128 x 1,024 tokens x 2 bytes = 320 MiB, crosses the "
                     "scale-out network from its prefill node to its decode node; TTFT 2 s / TPOT 200 ms",
@@ -272,7 +272,7 @@ _PRESETS = (
         build=_online_build({"tp": 8, "mode": "disaggregated", "prompt_tokens": 1024, "output_tokens": 256,
                              "decode_batch": 64, "ttft_slo_s": 2.0, "tpot_slo_s": 0.2})),
     Preset(
-        name="deepseek-v3-ep-decode", kind="inference",
+        name="deepseek-v3-ep-decode", kind="serving",
         description="DeepSeek-V3-like MoE service, prefill and decode disaggregated: decode with expert "
                     "parallelism over 320 GPUs (40 nodes; attention TP 4, 128 tokens per GPU per step), a "
                     "dispatch (FP8) and a combine (BF16) all-to-all per MoE layer per token step; prefill on 10 "

@@ -319,17 +319,17 @@ def serving_preset_build(preset, gpus: int, overrides: dict, *, plan_defaults: d
            **{k: v for k, v in overrides.items() if k in syn_keys}}
     tokens_per_gpu = plan_defaults["decode_batch"] // plan_defaults["ep"] if plan_defaults.get("ep", 1) > 1 else None
     per = ServingPlan(**{**pk, "replicas": 1}).world_size
-    if tokens_per_gpu and "ep" not in overrides and gpus < per:
-        # a smaller cluster: expert parallelism over every decode GPU of one replica
+    if tokens_per_gpu:
         tp = pk.get("tp", 1)
-        half = gpus // (2 if pk.get("mode") == "disaggregated" else 1)
-        pk["ep"] = max(tp, half - half % tp)
+        if "ep" not in overrides and gpus < per:
+            # a smaller cluster: expert parallelism over every decode GPU of one replica
+            half = gpus // (2 if pk.get("mode") == "disaggregated" else 1)
+            pk["ep"] = max(tp, half - half % tp)
         if pk.get("prefill_ep") and "prefill_ep" not in overrides:
-            pk["prefill_ep"] = math.gcd(pk["prefill_ep"], pk["ep"])
-            pk["prefill_ep"] += (-pk["prefill_ep"]) % tp
-            if pk["ep"] % pk["prefill_ep"]:
-                pk["prefill_ep"] = None
-        if "decode_batch" not in overrides:
+            # the preset's prefill instances, or the largest size below them that divides EP and holds whole TP groups
+            pk["prefill_ep"] = next((k for k in range(min(pk["prefill_ep"], pk["ep"]), 0, -1)
+                                     if pk["ep"] % k == 0 and k % tp == 0), None)
+        if "decode_batch" not in overrides:      # the preset's tokens per GPU per step
             pk["decode_batch"] = tokens_per_gpu * pk["ep"]
         per = ServingPlan(**{**pk, "replicas": 1}).world_size
     if gpus % per:
