@@ -15,7 +15,8 @@ from dataclasses import asdict
 from fabric.errors import FabricError
 from fabric.limits import current_limits
 
-__all__ = ["evaluate_record", "design_key", "workload_key", "EvaluationCache", "violations", "serving_fields", "INFEASIBLE_COST",
+__all__ = ["evaluate_record", "design_key", "workload_key", "EvaluationCache", "violations", "serving_fields",
+           "INFEASIBLE_COST",
            "INFEASIBLE_P99"]
 
 #: Objective values given to designs that cannot be built (dominated by everything buildable).
