@@ -94,7 +94,7 @@ for job_name, sm in ev.serving.items():
     with sb:
         st.plotly_chart(serving_view.p99_split_figure(sm), width="stretch", theme=None, key=f"serving_split_{job_name}")
         st.caption(f"Where the p99 request's time goes: queueing (waiting for a prefill slot, a decode slot or "
-                   f"GPUs busy with prefills), compute, NVLink and the scale-out network (log scale). "
+                   f"GPUs busy with prefills), compute, NVLink and the scale-out network. "
                    f"{sm['requests_simulated']:,} requests simulated; isolation: {sm['isolation']}.")
 
 # ------------------------------------------------------------------ topology and BOM

@@ -36,7 +36,7 @@ def serving_metrics_row(m: Mapping) -> list[tuple[str, str, str | None]]:
 
 
 def latency_load_figure(curve: Sequence[Mapping], *, ttft_slo_s: float | None = None, tpot_slo_s: float | None = None,
-                        height: int = 340) -> go.Figure:
+                        height: int = 380) -> go.Figure:
     """p99 (and p50) TTFT and TPOT against the load (share of capacity), with the budgets as dashed lines."""
     vals = [r[k] for r in curve for k in ("ttft_p99_s", "tpot_p99_s")]
     scale, unit = time_unit(vals or [1.0])
@@ -49,23 +49,24 @@ def latency_load_figure(curve: Sequence[Mapping], *, ttft_slo_s: float | None = 
         fig.add_trace(go.Scatter(x=x, y=[r[key] * scale for r in curve], name=name, mode="lines+markers",
                                  line=dict(dash=dash, color=color)))
     for slo, name, color in ((ttft_slo_s, "TTFT budget", "#1f77b4"), (tpot_slo_s, "TPOT budget", "#ff7f0e")):
-        if slo is not None:
-            fig.add_hline(y=slo * scale, line=dict(dash="dash", color=color, width=1), annotation_text=name)
-    fig.update_layout(xaxis_title="load (% of the capacity)", yaxis_title=f"latency ({unit})", yaxis_type="log")
-    return style(fig, height=height, legend_below=True)
+        if slo is not None and x:      # a trace, not a shape: shapes on a log axis take log10 coordinates
+            fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[slo * scale] * 2, name=name, mode="lines",
+                                     line=dict(dash="dash", color=color, width=1)))
+    fig.update_layout(xaxis_title="load (% of the capacity)", yaxis_title=f"latency ({unit}, log scale)",
+                      yaxis_type="log")
+    return style(fig, height=height)
 
 
-def p99_split_figure(m: Mapping, *, height: int = 240) -> go.Figure:
-    """The p99 TTFT and p99 TPOT split into queueing, compute, NVLink and network (stacked bars, each in its own
-    unit so both read)."""
+def p99_split_figure(m: Mapping, *, height: int = 300) -> go.Figure:
+    """The p99 TTFT and p99 TPOT split into queueing, compute, NVLink and network (stacked bars)."""
     fig = go.Figure()
     rows = (("TTFT", m["p99_split_ttft_s"]), ("TPOT", m["p99_split_tpot_s"]))
     scale, unit = time_unit([sum(s.values()) for _, s in rows])
     for key, label in PARTS:
         fig.add_trace(go.Bar(y=[f"p99 {name}" for name, _ in rows], x=[s.get(key, 0.0) * scale for _, s in rows],
                              name=label, orientation="h", marker_color=_COLORS[key]))
-    fig.update_layout(barmode="stack", xaxis_title=f"time ({unit})", xaxis_type="log")
-    return style(fig, height=height, legend_below=True)
+    fig.update_layout(barmode="stack", xaxis_title=f"time ({unit})")
+    return style(fig, height=height)
 
 
 def serving_sentence(name: str, m: Mapping) -> str:
