@@ -201,7 +201,7 @@ def _shared_workload(ckpt: bool = True) -> Workload:
     jobs = [train, srv]
     if ckpt:
         jobs.append(Job(name="ckpt", kind="storage", world_size=48, burst_bytes=int(1e12), burst_period_s=30.0,
-                        burst_target="train"))
+                        burst_target="storage"))
     return Workload(jobs=tuple(jobs))
 
 
@@ -367,3 +367,22 @@ def test_a_serving_trace_without_the_structure_it_cannot_tell_is_refused_by_name
         attach_serving(wl, {"decode_steps_in_trace": 8, "request_rate_per_s": 1, "bogus": 2})
     with pytest.raises(WorkloadError, match="no inference job"):
         attach_serving(preset_workload("llama3-70b", gpus=64), {"decode_steps_in_trace": 8, "request_rate_per_s": 1})
+
+
+def test_the_advisor_ranks_changes_by_the_serving_tail_and_offers_the_free_traffic_class():
+    from fabric.advisor import advise
+
+    res = advise(Design(gpus=128, oversubscription=(2, 1)), _shared_workload(), samples=64)
+    assert res["serving_p99_s"]["tpot"] > 0
+    by_change = {a["change"]: a for a in res["serving_advice"]}
+    cls = next(a for c, a in by_change.items() if "class of its own" in c)
+    assert cls["kind"] == "free" and cls["delta_cost_usd"] == 0 and cls["edit"] == {"serving_class": True}
+    assert cls["delta_tpot_p99_s"] < 0 and cls["delta_ttft_p99_s"] < 0
+    # what the class gives is what evaluating the isolated design gives
+    iso = evaluate(Design(gpus=128, oversubscription=(2, 1), serving_class=True), _shared_workload(), samples=64)
+    assert cls["tpot_p99_s"] == pytest.approx(iso.serving["deepseek-v3-ep-decode"]["tpot_s"]["p99"])
+    assert "serving" in res["serving_answer"]
+    # a training-only workload gets no serving section and no serving change to try
+    plain = advise(Design(gpus=64), preset_workload("llama3-70b", gpus=64), samples=32)
+    assert "serving_advice" not in plain
+    assert not any("serving" in a["change"] for a in plain["advice"] + plain["not_helping"])

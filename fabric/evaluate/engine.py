@@ -670,7 +670,7 @@ def _checkpoint_interference(job, storage, design, fabric, prof, comm, compute, 
     of the step's exposed communication that overlaps the burst takes twice as long.
     """
     out = np.zeros(samples)
-    if design.storage_isolation:
+    if design.storage_isolation or (job.serving is not None and design.serving_class):
         return out
     for s in storage:
         # a burst aimed at another job leaves this one alone; "storage"/"peers" bursts come from every job
