@@ -57,3 +57,33 @@ def test_a_serving_plan_from_the_workload_page_reaches_the_design_page():
     assert not at.exception, [e.value for e in at.exception]
     assert any(s.value == "Serving latency: llama3-70b-disagg" for s in at.subheader)
     assert "p99 time per output token" in {m.label for m in at.metric}
+
+
+def test_constraints_page_sets_serving_limits_for_a_serving_workload_and_the_link_keeps_them():
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["evals"] = "40"
+    at.run()
+    at.switch_page("pages/constraints.py").run()
+    assert not any(s.value == "Serving limits" for s in at.subheader)      # a training sample: no serving limits
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["evals"] = "40"
+    at.query_params["wl"] = "sample:deepseek-v3-ep-decode.json"
+    at.run()
+    at.switch_page("pages/constraints.py").run()
+    assert any(s.value == "Serving limits" for s in at.subheader)
+    at.number_input(key="con_tpot_ms").set_value(80.0)
+    at.number_input(key="con_slo_pct").set_value(99.0)
+    at.selectbox(key="con_inf_obj").set_value("tpot_p99").run()
+    assert not at.exception, [e.value for e in at.exception]
+    c = at.session_state["constraints"]
+    assert c.inference_tpot_p99_s == 0.08 and c.inference_slo_attainment == 0.99
+    assert c.inference_objective == "tpot_p99" and c.inference_ttft_p99_s is None
+    assert at.query_params["inference_tpot_p99_s"] == "0.08" and at.query_params["inference_objective"] == "tpot_p99"
+    # a link with them opens with them
+    link = AppTest.from_file(APP, default_timeout=90)
+    for k, v in {"evals": "40", "wl": "sample:deepseek-v3-ep-decode.json", "inference_tpot_p99_s": "0.08",
+                 "inference_slo_attainment": "0.99"}.items():
+        link.query_params[k] = v
+    link.run()
+    assert link.session_state["constraints"].inference_tpot_p99_s == 0.08
+    assert link.session_state["constraints"].inference_slo_attainment == 0.99
