@@ -24,6 +24,15 @@ move                what changes, and what happens to the installed items
 ``policy``          free policy (routing, queue pairs, placement rule, PXN): a configuration push, no cost.
 ==================  =====================================================================================
 
+**Installed items: reused, replaced or added.** Every installed switch stays in service in its tier: an option
+that needs fewer switches in a tier than are installed (e.g. 21 uplinks per leaf spread over 9 spines where 10
+are installed) is not an upgrade and is left out (``counts["takes_out_switches"]``); after a ``tier`` move the
+installed spines serve as the spines of the pods. Other items are matched model by model: an installed item of a
+model the upgrade needs is **reused** (kept, free, re-plugged where the cabling changes), one it no longer needs
+is **replaced** (taken out, credited at its resale value: NICs after ``nic``, uplink optics after
+``uplink_speed``, active copper cables that servers moved into their leaf's rack no longer need), and what is
+missing is **added** at the catalog price.
+
 What each upgrade buys is the bill-of-materials difference, model by model (:func:`fabric.brownfield.inventory.
 bom_delta`): installed items are free, added ones cost the catalog price, removed ones bring their resale value
 (default 0). The limits (:class:`UpgradeLimits`): the budget bounds the capex of what is added; rack power and the
@@ -53,7 +62,7 @@ from fabric.design.policy import POLICY_FIELDS, policy_changes, policy_options, 
 from fabric.errors import DesignError, FabricError
 
 __all__ = ["MOVES", "UpgradeLimits", "HardwareOption", "Upgrade", "UpgradeResult", "hardware_options",
-           "upgrade_front", "recabled_server_links", "free_ports", "describe_hardware"]
+           "upgrade_front", "recabled_server_links", "free_ports", "describe_hardware", "keeps_switches"]
 
 #: Upgrade moves and what each means (see the module docstring).
 MOVES = {
@@ -291,6 +300,12 @@ def free_ports(fabric, catalog=None) -> dict:
         out[fabric.tier_names[t]] = {"switches": int(u.size), "ports": int(sw.ports * u.size),
                                      "free": int(free.sum()), "fewest_free": int(free.min())}
     return out
+
+
+def keeps_switches(before_fabric, after_switches: dict) -> bool:
+    """Whether a fabric with ``after_switches`` (switches per tier) keeps every switch of ``before_fabric`` in
+    its tier (as many leaves, spines, cores or more)."""
+    return all(after_switches.get(t, 0) >= n for t, n in before_fabric.switch_counts().items())
 
 
 def describe_hardware(before_fabric, after_fabric) -> list[str]:
@@ -531,6 +546,9 @@ def upgrade_front(installed: Installed, workload, limits: UpgradeLimits | None =
     options = hardware_options(d0, catalog, moves=moves_set)
     priced = [_price(o, installed, fab0, limits, catalog) for o in options]
     base_hw = priced[0]
+    keeps = [base_hw] + [h for h in priced[1:] if keeps_switches(fab0, h.switches)]
+    takes_out = len(priced) - len(keeps)
+    priced = keeps
     kw = dict(catalog=catalog, seed=seed, samples=samples, transport_overrides=transport_overrides)
     cache: dict = {}
     evaluated = 0
@@ -616,7 +634,8 @@ def upgrade_front(installed: Installed, workload, limits: UpgradeLimits | None =
     target_set = limits.p99_target_s is not None or limits.max_p99_under_failure_s is not None
     best = meeting[0] if meeting and target_set else None
     answer = _answer(baseline, best, front, within, limits, target_set)
-    counts = {"hardware_options": len(priced), "hardware_within_limits": 1 + len(hardware),
+    counts = {"hardware_options": len(priced) + takes_out, "takes_out_switches": takes_out,
+              "hardware_within_limits": 1 + len(hardware),
               "over_limits": len(priced) - 1 - len(hardware), "policies": len(pols), "evaluations": evaluated,
               "upgrades_evaluated": len(upgrades), "exhaustive_policies": policies == "all"}
     return UpgradeResult(installed, baseline, upgrades, front, failure_front, best, answer, limits, counts,
@@ -632,6 +651,9 @@ def _answer(baseline, best, front, within, limits, target_set) -> str:
         if limits.max_p99_under_failure_s is not None:
             what.append(f"p99 under the worst single failure {limits.max_p99_under_failure_s * 1e3:,.1f} ms")
         target = " and ".join(what)
+        if best is None and not within:
+            return (f"no upgrade is within the limits (the installed fabric itself breaks "
+                    f"{', '.join(sorted(baseline.violations)) or 'none'}); loosen the limits")
         if best is None:
             fastest = min(within, key=lambda u: u.p99_s)
             return (f"no upgrade within the limits reaches {target}; the fastest within them: {fastest.label()} "
@@ -644,6 +666,8 @@ def _answer(baseline, best, front, within, limits, target_set) -> str:
         return (f"cheapest upgrade meeting {target}: {best.label()} (p99 {p0 * 1e3:,.1f} -> {best.p99_s * 1e3:,.1f} "
                 f"ms; buys ${best.added_usd:,.0f}" + (f", resale ${best.delta.resale_usd:,.0f}"
                                                       if best.delta.resale_usd else "") + ")")
+    if not front:
+        return "no upgrade is within the limits; loosen the budget or the power limits"
     if len(front) <= 1:
         return (f"no upgrade within the limits shortens the p99 step ({p0 * 1e3:,.1f} ms): the installed fabric is "
                 f"the front")
