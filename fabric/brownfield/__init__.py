@@ -8,7 +8,9 @@ was bought (docs/upgrade.md).
 """
 
 from fabric.brownfield.inventory import Delta, Installed, Inventory, bom_delta, installed_from_design, load_installed
+from fabric.brownfield.growth import GrowthPlan, GrowthStage, parse_stages, plan_growth
 from fabric.brownfield.upgrade import MOVES, UpgradeLimits, UpgradeResult, hardware_options, upgrade_front
 
 __all__ = ["Delta", "Installed", "Inventory", "bom_delta", "installed_from_design", "load_installed", "MOVES",
-           "UpgradeLimits", "UpgradeResult", "hardware_options", "upgrade_front"]
+           "UpgradeLimits", "UpgradeResult", "hardware_options", "upgrade_front", "GrowthPlan", "GrowthStage",
+           "parse_stages", "plan_growth"]
