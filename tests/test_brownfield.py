@@ -256,3 +256,36 @@ def test_every_upgrade_respects_budget_and_power(mixtral, gpus, oversub, family,
     for u in res.upgrades:
         if "budget_usd" in u.violations:
             assert _independent_added_usd(inst, u.design) > limits.budget_usd
+
+
+def test_rack_power_limit_drops_upgrades_that_add_optics_to_the_leaves_racks(mixtral, clos_1024):
+    _, two = clos_1024
+    inst = installed_from_design(two)
+    fab = build_fabric(two)
+    base = site_power(fab, bill_of_materials(fab))
+    # no compute rack may draw more than today: two more uplinks per top-of-rack leaf add one twin-port module
+    # (+15 W) in the leaf's rack, so that upgrade is over; a free policy change adds nothing and stays
+    res = upgrade_front(inst, mixtral, UpgradeLimits(rack_power_w=base.max_rack_w), moves=["leaf_uplinks", "policy"])
+    assert not [u for u in res.upgrades if u.switches == {"leaf": 26, "spine": 11}]     # never evaluated
+    over = [u for u in res.over_limits if u.switches == {"leaf": 26, "spine": 11}]
+    assert over and all("rack_power_w" in u.violations for u in over)
+    assert "compute rack(s) over" in over[0].violations["rack_power_w"]
+    tx = CAT.transceiver("osfp-2x400-sr8-switch").power_w
+    assert over[0].site.max_rack_w == pytest.approx(base.max_rack_w + tx)
+    assert all(u.site.max_rack_w <= base.max_rack_w * (1 + 1e-12) for u in res.front)
+    assert any(u.kind == FREE for u in res.front)
+
+
+def test_failure_front_and_its_limit(mixtral):
+    d = preset_design("fat-tree", 256).replace(oversubscription=(2.0, 1.0))
+    res = upgrade_front(installed_from_design(d), mixtral, UpgradeLimits(), moves=["leaf_uplinks"], samples=32,
+                        failures=True)
+    assert res.failure_front
+    for u in res.failure_front:
+        assert u.p99_under_failure_s >= u.p99_s * (1 - 1e-9)          # a failure never speeds a step up
+        assert u.failure["worst_switch"] is not None
+    worst = max(u.p99_under_failure_s for u in res.failure_front)
+    best = min(u.p99_under_failure_s for u in res.failure_front)
+    lim = UpgradeLimits(max_p99_under_failure_s=(worst + best) / 2)
+    res2 = upgrade_front(installed_from_design(d), mixtral, lim, moves=["leaf_uplinks"], samples=32)
+    assert res2.best is not None and res2.best.p99_under_failure_s <= lim.max_p99_under_failure_s

@@ -214,6 +214,7 @@ class UpgradeResult:
     limits: UpgradeLimits
     counts: dict
     free_ports: dict
+    over_limits: list = field(default_factory=list)     # priced hardware options left out for a limit
 
     def offers(self) -> list:
         """Upgrades meeting every limit and target, free ones first, then by net cost (then p99)."""
@@ -639,7 +640,7 @@ def upgrade_front(installed: Installed, workload, limits: UpgradeLimits | None =
               "over_limits": len(priced) - 1 - len(hardware), "policies": len(pols), "evaluations": evaluated,
               "upgrades_evaluated": len(upgrades), "exhaustive_policies": policies == "all"}
     return UpgradeResult(installed, baseline, upgrades, front, failure_front, best, answer, limits, counts,
-                         free_ports(fab0, catalog))
+                         free_ports(fab0, catalog), [h for h in priced[1:] if h.violations])
 
 
 def _answer(baseline, best, front, within, limits, target_set) -> str:
