@@ -47,7 +47,7 @@ def test_upgrade_json_respects_the_budget_and_names_the_match(tmp_path):
     # (each leaf sends 4 to each, 52 ports used per spine)
     assert d["installed"]["switches"] == {"leaf": 13, "spine": 5}
     rc, text, _ = _run(["upgrade", "--existing", str(yaml), "-w", W, "--samples", "32", "--moves", "policy"])
-    assert rc == 0 and "installed: two (512 GPUs" in text and "front (net cost vs p99)" in text
+    assert rc == 0 and "installed: two [" in text and "512 GPUs" in text and "front (net cost vs p99)" in text
 
 
 def test_upgrade_refuses_items_that_do_not_cover_the_design(installed):

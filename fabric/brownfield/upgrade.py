@@ -62,7 +62,8 @@ from fabric.design.policy import POLICY_FIELDS, policy_changes, policy_options, 
 from fabric.errors import DesignError, FabricError
 
 __all__ = ["MOVES", "UpgradeLimits", "HardwareOption", "Upgrade", "UpgradeResult", "hardware_options",
-           "upgrade_front", "recabled_server_links", "free_ports", "describe_hardware", "keeps_switches"]
+           "upgrade_front", "recabled_server_links", "free_ports", "describe_hardware", "keeps_switches",
+           "step_time_text"]
 
 #: Upgrade moves and what each means (see the module docstring).
 MOVES = {
@@ -643,14 +644,19 @@ def upgrade_front(installed: Installed, workload, limits: UpgradeLimits | None =
                          free_ports(fab0, catalog), [h for h in priced[1:] if h.violations])
 
 
+def step_time_text(seconds: float) -> str:
+    """A step time in words: ``5.24 s`` from 1 s up, ``812.3 ms`` below."""
+    return f"{seconds:,.2f} s" if seconds >= 1 else f"{seconds * 1e3:,.1f} ms"
+
+
 def _answer(baseline, best, front, within, limits, target_set) -> str:
     p0 = baseline.p99_s
     if target_set:
         what = []
         if limits.p99_target_s is not None:
-            what.append(f"p99 {limits.p99_target_s * 1e3:,.1f} ms")
+            what.append(f"p99 {step_time_text(limits.p99_target_s)}")
         if limits.max_p99_under_failure_s is not None:
-            what.append(f"p99 under the worst single failure {limits.max_p99_under_failure_s * 1e3:,.1f} ms")
+            what.append(f"p99 under the worst single failure {step_time_text(limits.max_p99_under_failure_s)}")
         target = " and ".join(what)
         if best is None and not within:
             return (f"no upgrade is within the limits (the installed fabric itself breaks "
@@ -658,20 +664,22 @@ def _answer(baseline, best, front, within, limits, target_set) -> str:
         if best is None:
             fastest = min(within, key=lambda u: u.p99_s)
             return (f"no upgrade within the limits reaches {target}; the fastest within them: {fastest.label()} "
-                    f"(p99 {fastest.p99_s * 1e3:,.1f} ms, ${fastest.net_usd:,.0f})")
+                    f"(p99 {step_time_text(fastest.p99_s)}, ${fastest.net_usd:,.0f})")
         if best.kind == NONE:
-            return f"the installed fabric already meets {target} (p99 {p0 * 1e3:,.1f} ms): nothing to buy"
+            return f"the installed fabric already meets {target} (p99 {step_time_text(p0)}): nothing to buy"
         if best.kind == FREE:
-            return (f"a free policy change meets {target}: {best.label()} (p99 {p0 * 1e3:,.1f} -> "
-                    f"{best.p99_s * 1e3:,.1f} ms, no hardware)")
-        return (f"cheapest upgrade meeting {target}: {best.label()} (p99 {p0 * 1e3:,.1f} -> {best.p99_s * 1e3:,.1f} "
-                f"ms; buys ${best.added_usd:,.0f}" + (f", resale ${best.delta.resale_usd:,.0f}"
-                                                      if best.delta.resale_usd else "") + ")")
+            return (f"a free policy change meets {target}: {best.label()} (p99 {step_time_text(p0)} -> {step_time_text(best.p99_s)}, "
+                    f"no hardware)")
+        return (f"cheapest upgrade meeting {target}: {best.label()} (p99 {step_time_text(p0)} -> {step_time_text(best.p99_s)}; buys "
+                f"${best.added_usd:,.0f}" + (f", resale ${best.delta.resale_usd:,.0f}" if best.delta.resale_usd
+                                             else "") + ")")
     if not front:
         return "no upgrade is within the limits; loosen the budget or the power limits"
-    if len(front) <= 1:
-        return (f"no upgrade within the limits shortens the p99 step ({p0 * 1e3:,.1f} ms): the installed fabric is "
-                f"the front")
-    top = front[-1]
-    return (f"{len(front)} upgrades on the front, from the installed fabric (p99 {p0 * 1e3:,.1f} ms) to "
-            f"{top.label()} (p99 {top.p99_s * 1e3:,.1f} ms, ${top.net_usd:,.0f})")
+    if len(front) <= 1 and front[0].kind == NONE:
+        return (f"no upgrade within the limits shortens the p99 step ({step_time_text(p0)}): the installed fabric is the front")
+    first, top = front[0], front[-1]
+    start = "the installed fabric" if first.kind == NONE else f"{first.label()} ({first.kind}, ${first.net_usd:,.0f})"
+    if len(front) == 1:
+        return f"one upgrade on the front: {start}, p99 {step_time_text(p0)} -> {step_time_text(first.p99_s)}"
+    return (f"{len(front)} upgrades on the front (installed p99 {step_time_text(p0)}), from {start} at p99 {step_time_text(first.p99_s)} "
+            f"to {top.label()} (p99 {step_time_text(top.p99_s)}, ${top.net_usd:,.0f})")

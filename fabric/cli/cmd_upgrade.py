@@ -75,7 +75,7 @@ def _ms(v):
 
 def run(args) -> int:
     from fabric.brownfield import UpgradeLimits, load_installed, upgrade_front
-    from fabric.brownfield.upgrade import MOVES
+    from fabric.brownfield.upgrade import MOVES, step_time_text
     from fabric.catalog import default_catalog, load_catalog
     from fabric.cli.cmd_evaluate import _calibration
     from fabric.cli.common import load_design_arg, load_workload_files
@@ -121,14 +121,14 @@ def run(args) -> int:
         return 0
     b = res.baseline
     d = installed.design
-    print(f"installed: {d.name} ({d.gpus:,} GPUs, {installed.source}): "
+    print(f"installed: {d.name} [{installed.source}], {d.gpus:,} GPUs: "
           + ", ".join(f"{n:,} {t}" for t, n in b.switches.items())
-          + f"; items worth ${installed.inventory.cost_usd:,.0f}; p99 {b.p99_s * 1e3:,.1f} ms; "
+          + f"; items worth ${installed.inventory.cost_usd:,.0f}; p99 {step_time_text(b.p99_s)}; "
             f"{b.site.total_w / 1e3:,.1f} kW, up to {b.site.max_rack_w / 1e3:,.1f} kW per compute rack")
     print("free switch ports: " + "; ".join(f"{t} {v['free']:,} of {v['ports']:,} (fewest on one switch "
                                             f"{v['fewest_free']})" for t, v in res.free_ports.items()))
     if match:
-        print(f"target: the p99 of {match['design']} ({target_s * 1e3:,.1f} ms), which costs "
+        print(f"target: the p99 of {match['design']} ({step_time_text(target_s)}), which costs "
               f"${match['new_cost_usd']:,.0f} built new")
     print(res.answer)
     c = res.counts

@@ -37,14 +37,18 @@ def upgrade_rows(result: Mapping) -> list[dict]:
     seen, rows = set(), []
     order = ([best] if best else []) + list(result.get("front", [])) + list(result.get("offers", []))
     for u in order:
+        # the same design twice, or a policy variant that changes nothing measurable (same kind, cost and p99:
+        # e.g. a placement rule on a fabric where it places the same way) is shown once, the first (fewest changes)
         key = json.dumps(u["design"], sort_keys=True)
-        if key in seen:
+        same = (u["kind"], round(u["net_usd"], 2), u["p99_s"])
+        if key in seen or same in seen:
             continue
-        seen.add(key)
+        seen.update((key, same))
         rows.append({"answer": best is not None and u is best, "change": "; ".join(u["changes"]) or "no change",
                      "kind": KIND_NAMES.get(u["kind"], u["kind"]), "buys (USD)": u["added_usd"],
                      "resale (USD)": u["resale_usd"], "net (USD)": u["net_usd"], "p99 (s)": u["p99_s"],
-                     "p99 under worst failure (s)": u.get("p99_under_failure_s"),
+                     **({"p99 under worst failure (s)": u.get("p99_under_failure_s")}
+                        if result.get("failure_front") else {}),
                      "facility power (kW)": u["facility_power_w"] / 1e3,
                      "max compute rack (kW)": u["max_compute_rack_w"] / 1e3,
                      "servers re-cabled (links)": u["recabled_server_links"]})
