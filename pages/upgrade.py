@@ -175,8 +175,11 @@ if failures and res["failure_front"]:
     st.plotly_chart(upgrade_figure(res, failure=True), key="up_failure_chart")
 rows = upgrade_rows(res)
 money = st.column_config.NumberColumn(format="dollar")
+secs, kw = st.column_config.NumberColumn(format="%.3f"), st.column_config.NumberColumn(format="%.1f")
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
-             column_config={"buys (USD)": money, "resale (USD)": money, "net (USD)": money})
+             column_config={"buys (USD)": money, "resale (USD)": money, "net (USD)": money, "p99 (s)": secs,
+                            "p99 under worst failure (s)": secs, "facility power (kW)": kw,
+                            "max compute rack (kW)": kw})
 st.caption("The answer first, then the front (no upgrade in it is both cheaper and faster than another), then the "
            "other upgrades meeting the limits and target. Net = buys minus resale.")
 
