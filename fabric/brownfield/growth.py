@@ -337,7 +337,6 @@ def _answer(r: GrowthPlan) -> str:
     else:
         tail += "; nothing bought is taken out"
     thrown = sum(_removed_value(d) for d in r.scratch_moves[1:])
-    if thrown:
-        tail += (f" (growing the from-scratch designs into each other would cost ${r.scratch_grown_usd:,.0f} and "
-                 f"throw away items that cost ${thrown:,.0f})")
+    tail += (f"; growing the from-scratch designs into each other instead would cost ${r.scratch_grown_usd:,.0f}"
+             + (f" and throw away items that cost ${thrown:,.0f}" if thrown else " and throw nothing away"))
     return head + tail
