@@ -66,7 +66,8 @@ PRESET_NAMES = tuple(p.name for p in list_presets())
 CALIBRATION_KEY = "calibration"
 PAGE_FILES = {"workload": "pages/workload.py", "constraints": "pages/constraints.py", "search": "pages/search.py",
               "design": "pages/design.py", "compare": "pages/compare.py", "build": "pages/build.py",
-              "calibrate": "pages/calibrate.py", "brief": "pages/brief.py"}
+              "calibrate": "pages/calibrate.py", "brief": "pages/brief.py",
+              "upgrade": "pages/upgrade.py"}
 
 ss = st.session_state
 
