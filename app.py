@@ -33,6 +33,7 @@ def main() -> None:
         st.Page("pages/calibrate.py", title="Calibrate"),
         st.Page("pages/compare.py", title="Compare"),
         st.Page("pages/brief.py", title="Brief"),
+        st.Page("pages/upgrade.py", title="Upgrade"),
         st.Page("pages/build.py", title="Fabric & BOM"),
     ]
     # An empty first slot: when a fragment's timed rerun (the search progress, the heartbeat) lands right after a

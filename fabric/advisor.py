@@ -9,6 +9,9 @@ ranks those that shorten the p99 step:
 2. hardware changes (lower oversubscription at a tier, i.e. more uplinks and spines; a second plane; a faster NIC
    the host can feed; a separate storage network), by dollars per millisecond of p99 saved.
 
+When the workload has serving jobs (docs/serving.md), the same changes, and a traffic class of their own, are also
+ranked by what they do to the serving jobs' p99 TTFT and TPOT (``serving_advice``, ``serving_answer``).
+
 A change that does not shorten the p99 by at least ``min_gain`` (share of the p99, default 0.5 %) is not advice;
 when none does, the answer is that no single change helps. Each change is a plain design edit, so every answer can
 be opened, priced and evaluated like any design. Whether a change is free or hardware is not decided here: it is
@@ -55,9 +58,9 @@ class Advice:
                 "p99_s": self.p99_s, "cost_usd": self.cost_usd}
 
 
-def candidate_changes(design, catalog=None) -> list[tuple[str, str, dict]]:
+def candidate_changes(design, catalog=None, *, serving: bool = False) -> list[tuple[str, str, dict]]:
     """Every single change worth trying: ``(sentence, kind, fields to replace)``; invalid ones are filtered later
-    by building them."""
+    by building them. ``serving``: the workload has serving jobs, so a traffic class of their own is tried too."""
     from fabric.catalog import compatible_nics, default_catalog
     from fabric.design.schema import ROUTING_POLICIES
 
@@ -97,7 +100,18 @@ def candidate_changes(design, catalog=None) -> list[tuple[str, str, dict]]:
     if not design.storage_isolation:
         out.append(("a separate storage network (checkpoint traffic off the training fabric)",
                     {"storage_isolation": True}))
+    if serving and not design.serving_class:
+        out.append(("serving traffic in a class of its own (a priority queue on the shared links)",
+                    {"serving_class": True}))
     return [(sentence, _kind(edit), edit) for sentence, edit in out]
+
+
+def _worst_serving(ev) -> tuple[float, float]:
+    """The worst serving job's p99 TTFT and p99 TPOT (infinite when a service is overloaded)."""
+    inf = float("inf")
+    ttft = max((m["ttft_s"]["p99"] if m["stable"] else inf) for m in ev.serving.values())
+    tpot = max((m["tpot_s"]["p99"] if m["stable"] else inf) for m in ev.serving.values())
+    return ttft, tpot
 
 
 def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samples: int = 128,
@@ -115,7 +129,9 @@ def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samp
     base = evaluate(design, workload, scenario, **kw)
     p0, c0 = base.step_time_s["p99"], base.cost_usd
     helping, others, impossible = [], [], []
-    for sentence, kind, edit in candidate_changes(design, catalog):
+    serving = []
+    s0 = _worst_serving(base) if base.serving else None
+    for sentence, kind, edit in candidate_changes(design, catalog, serving=s0 is not None):
         try:
             d = design.replace(**edit)
             ev = evaluate(d, workload, scenario, **kw)
@@ -126,6 +142,12 @@ def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samp
         per_ms = dc / (-dp * 1e3) if dp < 0 and dc > 0 else None
         a = Advice(sentence, kind, edit, dp, dc, per_ms, ev.step_time_s["p99"], ev.cost_usd)
         (helping if -dp >= min_gain * p0 else others).append(a)
+        if s0 is not None:
+            t, p = _worst_serving(ev)
+            if any(new < old * (1 - min_gain) for new, old in ((t, s0[0]), (p, s0[1]))):
+                serving.append({"change": sentence, "kind": kind, "edit": dict(edit), "delta_cost_usd": dc,
+                                "ttft_p99_s": t, "tpot_p99_s": p, "delta_ttft_p99_s": t - s0[0],
+                                "delta_tpot_p99_s": p - s0[1]})
     free = sorted((a for a in helping if a.kind == FREE or a.delta_cost_usd <= 0),
                   key=lambda a: (a.delta_p99_s, a.delta_cost_usd))
     paid = sorted((a for a in helping if a not in free), key=lambda a: (a.usd_per_ms_saved, a.delta_p99_s))
@@ -137,5 +159,18 @@ def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samp
     else:
         answer = (f"no single change shortens the p99 step ({p0 * 1e3:,.1f} ms) by {min_gain:.1%} or more: the "
                   f"network is not what sets this step's pace, or it needs more than one change")
-    return {"design": design.name, "p99_s": p0, "cost_usd": c0, "advice": [a.to_dict() for a in ranked],
-            "not_helping": [a.to_dict() for a in others], "not_possible": impossible, "answer": answer}
+    out = {"design": design.name, "p99_s": p0, "cost_usd": c0, "advice": [a.to_dict() for a in ranked],
+           "not_helping": [a.to_dict() for a in others], "not_possible": impossible, "answer": answer}
+    if s0 is not None:
+        # the serving jobs' tail: free changes first, then by the p99 TPOT (then TTFT) they reach
+        serving.sort(key=lambda r: (r["kind"] != FREE and r["delta_cost_usd"] > 0, r["tpot_p99_s"], r["ttft_p99_s"]))
+        out.update({"serving_p99_s": {"ttft": s0[0], "tpot": s0[1]}, "serving_advice": serving})
+        if serving:
+            top = serving[0]
+            out["serving_answer"] = (
+                f"for the serving tail: {top['change']} (p99 TTFT {top['delta_ttft_p99_s'] * 1e3:+,.1f} ms, p99 TPOT "
+                f"{top['delta_tpot_p99_s'] * 1e3:+,.2f} ms, "
+                + ("no hardware" if top["kind"] == FREE else f"${top['delta_cost_usd']:+,.0f}") + ")")
+        else:
+            out["serving_answer"] = "no single change shortens the serving jobs' p99 TTFT or TPOT"
+    return out

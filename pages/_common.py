@@ -51,6 +51,7 @@ SAMPLES = {
     "llama3-70b.json": ("llama3-70b.json",),
     "dlrm-dcnv2.json": ("dlrm-dcnv2.json",),
     "llama3-70b-serving.json": ("llama3-70b-serving.json",),
+    "deepseek-v3-ep-decode.json": ("deepseek-v3-ep-decode.json",),
     "kineto-llama3-70b": ("kineto/llama3-70b.rank0.pt.trace.json.gz", "kineto/llama3-70b.rank1.pt.trace.json.gz"),
 }
 SAMPLE_TITLES = {
@@ -58,6 +59,8 @@ SAMPLE_TITLES = {
     "llama3-70b.json": "Llama-3-70B-style dense training, 1,024 GPUs (TP 8, PP 4, DP 32)",
     "dlrm-dcnv2.json": "DLRM-DCNv2-style recommender, 256 GPUs (embedding all-to-all)",
     "llama3-70b-serving.json": "Llama-3-70B-style inference service, 256 GPUs (32 replicas of TP 8)",
+    "deepseek-v3-ep-decode.json": "DeepSeek-V3-style serving with expert parallelism across 40 nodes (request "
+                                  "latency: TTFT, TPOT, SLO attainment), 640 GPUs",
     "kineto-llama3-70b": "PyTorch profiler (Kineto) traces of 2 ranks of a 256-GPU Llama-3-70B-style job",
 }
 DEFAULT_SAMPLE = "mixtral-8x7b.json"
@@ -66,7 +69,8 @@ PRESET_NAMES = tuple(p.name for p in list_presets())
 CALIBRATION_KEY = "calibration"
 PAGE_FILES = {"workload": "pages/workload.py", "constraints": "pages/constraints.py", "search": "pages/search.py",
               "design": "pages/design.py", "compare": "pages/compare.py", "build": "pages/build.py",
-              "calibrate": "pages/calibrate.py", "brief": "pages/brief.py"}
+              "calibrate": "pages/calibrate.py", "brief": "pages/brief.py",
+              "upgrade": "pages/upgrade.py"}
 
 ss = st.session_state
 
@@ -98,7 +102,7 @@ def catalog_from_json(tables_json: str) -> Catalog:
 def _evaluate(design_json: str, wl_key: str, cat_key: str, scenario: str, _workload, _catalog,
               overrides_json: str = "null"):
     return evaluate(design_from_dict(json.loads(design_json)), _workload, SCENARIO_PRESETS[scenario],
-                    catalog=_catalog, transport_overrides=json.loads(overrides_json))
+                    catalog=_catalog, transport_overrides=json.loads(overrides_json), serving_curve=True)
 
 
 @st.cache_data(show_spinner=False, max_entries=128)

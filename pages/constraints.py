@@ -64,6 +64,10 @@ seed("con_p99_obj", c0.p99_objective)
 seed("con_life", float(c0.life_years))
 seed("con_kwh", float(c0.electricity_usd_per_kwh))
 seed("con_pue", float(c0.pue))
+seed("con_ttft_ms", None if c0.inference_ttft_p99_s is None else c0.inference_ttft_p99_s * 1e3)
+seed("con_tpot_ms", None if c0.inference_tpot_p99_s is None else c0.inference_tpot_p99_s * 1e3)
+seed("con_slo_pct", None if c0.inference_slo_attainment is None else c0.inference_slo_attainment * 100)
+seed("con_inf_obj", c0.inference_objective or "none")
 seed("con_families", list(c0.families))
 seed("con_routings", list(c0.routings))
 seed("con_transports", list(c0.transports))
@@ -126,6 +130,26 @@ cost_obj = c.radio("Minimize beside p99", ["network_capex", "cost_per_step"], ke
                    format_func={"network_capex": "network capex", "cost_per_step": "cost per step (GPU time)"}.get)
 p99_obj = d.radio("p99 to minimize", ["healthy", "worst_single_failure"], key="con_p99_obj",
                   format_func={"healthy": "healthy fabric", "worst_single_failure": "under the worst failure"}.get)
+has_serving = any(j.serving is not None for j in wb.workload.jobs)
+ttft_ms = tpot_ms = slo_pct = None
+inf_obj = "none"
+if has_serving:     # limits on request latency only mean something for a workload with a serving job
+    st.subheader("Serving limits")
+    a, b, c, d = st.columns(4)
+    ttft_ms = a.number_input("p99 time to first token (ms)", min_value=0.0, step=10.0, key="con_ttft_ms",
+                             placeholder="no limit", format="%.1f")
+    tpot_ms = b.number_input("p99 time per output token (ms)", min_value=0.0, step=5.0, key="con_tpot_ms",
+                             placeholder="no limit", format="%.1f")
+    slo_pct = c.number_input("SLO attainment at least (%)", min_value=0.0, max_value=100.0, step=1.0,
+                             key="con_slo_pct", placeholder="no limit", format="%.1f",
+                             help="Share of requests within the workload's TTFT and TPOT budgets.")
+    inf_obj = d.selectbox("Also minimize", ["none", "ttft_p99", "tpot_p99", "slo_attainment"], key="con_inf_obj",
+                          format_func={"none": "nothing more", "ttft_p99": "p99 time to first token",
+                                       "tpot_p99": "p99 time per output token",
+                                       "slo_attainment": "requests missing their SLO"}.get,
+                          help="A serving latency as one more objective beside cost and the p99 step.")
+    st.caption("The worst serving job's request latency on each design (docs/serving.md); a service whose load "
+               "exceeds what a design sustains meets no limit.")
 with st.expander("GPU economics (cost per step)"):
     a, b, c = st.columns(3)
     life = a.number_input("Life (years)", min_value=0.1, max_value=30.0, step=0.5, key="con_life")
@@ -152,7 +176,11 @@ try:
         uplink_speed_factors=c0.uplink_speed_factors, qps=c0.qps, planes=c0.planes,
         optimize_power=c0.optimize_power, survive_single_failure=bool(survive),
         max_p99_under_failure_s=p99_fail or None, cost_objective=cost_obj, p99_objective=p99_obj,
-        life_years=float(life), electricity_usd_per_kwh=float(kwh), pue=float(pue))
+        life_years=float(life), electricity_usd_per_kwh=float(kwh), pue=float(pue),
+        inference_ttft_p99_s=float(ttft_ms) / 1e3 if ttft_ms else None,
+        inference_tpot_p99_s=float(tpot_ms) / 1e3 if tpot_ms else None,
+        inference_slo_attainment=float(slo_pct) / 100 if slo_pct else None,
+        inference_objective=None if inf_obj == "none" else inf_obj)
     DesignSpace(new, cat)           # the search space itself: e.g. no allowed NIC runs on this GPU's host
     if gpus_needed(wb.workload) > new.gpus:
         raise FabricError(f"constraint 'gpus': the workload needs {gpus_needed(wb.workload):,} GPUs, more than the "

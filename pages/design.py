@@ -10,7 +10,7 @@ import streamlit as st
 
 from pages import _common as C
 from fabric.errors import FabricError
-from fabric.ui_support import charts
+from fabric.ui_support import charts, serving_view
 from fabric.ui_support.designs import short_label
 from fabric.ui_support.report import Section, cell_text, report_html
 from fabric.ui_support.topology_view import topology_figure
@@ -60,15 +60,43 @@ C.calibration_line("clear_cal_design", design=design)
 C.robust_design_note(entry["genes"])
 st_ = ev.step_time_s
 scale, unit = charts.time_unit([st_["p50"]])
+serving_only = bool(ev.serving) and all(j.get("kind") != "training" for j in ev.jobs.values())
 m = st.columns(6)
 m[0].metric("Network capex", charts.money_text(ev.cost_usd))
 m[1].metric("Per GPU", f"${ev.cost_usd / design.gpus:,.0f}")
 m[2].metric("Network power", f"{ev.power_w / 1e3:,.1f} kW")
-m[3].metric(f"p50 step ({unit})", f"{st_['p50'] * scale:,.4g}")
-m[4].metric(f"p99 step ({unit})", f"{st_['p99'] * scale:,.4g}",
-            delta=f"{st_['p99'] / st_['p50'] - 1:+.1%} vs p50", delta_color="off")
-m[5].metric(f"Lower bound ({unit})", f"{ev.lower_bound_s * scale:,.4g}",
-            help=f"Bandwidth-optimal step time at line rate; bound by {ev.lower_bound_by}")
+if serving_only:      # a service is judged by its request latency, not by a step time
+    first = next(iter(ev.serving.values()))
+    for col, (label, value, help_) in zip(m[3:], serving_view.serving_metrics_row(first)[:3]):
+        col.metric(label, value, help=help_)
+else:
+    m[3].metric(f"p50 step ({unit})", f"{st_['p50'] * scale:,.4g}")
+    m[4].metric(f"p99 step ({unit})", f"{st_['p99'] * scale:,.4g}",
+                delta=f"{st_['p99'] / st_['p50'] - 1:+.1%} vs p50", delta_color="off")
+    m[5].metric(f"Lower bound ({unit})", f"{ev.lower_bound_s * scale:,.4g}",
+                help=f"Bandwidth-optimal step time at line rate; bound by {ev.lower_bound_by}")
+
+# ------------------------------------------------------------------ serving latency
+for job_name, sm in ev.serving.items():
+    st.subheader(f"Serving latency: {job_name}")
+    cols = st.columns(4)
+    for col, (label, value, help_) in zip(cols, serving_view.serving_metrics_row(sm)):
+        col.metric(label, value, help=help_)
+    (st.warning if not sm["stable"] else st.caption)(C.md_text(serving_view.serving_sentence(job_name, sm)))
+    sa, sb = st.columns(2)
+    with sa:
+        if sm.get("latency_vs_load"):
+            st.plotly_chart(serving_view.latency_load_figure(sm["latency_vs_load"], ttft_slo_s=sm["ttft_slo_s"],
+                                                             tpot_slo_s=sm["tpot_slo_s"]),
+                            width="stretch", theme=None, key=f"serving_load_{job_name}")
+            st.caption(f"Latency versus load on this design: p99 (solid) and p50 (dotted) time to first token and "
+                       f"time per output token as the request rate approaches what the service sustains "
+                       f"({sm['capacity_rps']:,.3g} requests/s); dashed: the budgets. Log scale.")
+    with sb:
+        st.plotly_chart(serving_view.p99_split_figure(sm), width="stretch", theme=None, key=f"serving_split_{job_name}")
+        st.caption(f"Where the p99 request's time goes: queueing (waiting for a prefill slot, a decode slot or "
+                   f"GPUs busy with prefills), compute, NVLink and the scale-out network. "
+                   f"{sm['requests_simulated']:,} requests simulated; isolation: {sm['isolation']}.")
 
 # ------------------------------------------------------------------ topology and BOM
 left, right = st.columns([3, 2])
@@ -97,7 +125,7 @@ st.caption(f"One row per item and place; totals are count x catalog unit price (
 # ------------------------------------------------------------------ step time
 a, b = st.columns(2)
 with a:
-    st.subheader("Step-time distribution")
+    st.subheader("One request, unloaded" if serving_only else "Step-time distribution")
     step_fig = charts.step_time_figure(ev.step_samples_s, st_, lower_bound_s=ev.lower_bound_s)
     st.plotly_chart(step_fig, width="stretch", theme=None, key="steps")
     st.caption(f"Histogram of {ev.samples} Monte Carlo steps (bars, left axis) and their CDF (line, right axis); "

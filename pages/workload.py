@@ -21,7 +21,8 @@ ss = st.session_state
 C.require_entry()
 SOURCES = {"sample": "Built-in sample", "upload": "Upload traces", "plan": "Parallelism plan"}
 #: Plan settings each kind of preset takes (fabric.workload.presets: a recommender has no TP/PP, a service no ZeRO).
-PLAN_FIELDS = {"training": ("tp", "pp", "ep", "zero_stage"), "inference": ("tp", "pp"), "recommendation": ()}
+PLAN_FIELDS = {"training": ("tp", "pp", "ep", "zero_stage"), "inference": ("tp", "pp"), "serving": ("tp", "ep"),
+               "recommendation": ()}
 
 st.title("Workload")
 st.caption("What will run on the network. Traces: PyTorch profiler (Kineto) JSON, PyTorch execution traces, "

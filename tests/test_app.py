@@ -538,7 +538,7 @@ def test_every_page_is_titled_as_its_navigation_entry_and_design_pages_export():
     import re as _re
 
     titles = dict(_re.findall(r'st\.Page\("(pages/\w+\.py)", title="([^"]+)"', (ROOT / "app.py").read_text()))
-    assert len(titles) == 8 and titles["pages/build.py"] == "Fabric & BOM"
+    assert len(titles) == 9 and titles["pages/build.py"] == "Fabric & BOM" and titles["pages/upgrade.py"] == "Upgrade"
     at = app().run()
     for page, title in titles.items():
         at.switch_page(page).run()

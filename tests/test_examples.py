@@ -128,3 +128,13 @@ def test_bad_arguments_are_refused(kw, msg):
     kind = kw.pop("kind", "all_reduce")
     with pytest.raises(FabricError, match=msg):
         synthetic_nccl_tests(kind, **kw)
+
+
+def test_installed_example_is_the_2to1_fabric_it_describes():
+    from fabric.brownfield import load_installed
+
+    inst = load_installed(EXAMPLES / "installed-2to1.yaml")
+    d = inst.design
+    assert (d.gpus, d.oversub(0), d.routing, d.qps_per_connection) == (1024, 2.0, "ecmp", 1)
+    # 128 servers, 5 per leaf (40 of 64 ports down, 20 up): 26 leaves; 520 uplinks, 2 to each of 10 spines
+    assert inst.inventory.by_category("switch") == {"ib-ndr-64x400": 26 + 10}

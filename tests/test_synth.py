@@ -273,7 +273,8 @@ def test_checkpoint_job_size():
 
 def test_presets_build_and_cite_sources():
     names = [p.name for p in list_presets()]
-    assert names == ["llama3-70b", "mixtral-8x7b", "dlrm-dcnv2", "llama3-70b-serving"]
+    assert names == ["llama3-70b", "mixtral-8x7b", "dlrm-dcnv2", "llama3-70b-serving", "llama3-70b-online",
+                     "llama3-70b-disagg", "deepseek-v3-ep-decode"]
     for p in list_presets():
         assert p.sources and p.description
         wl = p.workload()

@@ -67,6 +67,13 @@ def run(args) -> int:
             cost = f"{'-' if dc < 0 else '+'}${abs(dc):,.0f}"
             print(f"{a['change'][:70]:70s} {a['kind']:>8s} {a['delta_p99_s'] * 1e3:+10.2f}ms {cost:>13s} "
                   f"{per:>15s}")
+    if "serving_answer" in res:
+        sp = res["serving_p99_s"]
+        print(f"\nserving (worst job): p99 TTFT {sp['ttft'] * 1e3:,.1f} ms, p99 TPOT {sp['tpot'] * 1e3:,.2f} ms")
+        print(res["serving_answer"])
+        for a in res["serving_advice"]:
+            print(f"  {a['change'][:70]:70s} {a['kind']:>8s} TTFT {a['delta_ttft_p99_s'] * 1e3:+9.1f} ms  TPOT "
+                  f"{a['delta_tpot_p99_s'] * 1e3:+8.2f} ms  cost {a['delta_cost_usd']:+,.0f}")
     for n in res["not_possible"]:
         print(f"not possible: {n['change']}: {n['reason']}")
     return 0

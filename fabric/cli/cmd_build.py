@@ -68,7 +68,10 @@ def run(args) -> int:
     fabric = build_fabric(design, catalog)
     bom = bill_of_materials(fabric, catalog)
     if args.json:
-        out = {"design": design.name, **bom.to_dict()}
+        from fabric.design import design_to_dict
+
+        # design_spec: how it is cabled, so `fabric upgrade --existing` can read this file as an installed fabric
+        out = {"design": design.name, **bom.to_dict(), "design_spec": design_to_dict(design)}
         print(json.dumps(out, indent=2, default=float))
         return 0
     s = fabric.structure

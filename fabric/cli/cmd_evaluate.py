@@ -61,7 +61,7 @@ def run(args) -> int:
     overrides = _calibration(args.calibration)
     _warn_calibration(args.calibration, design=design, catalog=catalog)
     ev = evaluate(design, workload, scenario, seed=args.seed, samples=args.samples, catalog=catalog,
-                  transport_overrides=overrides)
+                  transport_overrides=overrides, serving_curve=True)
     scaling = scaling_efficiency(design, workload, seed=args.seed, samples=args.samples, catalog=catalog,
                                  scenario=scenario, transport_overrides=overrides) if args.scaling else None
     from fabric.economics import EconomicsParams, economics
@@ -88,7 +88,12 @@ def run(args) -> int:
     st = ev.step_time_s
     ms = lambda x: f"{x * 1e3:,.2f} ms"  # noqa: E731
     print(f"{design.name} | {workload.name} | scenario {ev.scenario} | {ev.samples} samples, seed {ev.seed}")
-    print(f"step time  p50 {ms(st['p50'])}  p95 {ms(st['p95'])}  p99 {ms(st['p99'])}  mean {ms(st['mean'])}")
+    serving_only = all(j.get("kind") != "training" for j in ev.jobs.values())
+    label = "one request unloaded (critical path, no queueing)" if serving_only else "step time"
+    print(f"{label}  p50 {ms(st['p50'])}  p95 {ms(st['p95'])}  p99 {ms(st['p99'])}  mean {ms(st['mean'])}")
+    for name, m in ev.serving.items():
+        for line in serving_lines(name, m):
+            print(line)
     comm = {k: v for k, v in ev.lower_bound_split_s.items() if k != "compute"}
     bound_by = (f"communication bound by {ev.lower_bound_by}: "
                 + ", ".join(f"{k} {ms(v)}" for k, v in sorted(comm.items(), key=lambda kv: -kv[1]))
@@ -124,6 +129,39 @@ def run(args) -> int:
     for w in warnings:
         print(f"warning: {w}")
     return 0
+
+
+def serving_lines(name: str, m: dict) -> list[str]:
+    """The request-level latency of serving job ``name`` (fabric.evaluate.serving) as text lines."""
+    ms = lambda x: f"{x * 1e3:,.1f} ms"  # noqa: E731
+    t, p = m["ttft_s"], m["tpot_s"]
+    budgets = ", ".join(f"{k} {ms(v)}" for k, v in (("TTFT", m["ttft_slo_s"]), ("TPOT", m["tpot_slo_s"]))
+                        if v is not None)
+    out = [f"\nserving {name}: {m['request_rate_per_s']:,.3g} requests/s, {m['load']:.0%} of the "
+           f"{m['capacity_rps']:,.3g} it sustains ({m['replicas']} {m['mode']} replicas; "
+           f"{m['requests_simulated']:,} requests simulated)",
+           f"  time to first token  p50 {ms(t['p50'])}  p95 {ms(t['p95'])}  p99 {ms(t['p99'])}",
+           f"  time per output token p50 {ms(p['p50'])}  p95 {ms(p['p95'])}  p99 {ms(p['p99'])}"]
+    if m.get("slo_attainment") is not None:
+        out.append(f"  SLO attainment {m['slo_attainment']:.1%} of requests within {budgets}")
+    for key, what in (("p99_split_ttft_s", "p99 TTFT"), ("p99_split_tpot_s", "p99 TPOT")):
+        sp = m[key]
+        out.append(f"  {what}: " + ", ".join(f"{k[:-2]} {ms(v)}" for k, v in sp.items()))
+    iso = m.get("isolated")
+    if iso:
+        names = ", ".join(c["name"] + f" ({c['active_fraction']:.1%} of the time)" for c in m["competitors"])
+        out.append(f"  shares links with {names}; isolated (design field serving_class) its p99 TTFT would be "
+                   f"{ms(iso['ttft_p99_s'])} ({ms(t['p99'] - iso['ttft_p99_s'])} less), p99 TPOT "
+                   f"{ms(iso['tpot_p99_s'])} ({ms(p['p99'] - iso['tpot_p99_s'])} less)")
+    else:
+        out.append(f"  isolation: {m['isolation']}")
+    if m.get("note"):
+        out.append(f"  warning: {m['note']}")
+    curve = m.get("latency_vs_load")
+    if curve:
+        out.append("  latency vs load:  " + "  ".join(f"{r['load']:.0%}: TTFT p99 {ms(r['ttft_p99_s'])} / TPOT p99 "
+                                                      f"{ms(r['tpot_p99_s'])}" for r in curve[::2]))
+    return out
 
 
 def _resilience_line(r: dict) -> str:

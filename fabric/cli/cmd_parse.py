@@ -45,6 +45,11 @@ def register(subparsers) -> None:
     parser.add_argument("--grow", default="dp", choices=["dp", "pp", "ep", "cp", "tp", "world"],
                         help="the parallelism dimension --scale-to grows (default dp: data parallelism)")
     parser.add_argument("--job", metavar="NAME", help="the job --scale-to grows (default: the largest training job)")
+    parser.add_argument("--serving", metavar="FILE|JSON",
+                        help="a serving trace (no ProfilerStep markers, read as an inference job): the request "
+                             "structure the trace cannot tell, as a YAML/JSON file or inline JSON, e.g. "
+                             "'{\"decode_steps_in_trace\": 64, \"request_rate_per_s\": 20, \"decode_batch\": 32, "
+                             "\"output_tokens\": 256, \"tpot_slo_s\": 0.2}' (keys: docs/serving.md)")
     parser.set_defaults(func=run)
 
 
@@ -68,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
         workload = scale_to(workload, args.scale_to, grow=args.grow, job=args.job)
     elif args.job is not None or args.grow != "dp":
         raise FabricError("--grow and --job only apply with --scale-to N")
+    if args.serving:
+        from fabric.workload.serving import attach_serving
+
+        workload = attach_serving(workload, _load_spec(args.serving), source="--serving")
     summary = summarize(workload)
     summary["files"] = [{"name": f.name, "format": f.format, "jobs": list(f.jobs)} for f in result.files]
     if args.out:
@@ -82,6 +91,26 @@ def run(args: argparse.Namespace) -> int:
         if args.out:
             print(f"wrote {args.out}")
     return 0
+
+
+def _load_spec(spec: str) -> dict:
+    """Inline JSON, or a YAML/JSON file (at most 1 MB)."""
+    from pathlib import Path
+
+    import yaml
+
+    text = spec
+    if not spec.lstrip().startswith("{"):
+        p = Path(spec)
+        if not p.is_file():
+            raise FabricError(f"--serving: no file {spec!r} (give a YAML/JSON file or inline JSON)")
+        if p.stat().st_size > 1_000_000:
+            raise FabricError(f"--serving: {spec} is larger than 1 MB")
+        text = p.read_text(encoding="utf-8", errors="replace")
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise FabricError(f"--serving: not valid JSON/YAML ({' '.join(str(err).split())})") from err
 
 
 def _write(path: str, text: str) -> None:

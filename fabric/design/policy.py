@@ -27,7 +27,7 @@ __all__ = ["POLICY", "HARDWARE", "POLICY_FIELDS", "HARDWARE_FIELDS", "GENE_FIELD
 POLICY, HARDWARE = "free policy", "hardware"
 
 #: Design fields that are free policy (configuration of the installed fabric, no hardware bought).
-POLICY_FIELDS = ("routing", "qps_per_connection", "storage_routing", "placement", "pxn", "nccl_algo")
+POLICY_FIELDS = ("routing", "qps_per_connection", "storage_routing", "placement", "pxn", "nccl_algo", "serving_class")
 #: Every other design field but the name: hardware (bought, cabled, or the cluster itself).
 HARDWARE_FIELDS = tuple(f.name for f in fields(Design) if f.name not in POLICY_FIELDS and f.name != "name")
 #: Search genes and record columns that stand for a design field of another name.
@@ -39,7 +39,7 @@ DEFAULT_POLICY = {f: Design.__dataclass_fields__[f].default for f in POLICY_FIEL
 
 _NAMES = {"routing": "routing", "qps_per_connection": "queue pairs per connection",
           "storage_routing": "storage traffic routing", "placement": "placement rule", "pxn": "PXN",
-          "nccl_algo": "NCCL algorithm", "oversubscription": "oversubscription", "uplink_gbps": "uplink speed"}
+          "nccl_algo": "NCCL algorithm", "serving_class": "serving traffic class", "oversubscription": "oversubscription", "uplink_gbps": "uplink speed"}
 
 
 def field_kind(name: str) -> str:
@@ -149,6 +149,8 @@ def policy_text(design: Design) -> str:
         parts.append(f"storage {design.storage_routing}")
     if design.nccl_algo is not None:
         parts.append(f"NCCL_ALGO={design.nccl_algo}")
+    if design.serving_class:
+        parts.append("+serving class")
     return " ".join(parts)
 
 

@@ -96,6 +96,9 @@ class Design:
     pxn: bool = False
     placement: str = "packed"
     storage_isolation: bool = False
+    #: free policy: inference traffic in a traffic class of its own with priority (an InfiniBand service level /
+    #: RoCE DSCP priority queue), so training collectives and checkpoint bursts on shared links do not slow it
+    serving_class: bool = False
     endpoint_cabling: str = "auto"
     nccl_algo: str | None = None
 
@@ -288,7 +291,7 @@ def validate_design(d: Design) -> None:
     _choice(d, "transport", TRANSPORTS)
     _choice(d, "placement", PLACEMENTS)
     _choice(d, "endpoint_cabling", CABLING)
-    for fld in ("in_network_reduction", "pxn", "storage_isolation"):
+    for fld in ("in_network_reduction", "pxn", "storage_isolation", "serving_class"):
         if not isinstance(getattr(d, fld), bool):
             _err(fld, f"expected true or false, got {getattr(d, fld)!r}")
     if d.family == "dragonfly" and d.planes != 1:

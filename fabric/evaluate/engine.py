@@ -37,6 +37,7 @@ from fabric.evaluate.flows import algorithm_for, group_shape, op_traffic
 from fabric.evaluate.network import NetworkModel, phase_load, sample_phase_factor
 from fabric.evaluate.placement import group_instances, place_jobs
 from fabric.evaluate.scenario import Scenario
+from fabric.evaluate.serving import per_request_ops, serving_for_job
 from fabric.evaluate.transport import profile_for, small_message_floor_s
 from fabric.topology import build_fabric
 from fabric.topology.fabric import LINK_KINDS
@@ -100,6 +101,8 @@ class Evaluation:
     lower_bound_by: str = "compute"
     #: ``lower_bound_s`` split into compute and the exposed bound communication of each resource (seconds)
     lower_bound_split_s: dict = field(default_factory=dict)
+    #: serving jobs' request-level latency by job name (fabric.evaluate.serving.serving_metrics)
+    serving: dict = field(default_factory=dict)
 
     def to_dict(self, *, include_samples: bool = False) -> dict:
         d = {
@@ -110,7 +113,7 @@ class Evaluation:
             "hot_links": [dict(h) for h in self.hot_links], "jobs": self.jobs,
             "cost_usd": self.cost_usd, "power_w": self.power_w, "p99_breakdown": self.p99_breakdown,
             "notes": list(self.notes), "cable_count": self.cable_count, "radix": self.radix, "tiers": self.tiers,
-            "cost_by_category": self.cost_by_category,
+            "cost_by_category": self.cost_by_category, "serving": self.serving,
         }
         if include_samples:
             d["step_samples_s"] = self.step_samples_s.tolist()
@@ -349,7 +352,8 @@ def _canonical_kind(kind: str) -> str:
 
 def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, seed: int = 0,
              samples: int = DEFAULT_SAMPLES, catalog=None, transport_overrides: dict | None = None,
-             algorithms: dict | None = None, top_links: int = 10, reuse: dict | None = None) -> Evaluation:
+             algorithms: dict | None = None, top_links: int = 10, serving_curve: bool = False,
+             reuse: dict | None = None) -> Evaluation:
     """Evaluate ``workload`` on ``design`` under ``scenario``; deterministic for a given seed.
 
     ``algorithms`` forces an algorithm per collective kind (e.g. ``{"all_reduce": "hierarchical"}``) instead of
@@ -361,6 +365,9 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     are computed once and taken from it afterwards. Only deterministic intermediate results are kept (keyed by
     everything they depend on: design, catalog, calibration, samples, the model's failures, the op's placed group
     and algorithm); every random draw is made again, so the result is identical with or without ``reuse``.
+
+    Serving jobs (with a ``serving`` request structure) also get request-level latency in ``Evaluation.serving``
+    (:mod:`fabric.evaluate.serving`); ``serving_curve`` adds their latency-versus-load curve.
     """
     algorithms = dict(algorithms or {})
     scenario = scenario or Scenario()
@@ -398,6 +405,7 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     plans = (slot["plans"], model_key) if slot is not None and model_key is not None else None
     runs = [_run_job(job, gpus, model, seq, plans=plans, **ctx)
             for job, gpus, seq in zip(compute_jobs, placements, job_seeds)]
+    alone, usage = runs, []
     if design.routing == "spray" and not prof.reorder_tolerant and prof.reorder_slowdown > 1.0:
         notes.append(f"per-packet spraying on transport {design.transport!r}, which does not tolerate reordering: "
                      f"sprayed phases take up to {prof.reorder_slowdown:g}x as long (docs/evaluator.md, "
@@ -406,7 +414,8 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
         # jobs share leaf uplinks and pod links: each job sees the others' mean load on the groups it crosses
         usage = [_link_usage(r, model) for r in runs]
         if any(u for u in usage):
-            runs = [_run_job(job, gpus, _with_background(model, usage, i), seq, **ctx)
+            runs = [alone[i] if job.serving is not None and design.serving_class else
+                    _run_job(job, gpus, _with_background(model, usage, i), seq, **ctx)
                     for i, (job, gpus, seq) in enumerate(zip(compute_jobs, placements, job_seeds))]
             notes.append("jobs sharing link groups get a max-min fair share of them while the others are active")
 
@@ -432,6 +441,18 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
                 time_p50_s=float(t50), time_p99_s=float(t99),
                 lower_bound_s=float(lb), exposed_in_p99_sample_s=float(ex[i99]), bound_by=ts.bound_by))
         _accumulate_hot(hot, job, r["op_meta"], i99, step, fabric, model)
+    serving = {}
+    for i, job in enumerate(compute_jobs):
+        if job.serving is not None:      # request-level latency (fabric.evaluate.serving)
+            busy = None
+            if usage and usage[i] and not design.serving_class:
+                busy = _run_job(job, placements[i], _with_background(model, usage, i, active=True), job_seeds[i],
+                                **ctx)
+            serving[job.name] = serving_for_job(
+                job, alone[i], busy, _competition(usage, i, runs, compute_jobs), storage, design,
+                lambda per_nic: _burst_duration(per_nic, design, fabric, prof), seed=seed, samples=samples,
+                world_of={j.name: j.world_size for j in compute_jobs}, curve=serving_curve)
+            job_results[job.name]["serving"] = serving[job.name]
 
     job, r = primary
     i99 = r["i99"]
@@ -456,7 +477,7 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
         ops=tuple(all_ops), hot_links=tuple(hot_list), jobs=job_results, cost_usd=bom.cost_usd, power_w=bom.power_w,
         p99_breakdown=breakdown, notes=tuple(notes), cable_count=bom.cable_count,
         radix=int(fabric.structure.get("radix", 0)), tiers=fabric.tiers, cost_by_category=bom.by_category(),
-        lower_bound_by=r["lower_by"], lower_bound_split_s=r["lower_split"])
+        lower_bound_by=r["lower_by"], lower_bound_split_s=r["lower_split"], serving=serving)
 
 
 def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storage, samples, scenario,
@@ -507,7 +528,7 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
         op_lb.append(size * ts.lb_per_byte)
         op_meta.append((op, ts, key))
         nv_shares.append(_nvlink_share(ts, size, eff_scale, alpha_scale, samples))
-    ops = [op for op, _, _ in op_meta]
+    ops = [op for op, _, _ in op_meta] if job.serving is None else per_request_ops(job)
     compute = _compute_samples(job, rng_compute, samples, memo)
     exposed, comm = _exposed(op_times, ops, compute, samples)
     interference = _checkpoint_interference(job, storage, design, fabric, prof, comm, compute, rng_burst, samples)
@@ -559,12 +580,13 @@ def _link_usage(run: dict, model) -> dict:
     return usage
 
 
-def _with_background(model, usage: list, me: int):
+def _with_background(model, usage: list, me: int, *, active: bool = False):
     """A copy of ``model`` in which job ``me`` sees the other jobs on the link groups it shares with them.
 
     While two jobs move data through a group at once, max-min fairness splits it by their demand; another job
     is active there for the share ``u`` of the time it uses it alone. So job A loses, on each group,
-    sum over other jobs B of u_B x bytes_B / (bytes_A + bytes_B) of the capacity (at most 90 %).
+    sum over other jobs B of u_B x bytes_B / (bytes_A + bytes_B) of the capacity (at most 90 %); with ``active``,
+    the others are taken as active all the time (u = 1): what a request meets during their bursts.
     """
     from dataclasses import replace as _replace
 
@@ -584,9 +606,27 @@ def _with_background(model, usage: list, me: int):
                 if own <= 0:
                     continue                      # a group this job never uses cannot slow it
                 share = volume / (own + volume)
-                arr[key - sb if kind.startswith("leaf") else key] += util * share
+                arr[key - sb if kind.startswith("leaf") else key] += (1.0 if active else util) * share
     bg = {k: np.clip(v, 0.0, 0.9) for k, v in bg.items()}
     return _replace(model, background=bg)
+
+
+def _competition(usage: list, me: int, runs: list, jobs: list) -> tuple[float, float]:
+    """``(active share, period)`` of the other jobs on the link groups job ``me`` shares with them: the largest
+    utilization any of them has of such a group (when alone), and the mean step of that job."""
+    if not usage or not usage[me]:
+        return 0.0, 0.0
+    best, period = 0.0, 0.0
+    for i, u in enumerate(usage):
+        if i == me or jobs[i].serving is not None:
+            continue
+        for kind, per_key in u.items():
+            if not kind.startswith(("leaf", "pod")):
+                continue
+            for key, (util, _vol) in per_key.items():
+                if usage[me].get(kind, {}).get(key, (0.0, 0.0))[1] > 0 and util > best:
+                    best, period = util, float(runs[i]["step"].mean())
+    return min(best, 1.0), period
 
 
 def _exposed(op_times: list, ops: list, compute: np.ndarray, samples: int):
@@ -725,7 +765,7 @@ def _checkpoint_interference(job, storage, design, fabric, prof, comm, compute, 
     of the step's exposed communication that overlaps the burst takes twice as long.
     """
     out = np.zeros(samples)
-    if design.storage_isolation:
+    if design.storage_isolation or (job.serving is not None and design.serving_class):
         return out
     for s in storage:
         # a burst aimed at another job leaves this one alone; "storage"/"peers" bursts come from every job

@@ -19,10 +19,12 @@ from fabric.errors import FabricError
 DEFAULT_TRANSPORTS = ("infiniband", "roce", "uec")
 
 __all__ = ["Constraints", "ConstraintError", "constraints_from_dict", "load_constraints", "COST_OBJECTIVES",
-           "P99_OBJECTIVES", "DEFAULT_TRANSPORTS"]
+           "P99_OBJECTIVES", "DEFAULT_TRANSPORTS", "INFERENCE_OBJECTIVES"]
 
 #: What a search may minimize beside the p99 step.
 COST_OBJECTIVES = ("network_capex", "cost_per_step")
+#: Serving latencies a search may minimize as an extra objective.
+INFERENCE_OBJECTIVES = ("ttft_p99", "tpot_p99", "slo_attainment")
 #: Which p99 a search minimizes: the healthy fabric's, or the one under the worst single failure.
 P99_OBJECTIVES = ("healthy", "worst_single_failure")
 
@@ -73,6 +75,15 @@ class Constraints:
     life_years: float = 4.0
     electricity_usd_per_kwh: float = 0.08
     pue: float = 1.3
+    #: serving jobs (fabric.evaluate.serving): the worst serving job's p99 time to first token and p99 time per
+    #: output token may not exceed these (seconds), and its share of requests within its TTFT and TPOT budgets may
+    #: not fall below ``inference_slo_attainment`` (0..1); None: no limit
+    inference_ttft_p99_s: float | None = None
+    inference_tpot_p99_s: float | None = None
+    inference_slo_attainment: float | None = None
+    #: a serving latency the search minimizes as one more objective beside cost and the p99 step (None: none):
+    #: "ttft_p99", "tpot_p99" (the worst serving job's), or "slo_attainment" (maximized)
+    inference_objective: str | None = None
 
     def __post_init__(self):
         def bad(f, msg):
@@ -122,7 +133,7 @@ class Constraints:
         if not any(o <= self.max_oversubscription for o in self.oversubscriptions):
             bad("max_oversubscription", f"{self.max_oversubscription:g} excludes every allowed ratio "
                                         f"({', '.join(f'{o:g}' for o in self.oversubscriptions)})")
-        for f in ("budget_usd", "power_w", "p99_target_s"):
+        for f in ("budget_usd", "power_w", "p99_target_s", "inference_ttft_p99_s", "inference_tpot_p99_s"):
             v = getattr(self, f)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
                                   or v <= 0):
@@ -146,6 +157,12 @@ class Constraints:
         v = self.max_p99_under_failure_s
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0):
             bad("max_p99_under_failure_s", f"must be a positive number of seconds, got {v!r}")
+        v = self.inference_slo_attainment
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1):
+            bad("inference_slo_attainment", f"must be a share of requests in (0, 1], e.g. 0.99, got {v!r}")
+        if self.inference_objective is not None and self.inference_objective not in INFERENCE_OBJECTIVES:
+            bad("inference_objective", f"choose one of {', '.join(INFERENCE_OBJECTIVES)} (or leave it out), got "
+                                       f"{self.inference_objective!r}")
         if self.p99_objective not in P99_OBJECTIVES:
             bad("p99_objective", f"choose one of {', '.join(P99_OBJECTIVES)}, got {self.p99_objective!r}")
         if self.cost_objective not in COST_OBJECTIVES:
@@ -154,6 +171,12 @@ class Constraints:
             self.economics()
         except FabricError as err:
             raise ConstraintError(f"constraint {str(err).replace('economics parameter ', '')}") from None
+
+    @property
+    def has_inference_limits(self) -> bool:
+        """True when a serving job's request latency is constrained."""
+        return any(v is not None for v in (self.inference_ttft_p99_s, self.inference_tpot_p99_s,
+                                            self.inference_slo_attainment, self.inference_objective))
 
     @property
     def needs_failure_p99(self) -> bool:

@@ -16,6 +16,9 @@ _LIMIT_WORDS = {
     "budget": "over the budget", "power": "over the power limit", "cables": "over the cable count limit",
     "radix": "above the radix limit", "p99_target": "p99 above the target",
     "p99_failure": "p99 under the worst single failure above its limit",
+    "inference_ttft": "serving p99 time to first token above its limit",
+    "inference_tpot": "serving p99 time per output token above its limit",
+    "inference_slo": "serving SLO attainment below its target",
 }
 
 

@@ -15,7 +15,8 @@ from dataclasses import asdict
 from fabric.errors import FabricError
 from fabric.limits import current_limits
 
-__all__ = ["evaluate_record", "design_key", "workload_key", "EvaluationCache", "violations", "INFEASIBLE_COST",
+__all__ = ["evaluate_record", "design_key", "workload_key", "EvaluationCache", "violations", "serving_fields",
+           "INFEASIBLE_COST",
            "INFEASIBLE_P99"]
 
 #: Objective values given to designs that cannot be built (dominated by everything buildable).
@@ -31,6 +32,8 @@ def design_key(design) -> str:
     d.pop("name", None)
     if d.get("uplink_gbps") is None:
         d.pop("uplink_gbps", None)
+    if not d.get("serving_class"):
+        d.pop("serving_class", None)
     return hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -63,9 +66,30 @@ def violations(rec: dict, constraints) -> dict:
         v["partition"] = 1.0 if rec.get("partitions_on_single_failure") else 0.0
     if c.max_p99_under_failure_s is not None:
         v["p99_failure"] = rec.get("p99_failure_s", INFEASIBLE_P99) / c.max_p99_under_failure_s - 1.0
+    if c.inference_ttft_p99_s is not None:
+        v["inference_ttft"] = rec.get("serving_ttft_p99_s", INFEASIBLE_P99) / c.inference_ttft_p99_s - 1.0
+    if c.inference_tpot_p99_s is not None:
+        v["inference_tpot"] = rec.get("serving_tpot_p99_s", INFEASIBLE_P99) / c.inference_tpot_p99_s - 1.0
+    if c.inference_slo_attainment is not None:
+        v["inference_slo"] = 1.0 - rec.get("serving_slo_attainment", 0.0) / c.inference_slo_attainment
     if not rec["buildable"]:
         v = {k: (1.0 if k == "buildable" else 0.0) for k in v}
     return v
+
+
+def serving_fields(ev) -> dict:
+    """The record columns of an evaluation's serving jobs (the worst job for each): p99 TTFT and TPOT, SLO
+    attainment; a service whose load exceeds its capacity counts as infinitely slow and meeting no SLO."""
+    if not ev.serving:
+        return {}
+    ttft, tpot, att = [], [], []
+    for m in ev.serving.values():
+        stable = m["stable"]
+        ttft.append(m["ttft_s"]["p99"] if stable else INFEASIBLE_P99)
+        tpot.append(m["tpot_s"]["p99"] if stable else INFEASIBLE_P99)
+        a = m.get("slo_attainment")
+        att.append((1.0 if a is None else a) if stable else 0.0)
+    return {"serving_ttft_p99_s": max(ttft), "serving_tpot_p99_s": max(tpot), "serving_slo_attainment": min(att)}
 
 
 def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog, constraints,
@@ -124,7 +148,7 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
                     "p50_s": st["p50"], "p95_s": st["p95"], "p99_s": st["p99"], "mean_s": st["mean"],
                     "lower_bound_s": ev.lower_bound_s, "lower_bound_by": ev.lower_bound_by,
                     "cable_count": ev.cable_count, "radix": ev.radix,
-                    "tiers": ev.tiers,
+                    "tiers": ev.tiers, **serving_fields(ev),
                     **{f"{c}_usd": ev.cost_by_category.get(c, {}).get("cost_usd", 0.0) for c in _CATEGORIES}})
     v = violations(rec, constraints)
     rec["violations"] = v

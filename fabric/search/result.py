@@ -214,7 +214,23 @@ class SearchResult:
             if "at_cost_design" in c and c["at_cost_speedup"] > 1.0001:
                 lines.append(f"for the cost of '{name}' (${c['baseline_cost_usd']:,.0f}), "
                              f"'{c['at_cost_design']}' has a {c['at_cost_speedup']:.2f}x faster p99.")
-        return lines + self.free_upgrade_lines()
+        return lines + self.serving_lines() + self.free_upgrade_lines()
+
+    def serving_lines(self) -> list[str]:
+        """The serving jobs' request latency across the front (records with serving columns only)."""
+        from fabric.search.recommend import seconds_text
+
+        recs = [r for r in self.front if "serving_tpot_p99_s" in r]
+        if not recs:
+            return []
+        cheap = min(recs, key=lambda r: r["cost_usd"])
+        span = {k: (min(r[k] for r in recs), max(r[k] for r in recs))
+                for k in ("serving_ttft_p99_s", "serving_tpot_p99_s")}
+        return [f"serving (worst job) across the front: p99 time to first token "
+                f"{seconds_text(span['serving_ttft_p99_s'][0])}-{seconds_text(span['serving_ttft_p99_s'][1])}, p99 "
+                f"time per output token {seconds_text(span['serving_tpot_p99_s'][0])}-"
+                f"{seconds_text(span['serving_tpot_p99_s'][1])}; the cheapest front design, '{cheap['design']}', "
+                f"serves {cheap.get('serving_slo_attainment', 1.0):.1%} of requests within their budgets."]
 
     def write(self, out_dir: str | Path) -> Path:
         """Write evaluations.csv, pareto.csv, baselines.csv and summary.json into ``out_dir``."""

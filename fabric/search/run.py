@@ -34,7 +34,7 @@ from fabric.evaluate.scenario import Scenario
 from fabric.limits import current_limits
 from fabric.search.baselines import baseline_designs
 from fabric.search.constraints import Constraints
-from fabric.search.records import EvaluationCache, design_key, workload_key
+from fabric.search.records import INFEASIBLE_P99, EvaluationCache, design_key, workload_key
 from fabric.search.result import SearchResult, hypervolume, pareto_mask
 from fabric.search.runners import InProcessRunner
 from fabric.search.space import DesignSpace
@@ -43,7 +43,8 @@ __all__ = ["SearchProgress", "run_search", "exhaustive_search", "random_search",
 
 #: Records shared by every search in this process (the dashboard benefits across reruns).
 GLOBAL_CACHE = EvaluationCache()
-_CONSTRAINT_ORDER = ("buildable", "budget", "power", "cables", "radix", "p99_target", "partition", "p99_failure")
+_CONSTRAINT_ORDER = ("buildable", "budget", "power", "cables", "radix", "p99_target", "partition", "p99_failure",
+                     "inference_ttft", "inference_tpot", "inference_slo")
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class _Canonical(Repair):
 
 class _Problem(Problem):
     def __init__(self, space, evaluate_genomes, n_obj, n_constr):
-        super().__init__(n_var=space.n_var, n_obj=n_obj, n_ieq_constr=n_constr, xl=np.zeros(space.n_var),
+        super().__init__(n_var=space.n_var, n_obj=len(n_obj), n_ieq_constr=n_constr, xl=np.zeros(space.n_var),
                          xu=space.upper.astype(float), vtype=int)
         self.evaluate_genomes = evaluate_genomes
 
@@ -94,11 +95,30 @@ class _Problem(Problem):
         out["G"] = np.array([_constraint_vector(r) for r in recs])
 
 
-def _objectives(rec: dict, n_obj: int) -> list[float]:
+#: Record column each serving objective (Constraints.inference_objective) minimizes.
+_INFERENCE_OBJECTIVE_COLUMNS = {"ttft_p99": "serving_ttft_p99_s", "tpot_p99": "serving_tpot_p99_s",
+                                "slo_attainment": "serving_slo_miss"}
+
+
+def _objective_keys(constraints: Constraints) -> tuple[str, ...]:
+    """The record columns the search minimizes, in order: cost, p99 step, [power], [a serving latency]."""
+    keys = ["cost_usd", "p99_s"] + (["power_w"] if constraints.optimize_power else [])
+    if constraints.inference_objective is not None:
+        keys.append(_INFERENCE_OBJECTIVE_COLUMNS[constraints.inference_objective])
+    return tuple(keys)
+
+
+def _objectives(rec: dict, n_obj) -> list[float]:
     # objective_cost: network capex or cost per step, as the search's constraints ask (records.objective_cost)
+    keys = n_obj if isinstance(n_obj, tuple) else ("cost_usd", "p99_s", "power_w")[:n_obj]
     f = [rec.get("objective_cost", rec["cost_usd"]), rec.get("objective_p99", rec["p99_s"])]
-    if n_obj == 3:
-        f.append(rec["power_w"])
+    for k in keys[2:]:
+        if k == "power_w":
+            f.append(rec["power_w"])
+        elif k == "serving_slo_miss":
+            f.append(1.0 - rec.get("serving_slo_attainment", 0.0))
+        else:
+            f.append(rec.get(k, INFEASIBLE_P99))
     return f
 
 
@@ -244,6 +264,19 @@ def _infeasible_reason(records: list[dict], constraints: Constraints) -> str:
         if best > c.max_p99_under_failure_s:
             parts.append(f"the best p99 under the worst single failure is {best * 1e3:,.1f} ms, above the limit "
                          f"{c.max_p99_under_failure_s * 1e3:,.1f} ms")
+    for key, col, what in (("inference_ttft_p99_s", "serving_ttft_p99_s", "p99 time to first token"),
+                           ("inference_tpot_p99_s", "serving_tpot_p99_s", "p99 time per output token")):
+        limit = getattr(c, key)
+        if limit is not None:
+            best = min(r.get(col, float("inf")) for r in built)
+            if best > limit:
+                parts.append(f"the best serving {what} is {best * 1e3:,.1f} ms, above the limit {limit * 1e3:,.1f} ms"
+                             + (" (or the service is overloaded)" if best >= 1e8 else ""))
+    if c.inference_slo_attainment is not None:
+        best = max(r.get("serving_slo_attainment", 0.0) for r in built)
+        if best < c.inference_slo_attainment:
+            parts.append(f"the best serving SLO attainment is {best:.1%}, below the required "
+                         f"{c.inference_slo_attainment:.1%}")
     if not parts:
         parts.append("no single design meets all limits at once (each limit alone can be met); relax one of them")
     return "; ".join(parts)
@@ -258,7 +291,9 @@ class _HV:
     def fix(self, baselines: list[dict], first_gen: list[dict]):
         if self.scale is None:
             src = [r for r in baselines if r["buildable"]] or [r for r in first_gen if r["buildable"]]
-            self.scale = np.array(_objectives(src[0], self.n_obj)) if src else np.ones(self.n_obj)
+            width = len(self.n_obj) if isinstance(self.n_obj, tuple) else self.n_obj
+            self.scale = np.array(_objectives(src[0], self.n_obj)) if src else np.ones(width)
+            self.scale = np.where(self.scale > 0, self.scale, 1.0)     # e.g. a baseline missing no serving SLO
         if self.ref is None:
             feas = [r for r in first_gen + baselines if r["feasible"]]
             if feas:
@@ -302,6 +337,21 @@ def _check_budget(budget_evals, budget_seconds):
         raise FabricError(f"the time budget must be between 0 and one week, got {budget_seconds!r} s")
 
 
+def check_inference_limits(workload, constraints: Constraints) -> None:
+    """A clear error when the constraints limit a serving job's latency that the workload does not have."""
+    if not constraints.has_inference_limits:
+        return
+    from fabric.search.robust import RobustObjective
+
+    if isinstance(workload, RobustObjective):
+        raise FabricError("constraints inference_*: serving latency limits are not combined with a robust objective "
+                          "yet; search the shared workload itself")
+    if not any(j.serving is not None for j in workload.jobs):
+        raise FabricError("constraints inference_*: the workload has no serving job (an inference job with a "
+                          "request structure, e.g. fabric synth --preset llama3-70b-online); drop the inference "
+                          "limits or add one")
+
+
 def run_search(workload, constraints: Constraints, *, budget_evals: int | None = 3000,
                budget_seconds: float | None = None, seed: int = 0, pop_size: int = 40, runner=None,
                scenario: Scenario | None = None, samples: int = 256, catalog=None, callback=None, cancel=None,
@@ -315,10 +365,11 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
     """
     ev_seed = seed if eval_seed is None else eval_seed
     _check_budget(budget_evals, budget_seconds)
+    check_inference_limits(workload, constraints)
     space = DesignSpace(constraints, catalog)
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
-    n_obj = 3 if constraints.optimize_power else 2
+    n_obj = _objective_keys(constraints)
     workload = _with_robust_references(workload, space, ev_seed, samples, transport_overrides)
     session = _Session(space, workload, scenario, ev_seed, samples, runner, space.catalog, constraints,
                        transport_overrides)
@@ -392,7 +443,7 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
 def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0):
     records = list(session.records.values())
     front = _feasible_front(records, n_obj, session.outside)
-    objectives = ("cost_usd", "p99_s", "power_w")[:n_obj]
+    objectives = n_obj if isinstance(n_obj, tuple) else ("cost_usd", "p99_s", "power_w")[:n_obj]
     res = SearchResult(
         records=records, baselines=base_recs, front=front, hv_history=hv_history,
         reference_point=[] if hv.ref is None else hv.ref.tolist(),
@@ -408,13 +459,14 @@ def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runn
                       samples: int = 256, catalog=None, callback=None, max_designs: int = 200_000,
                       transport_overrides: dict | None = None) -> SearchResult:
     """Evaluate every distinct design of the space (the ground truth for small spaces)."""
+    check_inference_limits(workload, constraints)
     space = DesignSpace(constraints, catalog)
     if space.size > 20 * max_designs:
         raise FabricError(f"the space has {space.size:,} genomes; exhaustive search is limited to about "
                           f"{max_designs:,} designs: narrow the constraints")
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
-    n_obj = 3 if constraints.optimize_power else 2
+    n_obj = _objective_keys(constraints)
     workload = _with_robust_references(workload, space, seed, samples, transport_overrides)
     session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints,
                        transport_overrides)
@@ -446,10 +498,11 @@ def random_search(workload, constraints: Constraints, *, budget_evals: int, seed
                   scenario=None, samples: int = 256, catalog=None, eval_seed: int | None = None) -> SearchResult:
     """Uniformly random distinct designs up to the budget (the baseline a genetic search must beat)."""
     ev_seed = seed if eval_seed is None else eval_seed
+    check_inference_limits(workload, constraints)
     space = DesignSpace(constraints, catalog)
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
-    n_obj = 3 if constraints.optimize_power else 2
+    n_obj = _objective_keys(constraints)
     workload = _with_robust_references(workload, space, ev_seed, samples, None)
     session = _Session(space, workload, scenario, ev_seed, samples, runner, space.catalog, constraints)
     t0 = time.perf_counter()

@@ -51,7 +51,8 @@ MAX_EVALS = 20_000
 
 _INT_FIELDS = {"gpus", "gpus_per_node", "max_radix", "cable_count"}
 _FLOAT_FIELDS = {"max_oversubscription", "budget_usd", "power_w", "p99_target_s", "max_p99_under_failure_s",
-                 "life_years", "electricity_usd_per_kwh", "pue"}
+                 "life_years", "electricity_usd_per_kwh", "pue", "inference_ttft_p99_s", "inference_tpot_p99_s",
+                 "inference_slo_attainment"}
 _BOOL_FIELDS = {"optimize_power", "survive_single_failure"}
 _STR_LIST_FIELDS = {"switch_models", "nic_models", "families", "routings", "transports", "placements"}
 _FLOAT_LIST_FIELDS = {"nics_per_gpu", "oversubscriptions", "uplink_speed_factors"}

@@ -26,7 +26,8 @@ from fabric.errors import WorkloadError
 
 __all__ = [
     "COLLECTIVE_KINDS", "JOB_KINDS", "ROLES", "SCHEMA_VERSION",
-    "ProcessGroup", "CommOp", "Job", "UnparsedComm", "Measurement", "Workload",
+    "SERVING_PHASES", "ARRIVAL_PROCESSES", "SERVING_MODES",
+    "ProcessGroup", "CommOp", "ServingSpec", "Job", "UnparsedComm", "Measurement", "Workload",
     "workload_from_dict", "workload_to_dict", "load_workload_json", "dump_workload_json",
 ]
 
@@ -39,6 +40,14 @@ COLLECTIVE_KINDS = (
 )
 #: Kinds of job.
 JOB_KINDS = ("training", "inference", "storage")
+#: Phases of a serving request an op belongs to (``CommOp.phase``; ``None`` for training ops). Counts of a
+#: serving job's ops are per request for "prefill", "kv_transfer" and "kv_offload", per decode iteration (token
+#: step) for "decode".
+SERVING_PHASES = ("prefill", "decode", "kv_transfer", "kv_offload")
+#: Arrival processes of a serving job's requests.
+ARRIVAL_PROCESSES = ("poisson", "bursty")
+#: Where prefill runs: on the decode replicas ("colocated") or on a pool of its own ("disaggregated").
+SERVING_MODES = ("colocated", "disaggregated")
 #: Parallelism roles of a process group ("world": every rank; "unknown": the trace does not tell).
 ROLES = ("dp", "tp", "pp", "ep", "cp", "world", "unknown")
 
@@ -90,11 +99,45 @@ class CommOp:
     overlap_fraction: float = 0.0
     per_rank_bytes: tuple[int, ...] | None = None
     name: str = ""
+    #: serving jobs only: the request phase (:data:`SERVING_PHASES`) this op belongs to
+    phase: str | None = None
 
     @property
     def bytes_per_step(self) -> float:
         """Bytes of this op per step (``bytes`` x ``count_per_step``)."""
         return float(self.bytes) * float(self.count_per_step)
+
+
+@dataclass(frozen=True)
+class ServingSpec:
+    """The request structure of a serving (inference) job: what the request-level latency model needs
+    (:mod:`fabric.evaluate.serving`, docs/serving.md).
+
+    ``replicas`` serve decode (and prefill too when ``mode`` is "colocated"); "disaggregated" runs prefill on
+    ``prefill_replicas`` replicas of their own and moves each request's KV cache to a decode replica
+    (``kv_bytes_per_request``). A replica runs one prefill at a time (``prefill_s`` of compute per request) and
+    decode iterations of up to ``decode_batch`` sequences (``decode_step_s`` of compute each). Requests arrive at
+    the job's ``request_rate_per_s`` ("poisson", or "bursty": ``burst_factor`` x the mean rate for a share
+    ``burst_fraction`` of the time, in bursts of ``burst_mean_s`` on average). ``ttft_slo_s`` and ``tpot_slo_s``
+    are the time-to-first-token and time-per-output-token budgets (SLO attainment: the share of requests within
+    both). Times in seconds, sizes in bytes.
+    """
+
+    prompt_tokens: int
+    output_tokens: int
+    decode_batch: int
+    replicas: int
+    prefill_s: float
+    decode_step_s: float
+    mode: str = "colocated"
+    prefill_replicas: int | None = None
+    kv_bytes_per_request: int = 0
+    arrival: str = "poisson"
+    burst_factor: float = 1.0
+    burst_fraction: float = 0.0
+    burst_mean_s: float = 1.0
+    ttft_slo_s: float | None = None
+    tpot_slo_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +165,8 @@ class Job:
     burst_period_s: float | None = None
     burst_target: str | None = None
     notes: tuple[str, ...] = ()
+    #: serving jobs: the request structure (None: the job's step is one request's critical path, no queueing)
+    serving: ServingSpec | None = None
 
     def group(self, name: str) -> ProcessGroup:
         """The process group called ``name``."""
@@ -266,7 +311,45 @@ def validate_job(job: Job, path: str = "job") -> Job:
             _num(job.request_rate_per_s, f"{path}.request_rate_per_s", lo=0, hi=1e9)
         if job.latency_slo_s is not None:
             _num(job.latency_slo_s, f"{path}.latency_slo_s", lo=0, hi=1e6)
+    if job.serving is not None:
+        _validate_serving(job, path)
+    elif any(op.phase is not None for op in job.ops):
+        _fail(path, "ops carry a serving phase but the job has no 'serving' request structure")
     return job
+
+
+def _validate_serving(job: Job, path: str) -> None:
+    sp, p = job.serving, f"{path}.serving"
+    if job.kind != "inference":
+        _fail(f"{path}.kind", f"a job with a 'serving' request structure must be of kind 'inference', not {job.kind!r}")
+    for f in ("prompt_tokens", "output_tokens", "decode_batch", "replicas"):
+        _num(getattr(sp, f), f"{p}.{f}", lo=1, hi=MAX_RANKS, integer=True)
+    for f in ("prefill_s", "decode_step_s"):
+        _num(getattr(sp, f), f"{p}.{f}", lo=0, hi=1e6)
+    _str(sp.mode, f"{p}.mode", choices=SERVING_MODES)
+    if sp.mode == "disaggregated":
+        if sp.prefill_replicas is None:
+            _fail(p, "a disaggregated service needs prefill_replicas")
+        _num(sp.prefill_replicas, f"{p}.prefill_replicas", lo=1, hi=MAX_RANKS, integer=True)
+    elif sp.prefill_replicas is not None:
+        _fail(f"{p}.prefill_replicas", "only a disaggregated service has a prefill pool of its own")
+    _num(sp.kv_bytes_per_request, f"{p}.kv_bytes_per_request", lo=0, hi=MAX_OP_BYTES, integer=True)
+    _str(sp.arrival, f"{p}.arrival", choices=ARRIVAL_PROCESSES)
+    _num(sp.burst_factor, f"{p}.burst_factor", lo=1, hi=1e3)
+    _num(sp.burst_fraction, f"{p}.burst_fraction", lo=0, hi=1)
+    _num(sp.burst_mean_s, f"{p}.burst_mean_s", lo=1e-6, hi=1e6)
+    if sp.arrival == "bursty" and sp.burst_factor * sp.burst_fraction > 1:
+        _fail(p, f"burst_factor x burst_fraction must be <= 1 (the bursts cannot carry more than all requests), "
+                 f"got {sp.burst_factor:g} x {sp.burst_fraction:g}")
+    for f in ("ttft_slo_s", "tpot_slo_s"):
+        if getattr(sp, f) is not None:
+            _num(getattr(sp, f), f"{p}.{f}", lo=1e-9, hi=1e6)
+    if not job.request_rate_per_s:
+        _fail(f"{path}.request_rate_per_s", "a serving job needs a request rate > 0")
+    for i, op in enumerate(job.ops):
+        if op.phase is None:
+            _fail(f"{path}.ops[{i}].phase", f"every op of a serving job needs a phase ({', '.join(SERVING_PHASES)})")
+        _str(op.phase, f"{path}.ops[{i}].phase", choices=SERVING_PHASES)
 
 
 def validate_workload(wl: Workload) -> Workload:
@@ -285,7 +368,9 @@ def validate_workload(wl: Workload) -> Workload:
 # ---------------------------------------------------------------- (de)serialization
 
 _GROUP_KEYS = {"name", "size", "role", "ranks", "rank_start", "rank_stride", "role_source"}
-_OP_KEYS = {"kind", "bytes", "group", "count_per_step", "dtype", "overlap_fraction", "per_rank_bytes", "name"}
+_OP_KEYS = {"kind", "bytes", "group", "count_per_step", "dtype", "overlap_fraction", "per_rank_bytes", "name",
+            "phase"}
+_SERVING_KEYS = {f for f in ServingSpec.__dataclass_fields__}
 _JOB_KEYS = {f for f in Job.__dataclass_fields__}
 _WL_KEYS = {"schema", "name", "jobs", "sources", "unparsed", "measurements", "facts", "warnings"}
 
@@ -322,7 +407,23 @@ def _op_from_dict(d, path) -> CommOp:
         overlap_fraction=_num(d.get("overlap_fraction", 0.0), f"{path}.overlap_fraction", lo=0, hi=1),
         per_rank_bytes=_tuple_of_ints(d.get("per_rank_bytes"), f"{path}.per_rank_bytes"),
         name=str(d.get("name", "")),
+        phase=None if d.get("phase") is None else _str(d["phase"], f"{path}.phase", choices=SERVING_PHASES),
     )
+
+
+def _serving_from_dict(d, path) -> ServingSpec:
+    _check_keys(d, path, _SERVING_KEYS, {"prompt_tokens", "output_tokens", "decode_batch", "replicas",
+                                         "prefill_s", "decode_step_s"})
+    kw = dict(d)
+    for k in ("prompt_tokens", "output_tokens", "decode_batch", "replicas", "prefill_replicas",
+              "kv_bytes_per_request"):
+        if kw.get(k) is not None:
+            kw[k] = _num(kw[k], f"{path}.{k}", lo=0, integer=True)
+    for k in ("prefill_s", "decode_step_s", "burst_factor", "burst_fraction", "burst_mean_s", "ttft_slo_s",
+              "tpot_slo_s"):
+        if kw.get(k) is not None:
+            kw[k] = _num(kw[k], f"{path}.{k}", lo=0)
+    return ServingSpec(**kw)
 
 
 def _job_from_dict(d, path) -> Job:
@@ -333,7 +434,7 @@ def _job_from_dict(d, path) -> Job:
         _fail(f"{path}.groups", "expected a list")
     if not isinstance(ops, list):
         _fail(f"{path}.ops", "expected a list")
-    kw = {k: v for k, v in d.items() if k not in ("groups", "ops", "notes")}
+    kw = {k: v for k, v in d.items() if k not in ("groups", "ops", "notes", "serving")}
     for k in ("world_size", "steps_observed", "gpus_per_node_hint", "burst_bytes"):
         if kw.get(k) is not None:
             kw[k] = _num(kw[k], f"{path}.{k}", lo=0, integer=True)
@@ -344,6 +445,7 @@ def _job_from_dict(d, path) -> Job:
         groups=tuple(_group_from_dict(g, f"{path}.groups[{i}]") for i, g in enumerate(groups)),
         ops=tuple(_op_from_dict(o, f"{path}.ops[{i}]") for i, o in enumerate(ops)),
         notes=tuple(str(n) for n in d.get("notes", ())),
+        serving=None if d.get("serving") is None else _serving_from_dict(d["serving"], f"{path}.serving"),
         **kw,
     )
     return validate_job(job, path)

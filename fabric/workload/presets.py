@@ -1,7 +1,7 @@
 """Well-known workload shapes, each with its sources and a default parallelism plan for a GPU count.
 
 >>> [p.name for p in list_presets()]
-['llama3-70b', 'mixtral-8x7b', 'dlrm-dcnv2', 'llama3-70b-serving']
+['llama3-70b', 'mixtral-8x7b', 'dlrm-dcnv2', 'llama3-70b-serving', 'llama3-70b-online', 'llama3-70b-disagg', 'deepseek-v3-ep-decode']
 >>> wl = preset_workload("llama3-70b", gpus=256)
 >>> wl.jobs[0].world_size
 256
@@ -39,7 +39,7 @@ class Preset:
     """A named workload shape: what it is, where its numbers come from, and how it is split for ``gpus`` GPUs."""
 
     name: str
-    kind: str                       # "training", "inference" or "recommendation"
+    kind: str                       # "training", "inference", "serving" (request-level latency) or "recommendation"
     description: str
     sources: tuple[str, ...]
     default_gpus: int
@@ -193,6 +193,25 @@ def _serving_build(preset, gpus, overrides):
     return _with_sources(synthesize_inference(model, plan, **syn), preset)
 
 
+def _online_build(defaults, load=0.5):
+    def build(preset, gpus, overrides):
+        from fabric.workload.serving import serving_preset_build
+
+        return _with_sources(serving_preset_build(preset, gpus, overrides, plan_defaults=defaults, load=load,
+                                                  gpu_flops=H100_BF16_FLOPS, hbm_bytes_per_s=H100_HBM_BYTES_PER_S),
+                             preset)
+    return build
+
+
+def _serving_models():
+    from fabric.workload.serving import DEEPSEEK_V3, LLAMA3_70B_SERVING
+
+    return LLAMA3_70B_SERVING, DEEPSEEK_V3
+
+
+_LLAMA_SERVE, _DEEPSEEK = _serving_models()
+_MLPERF_SLO = "latency budgets: MLPerf Inference llama2-70b server scenario (TTFT 2 s, TPOT 200 ms)"
+
 _PRESETS = (
     Preset(
         name="llama3-70b", kind="training",
@@ -231,6 +250,45 @@ _PRESETS = (
                  "latency SLO: MLPerf Inference llama2-70b server scenario (TTFT 2 s, TPOT 200 ms)",
                  "GPU: NVIDIA H100 SXM datasheet (989 TFLOPS BF16, 3.35 TB/s HBM3)"),
         default_gpus=256, gpu_multiple=8, model=LLAMA3_70B, build=_serving_build),
+    Preset(
+        name="llama3-70b-online", kind="serving",
+        description="Llama-3-70B-like online service with request-level latency: colocated replicas of TP 8 inside "
+                    "the node, 1,024-token prompts, 256 output tokens, decode batch 64, Poisson arrivals at half of "
+                    "what the replicas sustain on compute, TTFT 2 s / TPOT 200 ms",
+        sources=("shape: Meta Llama 3 70B config (80 layers, hidden 8192, 8 KV heads, head dim 128)", _MLPERF_SLO,
+                 "GPU: NVIDIA H100 SXM datasheet (989 TFLOPS BF16, 3.35 TB/s HBM3)"),
+        default_gpus=256, gpu_multiple=8, model=_LLAMA_SERVE,
+        build=_online_build({"tp": 8, "prompt_tokens": 1024, "output_tokens": 256, "decode_batch": 64,
+                             "ttft_slo_s": 2.0, "tpot_slo_s": 0.2})),
+    Preset(
+        name="llama3-70b-disagg", kind="serving",
+        description="Llama-3-70B-like service with disaggregated prefill and decode (TP 8 each): every request's "
+                    "KV cache, 2 x 80 layers x 8 KV heads x 128 x 1,024 tokens x 2 bytes = 320 MiB, crosses the "
+                    "scale-out network from its prefill node to its decode node; TTFT 2 s / TPOT 200 ms",
+        sources=("shape: Meta Llama 3 70B config (80 layers, 8 KV heads, head dim 128)",
+                 "disaggregation: Zhong et al., 'DistServe' (OSDI 2024); Patel et al., 'Splitwise' (ISCA 2024)",
+                 _MLPERF_SLO, "GPU: NVIDIA H100 SXM datasheet (989 TFLOPS BF16, 3.35 TB/s HBM3)"),
+        default_gpus=256, gpu_multiple=16, model=_LLAMA_SERVE,
+        build=_online_build({"tp": 8, "mode": "disaggregated", "prompt_tokens": 1024, "output_tokens": 256,
+                             "decode_batch": 64, "ttft_slo_s": 2.0, "tpot_slo_s": 0.2})),
+    Preset(
+        name="deepseek-v3-ep-decode", kind="serving",
+        description="DeepSeek-V3-like MoE service, prefill and decode disaggregated: decode with expert "
+                    "parallelism over 320 GPUs (40 nodes; attention TP 4, 128 tokens per GPU per step), a "
+                    "dispatch (FP8) and a combine (BF16) all-to-all per MoE layer per token step; prefill on 10 "
+                    "EP 32 instances (4 nodes each); smaller clusters spread EP over all decode GPUs; a quarter of "
+                    "what the service sustains on compute (one prompt per prefill at a time: its all-to-alls "
+                    "take longer than its compute); TTFT 2 s / TPOT 100 ms (assumption)",
+        sources=("shape: DeepSeek-V3 technical report (arXiv 2412.19437) and config.json: 61 layers (58 MoE), "
+                 "hidden 7168, 256 routed + 1 shared expert, top-8, MLA KV cache 512 + 64 per token per layer",
+                 "deployment: DeepSeek-V3 technical report section 3.4.2 (prefill: 4 nodes, 32 GPUs, EP32; decode: "
+                 "40 nodes, 320 GPUs, attention TP4 + SP with DP80, MoE EP320; FP8 dispatch, BF16 combine)",
+                 "TPOT budget 100 ms: an assumption (2 x the ~20 tokens/s per user DeepSeek reports)",
+                 "GPU: NVIDIA H100 SXM datasheet (989 TFLOPS BF16, 3.35 TB/s HBM3)"),
+        default_gpus=640, gpu_multiple=16, model=_DEEPSEEK,
+        build=_online_build({"tp": 4, "ep": 320, "prefill_ep": 32, "mode": "disaggregated", "prompt_tokens": 1024,
+                             "output_tokens": 256, "decode_batch": 128 * 320, "ttft_slo_s": 2.0,
+                             "tpot_slo_s": 0.1}, load=0.25)),
 )
 
 

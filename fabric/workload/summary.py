@@ -7,6 +7,8 @@ depends on the fabric, which is what fabric evaluates later).
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from fabric.workload.model import Job, Workload
 
 __all__ = ["summarize", "format_summary", "size_label", "log2_bin"]
@@ -42,7 +44,12 @@ def _job_summary(job: Job) -> dict:
     per_kind: dict[str, dict] = {}
     hist: dict[int, list[float]] = {}
     ov_w = ov_b = 0.0
-    for op in job.ops:
+    ops = job.ops
+    if job.serving is not None:         # a serving job's decode ops are counted per token step: per request here
+        from fabric.evaluate.serving import per_request_ops
+
+        ops = per_request_ops(job)
+    for op in ops:
         pk = per_kind.setdefault(op.kind, {"ops": 0, "count_per_step": 0.0, "bytes_per_step": 0.0})
         pk["ops"] += 1
         pk["count_per_step"] += op.count_per_step
@@ -57,7 +64,7 @@ def _job_summary(job: Job) -> dict:
         ov_b += op.bytes_per_step
     histogram = [{"bin_lo_bytes": 0 if k < 0 else 2 ** k, "bin_hi_bytes": 1 if k < 0 else 2 ** (k + 1),
                   "count_per_step": round(v[0], 9), "bytes_per_step": v[1]} for k, v in sorted(hist.items())]
-    comm = job.comm_bytes_per_step
+    comm = float(sum(op.bytes_per_step for op in ops))
     return {
         "name": job.name,
         "kind": job.kind,
@@ -69,15 +76,17 @@ def _job_summary(job: Job) -> dict:
                     "ranks": _ranks_text(g)} for g in job.groups],
         "ops": [{"kind": op.kind, "bytes": op.bytes, "group": op.group, "count_per_step": op.count_per_step,
                  "dtype": op.dtype, "overlap_fraction": op.overlap_fraction, "name": op.name,
-                 "per_rank_bytes": list(op.per_rank_bytes) if op.per_rank_bytes else None} for op in job.ops],
+                 "per_rank_bytes": list(op.per_rank_bytes) if op.per_rank_bytes else None, "phase": op.phase}
+                for op in job.ops],
         "per_kind": per_kind,
         "comm_bytes_per_step": comm,
-        "comm_calls_per_step": sum(op.count_per_step for op in job.ops),
+        "comm_calls_per_step": sum(op.count_per_step for op in ops),
         "overlap_fraction_bytes_weighted": (ov_w / ov_b) if ov_b > 0 else 0.0,
         "comm_bytes_per_compute_second": (comm / job.compute_time_s) if job.compute_time_s > 0 else None,
         "message_size_histogram": histogram,
         "request_rate_per_s": job.request_rate_per_s,
         "latency_slo_s": job.latency_slo_s,
+        "serving": None if job.serving is None else asdict(job.serving),
         "burst_bytes": job.burst_bytes,
         "burst_period_s": job.burst_period_s,
         "notes": list(job.notes),
@@ -140,14 +149,24 @@ def format_summary(summary: dict) -> str:
             for kind, v in sorted(j["per_kind"].items(), key=lambda kv: -kv[1]["bytes_per_step"]):
                 calls, size = _count(v["count_per_step"]), size_label(v["bytes_per_step"])
                 out.append(f"    {kind:<15} {calls:>8} calls  {size:>11}")
+        sv = j.get("serving")
+        if sv:
+            out.append(f"  serving: {sv['replicas']} {sv['mode']} replica(s), {j['request_rate_per_s']:g} requests/s "
+                       f"({sv['arrival']}), {sv['prompt_tokens']} prompt + {sv['output_tokens']} output tokens, "
+                       f"decode batch {sv['decode_batch']}; prefill {_t(sv['prefill_s'])}, decode "
+                       f"{_t(sv['decode_step_s'])} per token step; ops counted per request, decode ops per token "
+                       "step (docs/serving.md)")
         if j["ops"]:
-            out.append("  ops (size, group, count per step, overlap):")
+            out.append("  ops (size, group, count per step, overlap):" if not sv else
+                       "  ops (size, group, count per request or per token step [phase], overlap):")
             for op in j["ops"][:40]:
                 prb = ""
                 if op["per_rank_bytes"]:
                     pr = op["per_rank_bytes"]
                     prb = f", per rank {size_label(min(pr))}..{size_label(max(pr))}"
                 label = f" [{op['name']}]" if op["name"] else ""
+                if op.get("phase"):
+                    label += f" [{op['phase']}]"
                 out.append(f"    {op['kind']:<15} {size_label(op['bytes']):>11} {op['dtype']:<9} on {op['group']:<12} "
                            f"x{_count(op['count_per_step']):<6} overlap {op['overlap_fraction']:.0%}{prb}{label}")
             if len(j["ops"]) > 40:

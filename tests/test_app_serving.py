@@ -1,0 +1,89 @@
+"""AppTest: a serving workload on the Design page shows request latency, SLO attainment, the latency-versus-load
+curve and where the p99 request goes, instead of a step time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+
+
+def _charts(at) -> list[dict]:
+    return [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+
+
+def test_design_page_of_a_serving_workload_shows_request_latency():
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["evals"] = "40"
+    at.query_params["wl"] = "sample:deepseek-v3-ep-decode.json"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("pages/design.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    metrics = {m.label: m.value for m in at.metric}
+    # the headline is the request latency, not a step time
+    assert "p99 time to first token" in metrics and "p99 time per output token" in metrics
+    assert "SLO attainment" in metrics and metrics["SLO attainment"].endswith("%")
+    assert not any(label.startswith("p99 step") for label in metrics)
+    assert any(s.value == "Serving latency: deepseek-v3-ep-decode" for s in at.subheader)
+    figs = _charts(at)
+    load = next(f for f in figs
+                if f["layout"].get("xaxis", {}).get("title", {}).get("text") == "load (% of the capacity)")
+    names = {t["name"] for t in load["data"]}
+    assert {"p99 TTFT", "p99 TPOT", "p50 TTFT", "p50 TPOT"} <= names
+    split = next(f for f in figs if f["layout"].get("barmode") == "stack" and
+                 any(t.get("name") == "queueing" for t in f["data"]))
+    assert {t["name"] for t in split["data"]} == {"queueing", "compute", "NVLink", "network"}
+    caps = "\n".join(str(c.value) for c in at.caption)
+    assert "Latency versus load" in caps and "Where the p99 request's time goes" in caps
+
+
+def test_a_serving_plan_from_the_workload_page_reaches_the_design_page():
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["evals"] = "40"
+    at.run()
+    at.radio(key="wl_source").set_value("plan").run()
+    at.selectbox(key="plan_preset").set_value("llama3-70b-disagg").run()
+    assert at.number_input(key="plan_pp").proto.disabled and not at.number_input(key="plan_tp").proto.disabled
+    at.number_input(key="plan_gpus").set_value(64)
+    at.button[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Built the llama3-70b-disagg workload" in "\n".join(str(s.value) for s in at.success)
+    at.switch_page("pages/design.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(s.value == "Serving latency: llama3-70b-disagg" for s in at.subheader)
+    assert "p99 time per output token" in {m.label for m in at.metric}
+
+
+def test_constraints_page_sets_serving_limits_for_a_serving_workload_and_the_link_keeps_them():
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["evals"] = "40"
+    at.run()
+    at.switch_page("pages/constraints.py").run()
+    assert not any(s.value == "Serving limits" for s in at.subheader)      # a training sample: no serving limits
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["evals"] = "40"
+    at.query_params["wl"] = "sample:deepseek-v3-ep-decode.json"
+    at.run()
+    at.switch_page("pages/constraints.py").run()
+    assert any(s.value == "Serving limits" for s in at.subheader)
+    at.number_input(key="con_tpot_ms").set_value(80.0)
+    at.number_input(key="con_slo_pct").set_value(99.0)
+    at.selectbox(key="con_inf_obj").set_value("tpot_p99").run()
+    assert not at.exception, [e.value for e in at.exception]
+    c = at.session_state["constraints"]
+    assert c.inference_tpot_p99_s == 0.08 and c.inference_slo_attainment == 0.99
+    assert c.inference_objective == "tpot_p99" and c.inference_ttft_p99_s is None
+    assert at.query_params["inference_tpot_p99_s"] == "0.08" and at.query_params["inference_objective"] == "tpot_p99"
+    # a link with them opens with them
+    link = AppTest.from_file(APP, default_timeout=90)
+    for k, v in {"evals": "40", "wl": "sample:deepseek-v3-ep-decode.json", "inference_tpot_p99_s": "0.08",
+                 "inference_slo_attainment": "0.99"}.items():
+        link.query_params[k] = v
+    link.run()
+    assert link.session_state["constraints"].inference_tpot_p99_s == 0.08
+    assert link.session_state["constraints"].inference_slo_attainment == 0.99

@@ -1,0 +1,291 @@
+"""Brownfield upgrades (fabric/brownfield): inventories and their difference, power by place, re-cabled servers, the
+upgrade front of an installed fabric and its limits. Numbers are counted by hand from the cabling rules
+(docs/topology.md) and the catalog's unit prices (fabric/catalog/*.csv), not copied from the code's output."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fabric.brownfield import UpgradeLimits, bom_delta, installed_from_design, load_installed, upgrade_front
+from fabric.brownfield.inventory import Inventory, resale_fractions
+from fabric.brownfield.site import site_power
+from fabric.brownfield.upgrade import FREE, HARDWARE, MOVES, recabled_server_links
+from fabric.catalog import default_catalog
+from fabric.cost import bill_of_materials
+from fabric.design import design_to_dict
+from fabric.design.presets import preset_design
+from fabric.errors import DesignError, FabricError
+from fabric.evaluate import Scenario, evaluate
+from fabric.topology import build_fabric
+
+CAT = default_catalog()
+HARDWARE_MOVES = [m for m in MOVES if m != "policy"]
+
+
+def _price(kind, model):
+    return getattr(CAT, kind)(model).price_usd
+
+
+@pytest.fixture(scope="module")
+def mixtral():
+    from fabric.cli.common import load_workload_files
+
+    return load_workload_files(["sample_traces/mixtral-8x7b.json"])
+
+
+@pytest.fixture(scope="module")
+def clos_1024():
+    one = preset_design("fat-tree", 1024)                        # 1:1, ECMP, one queue pair
+    two = one.replace(oversubscription=(2.0, 1.0), name="installed 2:1")
+    return one, two
+
+
+# ------------------------------------------------------------------------------------------------ inventory
+
+
+def _inv(rows):
+    return Inventory.from_items([{"category": c, "model": m, "count": n, "unit_price_usd": p, "unit_power_w": 0.0}
+                                 for c, m, n, p in rows], source="test")
+
+
+def test_bom_delta_keeps_adds_and_removes_model_by_model():
+    have = _inv([("switch", "A", 10, 100.0), ("cable", "acc", 6, 3.0), ("nic", "N", 4, 20.0)])
+    need = _inv([("switch", "A", 12, 110.0), ("cable", "dac", 5, 1.0), ("nic", "N", 4, 20.0)])
+    d = bom_delta(have, need, resale={"switch": 0.5, "cable": 0.5})
+    assert d.kept() == {"A": 10, "N": 4}
+    assert d.added() == {"A": 2, "dac": 5}                       # 12 - 10 switches, 5 new cables
+    assert d.removed() == {"acc": 6}
+    assert d.added_usd == 2 * 110.0 + 5 * 1.0                    # new items at the catalog (needed) price
+    assert d.resale_usd == 6 * 3.0 * 0.5                         # removed ones at half the price paid
+    assert d.net_usd == d.added_usd - d.resale_usd
+    assert bom_delta(have, have).added_usd == 0 and not bom_delta(have, have).discards_anything
+
+
+def test_inventory_and_resale_errors_name_what_and_where():
+    with pytest.raises(DesignError, match=r"item 2 \(x\): 'count' must be a whole number"):
+        Inventory.from_items([{"category": "nic", "model": "n", "count": 1},
+                              {"category": "switch", "model": "x", "count": -1}], source="f.json")
+    with pytest.raises(DesignError, match="category 'gpu' is not one of"):
+        Inventory.from_items([{"category": "gpu", "model": "h100", "count": 1}], source="f.json")
+    with pytest.raises(DesignError, match=r"resale value of switch items: .* \[0, 1\]"):
+        resale_fractions({"switch": 1.5})
+    with pytest.raises(DesignError, match="unknown item category gpu"):
+        resale_fractions({"gpu": 0.1})
+    with pytest.raises(FabricError, match="upgrade limit 'budget_usd'"):
+        UpgradeLimits(budget_usd=-1)
+
+
+def test_load_installed_reads_a_build_json_with_spares(tmp_path):
+    from fabric.cli.main import main
+
+    d = preset_design("fat-tree", 64)
+    fab = build_fabric(d)
+    bom = bill_of_materials(fab)
+    data = {"design_spec": design_to_dict(d), "items": [i.to_dict() for i in bom.items]}
+    data["items"].append({"category": "switch", "model": d.switch_model, "count": 2, "unit_price_usd": 42000.0})
+    p = tmp_path / "installed.json"
+    p.write_text(json.dumps(data))
+    inst = load_installed(p)
+    assert inst.inventory.count("switch", d.switch_model) == sum(fab.switch_counts().values()) + 2   # 2 spares
+    # fewer items than the design uses: refused, naming the file and the item
+    data["items"] = [i for i in data["items"] if i["category"] != "switch"]
+    p.write_text(json.dumps(data))
+    with pytest.raises(DesignError, match=rf"installed fabric {p}: its items list 0 switch ib-ndr-64x400"):
+        load_installed(p)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(DesignError, match="not valid JSON"):
+        load_installed(bad)
+    with pytest.raises(DesignError, match="file not found"):
+        load_installed(tmp_path / "missing.json")
+    # what `fabric build --json` writes is readable as it is
+    out = tmp_path / "built.json"
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["build", "--preset", "fat-tree", "--gpus", "64", "--json"]) == 0
+    out.write_text(buf.getvalue())
+    assert load_installed(out).inventory.counts == installed_from_design(d).inventory.counts
+
+
+# ------------------------------------------------------------------------------------------------ site power
+
+
+def test_site_power_of_a_top_of_rack_rack_by_hand(clos_1024):
+    one, _ = clos_1024
+    fab = build_fabric(one)
+    bom = bill_of_materials(fab)
+    site = site_power(fab, bom)
+    gpu, nic, sw = CAT.gpu("h100-sxm"), CAT.nic("nic-cx7-400"), CAT.switch("ib-ndr-64x400")
+    tx = CAT.transceiver("osfp-2x400-sr8-switch")
+    # 40.8 kW rack budget / 10.2 kW per 8-GPU server = 4 servers per rack, one leaf of 4 servers (32 down, 32 up)
+    # per rack: 4 servers, their 32 NICs (in-rack DAC: 0 W), the leaf and its 32 uplinks' 16 twin-port modules
+    rack = 4 * gpu.server_power_w + 32 * nic.power_w + sw.power_w + 16 * tx.power_w
+    assert site.racks == 32
+    assert np.allclose(site.compute_rack_w, rack)
+    # network racks: the 16 spines, each with 64 downlinks in 32 twin-port modules
+    assert math.isclose(site.network_w, 16 * (sw.power_w + 32 * tx.power_w))
+    assert math.isclose(site.compute_rack_w.sum() + site.network_w, site.total_w)
+    assert math.isclose(site.total_w, bom.compute_power_w + bom.power_w)
+
+
+# ------------------------------------------------------------------------------------------------ cabling
+
+
+def test_recabled_server_links_from_five_to_four_servers_per_leaf(clos_1024):
+    one, two = clos_1024
+    # 2:1 leaves hold 5 servers (40 down, 20 up), 1:1 leaves 4 (32 + 32). Server n stays on its leaf index iff
+    # n // 5 == n // 4: n = 0-3, 5-7, 10-11, 15 (10 servers); the other 118 servers move with their 8 links.
+    assert recabled_server_links(build_fabric(two), build_fabric(one)) == (128 - 10) * 8
+    assert recabled_server_links(build_fabric(two), build_fabric(two)) == 0
+
+
+# ------------------------------------------------------------------------------------------------ must show
+
+
+@pytest.fixture(scope="module")
+def targets(mixtral, clos_1024):
+    one, two = clos_1024
+    p = lambda d: float(evaluate(d, mixtral, Scenario(), seed=0, samples=128).step_time_s["p99"])  # noqa: E731
+    return {"one": p(one), "two": p(two)}
+
+
+def test_cheapest_hardware_upgrade_reaching_the_1to1_p99_costs_less_than_building_it(mixtral, clos_1024, targets):
+    one, two = clos_1024
+    assert targets["two"] > targets["one"] * 1.02                 # the 2:1 fabric is slower on this workload
+    res = upgrade_front(installed_from_design(two), mixtral, UpgradeLimits(p99_target_s=targets["one"]),
+                        moves=HARDWARE_MOVES)
+    best = res.best
+    assert best is not None and best.kind == HARDWARE and best.p99_s <= targets["one"] * (1 + 1e-9)
+    # By hand: 2:1 = 26 leaves (128 servers / 5) + 10 spines (20 uplinks in bundles of 2); 1:1 = 32 leaves
+    # (128 / 4) + 16 spines (32 uplinks / 2). Reaching 1:1 buys 6 leaves + 6 spines, 1024 - 26 x 20 = 504 more
+    # leaf-spine links (one fibre, two switch ends = one twin-port module per link), and since every leaf then sits
+    # in its servers' rack, 296 DACs replace the active copper cables of the servers that spanned two racks
+    # (1024 server links - 728 already DAC).
+    hand = (12 * _price("switch", "ib-ndr-64x400") + 504 * _price("transceiver", "osfp-2x400-sr8-switch")
+            + 504 * _price("cable", "mmf-50m") + 296 * _price("cable", "dac-400-2m"))
+    assert best.switches == {"leaf": 32, "spine": 16}
+    assert best.added_usd == pytest.approx(hand)
+    assert best.delta.removed() == {"acc-400-5m": 296}           # taken out (resale 0 by default)
+    assert best.recabled_server_links == 118 * 8
+    # building the 1:1 fabric new costs at least its 48 switches and 1024 twin-port modules
+    new_lower_bound = 48 * _price("switch", "ib-ndr-64x400") + 1024 * _price("transceiver", "osfp-2x400-sr8-switch")
+    assert best.added_usd < new_lower_bound
+    assert best.added_usd < bill_of_materials(build_fabric(one)).cost_usd
+    # every installed switch is still in service in its tier, in every upgrade considered
+    for u in res.upgrades:
+        assert u.switches["leaf"] >= 26 and u.switches["spine"] >= 10, u.label()
+    assert res.counts["takes_out_switches"] >= 1                # e.g. 21 uplinks over 9 spines: left out
+    assert "cheapest upgrade meeting" in res.answer
+
+
+def test_a_free_policy_change_is_offered_first_when_it_suffices(mixtral, clos_1024, targets):
+    _, two = clos_1024
+    res = upgrade_front(installed_from_design(two), mixtral, UpgradeLimits(p99_target_s=targets["one"]))
+    assert res.best.kind == FREE and res.best.added_usd == 0 and res.best.delta.added() == {}
+    offers = res.offers()
+    assert offers[0].kind == FREE and offers[0].p99_s <= targets["one"]
+    assert res.answer.startswith("a free policy change meets")
+    # the exhaustive policy search (every policy on every hardware) agrees
+    full = upgrade_front(installed_from_design(two), mixtral, UpgradeLimits(p99_target_s=targets["one"]),
+                         policies="all")
+    assert full.best.net_usd == res.best.net_usd == 0
+    assert [u.net_usd for u in full.front] == [u.net_usd for u in res.front]
+
+
+def test_budget_below_the_cheapest_fix_gives_no_upgrade(mixtral, clos_1024, targets):
+    _, two = clos_1024
+    res = upgrade_front(installed_from_design(two), mixtral,
+                        UpgradeLimits(p99_target_s=targets["one"], budget_usd=100_000), moves=HARDWARE_MOVES)
+    assert res.best is None and res.answer.startswith("no upgrade within the limits reaches")
+    assert all(u.added_usd <= 100_000 for u in res.front)
+
+
+# ------------------------------------------------------------------------------------------------ property
+
+
+def _independent_added_usd(installed, design):
+    """Capex of what ``design`` needs beyond ``installed``, counted from the bill of materials item by item."""
+    need = {}
+    for i in bill_of_materials(build_fabric(design)).items:
+        k = (i.category, i.model)
+        n, p = need.get(k, (0, i.unit_price_usd))
+        need[k] = (n + i.count, p)
+    return sum(max(0, n - installed.inventory.count(*k)) * p for k, (n, p) in need.items())
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                HealthCheck.too_slow])
+@given(gpus=st.sampled_from([256, 512]), oversub=st.sampled_from([1.5, 2.0, 3.0]),
+       family=st.sampled_from(["clos", "rail_optimized"]), budget_share=st.floats(0.0, 0.6),
+       rack_slack=st.floats(0.98, 1.1), facility_slack=st.floats(0.99, 1.05), routing=st.sampled_from(["ecmp",
+                                                                                                     "adaptive"]))
+def test_every_upgrade_respects_budget_and_power(mixtral, gpus, oversub, family, budget_share, rack_slack,
+                                                 facility_slack, routing):
+    d = preset_design("fat-tree", gpus).replace(family=family, oversubscription=(oversub, 1.0), routing=routing,
+                                                placement="rail_aligned" if family != "clos" else "packed")
+    inst = installed_from_design(d)
+    fab = build_fabric(d)
+    bom = bill_of_materials(fab)
+    base = site_power(fab, bom)
+    limits = UpgradeLimits(budget_usd=budget_share * bom.cost_usd, rack_power_w=rack_slack * base.max_rack_w,
+                           facility_power_w=facility_slack * base.total_w)
+    res = upgrade_front(inst, mixtral, limits, samples=32, qps=(1, 4))
+    shown = res.front + res.offers() + ([res.best] if res.best else [])
+    for u in shown:
+        if u.kind == "none":
+            continue
+        added = _independent_added_usd(inst, u.design)
+        assert added == pytest.approx(u.added_usd)
+        assert added <= limits.budget_usd * (1 + 1e-9), u.label()
+        f = build_fabric(u.design)
+        b = bill_of_materials(f)
+        sp = site_power(f, b)
+        assert sp.total_w == pytest.approx(b.compute_power_w + b.power_w)
+        assert sp.total_w <= limits.facility_power_w * (1 + 1e-9), u.label()
+        assert sp.max_rack_w <= limits.rack_power_w * (1 + 1e-9), u.label()
+    # and what was left out for a limit really breaks it
+    for u in res.upgrades:
+        if "budget_usd" in u.violations:
+            assert _independent_added_usd(inst, u.design) > limits.budget_usd
+
+
+def test_rack_power_limit_drops_upgrades_that_add_optics_to_the_leaves_racks(mixtral, clos_1024):
+    _, two = clos_1024
+    inst = installed_from_design(two)
+    fab = build_fabric(two)
+    base = site_power(fab, bill_of_materials(fab))
+    # no compute rack may draw more than today: two more uplinks per top-of-rack leaf add one twin-port module
+    # (+15 W) in the leaf's rack, so that upgrade is over; a free policy change adds nothing and stays
+    res = upgrade_front(inst, mixtral, UpgradeLimits(rack_power_w=base.max_rack_w), moves=["leaf_uplinks", "policy"])
+    assert not [u for u in res.upgrades if u.switches == {"leaf": 26, "spine": 11}]     # never evaluated
+    over = [u for u in res.over_limits if u.switches == {"leaf": 26, "spine": 11}]
+    assert over and all("rack_power_w" in u.violations for u in over)
+    assert "compute rack(s) over" in over[0].violations["rack_power_w"]
+    tx = CAT.transceiver("osfp-2x400-sr8-switch").power_w
+    assert over[0].site.max_rack_w == pytest.approx(base.max_rack_w + tx)
+    assert all(u.site.max_rack_w <= base.max_rack_w * (1 + 1e-12) for u in res.front)
+    assert any(u.kind == FREE for u in res.front)
+
+
+def test_failure_front_and_its_limit(mixtral):
+    d = preset_design("fat-tree", 256).replace(oversubscription=(2.0, 1.0))
+    res = upgrade_front(installed_from_design(d), mixtral, UpgradeLimits(), moves=["leaf_uplinks"], samples=32,
+                        failures=True)
+    assert res.failure_front
+    for u in res.failure_front:
+        assert u.p99_under_failure_s >= u.p99_s * (1 - 1e-9)          # a failure never speeds a step up
+        assert u.failure["worst_switch"] is not None
+    worst = max(u.p99_under_failure_s for u in res.failure_front)
+    best = min(u.p99_under_failure_s for u in res.failure_front)
+    lim = UpgradeLimits(max_p99_under_failure_s=(worst + best) / 2)
+    res2 = upgrade_front(installed_from_design(d), mixtral, lim, moves=["leaf_uplinks"], samples=32)
+    assert res2.best is not None and res2.best.p99_under_failure_s <= lim.max_p99_under_failure_s
