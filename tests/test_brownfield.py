@@ -289,3 +289,82 @@ def test_failure_front_and_its_limit(mixtral):
     lim = UpgradeLimits(max_p99_under_failure_s=(worst + best) / 2)
     res2 = upgrade_front(installed_from_design(d), mixtral, lim, moves=["leaf_uplinks"], samples=32)
     assert res2.best is not None and res2.best.p99_under_failure_s <= lim.max_p99_under_failure_s
+
+
+# ------------------------------------------------------------------------------------------------ single moves by hand
+# 256 H100 GPUs = 32 servers of 8 NICs, 4 servers per 40.8 kW rack (8 racks), 2:1 top-of-rack fat trees. The counts
+# below follow the cabling rules of docs/topology.md (leaves hold whole servers; the fewest spines >= ceil(L u / R)
+# that divide u; a 3-tier spine sends half its ports down) and the rack rules of fabric/topology/racks.py (a leaf
+# sits in the rack of its middle server; same rack: DAC, next rack: active copper); prices are the catalog's.
+
+
+def _only_move(res, move):
+    ups = [u for u in res.upgrades if u.moves == (move,)]
+    assert ups, f"no upgrade with only the {move} move"
+    return ups[0]
+
+
+def test_uplink_speed_move_replaces_the_uplink_optics_and_keeps_everything_else(mixtral):
+    # eth-51t-64x800 (64 x 800G = 128 x 400G broken out), 400G NICs. A 2:1 leaf: 80 ports down (10 servers) and
+    # 40 x 400G up; 4 leaves (32 / 10), 160 uplinks, 2 spines (ceil(160 / 128) = 2, 2 divides 40). Each 400G
+    # link: a twin-port 2 x 400G module carries two links at each end -> 160 links / 2 x 2 ends = 160 modules,
+    # 160 fibres. At 800G the same 16 Tb/s per leaf is 20 x 800G: 80 links, one 800G module per end = 160
+    # modules, 80 fibres.
+    d = preset_design("fat-tree", 256).replace(oversubscription=(2.0, 1.0), switch_model="eth-51t-64x800",
+                                               nic_model="nic-eth-400", transport="roce")
+    res = upgrade_front(installed_from_design(d), mixtral, UpgradeLimits(resale={"transceiver": 0.5}),
+                        moves=["uplink_speed"], samples=16, qps=(1,))
+    assert res.baseline.switches == {"leaf": 4, "spine": 2}
+    u = _only_move(res, "uplink_speed")
+    assert u.switches == {"leaf": 4, "spine": 2}                          # every switch reused, none added
+    assert u.delta.added() == {"osfp-800-sr8": 160}
+    assert u.delta.removed() == {"osfp-2x400-sr8-switch": 160, "mmf-50m": 80}
+    kept = u.delta.kept()
+    assert kept["eth-51t-64x800"] == 6 and kept["nic-eth-400"] == 256 and kept["mmf-50m"] == 80
+    assert kept["dac-400-2m"] + kept["acc-400-5m"] == 256                  # every server link stays
+    assert u.added_usd == pytest.approx(160 * _price("transceiver", "osfp-800-sr8"))            # $208,000
+    assert u.delta.resale_usd == pytest.approx(0.5 * 160 * _price("transceiver", "osfp-2x400-sr8-switch"))
+    assert u.recabled_server_links == 0
+
+
+def test_plane_move_adds_a_leaf_links_and_active_copper(mixtral):
+    # eth-25t-64x400 broken out to 128 x 200G, dual-port 2 x 200G NICs: 16 ports per server.
+    # One plane: a 2:1 leaf has 80 down (5 servers), 40 up; 7 leaves (32 / 5), 280 uplinks, 4 spines
+    # (ceil(280 / 128) = 3 does not divide 40; 4 does). Two planes: 8 ports per server per plane, 10 servers per
+    # leaf, 4 leaves and 160 uplinks per plane, 2 spines per plane: 8 leaves + 4 spines = one leaf more, and
+    # 320 - 280 = 40 more links, each a 200G module at both ends and a fibre.
+    # Server cables: leaf i holds servers Q i .. Q i + Q - 1 and sits in the rack of its middle one (4 per rack).
+    # One plane (Q = 5): servers in their leaf's rack 4+3+3+4+4+3+2 = 23 (DAC), next rack 9 (ACC) -> x16 ports:
+    # 368 DAC, 144 ACC. Two planes (Q = 10): per plane 4+4+4+2 = 14 in rack, 18 next door -> x8 x2 planes:
+    # 224 DAC, 288 ACC. So 144 DAC come out and 144 ACC go in.
+    d = preset_design("fat-tree", 256).replace(oversubscription=(2.0, 1.0), switch_model="eth-25t-64x400",
+                                               nic_model="nic-2x200-dual", transport="roce")
+    res = upgrade_front(installed_from_design(d), mixtral, UpgradeLimits(), moves=["plane"], samples=16, qps=(1,))
+    assert res.baseline.switches == {"leaf": 7, "spine": 4}
+    u = _only_move(res, "plane")
+    assert u.design.planes == 2 and u.switches == {"leaf": 8, "spine": 4}
+    assert u.delta.added() == {"eth-25t-64x400": 1, "qsfp56-200-sr4": 80, "mmf-50m": 40, "acc-200-5m": 144}
+    assert u.delta.removed() == {"dac-200-3m": 144}
+    assert u.delta.kept()["nic-2x200-dual"] == 256                       # the NICs stay: their ports split
+    hand = (_price("switch", "eth-25t-64x400") + 80 * _price("transceiver", "qsfp56-200-sr4")
+            + 40 * _price("cable", "mmf-50m") + 144 * _price("cable", "acc-200-5m"))
+    assert u.added_usd == pytest.approx(hand)                            # $110,600
+
+
+def test_tier_move_keeps_leaves_and_spines_and_adds_cores(mixtral):
+    # The 256-GPU 2:1 fabric on eth-51t-64x800 above (4 leaves of 40 x 400G up, 2 spines). With a third tier a
+    # spine sends half its 128 ports down (1:1): ceil(160 / 64) = 3 spines, 4 to divide 40 (bundles of 10); each
+    # spine's 40 uplinks -> 160 spine-core links on the fewest cores that take them, ceil(160 / 128) = 2. So 2
+    # spines + 2 cores are added; the 160 leaf-spine links keep their modules and fibres (re-plugged), and the 160
+    # new links each need a single-mode fibre and a twin-port DR8 module per two links at each end (160).
+    d = preset_design("fat-tree", 256).replace(oversubscription=(2.0, 1.0), switch_model="eth-51t-64x800",
+                                               nic_model="nic-eth-400", transport="roce")
+    res = upgrade_front(installed_from_design(d), mixtral, UpgradeLimits(), moves=["tier"], samples=16, qps=(1,))
+    u = _only_move(res, "tier")
+    assert u.switches == {"leaf": 4, "spine": 4, "core": 2}
+    assert u.delta.added() == {"eth-51t-64x800": 4, "osfp-2x400-dr8-switch": 160, "smf-500m": 160}
+    assert u.delta.removed() == {}
+    hand = (4 * _price("switch", "eth-51t-64x800") + 160 * _price("transceiver", "osfp-2x400-dr8-switch")
+            + 160 * _price("cable", "smf-500m"))
+    assert u.added_usd == pytest.approx(hand)                            # $532,000
+    assert u.recabled_server_links == 0
