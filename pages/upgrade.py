@@ -116,6 +116,10 @@ facility_kw = l3.number_input("Facility power (kW, 0: no limit)", min_value=0.0,
                               key="up_facility_kw")
 resale = l4.slider("Resale value of removed items", 0.0, 1.0, 0.0, 0.05, key="up_resale",
                    help="Share of the price paid a removed item brings back.")
+free_reserve = st.number_input(
+    "Free ports to keep on every switch", min_value=0, max_value=512, value=0, step=1, key="up_free_ports",
+    help="A reserve of physical ports each switch keeps free after the upgrade (storage, management, growth). "
+         "An option that needs more ports than a switch has is never offered: it does not build.")
 t1, t2, t3 = st.columns([2, 1, 1])
 target_kind = t1.radio("p99 target", ["none (show the front)", "the p99 of this fabric at 1:1, built new",
                                       "a number"], horizontal=True, key="up_target")
@@ -140,7 +144,8 @@ elif target_kind == "a number" and target_ms > 0:
     target_s = target_ms / 1e3
 
 limits = {"budget_usd": float(budget), "rack_power_w": rack_kw * 1e3 or None,
-          "facility_power_w": facility_kw * 1e3 or None, "p99_target_s": target_s, "resale": float(resale)}
+          "facility_power_w": facility_kw * 1e3 or None, "p99_target_s": target_s, "resale": float(resale),
+          "min_free_ports": int(free_reserve) or None}
 from fabric.design import design_to_dict  # noqa: E402
 
 try:
@@ -157,7 +162,10 @@ m2.metric("Installed p99", charts.time_text(inst["p99_s"]))
 m3.metric("Most power of a compute rack", f"{inst['max_compute_rack_w'] / 1e3:,.1f} kW")
 m4.metric("Facility power", f"{inst['facility_power_w'] / 1e3:,.0f} kW")
 st.caption(f"{design.name}: " + ", ".join(f"{n:,} {t}" for t, n in inst["switches"].items()) + ". Free switch "
-           "ports: " + "; ".join(f"{t} {v['free']:,} of {v['ports']:,}" for t, v in inst["free_ports"].items()))
+           "ports: " + "; ".join(f"{t} {v['free']:,} of {v['ports']:,} (fewest on one switch {v['fewest_free']})"
+                                 for t, v in inst["free_ports"].items())
+           + ". A switch's ports bound every option (one needing more does not build); the reserve above keeps "
+             "some free.")
 
 st.subheader("The answer")
 if match_note:

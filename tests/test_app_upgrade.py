@@ -92,3 +92,18 @@ def test_upgrade_page_plans_growth():
     at.button(key="up_plan").click().run()
     _ok(at)
     assert any("No growth plan" in e.value for e in at.error)
+
+
+def test_upgrade_page_free_port_reserve_bounds_the_offers():
+    at = _page()
+    # 256 GPUs at 2:1: a leaf uses 40 + 20 of 64 ports (4 free); spines 7 leaves x 20 / 4 spines = 35 (29 free)
+    cap = "\n".join(c.value for c in at.caption)
+    assert "fewest on one switch 4" in cap and "the reserve above keeps some free" in cap
+    rows = at.dataframe[0].value
+    assert (rows["fewest free ports on a switch"] == 4).any()      # the installed fabric and its policy changes
+    # a reserve of 5: the installed leaves (4 free) break it, so only upgrades freeing leaf ports are offered
+    # (4 servers per leaf at 1.5:1: 32 down + 22 up, 10 free)
+    at.number_input(key="up_free_ports").set_value(5).run()
+    _ok(at)
+    rows = at.dataframe[0].value
+    assert len(rows) and (rows["fewest free ports on a switch"] >= 5).all()

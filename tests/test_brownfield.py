@@ -368,3 +368,59 @@ def test_tier_move_keeps_leaves_and_spines_and_adds_cores(mixtral):
             + 160 * _price("cable", "smf-500m"))
     assert u.added_usd == pytest.approx(hand)                            # $532,000
     assert u.recabled_server_links == 0
+
+
+# ------------------------------------------------------------------------------------------------ free ports
+
+
+def _ports_used_per_switch(fab):
+    """Links ending on each switch (every network link of a 64 x 400G NDR fabric runs 400G: one port each)."""
+    net = fab.link_kind >= 2
+    ends = np.concatenate([fab.link_a[net], fab.link_b[net]]) - fab.switch_base
+    ends = ends[(ends >= 0) & (ends < fab.n_switches)]
+    return np.bincount(ends, minlength=fab.n_switches)
+
+
+def test_free_port_reserve_drops_options_that_fill_the_leaves(mixtral, clos_1024):
+    _, two = clos_1024
+    # By hand: a 2:1 leaf uses 40 ports down (5 servers) + 20 up of 64: 4 free; a spine 26 leaves x 2 = 52: 12
+    # free. More uplinks on the same leaves (21-24) leave 3-0 free, under a reserve of 4; a leaf of 4 servers
+    # (32 down) at 1.5:1 has 22 up (32 / 1.5 = 21.3, rounded up): 10 free, within it.
+    inst = installed_from_design(two)
+    res = upgrade_front(inst, mixtral, UpgradeLimits(min_free_ports=4), moves=["leaf_uplinks"], samples=16, qps=(1,))
+    assert res.free_ports["leaf"]["fewest_free"] == 4 and res.free_ports["spine"]["fewest_free"] == 12
+    assert res.baseline.within_limits and res.baseline.fewest_free_ports == 4
+    over = {u.design.oversub(0): u for u in res.over_limits if "min_free_ports" in u.violations}
+    same_leaves = [u for u in res.over_limits if u.switches["leaf"] == 26]
+    assert len(same_leaves) >= 3 and all("min_free_ports" in u.violations for u in same_leaves)
+    full = [u for u in same_leaves if u.free_ports["leaf"]["fewest_free"] == 0]
+    assert full and "leaves 0 free port(s) on a leaf switch" in full[0].violations["min_free_ports"]
+    assert over                                                          # the reserve bound something
+    for u in res.upgrades:                                               # everything evaluated keeps 4 free
+        if not u.violations:
+            used = _ports_used_per_switch(build_fabric(u.design))
+            assert used.max() <= 64 - 4, u.label()
+    for u in res.over_limits:
+        used = _ports_used_per_switch(build_fabric(u.design))
+        assert used.max() <= 64                                          # never more ports than a switch has
+        if "min_free_ports" in u.violations:
+            assert used.max() > 64 - 4
+    # without the reserve those options are offered; a reserve above what the installed leaves have marks the
+    # installed fabric itself
+    free = upgrade_front(inst, mixtral, UpgradeLimits(), moves=["leaf_uplinks"], samples=16, qps=(1,))
+    assert any(u.switches == {"leaf": 26, "spine": 12} for u in free.upgrades)
+    tight = upgrade_front(inst, mixtral, UpgradeLimits(min_free_ports=5), moves=["leaf_uplinks"], samples=16,
+                          qps=(1,))
+    assert "min_free_ports" in tight.baseline.violations
+    with pytest.raises(FabricError, match="min_free_ports"):
+        UpgradeLimits(min_free_ports=2.5)
+
+
+def test_no_option_needs_more_ports_than_a_switch_has(mixtral, clos_1024):
+    # Every hardware option of every move, priced or left out for a limit: no switch has more links than ports.
+    _, two = clos_1024
+    res = upgrade_front(installed_from_design(two), mixtral, UpgradeLimits(budget_usd=0), moves=HARDWARE_MOVES,
+                        samples=16, qps=(1,))
+    for u in res.upgrades + res.over_limits:
+        assert _ports_used_per_switch(build_fabric(u.design)).max() <= 64, u.label()
+    assert len(res.over_limits) >= 10

@@ -72,3 +72,19 @@ def test_plan_growth_json_and_errors():
     assert rc == 2 and "one target > 0 per stage (2)" in err
     rc, _, err = _run(["upgrade", "--existing", "missing.yaml", "-w", W])
     assert rc == 2 and "installed fabric missing.yaml: file not found" in err
+
+
+def test_upgrade_min_free_ports_flag_bounds_every_offer(tmp_path):
+    # 512 GPUs at 2:1 (13 leaves of 40 down + 20 up: 4 free ports each; 5 spines of 52: 12 free)
+    yaml = tmp_path / "two.yaml"
+    yaml.write_text("name: two\nfamily: clos\ngpus: 512\ngpu_model: h100-sxm\ngpus_per_node: 8\n"
+                    "nic_model: nic-cx7-400\nswitch_model: ib-ndr-64x400\noversubscription: [2.0, 1.0]\n")
+    rc, out, err = _run(["upgrade", "--existing", str(yaml), "-w", W, "--samples", "32", "--moves",
+                         "leaf_uplinks", "--min-free-ports", "4", "--json"])
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["limits"]["min_free_ports"] == 4
+    assert d["installed"]["free_ports"]["leaf"]["fewest_free"] == 4
+    assert d["front"] and all(u["fewest_free_ports"] >= 4 for u in d["front"] + d["offers"])
+    rc, out, err = _run(["upgrade", "--existing", str(yaml), "-w", W, "--samples", "32", "--min-free-ports", "-1"])
+    assert rc == 2 and "min_free_ports" in err and "Traceback" not in err

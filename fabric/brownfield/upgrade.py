@@ -102,7 +102,9 @@ class UpgradeLimits:
     ``free_rack_units`` rack units free for new switches (those added minus those taken out); ``cable_count``
     most cables after the upgrade; ``max_recabled_server_links`` most server links moved to another leaf (0: only
     the installed switches' free ports are used for new links); ``p99_target_s`` the p99 step to reach and
-    ``max_p99_under_failure_s`` the p99 under the worst single failure to stay within. ``resale`` is the share of
+    ``max_p99_under_failure_s`` the p99 under the worst single failure to stay within; ``min_free_ports`` the
+    physical ports every switch keeps free after the upgrade (a reserve for storage, management or later
+    growth; the installed fabric is held to it too). ``resale`` is the share of
     the price paid that a removed item brings back (one number, or one per category); ``switch_rack_units``
     overrides rack units per switch model.
     """
@@ -115,12 +117,17 @@ class UpgradeLimits:
     max_recabled_server_links: int | None = None
     p99_target_s: float | None = None
     max_p99_under_failure_s: float | None = None
+    min_free_ports: int | None = None
     resale: float | dict = 0.0
     switch_rack_units: dict | None = None
 
     def __post_init__(self):
-        for name in ("budget_usd", "free_rack_units", "cable_count", "max_recabled_server_links"):
+        for name in ("budget_usd", "free_rack_units", "cable_count", "max_recabled_server_links",
+                     "min_free_ports"):
             _positive(name, getattr(self, name), allow_zero=True)
+        if self.min_free_ports is not None and self.min_free_ports != int(self.min_free_ports):
+            raise FabricError(f"upgrade limit 'min_free_ports': expected a whole number of ports, got "
+                              f"{self.min_free_ports!r}")
         for name in ("rack_power_w", "facility_power_w", "p99_target_s", "max_p99_under_failure_s"):
             _positive(name, getattr(self, name))
         resale_fractions(self.resale)
@@ -156,6 +163,7 @@ class Upgrade:
     rack_units_added: float
     recabled_server_links: int
     violations: dict = field(default_factory=dict)
+    free_ports: dict = field(default_factory=dict)      # per tier, as :func:`free_ports`
     p99_s: float | None = None
     p99_under_failure_s: float | None = None
     failure: dict | None = None
@@ -167,6 +175,11 @@ class Upgrade:
     @property
     def net_usd(self) -> float:
         return self.delta.net_usd
+
+    @property
+    def fewest_free_ports(self) -> int | None:
+        """Fewest free physical ports on any one switch after the upgrade (``None`` if not counted)."""
+        return min((v["fewest_free"] for v in self.free_ports.values()), default=None)
 
     @property
     def within_limits(self) -> bool:
@@ -197,6 +210,7 @@ class Upgrade:
                 "max_compute_rack_w": self.site.max_rack_w, "rack_units_added": self.rack_units_added,
                 "cables": self.cables, "new_cables": self.new_cables,
                 "recabled_server_links": self.recabled_server_links, "violations": dict(self.violations),
+                "free_ports": dict(self.free_ports), "fewest_free_ports": self.fewest_free_ports,
                 "items": self.delta.to_dict()["lines"], "design": design_to_dict(self.design)}
 
 
@@ -480,7 +494,8 @@ def _price(opt: HardwareOption, installed: Installed, fab0, limits: UpgradeLimit
     new_cables = sum(x.added for x in delta.lines if x.category == "cable")
     changes = describe_hardware(fab0, fab)
     up = Upgrade(opt.design, NONE if not opt.moves else HARDWARE, opt.moves, changes, delta, fab.switch_counts(),
-                 site, bom.cable_count, int(new_cables), float(ru), recabled_server_links(fab0, fab))
+                 site, bom.cable_count, int(new_cables), float(ru), recabled_server_links(fab0, fab),
+                 free_ports=free_ports(fab, catalog))
     up.violations = _violations(up, limits)
     return up
 
@@ -502,6 +517,11 @@ def _violations(up: Upgrade, limits: UpgradeLimits) -> dict:
     if limits.max_recabled_server_links is not None and up.recabled_server_links > limits.max_recabled_server_links:
         v["max_recabled_server_links"] = (f"moves {up.recabled_server_links:,} server links to other leaves, over "
                                           f"{limits.max_recabled_server_links:,}")
+    if limits.min_free_ports is not None and up.free_ports:
+        tier, v_ = min(up.free_ports.items(), key=lambda kv: kv[1]["fewest_free"])
+        if v_["fewest_free"] < limits.min_free_ports:
+            v["min_free_ports"] = (f"leaves {v_['fewest_free']} free port(s) on a {tier} switch, under the "
+                                   f"{int(limits.min_free_ports)} to keep free on every switch")
     return v
 
 
@@ -582,7 +602,8 @@ def upgrade_front(installed: Installed, workload, limits: UpgradeLimits | None =
         kind = hw.kind if not pc else (FREE if hw.kind == NONE else HARDWARE)
         moves_ = hw.moves + (("policy",) if pc else ())
         u = Upgrade(d, kind, moves_, list(hw.changes) + pc, hw.delta, hw.switches, hw.site, hw.cables,
-                    hw.new_cables, hw.rack_units_added, hw.recabled_server_links, dict(hw.violations), p)
+                    hw.new_cables, hw.rack_units_added, hw.recabled_server_links, dict(hw.violations),
+                    dict(hw.free_ports), p)
         upgrades.append(u)
         return u
 

@@ -20,7 +20,7 @@ def register(sub) -> None:
             "list spares) and search its upgrades: more leaf or spine uplinks, a tier, a plane, faster uplinks, "
             "other NICs, a storage network, free policy. What stays installed costs nothing, what is added costs "
             "the catalog price, what is taken out brings its resale value (default 0). Every option within the "
-            "budget, rack power, facility power, rack units, cable count and re-cabling limits is evaluated on the "
+            "budget, rack power, facility power, rack units, cable count, free-port reserve and re-cabling limits is evaluated on the "
             "workload; the answer is the cheapest upgrade meeting the p99 target (a free policy change first when "
             "it suffices), and the front of upgrade cost vs p99. Details: docs/upgrade.md."
         ),
@@ -45,6 +45,8 @@ def register(sub) -> None:
     p.add_argument("--facility-power-kw", type=float, help="most power of servers plus network after it (kW)")
     p.add_argument("--free-rack-units", type=float, help="rack units free for new switches")
     p.add_argument("--max-cables", type=int, help="most cables after the upgrade")
+    p.add_argument("--min-free-ports", type=int,
+                   help="physical ports every switch keeps free after the upgrade (a reserve; default none)")
     p.add_argument("--max-recabled-links", type=int,
                    help="most server links moved to another leaf (0: only free ports of installed switches)")
     p.add_argument("--resale", type=float, default=0.0,
@@ -107,7 +109,8 @@ def run(args) -> int:
                  "new_cost_usd": float(bill_of_materials(build_fabric(ref, catalog), catalog).cost_usd)}
     limits = UpgradeLimits(budget_usd=args.budget_usd, rack_power_w=_kw(args.rack_power_kw),
                            facility_power_w=_kw(args.facility_power_kw), free_rack_units=args.free_rack_units,
-                           cable_count=args.max_cables, max_recabled_server_links=args.max_recabled_links,
+                           cable_count=args.max_cables, min_free_ports=args.min_free_ports,
+                           max_recabled_server_links=args.max_recabled_links,
                            p99_target_s=target_s, max_p99_under_failure_s=_ms(args.max_p99_under_failure_ms),
                            resale=args.resale)
     res = upgrade_front(installed, workload, limits, scenario=scenario, catalog=catalog, seed=args.seed,

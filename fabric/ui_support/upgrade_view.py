@@ -51,7 +51,8 @@ def upgrade_rows(result: Mapping) -> list[dict]:
                         if result.get("failure_front") else {}),
                      "facility power (kW)": u["facility_power_w"] / 1e3,
                      "max compute rack (kW)": u["max_compute_rack_w"] / 1e3,
-                     "servers re-cabled (links)": u["recabled_server_links"]})
+                     "servers re-cabled (links)": u["recabled_server_links"],
+                     "fewest free ports on a switch": u.get("fewest_free_ports")})
     return rows
 
 
