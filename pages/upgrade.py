@@ -52,13 +52,13 @@ def _upgrade(design_json: str, items_json: str, wl_key: str, cat_key: str, limit
 
 
 @st.cache_data(show_spinner="Planning the growth (every candidate of every stage is evaluated)...", max_entries=4)
-def _growth(base_json: str, stages: tuple, wl_key: str, cat_key: str, _workload, _catalog) -> dict:
+def _growth(base_json: str, stages: tuple, targets: tuple, wl_key: str, cat_key: str, _workload, _catalog) -> dict:
     from fabric.brownfield import GrowthStage, plan_growth
     from fabric.design import design_from_dict
     from fabric.workload.scale import scale_to
 
     base = design_from_dict(json.loads(base_json))
-    st_ = [GrowthStage(g, scale_to(_workload, g)) for g in stages]
+    st_ = [GrowthStage(g, scale_to(_workload, g), t) for g, t in zip(stages, targets)]
     return plan_growth(st_, base, catalog=_catalog, samples=32).to_dict()
 
 
@@ -210,24 +210,30 @@ st.download_button("Upgrade search (JSON)", json.dumps(res, indent=2, default=fl
 st.subheader("Staged growth")
 st.caption("GPU counts per stage: the workload is grown to each (data parallel); the plan buys, stage after stage, "
            "what the next fabric needs beyond what is installed and never takes a switch out; it is compared "
-           "with designing each stage from scratch.")
-g1, g2 = st.columns([2, 1])
+           "with designing each stage from scratch. Without p99 targets each stage's target is the p99 of the "
+           "full-bisection (1:1) fabric at that size + 2 %.")
+g1, g3, g2 = st.columns([2, 2, 1])
 stages_text = g1.text_input("Stages (GPUs)", value=f"{gpus0},{gpus0 * 4},{gpus0 * 16}", key="up_stages")
+targets_text = g3.text_input("p99 target per stage (ms, optional)", value="", key="up_stage_targets",
+                             placeholder="e.g. 900,950,1000; empty: full bisection + 2 %")
 if g2.button("Plan growth", key="up_plan"):
-    ss["up_plan_stages"] = stages_text
+    ss["up_plan_stages"] = (stages_text, targets_text)
 if ss.get("up_plan_stages"):
     from fabric.brownfield import parse_stages
+    from fabric.ui_support.upgrade_view import parse_stage_targets
 
     try:
-        stages = tuple(parse_stages(ss["up_plan_stages"]))
+        stages_in, targets_in = ss["up_plan_stages"]
+        stages = tuple(parse_stages(stages_in))
+        targets = parse_stage_targets(targets_in, len(stages))
         plan = _growth(json.dumps(design_to_dict(design.replace(oversubscription=(1.0, 1.0), spines=None)),
-                                  sort_keys=True), stages, wb.key, cb.key, wb.workload, cb.catalog)
+                                  sort_keys=True), stages, targets, wb.key, cb.key, wb.workload, cb.catalog)
     except FabricError as err:
         st.error(f"No growth plan: {C.public_message(err)}")
     else:
         st.success(C.md_text(plan["answer"]))
         for note in plan["notes"]:
-            st.warning(C.md_text(note))
+            (st.info if note.startswith("no p99 target given") else st.warning)(C.md_text(note))
         st.dataframe(pd.DataFrame(growth_rows(plan)), hide_index=True, width="stretch",
                      column_config={"buys (USD)": money, "from scratch new (USD)": money})
 

@@ -88,6 +88,21 @@ def test_upgrade_page_plans_growth():
     assert any("stage-1 switches are in use at the last stage" in s.value for s in at.success)
     table = at.dataframe[-1].value
     assert list(table["GPUs"]) == [256, 512, 1024]
+    # no targets given: the page says where they come from (full bisection + 2 %)
+    assert all(t.startswith("full-bisection") for t in table["target from"])
+    assert any("no p99 target given" in i.value for i in at.info)
+    # given targets (ms) are used as they are; 1 ms is met by no fabric, and the plan says so
+    at.text_input(key="up_stage_targets").set_value("1,1,1").run()
+    at.button(key="up_plan").click().run()
+    _ok(at)
+    table = at.dataframe[-1].value
+    assert list(table["p99 target (s)"]) == [0.001] * 3 and set(table["target from"]) == {"given"}
+    assert any("no candidate meets the p99 target" in w.value for w in at.warning)
+    at.text_input(key="up_stage_targets").set_value("1,x").run()
+    at.button(key="up_plan").click().run()
+    _ok(at)
+    assert any("p99 target per stage" in e.value for e in at.error)
+    at.text_input(key="up_stage_targets").set_value("").run()
     at.text_input(key="up_stages").set_value("512,256").run()
     at.button(key="up_plan").click().run()
     _ok(at)

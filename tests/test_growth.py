@@ -101,3 +101,65 @@ def test_parse_stages_errors():
         parse_stages("1k,4k")
     with pytest.raises(FabricError, match="give 2 to"):
         parse_stages("1024")
+
+
+# ------------------------------------------------------------------------------------------------ targets
+
+
+@pytest.fixture(scope="module")
+def mixtral():
+    from fabric.cli.common import load_workload_files
+
+    return load_workload_files(["sample_traces/mixtral-8x7b.json"])
+
+
+def test_default_target_is_the_full_bisection_fabric_even_for_an_oversubscribed_base(mixtral):
+    from fabric.design.presets import preset_design
+
+    base = preset_design("fat-tree", 1024).replace(oversubscription=(2.0, 1.0), name="2:1 base")
+    stages = [GrowthStage(g, scale_to(mixtral, g)) for g in (1024, 4096)]
+    plan = plan_growth(stages, base, samples=32)
+    for st, target, src in zip(stages, plan.targets_s, plan.target_from):
+        full = float(evaluate(preset_design("fat-tree", st.gpus), st.workload, Scenario(), seed=0,
+                              samples=32).step_time_s["p99"])
+        own = float(evaluate(base.replace(gpus=st.gpus, tiers=None, spines=None), st.workload, Scenario(), seed=0,
+                             samples=32).step_time_s["p99"])
+        assert target == pytest.approx(full * 1.02)            # the 1:1 fabric's p99 + 2 %, not the base's own
+        assert own > target                                     # the 2:1 base itself does not qualify
+        assert src.startswith("full-bisection clos on ib-ndr-64x400")
+    assert plan.notes[0].startswith("no p99 target given for stage(s) 1, 2")
+    assert plan.to_dict()["stages"][0]["p99_target_from"] == plan.target_from[0]
+    given = plan_growth([GrowthStage(g, scale_to(mixtral, g), 10.0) for g in (1024, 4096)], base, samples=32)
+    assert given.target_from == ["given", "given"] and not any("no p99 target" in n for n in given.notes)
+
+
+def test_a_tighter_target_changes_the_plan(mixtral):
+    stages = [GrowthStage(g, scale_to(mixtral, g)) for g in (1024, 4096)]
+    loose = plan_growth(stages, samples=32)
+    first = loose.plan[0]
+    # a stage-1 target just under the default plan's stage-1 p99: that fabric no longer qualifies
+    tight_target = first.p99_s * (1 - 1e-6)
+    tight = plan_growth([GrowthStage(1024, stages[0].workload, tight_target),
+                         GrowthStage(4096, stages[1].workload, loose.targets_s[1])], samples=32)
+    assert tight.plan[0].design != first.design
+    assert tight.plan[0].p99_s <= tight_target
+    # the qualifying set shrank, so the cheapest plan can only cost as much or more
+    assert tight.total_usd >= loose.total_usd - 1e-6
+    assert len(tight.candidates[0]) < len(loose.candidates[0])
+
+
+def test_candidate_counts_say_how_many_miss_the_target(mixtral):
+    # the counts per stage are of every candidate evaluated, not only those that qualify
+    from fabric.brownfield.growth import stage_candidates
+    from fabric.design.presets import preset_design
+
+    base = preset_design("fat-tree", 1024)
+    stages = [GrowthStage(g, scale_to(mixtral, g)) for g in (1024, 4096)]
+    plan = plan_growth(stages, samples=32)
+    for st, row, target in zip(stages, plan.to_dict()["stages"], plan.targets_s):
+        cs = stage_candidates(base, st.gpus)
+        p99 = [float(evaluate(c.design, st.workload, Scenario(), seed=0, samples=32).step_time_s["p99"]) for c in cs]
+        assert row["candidates"] == len(cs)
+        assert row["candidates_meeting_target"] == sum(p <= target * (1 + 1e-9) for p in p99)
+    # the 2:1 fabrics on 64 x 400G NDR switches are over 2 % slower than the 1:1 one at 1,024 GPUs here
+    assert plan.to_dict()["stages"][0]["candidates_meeting_target"] < plan.to_dict()["stages"][0]["candidates"]

@@ -32,6 +32,7 @@ from fabric.brownfield.inventory import Delta, Inventory, bom_delta
 from fabric.errors import DesignError, FabricError
 
 __all__ = ["GrowthStage", "Candidate", "GrowthPlan", "stage_candidates", "plan_growth", "parse_stages",
+           "full_bisection",
            "LEAF_RATIOS", "SPINE_RATIOS", "MAX_STAGES"]
 
 #: Leaf and spine oversubscription tried per stage: non-blocking and the two common oversubscribed ratios.
@@ -61,8 +62,8 @@ def parse_stages(text: str) -> list[int]:
 
 @dataclass(frozen=True)
 class GrowthStage:
-    """One stage: its GPU count, its workload and its p99 target (``None``: the base design's p99 at that size,
-    plus the plan's tolerance)."""
+    """One stage: its GPU count, its workload and its p99 target (``None``: the p99 of the base design's
+    full-bisection version at that size, plus the plan's tolerance: :func:`plan_growth`)."""
 
     gpus: int
     workload: object
@@ -103,7 +104,7 @@ class GrowthPlan:
 
     stages: list                  # GrowthStage
     targets_s: list
-    candidates: list              # per stage: [Candidate]
+    candidates: list              # per stage: [Candidate] meeting its target (the fastest when none does)
     plan: list                    # per stage: Candidate
     purchases: list               # per stage: Delta from the stage before (stage 1: from nothing)
     scratch: list                 # per stage: Candidate (cheapest meeting the target, bought new)
@@ -111,6 +112,8 @@ class GrowthPlan:
     answer: str
     discard_allowed: bool = False
     notes: list = field(default_factory=list)
+    target_from: list = field(default_factory=list)     # per stage: where its p99 target comes from, in words
+    considered: list = field(default_factory=list)      # per stage: candidates built and evaluated
 
     @property
     def total_usd(self) -> float:
@@ -152,14 +155,16 @@ class GrowthPlan:
         rows = []
         for i, st in enumerate(self.stages):
             p, s = self.plan[i], self.scratch[i]
-            rows.append({"gpus": st.gpus, "p99_target_s": self.targets_s[i], "plan": p.to_dict(),
+            rows.append({"gpus": st.gpus, "p99_target_s": self.targets_s[i],
+                         "p99_target_from": self.target_from[i] if i < len(self.target_from) else None,
+                         "plan": p.to_dict(),
                          "buy_usd": self.purchases[i].added_usd, "buy": self.purchases[i].added(),
                          "take_out": self.purchases[i].removed(),
                          "take_out_value_usd": _removed_value(self.purchases[i]),
                          "scratch": s.to_dict(),
                          "scratch_throws_away": self.scratch_moves[i].removed() if i else {},
                          "scratch_throws_away_usd": _removed_value(self.scratch_moves[i]) if i else 0.0,
-                         "candidates": len(self.candidates[i]),
+                         "candidates": self.considered[i] if i < len(self.considered) else len(self.candidates[i]),
                          "candidates_meeting_target": sum(c.meets for c in self.candidates[i])})
         return {"answer": self.answer, "total_usd": self.total_usd, "scratch_total_usd": self.scratch_total_usd,
                 "scratch_grown_usd": self.scratch_grown_usd,
@@ -230,8 +235,11 @@ def plan_growth(stages, base=None, *, catalog=None, scenario=None, seed: int = 0
     """Plan the purchases of ``stages`` (:class:`GrowthStage`, growing GPU counts) from ``base`` (a design; its
     size is ignored; default the full-bisection fat tree) and compare with designing each stage from scratch.
 
-    A stage without a p99 target gets the base design's p99 at that size times ``1 + tolerance``. ``progress(done,
-    total)`` is told after each stage's evaluations.
+    A stage without a p99 target gets the p99 of the base design's **full-bisection version** at that size (the
+    same family, GPU, NIC and switch model with 1:1 leaves and spines, the tiers the size needs) times ``1 +
+    tolerance``: a non-blocking fabric is the reference whatever the base's oversubscription, so oversubscribed
+    candidates qualify only where the workload does not feel it. The plan says so (``target_from`` and a note).
+    ``progress(done, total)`` is told after each stage's evaluations.
     """
     from fabric.design.presets import preset_design
     from fabric.evaluate import Scenario, evaluate
@@ -254,18 +262,22 @@ def plan_growth(stages, base=None, *, catalog=None, scenario=None, seed: int = 0
         except DesignError:
             return None
 
-    cands, targets, notes = [], [], []
+    cands, targets, notes, target_from, considered = [], [], [], [], []
     for k, st in enumerate(stages):
         cs = stage_candidates(base, st.gpus, catalog, switch_models=switch_models)
         for c in cs:
             c.p99_s = p99(c.design, st.workload)
         target = st.p99_target_s
         if target is None:
-            ref = p99(base.replace(gpus=st.gpus, tiers=None, spines=None), st.workload)
+            ref = p99(full_bisection(base, st.gpus), st.workload)
             if ref is None:
-                raise DesignError(f"stage {k + 1} ({st.gpus:,} GPUs): the base design cannot run this workload; "
-                                  f"give a p99 target")
+                raise DesignError(f"stage {k + 1} ({st.gpus:,} GPUs): the base design's full-bisection version "
+                                  f"cannot run this workload; give a p99 target")
             target = ref * (1 + tolerance)
+            target_from.append(f"full-bisection {base.family} on {base.switch_model} "
+                               f"({ref * 1e3:,.1f} ms) + {tolerance * 100:g} %")
+        else:
+            target_from.append("given")
         targets.append(target)
         for c in cs:
             c.meets = c.p99_s is not None and c.p99_s <= target * (1 + 1e-9)
@@ -277,6 +289,7 @@ def plan_growth(stages, base=None, *, catalog=None, scenario=None, seed: int = 0
             if fastest is not None:
                 fastest.meets = True
         cands.append([c for c in cs if c.meets])
+        considered.append(len(cs))
         if progress is not None:
             progress(k + 1, len(stages))
     # from scratch: the cheapest qualifying design of each stage, bought new
@@ -291,9 +304,22 @@ def plan_growth(stages, base=None, *, catalog=None, scenario=None, seed: int = 0
         plan, discard_allowed = _shortest(cands, True)
     purchases = [bom_delta(empty, plan[0].inventory)] + \
         [bom_delta(a.inventory, b.inventory) for a, b in zip(plan, plan[1:])]
-    result = GrowthPlan(stages, targets, cands, plan, purchases, scratch, scratch_moves, "", discard_allowed, notes)
+    defaulted = [i + 1 for i, t in enumerate(target_from) if t != "given"]
+    if defaulted:
+        notes.insert(0, f"no p99 target given for stage(s) {', '.join(map(str, defaulted))}: each is the p99 of "
+                        f"the base design's full-bisection version ({base.family} on {base.switch_model}, 1:1) at "
+                        f"that size + {tolerance * 100:g} %; give targets to plan for another step time")
+    result = GrowthPlan(stages, targets, cands, plan, purchases, scratch, scratch_moves, "", discard_allowed, notes,
+                        target_from, considered)
     result.answer = _answer(result)
     return result
+
+
+def full_bisection(base, gpus: int):
+    """``base`` at ``gpus`` GPUs with 1:1 leaves and spines and the tiers the size needs: the reference of the
+    default p99 targets."""
+    return base.replace(gpus=gpus, tiers=None, spines=None, oversubscription=(1.0, 1.0),
+                        name=f"{base.name.split(' (')[0]} full bisection ({gpus:,} GPUs)")
 
 
 def _shortest(cands, allow_discard: bool):

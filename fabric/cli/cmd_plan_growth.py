@@ -17,11 +17,11 @@ def register(sub) -> None:
         help="staged growth (e.g. 1024,4096,16384 GPUs): purchases per stage that throw nothing away",
         description=(
             "Plan the purchases of a cluster growing in stages: at each stage the fabric must meet its p99 target "
-            "(default: the base design's p99 at that size plus --tolerance) and no switch bought earlier may be "
-            "taken out. Each stage's candidates (the base design on each switch model of its kind, with the tiers "
-            "the size needs or one more, and 1:1 / 1.5:1 / 2:1 leaves and spines) are evaluated on the stage's "
-            "workload; the plan is the cheapest sequence of purchases, compared with designing each stage from "
-            "scratch. Details: docs/upgrade.md."
+            "(default: the p99 of the base design's full-bisection version, 1:1, at that size plus --tolerance) "
+            "and no switch bought earlier may be taken out. Each stage's candidates (the base design on each "
+            "switch model of its kind, with the tiers the size needs or one more, and 1:1 / 1.5:1 / 2:1 leaves "
+            "and spines) are evaluated on the stage's workload; the plan is the cheapest sequence of purchases, "
+            "compared with designing each stage from scratch. Details: docs/upgrade.md."
         ),
         epilog=("examples:\n  fabric plan-growth --stages 1024,4096,16384 -w sample_traces/mixtral-8x7b.json\n"
                 "  fabric plan-growth --stages 512,2048 -w w.json -d dgx-h100-superpod --p99-target-ms 900,950 "
@@ -36,7 +36,8 @@ def register(sub) -> None:
                    help="base design: family, GPU, NIC and switch kind (default fat-tree); its size is ignored")
     p.add_argument("--p99-target-ms", metavar="LIST", help="p99 target per stage (ms), comma list")
     p.add_argument("--tolerance", type=float, default=0.02,
-                   help="without targets: a stage's target is the base design's p99 times 1 + this (default 0.02)")
+                   help="without targets: a stage's target is the p99 of the base design at 1:1 (full bisection) "
+                        "at that size times 1 + this (default 0.02)")
     p.add_argument("--allow-discard", action="store_true",
                    help="allow plans that take out switches bought earlier (default: never)")
     p.add_argument("--scenario", "-s", default="baseline", help="scenario preset, file or inline JSON")
@@ -84,6 +85,7 @@ def run(args) -> int:
     print()
     for i, s in enumerate(out["stages"]):
         print(f"stage {i + 1}: {s['gpus']:,} GPUs, p99 target {s['p99_target_s'] * 1e3:,.1f} ms "
+              f"[{s['p99_target_from']}] "
               f"({s['candidates_meeting_target']} of {s['candidates']} candidates meet it)")
         print(f"  plan:    {s['plan']['label']}, p99 {s['plan']['p99_s'] * 1e3:,.1f} ms; buys ${s['buy_usd']:,.0f}"
               + (f"; takes out {s['take_out']} (cost ${s['take_out_value_usd']:,.0f})" if s["take_out"] else ""))

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from fabric.ui_support.charts import FONT_SIZE, money_text, style, time_unit
 
-__all__ = ["installed_design", "upgrade_rows", "upgrade_figure", "growth_rows", "KIND_NAMES",
+__all__ = ["installed_design", "upgrade_rows", "upgrade_figure", "growth_rows", "parse_stage_targets", "KIND_NAMES",
            "LEAF_RATIO_CHOICES"]
 
 #: Names of the upgrade kinds as the page shows them.
@@ -115,9 +115,27 @@ def growth_rows(plan: Mapping) -> list[dict]:
     rows = []
     for i, s in enumerate(plan["stages"]):
         rows.append({"stage": i + 1, "GPUs": s["gpus"], "p99 target (s)": s["p99_target_s"],
+                     "target from": s.get("p99_target_from") or "given",
                      "plan": s["plan"]["label"], "plan p99 (s)": s["plan"]["p99_s"], "buys (USD)": s["buy_usd"],
                      "takes out": ", ".join(f"{n:,} {m}" for m, n in s["take_out"].items()) or "nothing",
                      "from scratch": s["scratch"]["label"], "from scratch new (USD)": s["scratch"]["cost_usd"],
                      "from scratch throws away": ", ".join(f"{n:,} {m}" for m, n in
                                                            s["scratch_throws_away"].items()) or "nothing"})
     return rows
+
+
+def parse_stage_targets(text: str, stages: int) -> tuple:
+    """``"900, 950"`` (ms) -> ``(0.9, 0.95)`` seconds, one per stage; empty -> ``(None,) * stages`` (the default
+    targets of :func:`fabric.brownfield.plan_growth`)."""
+    from fabric.errors import FabricError
+
+    text = str(text or "").strip()
+    if not text:
+        return (None,) * stages
+    try:
+        out = tuple(float(x) / 1e3 for x in text.split(",") if x.strip())
+    except ValueError as err:
+        raise FabricError(f"p99 target per stage: expected numbers of ms separated by commas, got {text!r}") from err
+    if len(out) != stages or any(not (t > 0 and t < float("inf")) for t in out):
+        raise FabricError(f"p99 target per stage: give one target > 0 ms per stage ({stages}), got {text!r}")
+    return out
