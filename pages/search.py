@@ -211,8 +211,7 @@ def draw(snap, *, live: bool) -> None:
     left, right = st.columns([2, 1])
     with left:
         y_title = axes[y_col]
-        cost_name = serving_front.objectives_text(cons, only)[0]
-        st.subheader(f"Pareto front: {cost_name} vs {y_title}")
+        st.subheader(f"Pareto front: network capex vs {y_title}")
         fig = charts.pareto_figure(snap.front, snap.baselines, others=others, p99_target_s=cons.p99_target_s,
                                    budget_usd=cons.budget_usd, height=400, y_col=y_col, y_title=y_title,
                                    step_word="unloaded request" if only else "step")

@@ -112,3 +112,15 @@ def test_compare_page_of_a_serving_only_workload_shows_serving_rows_and_no_step(
     assert any(s.value == "Unloaded request CDFs" for s in at.subheader)
     text = "\n".join(str(m.value) for m in at.markdown)
     assert "p99 step" not in text
+
+
+def test_the_caption_names_every_objective_that_chose_the_front():
+    from fabric.ui_support.serving_front import front_caption
+
+    two = front_caption(Constraints(), "p99_s", serving_only=False)
+    assert "chosen on 2 objectives: network capex, p99 step time." in two and "dominated" not in two
+    c = Constraints(optimize_power=True, cost_objective="cost_per_step", inference_objective="slo_attainment")
+    four = front_caption(c, "serving_slo_attainment", serving_only=False)
+    assert ("chosen on 4 objectives: cost per step, p99 step time, network power, serving SLO attainment "
+            "(maximized)") in four
+    assert "upper-left is better" in four and "may look dominated here" in four

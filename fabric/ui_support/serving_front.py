@@ -84,7 +84,7 @@ def front_caption(constraints, y_col: str, serving_only: bool) -> str:
     y = front_axis_options([{y_col: 0}], serving_only).get(y_col, y_col)
     unit = "share of requests in %" if SERVING_COLUMNS.get(y_col, ("", "time"))[1] == "share" else "time"
     better = "upper-left" if y_col == "serving_slo_attainment" else "lower-left"
-    out = (f"x: {objs[0]} in USD; y: {y} ({unit}); {better} is better. The front was chosen on "
+    out = (f"x: network capex in USD; y: {y} ({unit}); {better} is better. The front was chosen on "
            f"{len(objs)} objectives: {', '.join(objs)}.")
     if len(objs) > 2:
         out += (" This chart draws two of them, so a front design may look dominated here: it wins on an "
