@@ -386,3 +386,34 @@ def test_the_advisor_ranks_changes_by_the_serving_tail_and_offers_the_free_traff
     plain = advise(Design(gpus=64), preset_workload("llama3-70b", gpus=64), samples=32)
     assert "serving_advice" not in plain
     assert not any("serving" in a["change"] for a in plain["advice"] + plain["not_helping"])
+
+
+def test_the_search_turns_the_serving_class_on_where_it_makes_a_cheaper_design_meet_a_serving_limit():
+    from fabric.search.constraints import Constraints
+    from fabric.search.run import exhaustive_search
+    from fabric.search.space import DesignSpace
+
+    wl = _shared_workload(ckpt=True)        # training + its checkpoints + a service sharing a leaf
+    space = dict(gpus=128, families=("clos",), switch_models=("ib-ndr-64x400",), nic_models=("nic-cx7-400",),
+                 nics_per_gpu=(1.0,), routings=("ecmp",), transports=("infiniband",), placements=("packed",),
+                 oversubscriptions=(1, 2, 4), uplink_speed_factors=(1,), qps=(1,), planes=(1,),
+                 inference_ttft_p99_s=0.100)
+    # the gene exists for a workload with a serving job only (it changes nothing for training)
+    assert "serving_class" in DesignSpace(Constraints(**space), serving=True).policy_genes
+    assert "serving_class" not in DesignSpace(Constraints(**space)).names
+    free = exhaustive_search(wl, Constraints(**space), samples=64)
+    without = exhaustive_search(wl, Constraints(**space, serving_classes=(False,)), samples=64)
+    assert not any(r["serving_class"] for r in without.records)
+    cheap = min(free.front, key=lambda r: r["cost_usd"])
+    cheap_without = min(without.front, key=lambda r: r["cost_usd"])
+    assert cheap["serving_class"] and cheap["cost_usd"] < cheap_without["cost_usd"]
+    assert cheap["serving_ttft_p99_s"] <= 0.100
+    # the same hardware with the class off costs the same and breaks the serving limit only: the class (free
+    # policy) is what makes the cheaper design feasible
+    twin = next(r for r in free.records if not r["serving_class"] and r["design"] != cheap["design"]
+                and all(r[c] == cheap[c] for c in ("oversub_leaf", "oversub_spine", "storage_isolation",
+                                                   "in_network_reduction", "routing", "qps_per_connection")))
+    assert twin["cost_usd"] == cheap["cost_usd"] and not twin["feasible"]
+    assert twin["violations"]["inference_ttft"] > 0
+    assert all(v <= 0 for k, v in twin["violations"].items() if k != "inference_ttft")
+    assert "+serving class" in cheap["design"] and "+serving class" in free.front_frame()["policy"].iloc[0]

@@ -124,3 +124,21 @@ def test_the_caption_names_every_objective_that_chose_the_front():
     assert ("chosen on 4 objectives: cost per step, p99 step time, network power, serving SLO attainment "
             "(maximized)") in four
     assert "upper-left is better" in four and "may look dominated here" in four
+
+
+def test_a_front_design_with_the_serving_class_keeps_it_through_its_genes_and_link():
+    from fabric.design import Design
+    from fabric.ui_support.designs import design_from_record, design_genes, short_label
+    from fabric.ui_support.urlstate import decode_genes, encode_genes
+
+    d = Design(name="x", family="clos", gpus=64, nic_model="nic-cx7-400", switch_model="ib-ndr-64x400",
+               serving_class=True)
+    g = design_genes(d)
+    assert g["serving_class"] is True and short_label(g).endswith("+serving class")
+    text = encode_genes(g)
+    assert text.endswith(",s1") and decode_genes(text) == g
+    assert design_from_record(g, gpus=64).serving_class
+    # a design without it keeps the link of before (no extra token)
+    plain = design_genes(d.replace(serving_class=False))
+    assert "serving_class" not in plain and not encode_genes(plain).endswith("s1")
+    assert not design_from_record(decode_genes(encode_genes(plain)), gpus=64).serving_class

@@ -43,12 +43,14 @@ def gene_frame(designs: Mapping[str, object], *, only_differences: bool = False)
     """Genes (rows) of each design (columns), hardware first then free policy (the ``kind`` column), with a
     ``differs`` column; ``designs`` maps name -> Design."""
     genes = {name: design_genes(d) for name, d in designs.items()}
+    # the serving traffic class is a row only when a design turns it on (it matters to serving workloads only)
+    extra = ("serving_class",) if any(g.get("serving_class") for g in genes.values()) else ()
     rows = []
     for kind in (HARDWARE, POLICY):
-        for g in GENE_COLUMNS:
+        for g in GENE_COLUMNS + extra:
             if gene_kind(g) != kind:
                 continue
-            vals = {name: gene_value_text(g, genes[name][g]) for name in genes}
+            vals = {name: gene_value_text(g, genes[name].get(g, False)) for name in genes}
             differs = len(set(vals.values())) > 1
             if only_differences and not differs:
                 continue
