@@ -348,12 +348,7 @@ def check_inference_limits(workload, constraints: Constraints) -> None:
     """A clear error when the constraints limit a serving job's latency that the workload does not have."""
     if not constraints.has_inference_limits:
         return
-    from fabric.search.robust import RobustObjective
-
-    if isinstance(workload, RobustObjective):
-        raise FabricError("constraints inference_*: serving latency limits are not combined with a robust objective "
-                          "yet; search the shared workload itself")
-    if not any(j.serving is not None for j in workload.jobs):
+    if not has_serving_jobs(workload):
         raise FabricError("constraints inference_*: the workload has no serving job (an inference job with a "
                           "request structure, e.g. fabric synth --preset llama3-70b-online); drop the inference "
                           "limits or add one")
