@@ -458,3 +458,18 @@ def test_a_robust_search_limits_the_serving_p99_of_its_worst_case():
         fd = design_from_record(r, gpus=128)
         for w in (calm, bursty):
             assert evaluate_record(fd, w, Scenario(), 0, 64, None, c)["serving_ttft_p99_s"] <= 0.100
+
+
+@pytest.mark.parametrize("flags", [["--scaling"], ["--scenario", "bigger-cluster"]])
+def test_weak_scaling_of_a_serving_job_is_refused_in_one_line_saying_why_and_what_to_do(tmp_path, capsys, flags):
+    from fabric.cli.main import main
+
+    wl = tmp_path / "srv.json"
+    assert main(["synth", "--preset", "llama3-70b-disagg", "--gpus", "64", "--out", str(wl)]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", "-w", str(wl), "-d", "fat-tree", "--gpus", "64", *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "'llama3-70b-disagg' is a serving job" in err                           # what
+    assert "data-parallel" in err and "replicas" in err                           # why
+    assert "fabric synth --preset NAME --gpus N" in err and "request_rate_per_s" in err     # what to do
