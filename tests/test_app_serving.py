@@ -79,14 +79,20 @@ def test_constraints_page_sets_serving_limits_for_a_serving_workload_and_the_lin
     assert c.inference_tpot_p99_s == 0.08 and c.inference_slo_attainment == 0.99
     assert c.inference_objective == "tpot_p99" and c.inference_ttft_p99_s is None
     assert at.query_params["inference_tpot_p99_s"] == "0.08" and at.query_params["inference_objective"] == "tpot_p99"
+    # the serving class is a gene unless the fabric has no traffic class free for it
+    assert at.toggle(key="con_serving_class").value and c.serving_classes == (False, True)
+    at.toggle(key="con_serving_class").set_value(False).run()
+    assert at.session_state["constraints"].serving_classes == (False,)
+    assert at.query_params["serving_classes"] == "0"
     # a link with them opens with them
     link = AppTest.from_file(APP, default_timeout=90)
     for k, v in {"evals": "40", "wl": "sample:deepseek-v3-ep-decode.json", "inference_tpot_p99_s": "0.08",
-                 "inference_slo_attainment": "0.99"}.items():
+                 "inference_slo_attainment": "0.99", "serving_classes": "0"}.items():
         link.query_params[k] = v
     link.run()
     assert link.session_state["constraints"].inference_tpot_p99_s == 0.08
     assert link.session_state["constraints"].inference_slo_attainment == 0.99
+    assert link.session_state["constraints"].serving_classes == (False,)
 
 
 def _finish(at) -> None:
