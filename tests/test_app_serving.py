@@ -125,10 +125,16 @@ def test_search_page_of_a_serving_only_workload_names_its_axes_and_shows_serving
     # the front table carries the serving figures, in ms and %, and calls p99_s what it is
     table = next(d for d in at.dataframe if "serving_tpot_p99_s" in d.value.columns).value
     res = at.session_state["search_job"].snapshot().result
-    cheapest = min(res.front, key=lambda r: r["cost_usd"])
-    row = table[table["design"] == cheapest["design"]].iloc[0]
-    assert abs(row["serving_tpot_p99_s"] - cheapest["serving_tpot_p99_s"] * 1e3) < 1e-9
-    assert abs(row["serving_slo_attainment"] - cheapest["serving_slo_attainment"] * 100) < 1e-9
+    import math
+
+    for r in res.front:
+        row = table[table["design"] == r["design"]].iloc[0]
+        if r["serving_tpot_p99_s"] >= 1e8:       # load above what this design sustains: no finite latency shown
+            assert math.isnan(row["serving_tpot_p99_s"]) and row["serving_slo_attainment"] == 0
+        else:
+            assert abs(row["serving_tpot_p99_s"] - r["serving_tpot_p99_s"] * 1e3) < 1e-9
+            assert abs(row["serving_slo_attainment"] - r["serving_slo_attainment"] * 100) < 1e-9
+    assert any(r["serving_tpot_p99_s"] < 1e8 for r in res.front)
     # drawn on the unloaded request instead: the axis says so, never "step time"
     at.radio(key="front_y").set_value("p99_s").run()
     assert not at.exception, [e.value for e in at.exception]
