@@ -55,7 +55,9 @@ def review_brief(front: list[dict], baselines: list[dict], workload, constraints
     kw = dict(catalog=catalog, seed=seed, samples=samples, transport_overrides=transport_overrides)
     ev = evaluate(design, workload, **kw)
     p99 = float(ev.step_time_s["p99"])
-    out = {"design": rec["design"], "rule": advice.rule, "cost_usd": float(ev.cost_usd), "p99_s": p99,
+    has_training = any(j.kind == "training" for j in workload.jobs)
+    out = {"serving": _serving(ev), "serving_only": bool(ev.serving) and not has_training,
+           "design": rec["design"], "rule": advice.rule, "cost_usd": float(ev.cost_usd), "p99_s": p99,
            "p50_s": float(ev.step_time_s["p50"]), "power_w": float(ev.power_w),
            "reference": None if advice.reference is None else
            {"design": advice.reference["design"], "cost_usd": advice.reference["cost_usd"],
@@ -70,7 +72,7 @@ def review_brief(front: list[dict], baselines: list[dict], workload, constraints
         try:
             e2 = evaluate(design, workload, SCENARIO_PRESETS[name], **kw)
             whatifs.append({"scenario": name, "p99_s": float(e2.step_time_s["p99"]),
-                            "change": float(e2.step_time_s["p99"]) / p99 - 1})
+                            "change": float(e2.step_time_s["p99"]) / p99 - 1, "serving": _serving(e2)})
         except FabricError as err:
             whatifs.append({"scenario": name, "p99_s": None, "change": None, "error": " ".join(str(err).split())})
     out["what_ifs"] = whatifs
@@ -79,6 +81,24 @@ def review_brief(front: list[dict], baselines: list[dict], workload, constraints
     out["economics"] = economics(ev, design, catalog=catalog, params=constraints.economics())
     out["explanation"] = explain_step(ev)
     return out
+
+
+def _serving(ev) -> dict:
+    """Each serving job's p99 TTFT, p99 TPOT (None when its load exceeds its capacity), SLO attainment, load."""
+    out = {}
+    for name, m in ev.serving.items():
+        ok = bool(m["stable"])
+        out[name] = {"stable": ok, "ttft_p99_s": float(m["ttft_s"]["p99"]) if ok else None,
+                     "tpot_p99_s": float(m["tpot_s"]["p99"]) if ok else None,
+                     "slo_attainment": m.get("slo_attainment") if ok else 0.0, "load": float(m["load"])}
+    return out
+
+
+def _serving_text(m: dict) -> str:
+    if not m["stable"]:
+        return f"load {m['load']:.0%} of capacity: queues grow without bound"
+    att = "" if m["slo_attainment"] is None else f", SLO attainment {m['slo_attainment']:.1%}"
+    return f"p99 TTFT {_t(m['ttft_p99_s'])}, p99 TPOT {_t(m['tpot_p99_s'])}{att}"
 
 
 def _t(s: float) -> str:
@@ -97,6 +117,10 @@ def brief_sections(b: dict) -> list[tuple[str, list[str]]]:
         buy.append(f"Against the baseline '{r['design']}' (${r['cost_usd']:,.0f}, p99 {_t(r['p99_s'])}): "
                    f"{'saves' if d >= 0 else 'costs'} ${abs(d):,.0f}, p99 {b['p99_s'] / r['p99_s'] - 1:+.1%}.")
     sections = [("The design to buy", buy)]
+    if b.get("serving"):
+        sections.append(("Serving latency", [
+            f"Serving job '{name}' at its offered load ({m['load']:.0%} of capacity): {_serving_text(m)}."
+            for name, m in b["serving"].items()]))
     ru = b.get("runner_up")
     if ru:
         if ru["relation"] == "cheaper":
@@ -124,7 +148,9 @@ def brief_sections(b: dict) -> list[tuple[str, list[str]]]:
     if r["gpus_lost_on_worst_switch_failure"]:
         res.append(f"A leaf failure takes {r['gpus_lost_on_worst_switch_failure']:,} GPUs out of the job.")
     sections.append(("Resilience", res))
-    sections.append(("What if", [f"{w['scenario']}: " + (f"p99 {_t(w['p99_s'])} ({w['change']:+.1%})"
+    sections.append(("What if", [f"{w['scenario']}: " + (f"p99 step {_t(w['p99_s'])} ({w['change']:+.1%})"
+                                                        + "".join(f"; '{n}' {_serving_text(m)}"
+                                                                  for n, m in (w.get("serving") or {}).items())
                                                         if w["p99_s"] is not None else w.get("error", "n/a"))
                                  for w in b["what_ifs"]]))
     fixes = [b["fixes"]["answer"][0].upper() + b["fixes"]["answer"][1:] + "."]
@@ -138,4 +164,14 @@ def brief_sections(b: dict) -> list[tuple[str, list[str]]]:
         f"{e['params']['life_years']:g} years, PUE {e['params']['pue']:g}, ${e['params']['electricity_usd_per_kwh']:g}"
         f"/kWh); the network is {e['network_usd_per_step'] / e['usd_per_step']:.1%} of it; GPUs wait on the network "
         f"{e['gpu_idle_fraction_network']:.1%} of the step (${e['idle_usd_per_step']:,.2f} per step)."]))
+    if b.get("serving_only"):      # a serving-only workload has no step: its "step" is one unloaded request
+        sections = [(h, [_unloaded(x) for x in lines]) for h, lines in sections]
+        sections = [("Cost per unloaded request" if h == "Cost per step" else h, lines) for h, lines in sections]
     return sections
+
+
+def _unloaded(line: str) -> str:
+    for a, z in (("p99 step", "p99 unloaded request"), ("of the step", "of the unloaded request"),
+                 ("per step", "per unloaded request")):
+        line = line.replace(a, z)
+    return line

@@ -579,6 +579,8 @@ def genes_of_record(rec: dict) -> dict:
         g[k] = float(g[k] or 0.0)
     if rec.get("design_tiers"):              # a baseline drawn with a fixed number of tiers keeps it
         g["design_tiers"] = int(rec["design_tiers"])
+    if rec.get("serving_class"):             # serving traffic in a class of its own (free policy)
+        g["serving_class"] = True
     return g
 
 

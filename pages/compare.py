@@ -7,7 +7,7 @@ import streamlit as st
 
 from pages import _common as C
 from fabric.errors import FabricError
-from fabric.ui_support import charts
+from fabric.ui_support import charts, serving_front
 from fabric.ui_support.compare import best_free_policy, gene_frame, metrics_frame, money_deltas, money_split
 from fabric.ui_support.designs import design_genes, short_label
 
@@ -41,6 +41,8 @@ if len(picked) < 2:
     C.stop()
 
 rows, samples, designs = [], {}, {}
+serving_only = serving_front.is_serving_only(C.workload_bundle().workload)   # its "step" is one unloaded request
+serving = serving_front.has_serving(C.workload_bundle().workload)
 for p in picked:
     entry = by_label[p]
     try:
@@ -55,19 +57,33 @@ for p in picked:
     designs[name] = d
     samples[name] = ev.step_samples_s
     rows.append({"name": name, "cost_usd": ev.cost_usd, "power_w": ev.power_w, "step_time_s": ev.step_time_s,
-                 "lower_bound_s": ev.lower_bound_s})
+                 "lower_bound_s": ev.lower_bound_s, "serving": ev.serving, "serving_only": serving_only})
 if len(rows) < 2:
     C.stop()
 
 st.subheader("Side by side")
 st.dataframe(metrics_frame(rows), width="stretch")
-st.caption("One column per design (full names), network capex (USD), network power (kW), step-time percentiles and "
-           "the lower bound (seconds), from the same workload and seed.")
-st.subheader("Step-time CDFs")
-st.plotly_chart(charts.cdf_overlay_figure(samples, height=360 + 24 * len(samples)), width="stretch", theme=None,
-                key="cmp_cdf")
-st.caption("Share of steps finishing within a time (x); a curve further left is faster, dots mark each design's "
-           "p99.")
+st.caption("One column per design (full names), network capex (USD), network power (kW), "
+           + ("each serving job's p99 time to first token (TTFT) and per output token (TPOT) in ms at its offered "
+              "load and its SLO attainment in %, " if serving else "")
+           + ("the unloaded request's percentiles (one request's critical path, no queueing) and the lower bound "
+              if serving_only else "step-time percentiles and the lower bound ")
+           + "(seconds), from the same workload and seed.")
+st.subheader("Unloaded request CDFs" if serving_only else "Step-time CDFs")
+st.plotly_chart(charts.cdf_overlay_figure(samples, height=360 + 24 * len(samples),
+                                          what="unloaded request" if serving_only else "step"),
+                width="stretch", theme=None, key="cmp_cdf")
+st.caption(("Share of unloaded requests (critical path, no queueing)" if serving_only else "Share of steps")
+           + " finishing within a time (x); a curve further left is faster, dots mark each design's p99.")
+
+
+
+def _words(text: str) -> str:
+    """A sentence of the money split in the workload's terms: a serving-only workload has no step."""
+    if not serving_only:
+        return text
+    return text.replace("p99 step-time", "p99 unloaded-request time").replace("p99 step", "p99 unloaded request")
+
 
 st.subheader("What money buys")
 ref_name, ref_design = next(iter(designs.items()))
@@ -80,22 +96,22 @@ except FabricError as err:
 if best is not None:
     if best["changes"]:
         st.markdown(f"- **Free first**: on the hardware of '{C.md_text(ref_name)}', the best free policy "
-                    f"({C.md_text(', '.join(best['changes']))}) makes the p99 step "
+                    f"({C.md_text(', '.join(best['changes']))}) makes the {_words('p99 step')} "
                     f"{-best['delta_p99_s'] * 1e3:,.1f} ms ({-best['delta_p99_s'] / best['own_p99_s']:.1%}) shorter, "
                     f"at no cost.")
     else:
         st.markdown(f"- **Free first**: '{C.md_text(ref_name)}' already runs the best free policy for its hardware "
                     f"({C.md_text(best['policy'])}; {best['tried']} policies tried).")
 for d in money_deltas(rows):
-    parts = [f"- {C.md_text(d['sentence'])}"]
-    parts += [f"    - {C.md_text(line[0].upper() + line[1:])}"
+    parts = [f"- {C.md_text(_words(d['sentence']))}"]
+    parts += [f"    - {C.md_text(_words(line[0].upper() + line[1:]))}"
               for line in splits.get(d["design"], {}).get("sentences", [])]
     st.markdown("\n".join(parts))
-st.caption("Each design against the first one picked: capex difference in USD and p99 step-time difference, split "
-           "in two steps that add up: the free policy (routing, queue pairs, placement rule, PXN) of the design on "
-           "the first design's hardware, at no cost; then the hardware, on the same policy, which the whole capex "
-           "difference buys (dollars per millisecond of p99 it saves). 'Free first' is the best free policy on the "
-           "first design's hardware, before any money is spent.")
+st.caption(_words("Each design against the first one picked: capex difference in USD and p99 step-time difference, "
+                  "split in two steps that add up: the free policy (routing, queue pairs, placement rule, PXN) of the "
+                  "design on the first design's hardware, at no cost; then the hardware, on the same policy, which the "
+                  "whole capex difference buys (dollars per millisecond of p99 it saves). 'Free first' is the best "
+                  "free policy on the first design's hardware, before any money is spent."))
 
 st.subheader("Genes")
 only = st.toggle("Only the genes that differ", value=True, key="cmp_only_diff")

@@ -68,6 +68,7 @@ seed("con_ttft_ms", None if c0.inference_ttft_p99_s is None else c0.inference_tt
 seed("con_tpot_ms", None if c0.inference_tpot_p99_s is None else c0.inference_tpot_p99_s * 1e3)
 seed("con_slo_pct", None if c0.inference_slo_attainment is None else c0.inference_slo_attainment * 100)
 seed("con_inf_obj", c0.inference_objective or "none")
+seed("con_serving_class", True in c0.serving_classes)
 seed("con_families", list(c0.families))
 seed("con_routings", list(c0.routings))
 seed("con_transports", list(c0.transports))
@@ -133,6 +134,7 @@ p99_obj = d.radio("p99 to minimize", ["healthy", "worst_single_failure"], key="c
 has_serving = any(j.serving is not None for j in wb.workload.jobs)
 ttft_ms = tpot_ms = slo_pct = None
 inf_obj = "none"
+serving_classes = c0.serving_classes
 if has_serving:     # limits on request latency only mean something for a workload with a serving job
     st.subheader("Serving limits")
     a, b, c, d = st.columns(4)
@@ -148,6 +150,10 @@ if has_serving:     # limits on request latency only mean something for a worklo
                                        "tpot_p99": "p99 time per output token",
                                        "slo_attainment": "requests missing their SLO"}.get,
                           help="A serving latency as one more objective beside cost and the p99 step.")
+    own_class = st.toggle("The search may give serving traffic a class of its own", key="con_serving_class",
+                          help="Gene serving_class (free policy: an InfiniBand service level or a RoCE DSCP queue "
+                               "with priority). Turn it off when the fabric has no traffic class free for it.")
+    serving_classes = (False, True) if own_class else (False,)
     st.caption("The worst serving job's request latency on each design (docs/serving.md); a service whose load "
                "exceeds what a design sustains meets no limit.")
 with st.expander("GPU economics (cost per step)"):
@@ -180,7 +186,7 @@ try:
         inference_ttft_p99_s=float(ttft_ms) / 1e3 if ttft_ms else None,
         inference_tpot_p99_s=float(tpot_ms) / 1e3 if tpot_ms else None,
         inference_slo_attainment=float(slo_pct) / 100 if slo_pct else None,
-        inference_objective=None if inf_obj == "none" else inf_obj)
+        inference_objective=None if inf_obj == "none" else inf_obj, serving_classes=serving_classes)
     DesignSpace(new, cat)           # the search space itself: e.g. no allowed NIC runs on this GPU's host
     if gpus_needed(wb.workload) > new.gpus:
         raise FabricError(f"constraint 'gpus': the workload needs {gpus_needed(wb.workload):,} GPUs, more than the "

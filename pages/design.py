@@ -10,7 +10,7 @@ import streamlit as st
 
 from pages import _common as C
 from fabric.errors import FabricError
-from fabric.ui_support import charts, serving_view
+from fabric.ui_support import charts, serving_front, serving_view
 from fabric.ui_support.designs import short_label
 from fabric.ui_support.report import Section, cell_text, report_html
 from fabric.ui_support.topology_view import topology_figure
@@ -132,7 +132,7 @@ with a:
                f"dashed lines mark p50/p95/p99 (the lower bound is in the numbers above). Unit: "
                f"{charts.axis_unit(step_fig)}.")
 with b:
-    st.subheader("Where the p99 step goes")
+    st.subheader("Where the p99 unloaded request goes" if serving_only else "Where the p99 step goes")
     from fabric.evaluate.explain import explain_step
 
     explained = explain_step(ev)
@@ -442,16 +442,21 @@ def _report() -> str:
              explained["sentence"],
              f"Network capex {cell_text(ev.cost_usd, 'usd')} ({cell_text(ev.cost_usd / design.gpus, 'usd')} per "
              f"GPU), power {ev.power_w / 1e3:,.1f} kW",
-             f"Step time p50 {charts.time_text(st_['p50'])}, p95 {charts.time_text(st_['p95'])}, p99 "
+             f"{'One unloaded request (critical path, no queueing)' if serving_only else 'Step time'} p50 "
+             f"{charts.time_text(st_['p50'])}, p95 {charts.time_text(st_['p95'])}, p99 "
              f"{charts.time_text(st_['p99'])}; lower bound {charts.time_text(ev.lower_bound_s)} ({ev.samples} "
-             f"samples, seed {ev.seed})"]
+             f"samples, seed {ev.seed})", *serving_front.serving_lines(ev.serving)]
     money = {"unit price (USD)": "usd", "total (USD)": "usd", "count": "count", "power (W)": "count"}
     sections = [Section("Topology", view.title, topo_fig),
                 Section("Bill of materials", "Count x catalog unit price (USD); power in W.", items, money),
-                Section("Step-time distribution", "Histogram and CDF of the Monte Carlo steps; p50/p95/p99 marked.",
-                        step_fig),
-                Section("Where the p99 step goes", "Compute and each op's exposed communication in the p99 step.",
-                        brk_fig)]
+                *serving_front.serving_report_sections(ev.serving),
+                Section("One request, unloaded" if serving_only else "Step-time distribution",
+                        ("Histogram and CDF of one request's critical path (no queueing) over the Monte Carlo "
+                         "samples" if serving_only else "Histogram and CDF of the Monte Carlo steps")
+                        + "; p50/p95/p99 marked.", step_fig),
+                Section("Where the p99 unloaded request goes" if serving_only else "Where the p99 step goes",
+                        "Compute and each op's exposed communication in the p99 "
+                        + ("unloaded request." if serving_only else "step."), brk_fig)]
     if hot:
         sections.append(Section("Hot spots", "Busiest link groups: utilization as a share of line rate.", hot_df,
                                 {"mean utilization": "percent", "busiest link in p99 step": "percent",

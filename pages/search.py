@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import _common as C
-from fabric.ui_support import charts, robust_view
+from fabric.ui_support import charts, robust_view, serving_front
 from fabric.search.recommend import recommend
 from fabric.search.robust import RobustObjective
 from fabric.errors import FabricError
@@ -205,25 +205,37 @@ def draw(snap, *, live: bool) -> None:
     others = [] if live or res is None else [r for r in res.records if r.get("feasible")]
     robust = robust_view.is_robust(snap.front + snap.baselines) or \
         isinstance(getattr(ss.get("search_job"), "workload", None), RobustObjective)   # (also before any record)
+    workload = C.workload_bundle().workload
+    only = serving_front.is_serving_only(workload)
+    axes = serving_front.front_axis_options(list(snap.front) + list(snap.baselines), only)
+    y_col = serving_front.default_front_axis(cons, axes, only)
+    if len(axes) > 1:      # a workload with serving jobs: its front can be drawn on the serving figures too
+        if ss.get("front_y") not in axes:
+            ss["front_y"] = y_col
+        y_col = st.radio("y axis of the front", list(axes), format_func=axes.get, horizontal=True, key="front_y",
+                         help="The record column drawn against the cost; every front design keeps all of them "
+                              "in its hover and in the table below.")
+    y_title = axes[y_col]
     extra = {}
-    if robust:
+    if robust and y_col == "p99_s":
         ref_name, refs = robust_view.case_references(snap.baselines)
-        extra = {"p99_label": f"robust p99, {_robust_mode(ss['search_job'])}",
-                 "ranges": robust_view.spread_ranges(snap.front, refs)}
+        y_title = f"robust p99, {_robust_mode(ss['search_job'])}"
+        extra = {"ranges": robust_view.spread_ranges(snap.front, refs)}
         if res is not None:
             extra["flagged"] = robust_view.brittle_notes(res.front, res.records)
     left, right = st.columns([2, 1])
     with left:
-        st.subheader("Pareto front: network capex vs robust p99 across the job mix" if robust else
-                     "Pareto front: network capex vs p99 step time")
+        st.subheader("Pareto front: network capex vs robust p99 across the job mix" if robust and y_col == "p99_s"
+                     else f"Pareto front: network capex vs {y_title}")
         fig = charts.pareto_figure(snap.front, snap.baselines, others=others, p99_target_s=cons.p99_target_s,
-                                   budget_usd=cons.budget_usd, height=470 if robust else 400, **extra)
+                                   budget_usd=cons.budget_usd, height=470 if robust else 400, y_col=y_col,
+                                   y_title=y_title, step_word="unloaded request" if only else "step", **extra)
         if live:
             st.plotly_chart(fig, width="stretch", theme=None, key="pareto_live")
         else:
             st.plotly_chart(fig, width="stretch", theme=None, key="pareto_chart", on_select=on_chart_select,
                             selection_mode="points")
-        if robust:
+        if robust and y_col == "p99_s":
             st.caption(C.md_text(
                 "Each dot is a design (x: network capex in USD, y: its robust p99: the "
                 f"{_robust_mode(ss['search_job'])} "
@@ -234,9 +246,9 @@ def draw(snap, *, live: bool) -> None:
                    if extra.get("flagged") else "") + ". Black symbols: the baselines. Click a dot to open the "
                 "design."))
         else:
-            st.caption("Each dot is a design (x: network capex in USD, y: p99 step time); lower-left is better. "
-                       "Coloured: the front by topology family; grey: other feasible designs; black symbols: the "
-                       "baselines; dashed lines: p99 target and budget. Click a dot to open the design.")
+            st.caption("Each dot is a design; " + serving_front.front_caption(cons, y_col, only) + " Coloured: the "
+                       "front by topology family; grey: other feasible designs; black symbols: the baselines; dashed "
+                       "lines: p99 target and budget. Click a dot to open the design.")
     with right:
         st.subheader("Search progress")
         st.plotly_chart(charts.hypervolume_figure(snap.hv_history, finished=not snap.running, height=330),
@@ -266,8 +278,11 @@ def draw(snap, *, live: bool) -> None:
                             "weighted mean p99 on it.")
         st.markdown("\n".join(f"- {C.md_text(line)}" for line in lines))
         front = res.front_frame()
-        table = front[["design", "cost_usd", "p99_s", "p50_s", "power_w", "family", "switch_model", "nic_model",
-                       "transport", "policy", "free_upgrade_of"]].copy()
+        serving_cols = [c for c in serving_front.SERVING_COLUMNS if c in front.columns]
+        table = front[["design", "cost_usd", "p99_s", "p50_s", *serving_cols, "power_w", "family", "switch_model",
+                       "nic_model", "transport", "policy", "free_upgrade_of"]].copy()
+        for c in serving_cols:     # ms and %, like the Design page; a service above capacity has no finite latency
+            table[c] = [None if v >= 1e8 else v * 1e3 for v in table[c]] if c.endswith("_s") else table[c] * 100
         table.insert(0, "recommended", ["★" if rec is not None and n == rec["design"] else "" for n in table["design"]])
         table["power_w"] = table["power_w"] / 1e3
         case_cols = {}
@@ -287,9 +302,21 @@ def draw(snap, *, live: bool) -> None:
             column_config={"recommended": st.column_config.TextColumn("", width="small"),
                            "design": st.column_config.TextColumn("design", width="large"),
                            "cost_usd": st.column_config.NumberColumn("network capex (USD)", format="dollar"),
-                           "p99_s": st.column_config.NumberColumn("robust p99 (s)" if robust else "p99 step (s)",
-                                                                  format="%.4f"),
-                           "p50_s": st.column_config.NumberColumn("p50 step (s)", format="%.4f"),
+                           "p99_s": st.column_config.NumberColumn(
+                               "robust p99 (s)" if robust else
+                               "p99 unloaded request (s)" if only else "p99 step (s)", format="%.4f"),
+                           "p50_s": st.column_config.NumberColumn(
+                               "p50 unloaded request (s)" if only else "p50 step (s)", format="%.4f"),
+                           "serving_ttft_p99_s": st.column_config.NumberColumn(
+                               "serving p99 TTFT (ms)", format="%.1f",
+                               help="The worst serving job's p99 time to first token at its offered load "
+                                    "(empty: load above capacity)"),
+                           "serving_tpot_p99_s": st.column_config.NumberColumn(
+                               "serving p99 TPOT (ms)", format="%.2f",
+                               help="The worst serving job's p99 time per output token at its offered load"),
+                           "serving_slo_attainment": st.column_config.NumberColumn(
+                               "SLO attainment (%)", format="%.1f",
+                               help="The worst serving job's share of requests within both latency budgets"),
                            "power_w": st.column_config.NumberColumn("network power (kW)", format="%.1f"),
                            "family": st.column_config.TextColumn("family (hardware)"),
                            "switch_model": st.column_config.TextColumn("switch (hardware)"),
@@ -305,7 +332,11 @@ def draw(snap, *, live: bool) -> None:
                            "robust slowdown": st.column_config.NumberColumn(format="%.3f"),
                            "spread across cases": st.column_config.NumberColumn(format="%.2fx"),
                            **case_cols})
-        st.caption("The non-dominated designs, cheapest first (capex in USD, step times in seconds, power in kW); "
+        st.caption("The non-dominated designs, cheapest first (capex in USD, "
+                   + ("unloaded request times in seconds, serving p99 TTFT/TPOT in ms, SLO attainment in %, " if only
+                      else "step times in seconds, " + ("serving p99 TTFT/TPOT in ms, SLO attainment in %, "
+                                                         if serving_cols else ""))
+                   + "power in kW); "
                    f"★ marks the recommended one: {C.md_text(advice.rule)}. Hardware columns are what the money "
                    "buys; 'free policy' is configuration that costs nothing; 'free upgrade of' names a baseline "
                    "with this design's hardware and a worse policy. Select a row to open it."

@@ -79,11 +79,66 @@ def test_constraints_page_sets_serving_limits_for_a_serving_workload_and_the_lin
     assert c.inference_tpot_p99_s == 0.08 and c.inference_slo_attainment == 0.99
     assert c.inference_objective == "tpot_p99" and c.inference_ttft_p99_s is None
     assert at.query_params["inference_tpot_p99_s"] == "0.08" and at.query_params["inference_objective"] == "tpot_p99"
+    # the serving class is a gene unless the fabric has no traffic class free for it
+    assert at.toggle(key="con_serving_class").value and c.serving_classes == (False, True)
+    at.toggle(key="con_serving_class").set_value(False).run()
+    assert at.session_state["constraints"].serving_classes == (False,)
+    assert at.query_params["serving_classes"] == "0"
     # a link with them opens with them
     link = AppTest.from_file(APP, default_timeout=90)
     for k, v in {"evals": "40", "wl": "sample:deepseek-v3-ep-decode.json", "inference_tpot_p99_s": "0.08",
-                 "inference_slo_attainment": "0.99"}.items():
+                 "inference_slo_attainment": "0.99", "serving_classes": "0"}.items():
         link.query_params[k] = v
     link.run()
     assert link.session_state["constraints"].inference_tpot_p99_s == 0.08
     assert link.session_state["constraints"].inference_slo_attainment == 0.99
+    assert link.session_state["constraints"].serving_classes == (False,)
+
+
+def _finish(at) -> None:
+    assert at.session_state["search_job"].wait(120)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def test_search_page_of_a_serving_only_workload_names_its_axes_and_shows_serving_figures():
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in {"evals": "40", "wl": "sample:deepseek-v3-ep-decode.json", "inference_objective": "tpot_p99"}.items():
+        at.query_params[k] = v
+    at.run()
+    at.switch_page("pages/search.py").run()
+    _finish(at)
+    # the front was chosen on three objectives: drawn first on the serving one, the others a click away
+    radio = at.radio(key="front_y")
+    assert radio.value == "serving_tpot_p99_s"
+    assert set(radio.options) == {"p99 unloaded request", "serving p99 time to first token",
+                                  "serving p99 time per output token", "serving SLO attainment"}
+    front = next(f for f in _charts(at) if "xaxis" in f["layout"]
+                 and f["layout"]["xaxis"].get("title", {}).get("text") == "network capex (USD)")
+    ytitle = front["layout"]["yaxis"]["title"]["text"]
+    assert ytitle.startswith("serving p99 time per output token (") and "step" not in ytitle
+    caps = "\n".join(str(c.value) for c in at.caption)
+    assert ("chosen on 3 objectives: network capex, p99 unloaded request, serving p99 time per output token"
+            in caps)
+    assert "may look dominated here" in caps
+    assert "step time" not in "\n".join(str(s.value) for s in at.subheader)
+    # the front table carries the serving figures, in ms and %, and calls p99_s what it is
+    table = next(d for d in at.dataframe if "serving_tpot_p99_s" in d.value.columns).value
+    res = at.session_state["search_job"].snapshot().result
+    import math
+
+    for r in res.front:
+        row = table[table["design"] == r["design"]].iloc[0]
+        if r["serving_tpot_p99_s"] >= 1e8:       # load above what this design sustains: no finite latency shown
+            assert math.isnan(row["serving_tpot_p99_s"]) and row["serving_slo_attainment"] == 0
+        else:
+            assert abs(row["serving_tpot_p99_s"] - r["serving_tpot_p99_s"] * 1e3) < 1e-9
+            assert abs(row["serving_slo_attainment"] - r["serving_slo_attainment"] * 100) < 1e-9
+    assert any(r["serving_tpot_p99_s"] < 1e8 for r in res.front)
+    # drawn on the unloaded request instead: the axis says so, never "step time"
+    at.radio(key="front_y").set_value("p99_s").run()
+    assert not at.exception, [e.value for e in at.exception]
+    front = next(f for f in _charts(at) if f["layout"].get("xaxis", {}).get("title", {}).get("text")
+                 == "network capex (USD)")
+    assert front["layout"]["yaxis"]["title"]["text"].startswith("p99 unloaded request (")
+    assert "one request's critical path without queueing" in "\n".join(str(c.value) for c in at.caption)

@@ -187,7 +187,7 @@ def test_spread_brittle_and_case_fronts_follow_the_definitions():
 def test_the_pareto_chart_draws_spread_bars_and_rings_brittle_designs():
     front = [_rec("cheap", 100, 14.0, 2.2, slowdown=1.4, scale=6.0), _rec("x", 150, 11.0, 3.0, slowdown=1.5, scale=6.0)]
     fig = pareto_figure(front, [], ranges={"cheap": (6.6, 8.4), "x": (6.6, 9.0)}, flagged={"x": "best buy for A"},
-                        p99_label="robust p99, worst case")
+                        y_title="robust p99, worst case")
     bars = next(t for t in fig.data if t.name == "spread across cases")
     assert list(bars.x) == [100, 100, None, 150, 150, None] and list(bars.y) == [6.6, 8.4, None, 6.6, 9.0, None]
     ring = next(t for t in fig.data if t.name.startswith("brittle"))

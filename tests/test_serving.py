@@ -386,3 +386,90 @@ def test_the_advisor_ranks_changes_by_the_serving_tail_and_offers_the_free_traff
     plain = advise(Design(gpus=64), preset_workload("llama3-70b", gpus=64), samples=32)
     assert "serving_advice" not in plain
     assert not any("serving" in a["change"] for a in plain["advice"] + plain["not_helping"])
+
+
+def test_the_search_turns_the_serving_class_on_where_it_makes_a_cheaper_design_meet_a_serving_limit():
+    from fabric.search.constraints import Constraints
+    from fabric.search.run import exhaustive_search
+    from fabric.search.space import DesignSpace
+
+    wl = _shared_workload(ckpt=True)        # training + its checkpoints + a service sharing a leaf
+    space = dict(gpus=128, families=("clos",), switch_models=("ib-ndr-64x400",), nic_models=("nic-cx7-400",),
+                 nics_per_gpu=(1.0,), routings=("ecmp",), transports=("infiniband",), placements=("packed",),
+                 oversubscriptions=(1, 2, 4), uplink_speed_factors=(1,), qps=(1,), planes=(1,),
+                 inference_ttft_p99_s=0.100)
+    # the gene exists for a workload with a serving job only (it changes nothing for training)
+    assert "serving_class" in DesignSpace(Constraints(**space), serving=True).policy_genes
+    assert "serving_class" not in DesignSpace(Constraints(**space)).names
+    free = exhaustive_search(wl, Constraints(**space), samples=64)
+    without = exhaustive_search(wl, Constraints(**space, serving_classes=(False,)), samples=64)
+    assert not any(r["serving_class"] for r in without.records)
+    cheap = min(free.front, key=lambda r: r["cost_usd"])
+    cheap_without = min(without.front, key=lambda r: r["cost_usd"])
+    assert cheap["serving_class"] and cheap["cost_usd"] < cheap_without["cost_usd"]
+    assert cheap["serving_ttft_p99_s"] <= 0.100
+    # the same hardware with the class off costs the same and breaks the serving limit only: the class (free
+    # policy) is what makes the cheaper design feasible
+    twin = next(r for r in free.records if not r["serving_class"] and r["design"] != cheap["design"]
+                and all(r[c] == cheap[c] for c in ("oversub_leaf", "oversub_spine", "storage_isolation",
+                                                   "in_network_reduction", "routing", "qps_per_connection")))
+    assert twin["cost_usd"] == cheap["cost_usd"] and not twin["feasible"]
+    assert twin["violations"]["inference_ttft"] > 0
+    assert all(v <= 0 for k, v in twin["violations"].items() if k != "inference_ttft")
+    assert "+serving class" in cheap["design"] and "+serving class" in free.front_frame()["policy"].iloc[0]
+
+
+def test_a_robust_search_limits_the_serving_p99_of_its_worst_case():
+    from fabric.evaluate import Scenario
+    from fabric.search.constraints import Constraints
+    from fabric.search.records import evaluate_record
+    from fabric.search.robust import RobustObjective, evaluate_robust_record
+    from fabric.search.run import exhaustive_search
+
+    calm, bursty = _shared_workload(ckpt=False), _shared_workload(ckpt=True)
+    train = Workload(jobs=(calm.jobs[0],))                         # a case without a service
+    space = dict(gpus=128, families=("clos",), switch_models=("ib-ndr-64x400",), nic_models=("nic-cx7-400",),
+                 nics_per_gpu=(1.0,), routings=("ecmp",), transports=("infiniband",), placements=("packed",),
+                 oversubscriptions=(2, 4), uplink_speed_factors=(1,), qps=(1,), planes=(1,))
+    c = Constraints(**space, inference_ttft_p99_s=0.100)
+    d = Design(name="2:1", family="clos", gpus=128, nic_model="nic-cx7-400", switch_model="ib-ndr-64x400",
+               oversubscription=(2.0, 2.0))
+    cases = {n: evaluate_record(d, w, Scenario(), 0, 64, None, c) for n, w in
+             (("calm", calm), ("bursty", bursty), ("train", train))}
+    assert "serving_ttft_p99_s" not in cases["train"]
+    # the checkpoint bursts lengthen the service's tail: the cases differ
+    assert cases["bursty"]["serving_ttft_p99_s"] > cases["calm"]["serving_ttft_p99_s"]
+    wl3 = (("calm", calm, 1.0), ("bursty", bursty, 3.0), ("train", train, 4.0))
+    worst = evaluate_robust_record(d, RobustObjective(wl3, mode="worst"), None, 0, 64, None, c)
+    mean = evaluate_robust_record(d, RobustObjective(wl3, mode="mean"), None, 0, 64, None, c)
+    for key, pick in (("serving_ttft_p99_s", max), ("serving_tpot_p99_s", max), ("serving_slo_attainment", min)):
+        a, b = cases["calm"][key], cases["bursty"][key]
+        assert worst[key] == pytest.approx(pick(a, b))
+        assert mean[key] == pytest.approx((1 * a + 3 * b) / 4)       # weights of the cases with a service
+    assert set(worst["serving_by_case"]) == {"calm|baseline", "bursty|baseline"}
+    assert (worst["violations"]["inference_ttft"] > 0) == (max(cases["calm"]["serving_ttft_p99_s"],
+                                                               cases["bursty"]["serving_ttft_p99_s"]) > 0.100)
+    # a search: every front design meets the limit in every case with a service, checked case by case
+    res = exhaustive_search(RobustObjective(wl3[:2], mode="worst"), c, samples=64)
+    assert res.front
+    from fabric.ui_support.designs import design_from_record
+
+    for r in res.front:
+        fd = design_from_record(r, gpus=128)
+        for w in (calm, bursty):
+            assert evaluate_record(fd, w, Scenario(), 0, 64, None, c)["serving_ttft_p99_s"] <= 0.100
+
+
+@pytest.mark.parametrize("flags", [["--scaling"], ["--scenario", "bigger-cluster"]])
+def test_weak_scaling_of_a_serving_job_is_refused_in_one_line_saying_why_and_what_to_do(tmp_path, capsys, flags):
+    from fabric.cli.main import main
+
+    wl = tmp_path / "srv.json"
+    assert main(["synth", "--preset", "llama3-70b-disagg", "--gpus", "64", "--out", str(wl)]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", "-w", str(wl), "-d", "fat-tree", "--gpus", "64", *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "'llama3-70b-disagg' is a serving job" in err                           # what
+    assert "data-parallel" in err and "replicas" in err                           # why
+    assert "fabric synth --preset NAME --gpus N" in err and "request_rate_per_s" in err     # what to do

@@ -180,7 +180,7 @@ def policy_options(design: Design, *, routings=None, qps=(1, 2, 4, 8), placement
 #: Gene columns of a search record (fabric.search.records), by kind.
 _RECORD_COLUMNS = ("family", "switch_model", "nic_model", "nics_per_gpu", "oversub_leaf", "oversub_spine", "planes",
                    "routing", "qps_per_connection", "transport", "placement", "pxn", "storage_isolation",
-                   "in_network_reduction", "uplink_leaf_gbps", "uplink_spine_gbps")
+                   "in_network_reduction", "uplink_leaf_gbps", "uplink_spine_gbps", "serving_class")
 RECORD_POLICY_COLUMNS = tuple(c for c in _RECORD_COLUMNS if gene_kind(c) == POLICY)
 RECORD_HARDWARE_COLUMNS = tuple(c for c in _RECORD_COLUMNS if gene_kind(c) == HARDWARE)
 
@@ -202,7 +202,7 @@ def record_policy_changes(a, b) -> list[str]:
     """The free-policy genes that differ from record ``a`` to record ``b`` (``"routing ecmp -> adaptive"``)."""
     out = []
     for c in RECORD_POLICY_COLUMNS:
-        x, y = a.get(c), b.get(c)
+        x, y = a.get(c, DEFAULT_POLICY.get(c)), b.get(c, DEFAULT_POLICY.get(c))     # older records: the default
         if not _same_value(x, y):
             out.append(f"{_NAMES.get(c, c)} {_text(_plain(x))} -> {_text(_plain(y))}")
     return out

@@ -144,6 +144,14 @@ def scale_workload(workload: Workload, factor: int) -> Workload:
         if job.kind == "storage":
             jobs.append(job)
             continue
+        if job.serving is not None:      # checked first: a service's world group is its replicas, not data parallelism
+            raise WorkloadError(
+                f"job {job.name!r} is a serving job, which weak scaling (--scaling, the bigger-cluster scenario) "
+                f"cannot grow: it adds data-parallel ranks to a training step at a fixed work per GPU, while a "
+                f"service grows by replicas that each take a share of the requests. Evaluate a larger service "
+                f"instead: fabric synth --preset NAME --gpus N at the larger size (more replicas), with the job's "
+                f"request_rate_per_s set to the load it must carry; fabric evaluate's latency-versus-load curve "
+                f"shows this service's headroom")
         dp = [g for g in job.groups if g.role == "dp"] or [g for g in job.groups if g.size == job.world_size]
         if not dp:
             raise WorkloadError(f"job {job.name!r} cannot be scaled: it has no data-parallel or world group")

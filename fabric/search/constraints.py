@@ -84,6 +84,10 @@ class Constraints:
     #: a serving latency the search minimizes as one more objective beside cost and the p99 step (None: none):
     #: "ttft_p99", "tpot_p99" (the worst serving job's), or "slo_attainment" (maximized)
     inference_objective: str | None = None
+    #: whether the search may put a serving job's traffic in a traffic class of its own (design field
+    #: serving_class, free policy; a gene only for workloads with a serving job): (False, True) lets it choose;
+    #: (False,) when the fabric's traffic classes have no room for one more (every priority class taken)
+    serving_classes: tuple[bool, ...] = (False, True)
 
     def __post_init__(self):
         def bad(f, msg):
@@ -146,6 +150,11 @@ class Constraints:
         if not f or any(isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x)
                         or not 1 / 8 <= x <= 8 for x in f):
             bad("uplink_speed_factors", f"give multiples of the NIC speed between 1/8 and 8, got {f!r}")
+        v = self.serving_classes
+        if not isinstance(v, (tuple, list)) or not v or any(not isinstance(x, bool) for x in v) or len(set(v)) < len(v):
+            bad("serving_classes", f"give [false, true] (the search may choose) or [false] (no class free for serving "
+                                   f"traffic), got {v!r}")
+        object.__setattr__(self, "serving_classes", tuple(v))
         if not self.qps or any(q < 1 for q in self.qps):
             bad("qps", "give queue-pair counts >= 1")
         if not self.planes or any(p not in (1, 2) for p in self.planes):
@@ -195,7 +204,7 @@ class Constraints:
 
 
 _TUPLE_FIELDS = {"switch_models", "nic_models", "nics_per_gpu", "families", "routings", "transports", "placements",
-                 "oversubscriptions", "uplink_speed_factors", "qps", "planes"}
+                 "oversubscriptions", "uplink_speed_factors", "qps", "planes", "serving_classes"}
 
 
 def constraints_from_dict(d: dict) -> Constraints:

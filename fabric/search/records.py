@@ -111,6 +111,7 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
            "routing": design.routing, "qps_per_connection": design.qps_per_connection,
            "transport": design.transport, "placement": design.placement, "pxn": design.pxn,
            "storage_isolation": design.storage_isolation, "in_network_reduction": design.in_network_reduction,
+           "serving_class": bool(design.serving_class),
            "uplink_leaf_gbps": design.uplink_speed_gbps(0) or 0.0,
            "uplink_spine_gbps": design.uplink_speed_gbps(1) or 0.0,
            "genome": None if genome is None else [int(g) for g in genome], "repairs": "; ".join(repairs),

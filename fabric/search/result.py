@@ -250,6 +250,8 @@ def _policy_text(rec: dict) -> str:
              str(rec.get("placement"))]
     if rec.get("pxn") in (True, 1, "True", "true"):
         parts.append("+PXN")
+    if rec.get("serving_class") in (True, 1, "True", "true"):
+        parts.append("+serving class")
     return " ".join(parts)
 
 

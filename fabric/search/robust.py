@@ -12,6 +12,11 @@ weighted mean of the references, so it stays in seconds, orders designs exactly 
 the plain p99 for one workload. p50, p95, mean and the lower bound are combined the same way. The record keeps every
 case's p99 (``p99_by_case``) and the slowdown (``robust_slowdown``) so the front can be read per case.
 
+Serving jobs' figures (p99 TTFT, p99 TPOT, SLO attainment: what the ``inference_*`` constraints limit) are combined
+over the cases whose workload has a serving job, in seconds and not normalised (a serving limit is absolute): the
+worst case's (``worst``: the largest p99, the smallest attainment) or their mean weighted like the cases
+(``mean``); every case's are kept in ``serving_by_case``.
+
 After the search, :func:`case_front` is the front of one case among the evaluated designs, and
 :func:`brittle_designs` flags front designs that are the best buy for some case at their price but far from it for
 another: for a design ``d`` and a case ``c``, ``excess_c(d) = p99_c(d) / min{p99_c(e) : e feasible, cost(e) <=
@@ -138,6 +143,7 @@ def evaluate_robust_record(design, obj: RobustObjective, scenario, seed: int, sa
     worst = max(by_case.values())
     best = min(by_case.values())
     out["p99_spread"] = worst / best if best > 0 else float("inf")
+    _combine_serving(out, recs, obj.mode)
     # cost per step follows the combined step the same way (it is proportional to the p99 step)
     out["usd_per_step"] = float(recs[0][2]["usd_per_step"]) * out["p99_s"] / recs[0][2]["p99_s"]
     v = violations(out, constraints)
@@ -150,6 +156,28 @@ def evaluate_robust_record(design, obj: RobustObjective, scenario, seed: int, sa
     out["objective_cost"] = objective_cost(out, constraints)
     out["objective_p99"] = objective_p99(out, constraints)
     return out
+
+
+#: Serving record columns (fabric.search.records.serving_fields) and their worse end: latencies the largest,
+#: SLO attainment the smallest.
+_SERVING = (("serving_ttft_p99_s", max), ("serving_tpot_p99_s", max), ("serving_slo_attainment", min))
+
+
+def _combine_serving(out: dict, recs: list, mode: str) -> None:
+    """The serving figures over the cases whose workload has a serving job, in seconds (not normalised: a serving
+    limit is absolute): ``worst``, the worst case's; ``mean``, the mean weighted by the cases' weights. Each case's
+    figures go to ``serving_by_case``."""
+    srv = [(name, w, r) for name, w, r in recs if "serving_tpot_p99_s" in r]
+    for key, _ in _SERVING:
+        out.pop(key, None)
+    if not srv:
+        return
+    weights = np.array([w for _, w, _ in srv], float)
+    weights = weights / weights.sum()
+    for key, worse in _SERVING:
+        vals = [float(r[key]) for _, _, r in srv]
+        out[key] = worse(vals) if mode == "worst" else float(weights @ np.array(vals))
+    out["serving_by_case"] = {name: {key: r[key] for key, _ in _SERVING} for name, _, r in srv}
 
 
 def case_front(records: list[dict], case: str) -> list[dict]:

@@ -337,16 +337,18 @@ def _check_budget(budget_evals, budget_seconds):
         raise FabricError(f"the time budget must be between 0 and one week, got {budget_seconds!r} s")
 
 
+def has_serving_jobs(workload) -> bool:
+    """True when the workload (or any workload of a robust objective) has a serving job: the search then also
+    chooses whether its traffic gets a class of its own (gene serving_class)."""
+    wls = [w for _, w, _ in workload.workloads] if hasattr(workload, "workloads") else [workload]
+    return any(j.serving is not None for w in wls for j in w.jobs)
+
+
 def check_inference_limits(workload, constraints: Constraints) -> None:
     """A clear error when the constraints limit a serving job's latency that the workload does not have."""
     if not constraints.has_inference_limits:
         return
-    from fabric.search.robust import RobustObjective
-
-    if isinstance(workload, RobustObjective):
-        raise FabricError("constraints inference_*: serving latency limits are not combined with a robust objective "
-                          "yet; search the shared workload itself")
-    if not any(j.serving is not None for j in workload.jobs):
+    if not has_serving_jobs(workload):
         raise FabricError("constraints inference_*: the workload has no serving job (an inference job with a "
                           "request structure, e.g. fabric synth --preset llama3-70b-online); drop the inference "
                           "limits or add one")
@@ -366,7 +368,7 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
     ev_seed = seed if eval_seed is None else eval_seed
     _check_budget(budget_evals, budget_seconds)
     check_inference_limits(workload, constraints)
-    space = DesignSpace(constraints, catalog)
+    space = DesignSpace(constraints, catalog, serving=has_serving_jobs(workload))
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
     n_obj = _objective_keys(constraints)
@@ -460,7 +462,7 @@ def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runn
                       transport_overrides: dict | None = None) -> SearchResult:
     """Evaluate every distinct design of the space (the ground truth for small spaces)."""
     check_inference_limits(workload, constraints)
-    space = DesignSpace(constraints, catalog)
+    space = DesignSpace(constraints, catalog, serving=has_serving_jobs(workload))
     if space.size > 20 * max_designs:
         raise FabricError(f"the space has {space.size:,} genomes; exhaustive search is limited to about "
                           f"{max_designs:,} designs: narrow the constraints")
@@ -499,7 +501,7 @@ def random_search(workload, constraints: Constraints, *, budget_evals: int, seed
     """Uniformly random distinct designs up to the budget (the baseline a genetic search must beat)."""
     ev_seed = seed if eval_seed is None else eval_seed
     check_inference_limits(workload, constraints)
-    space = DesignSpace(constraints, catalog)
+    space = DesignSpace(constraints, catalog, serving=has_serving_jobs(workload))
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
     n_obj = _objective_keys(constraints)
@@ -572,6 +574,10 @@ def _saved_population(state: dict, space, path) -> np.ndarray:
     """The saved population's genomes in ``space``; a state saved before the uplink-speed gene (one gene fewer, the
     last) gets factor 1, the NIC speed its designs had."""
     pop = np.asarray(state["pop_X"], dtype=np.int64)
+    if pop.ndim == 2 and pop.shape[1] == space.n_var - 1 and space.names[-1] == "serving_class" \
+            and False in space.genes[-1].choices:   # saved before the serving class was a gene: it was off
+        pop = np.concatenate([pop, np.full((pop.shape[0], 1), space.genes[-1].choices.index(False), np.int64)],
+                             axis=1)
     if pop.ndim == 2 and pop.shape[1] == space.n_var - 1 and space.names[-1] == "uplink_speed_factor":
         choices = space.genes[-1].choices
         if 1.0 not in choices:

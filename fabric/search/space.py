@@ -2,7 +2,8 @@
 
 Every gene is an index into a list of choices. Each gene is either **hardware** (bought and cabled: family,
 switch and NIC models, NICs per GPU, oversubscription, planes, transport, storage isolation, in-network reduction,
-uplink speed) or **free policy** (routing, queue pairs, placement rule, PXN): :attr:`Gene.kind`, from the one
+uplink speed) or **free policy** (routing, queue pairs, placement rule, PXN, and for a workload with serving jobs
+the serving traffic class): :attr:`Gene.kind`, from the one
 definition in :mod:`fabric.design.policy`. The placement rule is ``packed`` or ``rail_aligned``; a fragmented
 cluster is a scenario (``fragmented``), never a gene. :meth:`DesignSpace.decode` turns a genome into a
 :class:`~fabric.design.Design` after repairing combinations that cannot exist, and says which repairs it made:
@@ -59,9 +60,11 @@ class Gene:
 
 
 class DesignSpace:
-    """The genes allowed by ``constraints`` over the hardware of ``catalog``."""
+    """The genes allowed by ``constraints`` over the hardware of ``catalog``. ``serving``: the workload has a
+    serving job, so the search may also put its traffic in a class of its own (``serving_class``, the last gene, with
+    the choices ``constraints.serving_classes``); without serving jobs the gene does not exist (it changes nothing)."""
 
-    def __init__(self, constraints: Constraints, catalog=None):
+    def __init__(self, constraints: Constraints, catalog=None, *, serving: bool = False):
         from fabric.catalog import default_catalog
 
         self.constraints = c = constraints
@@ -104,11 +107,14 @@ class DesignSpace:
             Gene("storage_isolation", (False, True)),
             Gene("in_network_reduction", (False, True)),
             Gene("uplink_speed_factor", tuple(float(f) for f in c.uplink_speed_factors)),
-        )
+        ) + ((Gene("serving_class", tuple(bool(x) for x in c.serving_classes)),) if serving else ())
         if not self.genes[3].choices:
             raise FabricError("no allowed nics_per_gpu gives a whole number of NICs per node")
         self.names = tuple(g.name for g in self.genes)
         self.upper = np.array([len(g.choices) - 1 for g in self.genes], dtype=np.int64)
+
+    def _gene(self, name: str) -> Gene:
+        return self.genes[self.names.index(name)]
 
     @property
     def policy_genes(self) -> tuple[str, ...]:
@@ -176,16 +182,17 @@ class DesignSpace:
         if family == "dragonfly":
             o1 = o2 = 1.0
         placement = v["placement"]
+        serving_class = bool(v.get("serving_class", False))
         factor = self._uplink_factor(float(v["uplink_speed_factor"]), family, sw, nic, repairs)
         up_gbps = None if factor == 1.0 else factor * nic.port_speed_bps / 1e9
         design = Design(
             name=_name(family, sw.model, nic.model, npg, o1, o2, planes, routing, qps,
-                       transport, placement, pxn, bool(v["storage_isolation"]), inr, up_gbps),
+                       transport, placement, pxn, bool(v["storage_isolation"]), inr, up_gbps, serving_class),
             family=family, gpus=c.gpus, gpu_model=c.gpu_model, gpus_per_node=c.gpus_per_node,
             nics_per_gpu=npg, nic_model=nic.model, switch_model=sw.model,
             oversubscription=(o1, o2), uplink_gbps=up_gbps, planes=planes, routing=routing, qps_per_connection=qps,
             transport=transport, in_network_reduction=inr, pxn=pxn, placement=placement,
-            storage_isolation=bool(v["storage_isolation"]),
+            storage_isolation=bool(v["storage_isolation"]), serving_class=serving_class,
         )
         return design, tuple(repairs)
 
@@ -193,7 +200,7 @@ class DesignSpace:
         """The uplink speed factor the switch can run (see the module docstring); notes a repair when it changes."""
         if factor == 1.0 or family == "dragonfly":
             return 1.0                                  # dragonfly: canonical value, the gene does not matter
-        ok = [f for f in self.genes[-1].choices if f <= factor and (f == 1.0 or sw.lanes_at(f * nic.port_speed_bps))]
+        ok = [f for f in self._gene("uplink_speed_factor").choices if f <= factor and (f == 1.0 or sw.lanes_at(f * nic.port_speed_bps))]
         best = max(ok, default=1.0)
         if best != factor:
             repairs.append(f"uplinks {factor:g}x->{best:g}x the NIC speed ({sw.model} ports run "
@@ -208,7 +215,7 @@ class DesignSpace:
             "planes": design.planes, "routing": design.routing, "qps_per_connection": design.qps_per_connection,
             "transport": design.transport, "placement": design.placement, "pxn": design.pxn,
             "storage_isolation": design.storage_isolation, "in_network_reduction": design.in_network_reduction,
-            "uplink_speed_factor": self._factor_of(design),
+            "uplink_speed_factor": self._factor_of(design), "serving_class": bool(design.serving_class),
         }
         x = []
         for g in self.genes:
@@ -227,7 +234,7 @@ class DesignSpace:
             return None
         nic_bps = self.catalog.nic(design.nic_model).port_speed_bps
         factor = leaf * 1e9 / nic_bps
-        return next((f for f in self.genes[-1].choices if math.isclose(f, factor, rel_tol=1e-9)), None)
+        return next((f for f in self._gene("uplink_speed_factor").choices if math.isclose(f, factor, rel_tol=1e-9)), None)
 
     def repair(self, x) -> np.ndarray:
         """The canonical genome of ``x``'s repaired design (equal designs get equal genomes)."""
@@ -257,12 +264,13 @@ def _whole(x: float) -> bool:
 
 
 def _name(family, sw, nic, npg, o1, o2, planes, routing, qps, transport, placement, pxn, iso, inr,
-          up_gbps=None) -> str:
+          up_gbps=None, serving_class=False) -> str:
     over = f"{o1:g}:1" if o1 == o2 else f"{o1:g}:1/{o2:g}:1"
     if up_gbps is not None:
         over += f" up{up_gbps:g}G"
     nics = f" {npg:g}/GPU" if npg != 1 else ""
     pl = f" x{planes} planes" if planes > 1 else ""
     q = f"/{qps}qp" if routing == "ecmp" else ""
-    extras = "".join([" +PXN" if pxn else "", " +storage net" if iso else "", " +SHARP" if inr else ""])
+    extras = "".join([" +PXN" if pxn else "", " +storage net" if iso else "", " +SHARP" if inr else "",
+                      " +serving class" if serving_class else ""])
     return f"{family} {sw} {nic}{nics} {over}{pl} {routing}{q} {transport} {placement}{extras}"

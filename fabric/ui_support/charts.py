@@ -112,25 +112,52 @@ def style(fig: go.Figure, *, height: int = 380, legend_below: bool = False) -> g
 # ------------------------------------------------------------------ search
 
 
-def _hover_record(r: Mapping, scale: float, unit: str) -> str:
-    return (f"<b>{r['design']}</b><br>network capex {money_text(r['cost_usd'])}<br>"
-            f"p99 {r['p99_s'] * scale:,.3g} {unit} · p50 {r['p50_s'] * scale:,.3g} {unit}<br>"
-            f"network power {r['power_w'] / 1e3:,.1f} kW")
+#: Record values at or above this are the search's stand-in for "no finite value" (records.INFEASIBLE_P99).
+_UNBOUNDED_S = 1e8
+
+
+def _hover_record(r: Mapping, scale: float, unit: str, step_word: str = "step") -> str:
+    s_scale, s_unit = time_unit([r["p99_s"]])
+    out = (f"<b>{r['design']}</b><br>network capex {money_text(r['cost_usd'])}<br>"
+           f"p99 {step_word} {r['p99_s'] * s_scale:,.3g} {s_unit} · p50 {r['p50_s'] * s_scale:,.3g} {s_unit}<br>"
+           f"network power {r['power_w'] / 1e3:,.1f} kW")
+    if "serving_tpot_p99_s" in r:
+        if r["serving_tpot_p99_s"] >= _UNBOUNDED_S:
+            out += "<br>serving: load above capacity (latency unbounded)"
+        else:
+            out += (f"<br>serving p99 TTFT {time_text(r['serving_ttft_p99_s'])} · p99 TPOT "
+                    f"{time_text(r['serving_tpot_p99_s'])} · SLO attainment "
+                    f"{r.get('serving_slo_attainment', 1.0):.1%}")
+    return out
 
 
 def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *, others: Sequence[Mapping] = (),
                   p99_target_s: float | None = None, budget_usd: float | None = None,
-                  selected_key: str | None = None, height: int = 440, p99_label: str = "p99 step time",
+                  selected_key: str | None = None, height: int = 440, y_col: str = "p99_s",
+                  y_title: str = "p99 step time", step_word: str = "step",
                   ranges: Mapping | None = None, flagged: Mapping | None = None) -> go.Figure:
-    """Network capex (USD) vs p99 step time: the front coloured by family, other feasible designs in grey, the
-    human baselines as black symbols, the p99 target and the budget as dashed lines. ``customdata[0]`` of every
-    point is the record's ``key`` (for click-to-open).
+    """Network capex (USD) vs p99 step time (or the record column ``y_col``, titled ``y_title``: a time in
+    seconds, or ``serving_slo_attainment`` drawn in %): the front coloured by family, other feasible designs in grey,
+    the human baselines as black symbols, the p99 target (on the step axis) and the budget as dashed lines.
+    ``customdata[0]`` of every point is the record's ``key`` (for click-to-open).
 
-    A robust front (:mod:`fabric.ui_support.robust_view`): ``p99_label`` names the y axis, ``ranges`` (key ->
-    (low, high) seconds) draws each front design's spread across cases as a vertical bar, ``flagged`` (design
-    name -> note) rings the brittle designs in red."""
-    pts = [r for r in list(front) + list(baselines) + list(others) if r.get("buildable", True)]
-    scale, unit = time_unit([r["p99_s"] for r in pts] or [1.0])
+    A robust front (:mod:`fabric.ui_support.robust_view`): ``y_title`` names the y axis, ``ranges`` (key ->
+    (low, high) seconds of ``y_col``) draws each front design's spread across cases as a vertical bar, ``flagged``
+    (design name -> note) rings the brittle designs in red."""
+    def drawn(r) -> bool:      # a service above its capacity has no finite latency to draw
+        return y_col in r and float(r[y_col]) < _UNBOUNDED_S
+
+    pts = [r for r in list(front) + list(baselines) + list(others) if r.get("buildable", True) and drawn(r)]
+    front = [r for r in front if drawn(r)]
+    baselines = [r for r in baselines if drawn(r)]
+    others = [r for r in others if drawn(r)]
+    if y_col == "serving_slo_attainment":
+        scale, unit = 100.0, "%"
+    else:
+        scale, unit = time_unit([r[y_col] for r in pts] or [1.0])
+    if y_col != "p99_s":
+        p99_target_s = None
+        ranges = None
     fig = go.Figure()
     ranges = {k: v for k, v in (ranges or {}).items() if all(math.isfinite(x) for x in v)}
     if ranges and front:
@@ -148,34 +175,34 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
         o = [r for r in others if r.get("feasible") and r.get("buildable", True)]
         if o:
             fig.add_trace(go.Scatter(
-                x=[r["cost_usd"] for r in o], y=[r["p99_s"] * scale for r in o], mode="markers",
+                x=[r["cost_usd"] for r in o], y=[r[y_col] * scale for r in o], mode="markers",
                 name="other feasible designs", marker=dict(color="#bbbbbb", size=6, opacity=0.6),
                 customdata=[[r.get("key", ""), r["design"]] for r in o],
-                hovertext=[_hover_record(r, scale, unit) for r in o], hoverinfo="text"))
+                hovertext=[_hover_record(r, scale, unit, step_word) for r in o], hoverinfo="text"))
     if front:
         line = sorted(front, key=lambda r: r["cost_usd"])
-        fig.add_trace(go.Scatter(x=[r["cost_usd"] for r in line], y=[r["p99_s"] * scale for r in line],
+        fig.add_trace(go.Scatter(x=[r["cost_usd"] for r in line], y=[r[y_col] * scale for r in line],
                                  mode="lines", line=dict(color="#555", width=1.5, dash="dot"),
                                  name="Pareto front", hoverinfo="skip"))
         for fam in sorted({r["family"] for r in front}, key=lambda f: list(FAMILY_COLORS).index(f)
                           if f in FAMILY_COLORS else 99):
             rows = [r for r in front if r["family"] == fam]
             fig.add_trace(go.Scatter(
-                x=[r["cost_usd"] for r in rows], y=[r["p99_s"] * scale for r in rows], mode="markers",
+                x=[r["cost_usd"] for r in rows], y=[r[y_col] * scale for r in rows], mode="markers",
                 name=_FAMILY_NAMES.get(fam, fam),
                 marker=dict(color=FAMILY_COLORS.get(fam, "#333"), size=12, line=dict(color="white", width=1)),
                 customdata=[[r.get("key", ""), r["design"]] for r in rows],
-                hovertext=[_hover_record(r, scale, unit) for r in rows], hoverinfo="text"))
+                hovertext=[_hover_record(r, scale, unit, step_word) for r in rows], hoverinfo="text"))
     for i, b in enumerate(r for r in baselines if r.get("buildable", True)):
         fig.add_trace(go.Scatter(
-            x=[b["cost_usd"]], y=[b["p99_s"] * scale], mode="markers", name=b["design"],
+            x=[b["cost_usd"]], y=[b[y_col] * scale], mode="markers", name=b["design"],
             marker=dict(color="black", size=17, symbol=_BASELINE_SYMBOLS[i % len(_BASELINE_SYMBOLS)],
                         line=dict(color="black", width=2.5)),
-            customdata=[[b.get("key", ""), b["design"]]], hovertext=[_hover_record(b, scale, unit)],
+            customdata=[[b.get("key", ""), b["design"]]], hovertext=[_hover_record(b, scale, unit, step_word)],
             hoverinfo="text"))
     hit = [r for r in front if (flagged or {}).get(r["design"])]
     if hit:
-        fig.add_trace(go.Scatter(x=[r["cost_usd"] for r in hit], y=[r["p99_s"] * scale for r in hit],
+        fig.add_trace(go.Scatter(x=[r["cost_usd"] for r in hit], y=[r[y_col] * scale for r in hit],
                                  mode="markers", name="brittle (rank changes across cases)",
                                  marker=dict(size=22, color="rgba(0,0,0,0)", line=dict(color="#d62728", width=2.5)),
                                  customdata=[[r.get("key", ""), r["design"]] for r in hit],
@@ -185,7 +212,7 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
         sel = [r for r in pts if r.get("key") == selected_key]
         if sel:
             r = sel[0]
-            fig.add_trace(go.Scatter(x=[r["cost_usd"]], y=[r["p99_s"] * scale], mode="markers",
+            fig.add_trace(go.Scatter(x=[r["cost_usd"]], y=[r[y_col] * scale], mode="markers",
                                      name="selected design", hoverinfo="skip",
                                      marker=dict(size=26, color="rgba(0,0,0,0)",
                                                  line=dict(color="#d62728", width=3))))
@@ -200,7 +227,7 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
     focus = [r for r in list(front) + [b for b in baselines if b.get("buildable", True)]]
     if focus:  # open on the front and the baselines; far-off designs stay one double-click (autoscale) away
         xmax = max(r["cost_usd"] for r in focus)
-        ys = [r["p99_s"] * scale for r in focus] + [v * scale for lo_hi in ranges.values() for v in lo_hi]
+        ys = [r[y_col] * scale for r in focus] + [v * scale for lo_hi in ranges.values() for v in lo_hi]
         if p99_target_s is not None:
             ys.append(p99_target_s * scale)
         if budget_usd is not None:
@@ -209,7 +236,7 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
         fig.update_xaxes(range=[0, xmax * 1.12])
         fig.update_yaxes(range=[min(ys) - 0.15 * pad, max(ys) + 0.25 * pad])
     fig.update_xaxes(title_text="network capex (USD)", tickprefix="$", tickformat="~s")
-    fig.update_yaxes(title_text=f"{p99_label} ({unit})")
+    fig.update_yaxes(title_text=f"{y_title} ({unit})")
     return style(fig, height=height, legend_below=True)
 
 
@@ -377,8 +404,10 @@ def scenario_figure(rows: Sequence[Mapping], *, height: int = 320) -> go.Figure:
     return style(fig, height=height)
 
 
-def cdf_overlay_figure(series: Mapping[str, Sequence[float]], *, height: int = 380) -> go.Figure:
-    """Empirical CDFs of step times, one line per design, p99 marked with a dot."""
+def cdf_overlay_figure(series: Mapping[str, Sequence[float]], *, height: int = 380,
+                       what: str = "step") -> go.Figure:
+    """Empirical CDFs of step times (``what``: ``"unloaded request"`` for a serving-only workload), one line per
+    design, p99 marked with a dot."""
     allv = np.concatenate([np.asarray(v, float) for v in series.values()]) if series else np.ones(1)
     scale, unit = time_unit(allv)
     fig = go.Figure()
@@ -393,8 +422,8 @@ def cdf_overlay_figure(series: Mapping[str, Sequence[float]], *, height: int = 3
             fig.add_trace(go.Scatter(x=[p99], y=[0.99], mode="markers", showlegend=False,
                                      marker=dict(color=color, size=11, symbol="circle"),
                                      hovertemplate=f"p99 {p99:.4g} {unit}<extra>{short_text(name, 40)}</extra>"))
-    fig.update_xaxes(title_text=f"step time ({unit})")
-    fig.update_yaxes(title_text="share of steps (CDF)", tickformat=".0%", range=[0, 1.02])
+    fig.update_xaxes(title_text=f"{what} time ({unit})")
+    fig.update_yaxes(title_text=f"share of {what}s (CDF)", tickformat=".0%", range=[0, 1.02])
     return style(fig, height=height, legend_below=True)
 
 

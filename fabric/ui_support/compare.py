@@ -20,15 +20,21 @@ def metrics_frame(rows: Sequence[Mapping]) -> pd.DataFrame:
     """One column per design: network capex, power, p50/p95/p99 and the lower bound (rows are the metrics).
 
     Each row of ``rows`` has ``name``, ``cost_usd``, ``power_w`` and ``step_time_s`` (p50/p95/p99) and
-    ``lower_bound_s``.
+    ``lower_bound_s``; with ``serving`` (``Evaluation.serving``) each serving job's p99 TTFT, p99 TPOT and SLO
+    attainment follow (:func:`fabric.ui_support.serving_front.serving_rows`), and ``serving_only`` calls the step
+    what it is for a serving-only workload: one unloaded request.
     """
+    from fabric.ui_support.serving_front import serving_rows
+
     data = {}
     for r in rows:
         st = r["step_time_s"]
+        what = "unloaded request" if r.get("serving_only") else "step time"
         data[r["name"]] = {"network capex (USD)": f"${r['cost_usd']:,.0f}",
                            "network power (kW)": f"{r['power_w'] / 1e3:,.1f}",
-                           "p50 step time (s)": f"{st['p50']:.4f}", "p95 step time (s)": f"{st['p95']:.4f}",
-                           "p99 step time (s)": f"{st['p99']:.4f}",
+                           **serving_rows(r.get("serving") or {}),
+                           f"p50 {what} (s)": f"{st['p50']:.4f}", f"p95 {what} (s)": f"{st['p95']:.4f}",
+                           f"p99 {what} (s)": f"{st['p99']:.4f}",
                            "lower bound (s)": f"{r['lower_bound_s']:.4f}"}
     return pd.DataFrame(data)
 
@@ -37,12 +43,14 @@ def gene_frame(designs: Mapping[str, object], *, only_differences: bool = False)
     """Genes (rows) of each design (columns), hardware first then free policy (the ``kind`` column), with a
     ``differs`` column; ``designs`` maps name -> Design."""
     genes = {name: design_genes(d) for name, d in designs.items()}
+    # the serving traffic class is a row only when a design turns it on (it matters to serving workloads only)
+    extra = ("serving_class",) if any(g.get("serving_class") for g in genes.values()) else ()
     rows = []
     for kind in (HARDWARE, POLICY):
-        for g in GENE_COLUMNS:
+        for g in GENE_COLUMNS + extra:
             if gene_kind(g) != kind:
                 continue
-            vals = {name: gene_value_text(g, genes[name][g]) for name in genes}
+            vals = {name: gene_value_text(g, genes[name].get(g, False)) for name in genes}
             differs = len(set(vals.values())) > 1
             if only_differences and not differs:
                 continue

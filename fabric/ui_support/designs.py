@@ -34,9 +34,10 @@ GENE_LABELS = {
     "pxn": "PXN (rail-local forwarding)", "storage_isolation": "separate storage network",
     "in_network_reduction": "in-network reduction (SHARP)",
     "uplink_leaf_gbps": "leaf uplink speed (leaf -> spine)", "uplink_spine_gbps": "spine uplink speed (spine -> core)",
+    "serving_class": "serving traffic class",
 }
 
-_BOOL_GENES = ("pxn", "storage_isolation", "in_network_reduction")
+_BOOL_GENES = ("pxn", "storage_isolation", "in_network_reduction", "serving_class")
 _TEXT_GENES = ("family", "switch_model", "nic_model", "routing", "transport", "placement")
 
 
@@ -105,6 +106,7 @@ def design_from_record(record: Mapping[str, Any], *, gpus: int, gpus_per_node: i
         in_network_reduction=_as_bool(record["in_network_reduction"], "in_network_reduction"),
         uplink_gbps=_uplinks(record),
         tiers=_as_int(record["design_tiers"], "design_tiers") or None if record.get("design_tiers") else None,
+        serving_class=_as_bool(record.get("serving_class") or False, "serving_class"),
     )
 
 
@@ -132,6 +134,7 @@ def design_genes(design: Design) -> dict[str, Any]:
         "uplink_leaf_gbps": float(design.uplink_speed_gbps(0) or 0.0),
         "uplink_spine_gbps": float(design.uplink_speed_gbps(1) or 0.0),
         **({"design_tiers": int(design.tiers)} if design.tiers else {}),
+        **({"serving_class": True} if design.serving_class else {}),
     }
 
 
@@ -169,8 +172,9 @@ def short_label(genes: Mapping[str, Any]) -> str:
     routing = genes["routing"]
     parts.append(f"{routing}/{_as_int(genes['qps_per_connection'], 'qps')}qp" if routing == "ecmp" else routing)
     parts += [genes["transport"], genes["placement"]]
-    for flag, text in (("pxn", "+PXN"), ("storage_isolation", "+storage net"), ("in_network_reduction", "+SHARP")):
-        if _as_bool(genes[flag], flag):
+    for flag, text in (("pxn", "+PXN"), ("storage_isolation", "+storage net"), ("in_network_reduction", "+SHARP"),
+                       ("serving_class", "+serving class")):
+        if _as_bool(genes.get(flag, False), flag):
             parts.append(text)
     return " ".join(str(p) for p in parts)
 

@@ -57,6 +57,7 @@ _BOOL_FIELDS = {"optimize_power", "survive_single_failure"}
 _STR_LIST_FIELDS = {"switch_models", "nic_models", "families", "routings", "transports", "placements"}
 _FLOAT_LIST_FIELDS = {"nics_per_gpu", "oversubscriptions", "uplink_speed_factors"}
 _INT_LIST_FIELDS = {"qps", "planes"}
+_BOOL_LIST_FIELDS = {"serving_classes"}
 _RESERVED = {"wl", "design", "compare", "evals", "seed", "search", "robust", "mix", "wlw", "scenarios"}
 
 
@@ -160,13 +161,17 @@ def encode_genes(genes: Mapping[str, Any]) -> str:
             out.append(str(v))
     if genes.get("design_tiers"):          # a design drawn with a fixed number of tiers (a baseline)
         out.append(f"t{int(genes['design_tiers'])}")
+    if genes.get("serving_class"):         # serving traffic in a class of its own (free policy; off: no token)
+        out.append("s1")
     return ",".join(out)
 
 
 def decode_genes(text: str) -> dict:
     """A gene dict from :func:`encode_genes` text (values typed; full validation happens when a design is built)."""
     parts = str(text).split(",")
-    tiers = None
+    tiers, serving_class = None, False
+    if parts and parts[-1] == "s1":
+        serving_class = bool(parts.pop())
     if parts and re.fullmatch(r"t[123]", parts[-1]):
         tiers = int(parts.pop()[1:])
     older = len(GENE_COLUMNS) - len(LATER_GENES)
@@ -192,6 +197,8 @@ def decode_genes(text: str) -> dict:
         g[k] = g[k] == "1"
     if tiers:
         g["design_tiers"] = tiers
+    if serving_class:
+        g["serving_class"] = True
     return g
 
 
@@ -224,7 +231,8 @@ def constraint_params(constraints: Constraints) -> dict[str, str]:
         elif isinstance(v, bool):
             out[f.name] = "1" if v else "0"
         elif isinstance(v, tuple):
-            out[f.name] = ",".join(_num_text(x) if isinstance(x, (int, float)) else str(x) for x in v)
+            out[f.name] = ",".join(("1" if x else "0") if isinstance(x, bool) else
+                                   _num_text(x) if isinstance(x, (int, float)) else str(x) for x in v)
         elif isinstance(v, (int, float)):
             out[f.name] = _num_text(v)
         else:
@@ -245,6 +253,10 @@ def _parse_constraint(name: str, text: str):
         return [float(t) for t in text.split(",") if t]
     if name in _INT_LIST_FIELDS:
         return [int(t) for t in text.split(",") if t]
+    if name in _BOOL_LIST_FIELDS:
+        if any(t not in ("0", "1") for t in text.split(",")):
+            raise ValueError(text)
+        return [t == "1" for t in text.split(",")]
     if name in _BOOL_FIELDS:
         if text not in ("0", "1"):
             raise ValueError(text)
