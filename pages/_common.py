@@ -481,6 +481,21 @@ def add_to_mix(choice: dict, workload=None) -> None:
     grow_cluster()
 
 
+def remove_from_mix(entry: dict) -> None:
+    """Take a workload out of the mix. A cluster the mix made larger (and not changed since) shrinks to what the
+    remaining workloads need, as turning the robust mode off gives the workload's own size back."""
+    ss["robust_mix"] = [e for e in ss.get("robust_mix", []) if e is not entry]
+    c = ss["constraints"]
+    if robust_on() and ss.get("_robust_grew") == c.gpus:
+        try:
+            need = needed_gpus(c.gpus_per_node)
+        except FabricError:
+            return
+        if need < c.gpus:
+            ss["constraints"] = replace(c, gpus=need)
+            ss["_robust_grew"] = need
+
+
 def grow_cluster() -> None:
     """Make the cluster large enough for every workload the search uses (it never shrinks here)."""
     c = ss["constraints"]

@@ -318,7 +318,7 @@ for e in mix:
     if row[2].button("Remove", key=f"mix_rm_{e['id']}"):
         remove = e
 if remove is not None:
-    ss["robust_mix"] = [e for e in mix if e is not remove]
+    C.remove_from_mix(remove)
     st.rerun()
 st.caption("Weights count in the weighted mean (a workload's weight is shared by its scenarios); the worst case "
            "ignores them. The first workload is the one shown above; change it with the source at the top.")

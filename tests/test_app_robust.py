@@ -76,6 +76,7 @@ def test_workload_page_adds_a_second_workload_and_switches_robust_mode_on():
     at.button(key=f"mix_rm_{wid}").click().run()
     ok(at)
     assert at.session_state["robust_mix"] == []
+    assert at.session_state["constraints"].gpus == 256                # the 512 GPUs the plan needed are given back
     assert "at least two cases" not in texts(at.error)                # two scenarios still make two cases
     at.multiselect(key="robust_scen_in").set_value(["baseline"]).run()
     assert "The robust search cannot start: a robust search needs at least two cases" in texts(at.error)
