@@ -333,13 +333,13 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     compute_jobs = [j for j in workload.jobs if j.kind != "storage"]
     if not compute_jobs:
         raise WorkloadError("the workload has no training or inference job to evaluate")
-    placements = place_jobs(compute_jobs, fabric, design.placement, np.random.default_rng(s_place))
+    notes: list = []
+    placements = place_jobs(compute_jobs, fabric, design.placement, np.random.default_rng(s_place), notes=notes)
     storage = [j for j in workload.jobs if j.kind == "storage"]
     job_seeds = s_jobs.spawn(len(compute_jobs))
     from fabric.catalog import default_catalog
 
     nvls = (catalog or default_catalog()).gpu(design.gpu_model).has_nvls
-    notes: list = []
     ctx = dict(fabric=fabric, design=design, prof=prof, storage=storage, samples=samples, scenario=scenario,
                algorithms=algorithms, nvls=nvls, notes=notes)
     runs = [_run_job(job, gpus, model, seq, **ctx) for job, gpus, seq in zip(compute_jobs, placements, job_seeds)]
