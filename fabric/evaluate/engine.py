@@ -541,7 +541,24 @@ def _exposed(op_times: list, ops: list, compute: np.ndarray, samples: int):
     return exposed, np.sum(exposed, axis=0)
 
 
+_HEALTHY_MODELS: dict = {}
+
+
+def _healthy(scenario: Scenario) -> bool:
+    return not (scenario.failed_links or scenario.failed_spines or scenario.slow_switches or scenario.fail_switches
+                or scenario.fail_links or scenario.link_failure_prob > 0)
+
+
 def _network_model(fabric, scenario: Scenario, rng: np.random.Generator, samples: int) -> NetworkModel:
+    if fabric.cache_key and _healthy(scenario):
+        # the healthy fabric's model depends on the cabling only: kept per cabling, like the fabric itself
+        hit = _HEALTHY_MODELS.get(fabric.cache_key)
+        if hit is None:
+            hit = NetworkModel.build(fabric)
+            if len(_HEALTHY_MODELS) >= 4:
+                _HEALTHY_MODELS.pop(next(iter(_HEALTHY_MODELS)))
+            _HEALTHY_MODELS[fabric.cache_key] = hit
+        return hit
     ls = np.flatnonzero(fabric.link_kind == LINK_KINDS.index("leaf-spine"))
     spines = np.flatnonzero((fabric.node_kind == 2) & (fabric.node_tier == 1))
     failed = rng.choice(ls, size=min(scenario.failed_links, ls.size), replace=False) if scenario.failed_links else []

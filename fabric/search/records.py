@@ -29,8 +29,9 @@ def design_key(design) -> str:
     default, so designs keep the keys of earlier releases)."""
     d = asdict(design)
     d.pop("name", None)
-    if d.get("uplink_gbps") is None:
-        d.pop("uplink_gbps", None)
+    for later in ("uplink_gbps", "rack_power_w"):
+        if d.get(later) is None:
+            d.pop(later, None)
     return hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
