@@ -327,7 +327,8 @@ def design_from_genes(genes: dict, name: str | None = None) -> Design:
     """A Design of the current cluster size from a gene dict (FabricError when the genes are invalid)."""
     c = constraints()
     return design_from_record(genes, gpus=c.gpus, gpus_per_node=c.gpus_per_node, gpu_model=c.gpu_model,
-                              name=name or short_label(genes))
+                              name=name or short_label(genes), rack_power_w=c.rack_budget_w,
+                              catalog=catalog_bundle().catalog)
 
 
 def baselines() -> list[Design]:
@@ -383,8 +384,10 @@ def design_choices() -> list[dict]:
         add(genes_of_record(rec), rec["design"], "recommended")
     if ss.get("design_genes"):
         add(ss["design_genes"], ss.get("design_name") or short_label(ss["design_genes"]), "selected")
+    systems = constraints().gpu_models is not None
     for d in baselines():
-        add(design_genes(d), d.name.removeprefix("baseline: "), "baseline")
+        add(design_genes(d) | ({"gpu_model": d.gpu_model, "gpus": d.gpus} if systems else {}),
+            d.name.removeprefix("baseline: "), "baseline")
     if res is not None:
         for r in sorted(res.front, key=lambda r: r["cost_usd"]):
             add(genes_of_record(r), r["design"], "front")
@@ -405,6 +408,8 @@ def genes_of_record(rec: dict) -> dict:
         g[k] = float(g[k] or 0.0)
     if rec.get("design_tiers"):              # a baseline drawn with a fixed number of tiers keeps it
         g["design_tiers"] = int(rec["design_tiers"])
+    if constraints().gpu_models is not None and rec.get("gpu_model"):   # a search over GPU systems
+        g["gpu_model"], g["gpus"] = str(rec["gpu_model"]), int(rec["gpus"])
     return g
 
 
