@@ -222,7 +222,9 @@ def validate_design(d: Design) -> None:
         if d.scale_up_size % d.gpus_per_node:
             _err("scale_up_size", f"must be a multiple of gpus_per_node ({d.gpus_per_node}), got {d.scale_up_size}")
         if d.gpus % d.scale_up_size:
-            _err("scale_up_size", f"{d.gpus:,} GPUs do not fill whole {d.scale_up_size}-GPU scale-up domains")
+            _err("scale_up_size", f"{d.gpus:,} GPUs do not fill whole {d.scale_up_size}-GPU scale-up domains; use a "
+                                  f"multiple of {d.scale_up_size}, e.g. "
+                                  f"{-(-d.gpus // d.scale_up_size) * d.scale_up_size:,}")
     if isinstance(d.nics_per_gpu, bool) or not isinstance(d.nics_per_gpu, (int, float)) \
             or not math.isfinite(d.nics_per_gpu) or d.nics_per_gpu <= 0 or d.nics_per_gpu > 8:
         _err("nics_per_gpu", f"must be a number in (0, 8], got {d.nics_per_gpu!r}")
