@@ -135,6 +135,20 @@ def _advice(design_json: str, wl_key: str, cat_key: str, scenario: str, _workloa
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
+def _racks(design_json: str, cat_key: str, rack_limit_w, pue: float, _catalog) -> dict:
+    from fabric.rackpower import rack_report
+
+    return rack_report(design_from_dict(json.loads(design_json)), catalog=_catalog, rack_limit_w=rack_limit_w, pue=pue)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _traffic(design_json: str, wl_key: str, cat_key: str, _workload, _catalog) -> dict:
+    from fabric.scaleup import traffic_split
+
+    return traffic_split(design_from_dict(json.loads(design_json)), _workload, catalog=_catalog)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
 def _bom(design_json: str, cat_key: str, _catalog):
     fab = build_fabric(design_from_dict(json.loads(design_json)), _catalog)
     return bill_of_materials(fab, _catalog).to_dict()
@@ -464,6 +478,33 @@ def strong_scaling_rows(design: Design, counts: tuple, global_batch: int | None,
     cb = catalog_bundle()
     return _strong(_design_json(design), cb.key, choice["preset"], tuple(counts), json.dumps(over, sort_keys=True),
                    global_batch, virtual_stages, cb.catalog, _overrides_json())
+
+
+def racks_of(design: Design, *, rack_limit_w: float | None = None, pue: float | None = None) -> dict:
+    """fabric.rackpower.rack_report of ``design`` (cached); the limit and PUE default to the constraints'."""
+    cb, c = catalog_bundle(), constraints()
+    limit = c.rack_power_w if rack_limit_w is None else rack_limit_w
+    return _racks(_design_json(design), cb.key, limit, float(c.pue if pue is None else pue), cb.catalog)
+
+
+def traffic_of(design: Design) -> dict:
+    """fabric.scaleup.traffic_split of ``design`` on the session's workload (cached)."""
+    wb, cb = workload_bundle(), catalog_bundle()
+    return _traffic(_design_json(design), wb.key, cb.key, wb.workload, cb.catalog)
+
+
+def rack_section(design: Design, report: dict) -> None:
+    """The rack and power view: racks and their power, the summary sentence, cables by reach class."""
+    from fabric.ui_support.racks_view import rack_rows, rack_summary, reach_rows
+
+    a, b = st.columns([3, 2])
+    with a:
+        st.dataframe(pd.DataFrame(rack_rows(report)), hide_index=True, width="stretch")
+    with b:
+        st.dataframe(pd.DataFrame(reach_rows(report)), hide_index=True, width="stretch")
+    st.caption(md_text(rack_summary(report, design.domain_size)) + " Racks hold as many servers as the rack power "
+               "feeds (a rack-scale system is a rack of its own); switches other than top-of-rack leaves sit in "
+               "network racks; cables by reach class as facts.md section 10 (docs/cost.md).")
 
 
 def bom_dict(design: Design) -> dict:
