@@ -84,7 +84,13 @@ def failure_analysis(fabric, *, max_listed: int = 10) -> dict:
     distinct switches any leaf's uplinks reach; 0 for a one-switch fabric).
     """
     n, n_dom, pairs, mult = _graph(fabric)
-    if len(pairs) > EXACT_MAX_PAIRS and fabric.family != "dragonfly":
+    st = fabric.structure
+    # a large dragonfly of 3+ groups of 2+ routers: a group's routers are all-to-all and every pair of groups is
+    # joined directly, so any single router or link failure leaves the rest connected (through another group when
+    # a direct link goes); only the servers of a failed router are lost, which the structural check counts
+    big_dragonfly = fabric.family == "dragonfly" and int(st.get("groups", 0)) >= 3 \
+        and int(st.get("routers_per_group", 0)) >= 2 and int(st.get("global_links_per_group_pair", 0)) >= 1
+    if len(pairs) > EXACT_MAX_PAIRS and (fabric.family != "dragonfly" or big_dragonfly):
         return _structural(fabric, n, n_dom, pairs, mult, max_listed)
     import networkx as nx
 
@@ -96,6 +102,10 @@ def failure_analysis(fabric, *, max_listed: int = 10) -> dict:
     for u, v in pairs.tolist():
         if u < n_dom <= v:
             nbrs_of_dom[u].add(v)
+    only_on: dict[int, list] = {}           # switch -> the domains whose every attachment goes through it
+    for d, nb in enumerate(nbrs_of_dom):
+        if len(nb) == 1:
+            only_on.setdefault(next(iter(nb)), []).append(d)
     cut_switches, lost_worst = [], 0
     # blocks at each cut vertex: a block {s, d} with domain d attached only to s is a lost server, not a split;
     # a cut switch with at most one other block cannot partition the surviving domains (no component check)
@@ -110,7 +120,7 @@ def failure_analysis(fabric, *, max_listed: int = 10) -> dict:
     for s in nx.articulation_points(g):
         if s < n_dom:
             continue
-        lost = np.array([d for d in range(n_dom) if nbrs_of_dom[d] == {s}], np.int64)
+        lost = np.array(only_on.get(s, []), np.int64)
         lost_worst = max(lost_worst, int(gpus_per_dom[lost].sum()) if lost.size else 0)
         if other_blocks.get(s, 0) >= 2 and _verdict(_components(n, pairs, removed_node=s), n_dom, lost):
             cut_switches.append(s)
