@@ -11,20 +11,27 @@ ranks those that shorten the p99 step:
 
 A change that does not shorten the p99 by at least ``min_gain`` (share of the p99, default 0.5 %) is not advice;
 when none does, the answer is that no single change helps. Each change is a plain design edit, so every answer can
-be opened, priced and evaluated like any design.
+be opened, priced and evaluated like any design. Whether a change is free or hardware is not decided here: it is
+:func:`fabric.design.policy.edit_kind` of the fields it edits, the one definition the search and the comparison of
+designs use too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fabric.design.policy import POLICY, edit_kind
+from fabric.design.schema import PLACEMENTS as PLACEMENT_RULES
 from fabric.errors import FabricError
 
 __all__ = ["Advice", "advise", "candidate_changes", "FREE", "HARDWARE"]
 
+#: The advice's ``kind`` values (JSON): a free policy change, or hardware (fabric.design.policy decides which).
 FREE, HARDWARE = "free", "hardware"
-#: Placement rules a scheduler can be told to use ("scattered" is a condition of a fragmented cluster, not a rule).
-PLACEMENT_RULES = ("packed", "rail_aligned")
+
+
+def _kind(edit: dict) -> str:
+    return FREE if edit_kind(edit) == POLICY else HARDWARE
 
 
 @dataclass(frozen=True)
@@ -55,20 +62,20 @@ def candidate_changes(design, catalog=None) -> list[tuple[str, str, dict]]:
     from fabric.design.schema import ROUTING_POLICIES
 
     cat = catalog or default_catalog()
-    out: list[tuple[str, str, dict]] = []
+    out: list[tuple[str, dict]] = []
     for r in ROUTING_POLICIES:
         if r != design.routing:
-            out.append((f"routing {design.routing} -> {r}", FREE, {"routing": r}))
+            out.append((f"routing {design.routing} -> {r}", {"routing": r}))
     if design.routing == "ecmp":
         for q in (2, 4, 8, 16):
             if q > design.qps_per_connection:
                 out.append((f"queue pairs per connection {design.qps_per_connection} -> {q} (more ECMP entropy)",
-                            FREE, {"qps_per_connection": q}))
+                            {"qps_per_connection": q}))
     for p in PLACEMENT_RULES:
         if p != design.placement:
-            out.append((f"placement rule {design.placement} -> {p}", FREE, {"placement": p}))
+            out.append((f"placement rule {design.placement} -> {p}", {"placement": p}))
     if design.family == "rail_optimized" and not design.pxn:
-        out.append(("PXN on (cross-rail traffic over NVLink to the destination's rail)", FREE, {"pxn": True}))
+        out.append(("PXN on (cross-rail traffic over NVLink to the destination's rail)", {"pxn": True}))
     over = list(design.oversubscription) + [1.0] * (2 - len(design.oversubscription))
     for tier, name in ((0, "leaf"), (1, "spine")):
         o = over[tier]
@@ -76,21 +83,21 @@ def candidate_changes(design, catalog=None) -> list[tuple[str, str, dict]]:
             lower = max(1.0, o / 2.0 if o >= 2.0 else 1.0)
             new = list(over)
             new[tier] = lower
-            out.append((f"{name} oversubscription {o:g}:1 -> {lower:g}:1 (more uplinks and spines)", HARDWARE,
+            out.append((f"{name} oversubscription {o:g}:1 -> {lower:g}:1 (more uplinks and spines)",
                         {"oversubscription": tuple(new)}))
     nic = cat.nic(design.nic_model)
     if design.planes == 1 and nic.ports >= 2 and nic.ports % 2 == 0 and design.family != "dragonfly":
-        out.append(("a second plane (each NIC's ports split over two planes)", HARDWARE, {"planes": 2}))
+        out.append(("a second plane (each NIC's ports split over two planes)", {"planes": 2}))
     faster = [m for m in compatible_nics(cat, design.gpu_model, design.nics_per_gpu)
               if cat.nic(m).fabric in (nic.fabric, "vpi", "any")
               and cat.nic(m).ports * cat.nic(m).port_speed_bps > nic.ports * nic.port_speed_bps]
     if faster:
         best = min(faster, key=lambda m: (cat.nic(m).ports * cat.nic(m).port_speed_bps, cat.nic(m).price_usd))
-        out.append((f"faster NICs {design.nic_model} -> {best}", HARDWARE, {"nic_model": best}))
+        out.append((f"faster NICs {design.nic_model} -> {best}", {"nic_model": best}))
     if not design.storage_isolation:
-        out.append(("a separate storage network (checkpoint traffic off the training fabric)", HARDWARE,
+        out.append(("a separate storage network (checkpoint traffic off the training fabric)",
                     {"storage_isolation": True}))
-    return out
+    return [(sentence, _kind(edit), edit) for sentence, edit in out]
 
 
 def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samples: int = 128,

@@ -8,7 +8,7 @@ import streamlit as st
 from pages import _common as C
 from fabric.errors import FabricError
 from fabric.ui_support import charts
-from fabric.ui_support.compare import gene_frame, metrics_frame, money_deltas
+from fabric.ui_support.compare import best_free_policy, gene_frame, metrics_frame, money_deltas, money_split
 from fabric.ui_support.designs import design_genes, short_label
 
 ss = st.session_state
@@ -69,16 +69,38 @@ st.caption("Share of steps finishing within a time (x); a curve further left is 
            "p99.")
 
 st.subheader("What money buys")
+ref_name, ref_design = next(iter(designs.items()))
+try:
+    best = best_free_policy(ref_design, C.evaluate_design)
+    splits = {x["design"]: x for x in money_split(designs, C.evaluate_design)}
+except FabricError as err:
+    st.error(f"The free-policy split could not be evaluated: {C.public_message(err)}")
+    best, splits = None, {}
+if best is not None:
+    if best["changes"]:
+        st.markdown(f"- **Free first**: on the hardware of '{C.md_text(ref_name)}', the best free policy "
+                    f"({C.md_text(', '.join(best['changes']))}) makes the p99 step "
+                    f"{-best['delta_p99_s'] * 1e3:,.1f} ms ({-best['delta_p99_s'] / best['own_p99_s']:.1%}) shorter, "
+                    f"at no cost.")
+    else:
+        st.markdown(f"- **Free first**: '{C.md_text(ref_name)}' already runs the best free policy for its hardware "
+                    f"({C.md_text(best['policy'])}; {best['tried']} policies tried).")
 for d in money_deltas(rows):
-    st.markdown(f"- {C.md_text(d['sentence'])}")
-st.caption("Each design against the first one picked: capex difference in USD and p99 step-time difference; when "
-           "a design costs more and is faster, the price of each millisecond of p99 it saves.")
+    parts = [f"- {C.md_text(d['sentence'])}"]
+    parts += [f"    - {C.md_text(line[0].upper() + line[1:])}"
+              for line in splits.get(d["design"], {}).get("sentences", [])]
+    st.markdown("\n".join(parts))
+st.caption("Each design against the first one picked: capex difference in USD and p99 step-time difference, split "
+           "in two steps that add up: the free policy (routing, queue pairs, placement rule, PXN) of the design on "
+           "the first design's hardware, at no cost; then the hardware, on the same policy, which the whole capex "
+           "difference buys (dollars per millisecond of p99 it saves). 'Free first' is the best free policy on the "
+           "first design's hardware, before any money is spent.")
 
 st.subheader("Genes")
 only = st.toggle("Only the genes that differ", value=True, key="cmp_only_diff")
 st.dataframe(gene_frame(designs, only_differences=only), hide_index=True, width="stretch")
-st.caption("Design decisions gene by gene (one column per design, in the order picked); 'differs' marks the "
-           "decisions that set the designs apart.")
+st.caption("Design decisions gene by gene (one column per design, in the order picked), hardware first, then "
+           "free policy ('kind'); 'differs' marks the decisions that set the designs apart.")
 for name, d in designs.items():
     st.caption(f"**{C.md_text(name)}**: {C.md_text(short_label(design_genes(d)))}")
 

@@ -110,7 +110,9 @@ fams = a.multiselect("Topology families", list(FAMILIES), key="con_families", fo
 routs = b.multiselect("Routing policies", list(ROUTING_POLICIES), key="con_routings")
 a, b = st.columns(2)
 trans = a.multiselect("Transports", list(TRANSPORTS), key="con_transports")
-places = b.multiselect("Job placement", list(PLACEMENTS), key="con_placements")
+places = b.multiselect("Placement rules", list(PLACEMENTS), key="con_placements",
+                       help="What the scheduler is told to do (free policy). A fragmented cluster is a condition, "
+                            "not a rule: see the what-if scenario 'fragmented' on the Design page.")
 planes = st.multiselect("Network planes", PLANES, key="con_planes",
                         help="Planes each NIC's ports are split over (a NIC needs as many ports as planes; "
                              "e.g. nic-cx8-4x200 for 4 planes).")

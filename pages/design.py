@@ -24,6 +24,7 @@ SCENARIOS = {
     "checkpoint-burst": "2 TB checkpoint every 10 min per training job",
     "job-mix-shift": "1.5x the bytes of every job",
     "background-30": "30 % of every link used by other tenants",
+    "fragmented": "a fragmented cluster: the job's nodes drawn at random among all, whatever the placement rule",
 }
 DEFAULT_SCENARIOS = ["fail-spine", "slow-switch", "checkpoint-burst", "job-mix-shift"]
 

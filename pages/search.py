@@ -235,7 +235,7 @@ def draw(snap, *, live: bool) -> None:
         st.markdown("\n".join(f"- {C.md_text(line)}" for line in lines))
         front = res.front_frame()
         table = front[["design", "cost_usd", "p99_s", "p50_s", "power_w", "family", "switch_model", "nic_model",
-                       "routing", "transport", "placement"]].copy()
+                       "transport", "policy", "free_upgrade_of"]].copy()
         table.insert(0, "recommended", ["★" if rec is not None and n == rec["design"] else "" for n in table["design"]])
         table["power_w"] = table["power_w"] / 1e3
         st.subheader(f"Front designs ({len(front)})")
@@ -247,9 +247,21 @@ def draw(snap, *, live: bool) -> None:
                            "cost_usd": st.column_config.NumberColumn("network capex (USD)", format="dollar"),
                            "p99_s": st.column_config.NumberColumn("p99 step (s)", format="%.4f"),
                            "p50_s": st.column_config.NumberColumn("p50 step (s)", format="%.4f"),
-                           "power_w": st.column_config.NumberColumn("network power (kW)", format="%.1f")})
+                           "power_w": st.column_config.NumberColumn("network power (kW)", format="%.1f"),
+                           "family": st.column_config.TextColumn("family (hardware)"),
+                           "switch_model": st.column_config.TextColumn("switch (hardware)"),
+                           "nic_model": st.column_config.TextColumn("NIC (hardware)"),
+                           "transport": st.column_config.TextColumn("transport (hardware)"),
+                           "policy": st.column_config.TextColumn(
+                               "free policy", help="routing (queue pairs under ECMP), placement rule, PXN: "
+                                                   "configuration, no hardware bought"),
+                           "free_upgrade_of": st.column_config.TextColumn(
+                               "free upgrade of", help="baselines whose hardware this design is, run with a "
+                                                       "better free policy: the same cost, a shorter p99")})
         st.caption("The non-dominated designs, cheapest first (capex in USD, step times in seconds, power in kW); "
-                   f"★ marks the recommended one: {C.md_text(advice.rule)}. Select a row to open it.")
+                   f"★ marks the recommended one: {C.md_text(advice.rule)}. Hardware columns are what the money "
+                   "buys; 'free policy' is configuration that costs nothing; 'free upgrade of' names a baseline "
+                   "with this design's hardware and a worse policy. Select a row to open it.")
         rows = sel.selection.rows if sel is not None and hasattr(sel, "selection") else []
         if rows and ss.get("_front_sel") != rows[0]:
             ss["_front_sel"] = rows[0]

@@ -164,11 +164,12 @@ def test_packed_and_rail_aligned_placement():
         place_jobs([_job(2048)], fab, "packed")
 
 
-def test_scattered_placement_is_whole_nodes_and_seeded():
+def test_fragmented_cluster_gives_whole_nodes_and_is_seeded():
+    # a fully fragmented cluster (the old placement "scattered"): whole nodes drawn at random, from the seed
     fab = build_fabric(Design(gpus=512))
-    g1 = place_jobs([_job(64)], fab, "scattered", np.random.default_rng(3))[0]
-    g2 = place_jobs([_job(64)], fab, "scattered", np.random.default_rng(3))[0]
-    g3 = place_jobs([_job(64)], fab, "scattered", np.random.default_rng(4))[0]
+    g1 = place_jobs([_job(64)], fab, "packed", np.random.default_rng(3), fragmentation=1.0)[0]
+    g2 = place_jobs([_job(64)], fab, "packed", np.random.default_rng(3), fragmentation=1.0)[0]
+    g3 = place_jobs([_job(64)], fab, "packed", np.random.default_rng(4), fragmentation=1.0)[0]
     assert (g1 == g2).all() and not (g1 == g3).all()
     nodes = g1.reshape(8, 8) // 8
     assert (nodes == nodes[:, :1]).all() and len(set(nodes[:, 0])) == 8

@@ -27,6 +27,7 @@ DESIGN_KEYS = ["name", "family", "gpus", "gpu_model", "gpus_per_node", "scale_up
 GOOD = {"family": ["clos", "rail_optimized", "rail_only", "dragonfly"], "gpus": [8, 64, 256, 0, -8, 10**9],
         "oversubscription": [1, 2, [1, 3], {"leaf": 2}, 0.5], "routing": ["ecmp", "spray", "adaptive"],
         "transport": ["infiniband", "roce", "tcp", "uec", "spray_ethernet"], "planes": [1, 2, 3],
+        "placement": ["packed", "rail_aligned", "scattered"],
         "tiers": [None, 1, 2, 3, "auto"], "spines": [None, 1, 2, 4, 64, 0],
         "uplink_gbps": [None, 800, 200, 300, [400, 800], {"leaf": 200}, {"core": 1}, 0, -1]}
 

@@ -371,7 +371,9 @@ def test_gene_frame_and_money_deltas():
     a = Design(name="a")
     b = Design(name="b", oversubscription=(2.0, 2.0))
     df = gene_frame({"a": a, "b": b})
-    assert list(df.columns) == ["gene", "a", "b", "differs"] and len(df) == len(GENE_COLUMNS)
+    assert list(df.columns) == ["gene", "kind", "a", "b", "differs"] and len(df) == len(GENE_COLUMNS)
+    # hardware first, then the free policy (routing, queue pairs, placement rule, PXN)
+    assert list(df["kind"]) == ["hardware"] * (len(GENE_COLUMNS) - 4) + ["free policy"] * 4
     diff = gene_frame({"a": a, "b": b}, only_differences=True)
     assert set(diff["gene"]) == {"leaf oversubscription (down:up)", "spine oversubscription (down:up)"}
     rows = [{"name": "ref", "cost_usd": 100.0, "power_w": 10.0, "lower_bound_s": 0.5,

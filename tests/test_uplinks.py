@@ -7,6 +7,7 @@ the code's own output.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -486,7 +487,7 @@ def test_evaluate_cli_names_the_binding_resource(tmp_path, capsys, cat):
 @given(kind=st.sampled_from(["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv", "broadcast",
                              "reduce"]),
        size=st.sampled_from([1 << 16, 1 << 24, 1 << 31]), group=st.sampled_from([2, 4, 8, 16, 32, 64]),
-       stride=st.sampled_from([1, 2, 4, 8, 16]), placement=st.sampled_from(["packed", "scattered", "rail_aligned"]),
+       stride=st.sampled_from([1, 2, 4, 8, 16]), placement=st.sampled_from(["packed", "fragmented", "rail_aligned"]),
        family=st.sampled_from(["clos", "rail_optimized", "rail_only"]), routing=st.sampled_from(["ecmp", "adaptive",
                                                                                                   "spray"]),
        o1=st.sampled_from([1.0, 2.0, 3.0, 4.0]), o2=st.sampled_from([1.0, 3.0]), tiers=st.sampled_from([None, 3]),
@@ -502,6 +503,8 @@ def test_property_bound_never_above_a_sample_on_oversubscribed_fabrics(kind, siz
         stride = world // group
     scen = {"baseline": Scenario(), "fail-link": Scenario(failed_links=1), "slow-switch": Scenario(slow_switches=1),
             "flaky": Scenario(link_failure_prob=0.02), "background": Scenario(background_load=0.3)}[scenario]
+    if placement == "fragmented":                   # a fragmented cluster: the rule's nodes drawn at random
+        placement, scen = "packed", replace(scen, fragmentation=1.0)
     switch = "eth-51t-64x800" if tiers is None else "eth-12t-32x400"
     if tiers is not None and up == 800:
         up = None                                   # 400G ports cannot run 800G uplinks

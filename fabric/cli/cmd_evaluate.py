@@ -28,7 +28,8 @@ def register(sub) -> None:
     p.add_argument("--gpus", type=int, help="resize the design to this many GPUs")
     p.add_argument("--scenario", "-s", default="baseline",
                    help="scenario preset (baseline, fail-spine, fail-link, slow-switch, checkpoint-burst, "
-                        "background-30, job-mix-shift, bigger-cluster), a JSON/YAML file or inline JSON")
+                        "background-30, job-mix-shift, bigger-cluster, flaky-links, fragmented: the job's nodes "
+                        "drawn at random, a fragmented cluster), a JSON/YAML file or inline JSON")
     p.add_argument("--samples", type=int, default=256, help="Monte Carlo samples (default 256)")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same result)")
     p.add_argument("--catalog", metavar="FILE", help="hardware catalog override file")

@@ -13,11 +13,13 @@ def register(sub) -> None:
         "search",
         help="search designs for the Pareto front of cost vs p99 step time",
         description=(
-            "Search the design space (topology family, switch and NIC models, NICs per GPU, oversubscription, "
-            "planes, routing and queue pairs, transport, placement, PXN, storage isolation, in-network reduction, "
-            "uplink speed) with NSGA-II for the Pareto front of network capex versus p99 step time, under the given "
-            "constraints. The human baselines (fat tree 1:1 and 2:1 at the fastest links, a rail-optimized "
-            "SuperPOD-like design) are always evaluated and compared."
+            "Search the design space (hardware: topology family, switch and NIC models, NICs per GPU, "
+            "oversubscription, planes, transport, storage isolation, in-network reduction, uplink speed; free "
+            "policy: routing and queue pairs, placement rule, PXN) with NSGA-II for the Pareto front of network "
+            "capex versus p99 step time, under the given constraints. The human baselines (fat tree 1:1 and 2:1 at "
+            "the fastest links, a rail-optimized SuperPOD-like design) are always evaluated and compared; a front "
+            "design that is a baseline's hardware with a better free policy is named a free upgrade. A fragmented "
+            "cluster is a condition, not a choice: --scenario fragmented."
         ),
         epilog=("examples:\n  fabric search -w sample_traces/llama3-70b.json --gpus 1024 --budget-evals 3000 --out out/\n"
                 "  fabric search -w w.json --constraints limits.yaml --budget-seconds 60 --workers 2 --out out/\n"

@@ -22,6 +22,7 @@ from fabric.errors import DesignError
 
 __all__ = [
     "FAMILIES", "ROUTING_POLICIES", "TRANSPORTS", "REORDER_TOLERANT_TRANSPORTS", "LEGACY_TRANSPORTS", "PLACEMENTS",
+    "LEGACY_PLACEMENTS",
     "CABLING", "NCCL_ALGO_NAMES",
     "MAX_OVERSUBSCRIPTION", "Design", "design_from_dict", "design_to_dict", "load_design", "dump_design",
 ]
@@ -37,8 +38,11 @@ TRANSPORTS = ("infiniband", "roce", "tcp", "uec")
 REORDER_TOLERANT_TRANSPORTS = ("infiniband", "uec")
 #: Old transport names that still load, and their current names.
 LEGACY_TRANSPORTS = {"spray_ethernet": "uec"}
-#: Job placement policies.
-PLACEMENTS = ("packed", "rail_aligned", "scattered")
+#: Job placement rules (what the scheduler is told to do; a fragmented cluster is a scenario, not a rule).
+PLACEMENTS = ("packed", "rail_aligned")
+#: Old placement values that still load, and the rule they load as: "scattered" was a fragmented cluster, which is
+#: now the scenario field ``fragmentation`` (preset ``fragmented``).
+LEGACY_PLACEMENTS = {"scattered": "packed"}
 #: How endpoint (NIC-to-leaf) links are cabled: "auto" = copper when the leaf sits in the nodes' rack.
 CABLING = ("auto", "copper", "optics")
 #: ``NCCL_ALGO`` values a design may force for its all-reduces (None: NCCL's own choice; docs/evaluator.md).
@@ -103,6 +107,9 @@ class Design:
         if self.transport in LEGACY_TRANSPORTS:
             _warn_legacy_transport(self.transport)
             object.__setattr__(self, "transport", LEGACY_TRANSPORTS[self.transport])
+        if isinstance(self.placement, str) and self.placement in LEGACY_PLACEMENTS:
+            warn_legacy_placement(self.placement)
+            object.__setattr__(self, "placement", LEGACY_PLACEMENTS[self.placement])
         validate_design(self)
 
     @property
@@ -143,6 +150,19 @@ def _warn_legacy_transport(old: str) -> None:
     warnings.warn(f"design field 'transport': {old!r} is now called {new!r} (a reorder-tolerant Ethernet transport, "
                   f"docs/design-schema.md); the old name still loads, write {new!r} in new files",
                   FutureWarning, stacklevel=4)
+
+
+def legacy_placement_text(old: str) -> str:
+    """The one-line notice for an old placement value (design files, links and constraints say the same)."""
+    return (f"{old!r} is a fragmented cluster, a condition rather than a rule a scheduler follows: it "
+            f"loads as {LEGACY_PLACEMENTS[old]!r}; evaluate under the scenario 'fragmented' (fabric evaluate "
+            f"--scenario fragmented) to see the fragmented cluster")
+
+
+def warn_legacy_placement(old: str, stacklevel: int = 4) -> None:
+    import warnings
+
+    warnings.warn(f"design field 'placement': {legacy_placement_text(old)}", FutureWarning, stacklevel=stacklevel)
 
 
 def _err(fld: str, msg: str):

@@ -334,7 +334,8 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     if not compute_jobs:
         raise WorkloadError("the workload has no training or inference job to evaluate")
     notes: list = []
-    placements = place_jobs(compute_jobs, fabric, design.placement, np.random.default_rng(s_place), notes=notes)
+    placements = place_jobs(compute_jobs, fabric, design.placement, np.random.default_rng(s_place),
+                            fragmentation=scenario.fragmentation, notes=notes)
     storage = [j for j in workload.jobs if j.kind == "storage"]
     job_seeds = s_jobs.spawn(len(compute_jobs))
     from fabric.catalog import default_catalog

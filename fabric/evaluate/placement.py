@@ -1,19 +1,23 @@
 """Placement: map each job's ranks onto the fabric's GPUs, and expand process groups into their instances.
 
-Policies:
+Placement rules (the design's policy: what the scheduler is told to do):
 
 - ``packed``: jobs take consecutive GPUs, one after the other (rank r of a job on GPU start + r);
 - ``rail_aligned``: every job starts on a node boundary, and on a scalable-unit boundary when it fills at least
-  one unit of a rail-optimized fabric, so that rank-to-rail alignment and unit locality hold; ranks consecutive;
-- ``scattered``: a fragmented cluster: each job gets whole nodes drawn at random (from ``rng``) among the free
-  ones; ranks are consecutive inside a node. Jobs smaller than a node are packed.
+  one unit of a rail-optimized fabric, so that rank-to-rail alignment and unit locality hold; ranks consecutive.
+
+Fragmentation (a condition of the cluster, :attr:`fabric.evaluate.scenario.Scenario.fragmentation`): the rule lays
+jobs out over node slots, and a share ``f`` of the slots, drawn at random, trade places at random before the jobs
+land on them; at ``f = 1`` every job gets whole nodes drawn at random among all of them (what the placement
+"scattered" of earlier releases did). Ranks stay consecutive inside a node.
 
 Rack-scale scale-up domains (a domain of several hosts, GB200 NVL72: 72 GPUs on 18 trays of 4): ``packed`` and
 ``rail_aligned`` keep a job's tensor-, expert- and context-parallel groups inside the NVLink domain when they fit
 (:func:`domain_layout`): when the largest such group block (``tp x ep`` ranks for Megatron's expert groups) does
 not divide the domain, each domain takes as many whole blocks as fit and leaves the rest of its GPUs idle (a
 64-GPU expert-parallel group on NVL72: 64 ranks per rack, 8 GPUs spare), and jobs start on a domain boundary. When
-the design has too few GPUs for that, ranks stay consecutive (groups then straddle domains).
+the design has too few GPUs for that, ranks stay consecutive (groups then straddle domains). Fragmentation moves
+node slots (a rack-scale domain's trays) the same way, so a fragmented cluster can split a group over domains.
 
 Process-group instances: a group describes one communicator (say the DP group of rank 0); the same pattern
 repeats over the world. A strided pattern (start, stride, size) expands to every translate: blocks of
@@ -31,13 +35,13 @@ import numpy as np
 from fabric.errors import DesignError, WorkloadError
 from fabric.workload.model import Job, ProcessGroup
 
-__all__ = ["PLACEMENT_POLICIES", "place_jobs", "group_instances", "domain_block", "domain_layout",
+__all__ = ["PLACEMENT_POLICIES", "place_jobs", "fragmented_nodes", "group_instances", "domain_block", "domain_layout",
            "gpus_for_jobs", "INNER_ROLES"]
 
 #: Process-group roles a scale-up domain should hold whole (their traffic is per layer, on the critical path).
 INNER_ROLES = ("tp", "ep", "cp")
 
-PLACEMENT_POLICIES = ("packed", "rail_aligned", "scattered")
+PLACEMENT_POLICIES = ("packed", "rail_aligned")
 
 
 def _unit_gpus(fabric) -> int:
@@ -113,11 +117,18 @@ def _domain_plan(jobs, fabric) -> list[int | None] | None:
 
 
 def place_jobs(jobs: list[Job] | tuple[Job, ...], fabric, policy: str, rng: np.random.Generator | None = None,
-               notes: list | None = None) -> list[np.ndarray]:
-    """For each job, the GPU id of each of its ranks (``array[world_size]``). ``notes`` (a list) receives a line
-    per job whose inner groups keep whole scale-up domains by leaving GPUs idle, or could not."""
+               fragmentation: float = 0.0, notes: list | None = None) -> list[np.ndarray]:
+    """For each job, the GPU id of each of its ranks (``array[world_size]``): the placement rule ``policy`` on a
+    cluster whose node slots are fragmented by ``fragmentation`` (drawn from ``rng``; see the module docstring).
+    ``notes`` (a list) receives a line per job whose inner groups keep whole scale-up domains by leaving GPUs idle,
+    or could not."""
     if policy not in PLACEMENT_POLICIES:
-        raise DesignError(f"unknown placement {policy!r}; choose one of {', '.join(PLACEMENT_POLICIES)}")
+        hint = (" ('scattered' is a fragmented cluster, a condition rather than a rule: evaluate under the scenario "
+                "'fragmented')" if policy == "scattered" else "")
+        raise DesignError(f"unknown placement {policy!r}; choose one of {', '.join(PLACEMENT_POLICIES)}{hint}")
+    if isinstance(fragmentation, bool) or not isinstance(fragmentation, (int, float)) \
+            or not 0.0 <= fragmentation <= 1.0:
+        raise DesignError(f"fragmentation must be a share in [0, 1], got {fragmentation!r}")
     total = fabric.n_gpus
     gpn = fabric.design.gpus_per_node
     need = sum(j.world_size for j in jobs if j.kind != "storage")
@@ -125,23 +136,6 @@ def place_jobs(jobs: list[Job] | tuple[Job, ...], fabric, policy: str, rng: np.r
         raise WorkloadError(f"the workload needs {need:,} GPUs but the design has {total:,}; "
                             f"size the design to at least {need:,} GPUs")
     out: list[np.ndarray] = []
-    if policy == "scattered":
-        rng = rng if rng is not None else np.random.default_rng(0)
-        free_nodes = list(rng.permutation(total // gpn))
-        cursor = 0  # for sub-node jobs, packed from the end of the cluster
-        for job in jobs:
-            w = job.world_size if job.kind != "storage" else 0
-            if w >= gpn:
-                k = math.ceil(w / gpn)
-                if k > len(free_nodes):
-                    raise WorkloadError(f"job {job.name!r} needs {k} free nodes; only {len(free_nodes)} left")
-                nodes, free_nodes = np.array(free_nodes[:k]), free_nodes[k:]
-                gpus = (nodes[:, None] * gpn + np.arange(gpn)[None, :]).ravel()[:w]
-            else:
-                gpus = total - 1 - cursor - np.arange(w)[::-1]
-                cursor += w
-            out.append(gpus.astype(np.int64))
-        return out
     align = 1 if policy == "packed" else gpn
     unit = _unit_gpus(fabric) if policy == "rail_aligned" else 1
     dom = fabric.design.domain_size
@@ -154,7 +148,7 @@ def place_jobs(jobs: list[Job] | tuple[Job, ...], fabric, policy: str, rng: np.r
                     notes.append(f"{job.name}: {per} ranks per {dom}-GPU NVLink domain ({dom - per} GPUs idle in "
                                  f"each) so its {domain_block(job, dom)}-rank tensor/expert-parallel groups stay "
                                  f"inside one domain")
-        return placed
+        return _fragment(placed, total, gpn, fragmentation, rng)
     if notes is not None:
         for j in jobs:
             if domain_layout(j, dom, gpn) is not None:
@@ -173,6 +167,14 @@ def place_jobs(jobs: list[Job] | tuple[Job, ...], fabric, policy: str, rng: np.r
                                 f"boundaries ({total - start:,} GPUs left); use placement 'packed' or more GPUs")
         out.append(np.arange(start, start + w, dtype=np.int64))
         start += w
+    return _fragment(out, total, gpn, fragmentation, rng)
+
+
+def _fragment(out: list[np.ndarray], total: int, gpn: int, fragmentation: float, rng) -> list[np.ndarray]:
+    """``out`` with its node slots moved as a cluster fragmented by ``fragmentation`` moves them."""
+    order = fragmented_nodes(total // gpn, fragmentation, rng)
+    if order is not None:
+        out = [order[g // gpn] * gpn + g % gpn for g in out]
     return out
 
 
@@ -193,6 +195,22 @@ def _place_in_domains(jobs, plan, policy: str, unit: int, dom: int, total: int) 
         out.append(gpus)
         start += span
     return out
+
+
+def fragmented_nodes(nodes: int, fragmentation: float, rng: np.random.Generator | None = None) -> np.ndarray | None:
+    """Where each of ``nodes`` node slots lands on a cluster fragmented by ``fragmentation``: ``order[slot]`` is the
+    physical node, or ``None`` when nothing moves. ``round(fragmentation x nodes)`` slots drawn at random trade
+    places at random (all of them: a random permutation of the nodes)."""
+    moved = int(round(fragmentation * nodes))
+    if moved < 2:
+        return None
+    rng = rng if rng is not None else np.random.default_rng(0)
+    if moved >= nodes:
+        return rng.permutation(nodes).astype(np.int64)
+    slots = np.sort(rng.choice(nodes, size=moved, replace=False))
+    order = np.arange(nodes, dtype=np.int64)
+    order[slots] = slots[rng.permutation(moved)]
+    return order
 
 
 def _pattern(group: ProcessGroup, world: int) -> tuple[int, int] | None:

@@ -1,4 +1,5 @@
-"""What-if scenarios: failures, a slow switch, background load, a shifted job mix, a bigger cluster."""
+"""What-if scenarios: failures, a slow switch, background load, a shifted job mix, a bigger cluster, a fragmented
+cluster."""
 
 from __future__ import annotations
 
@@ -29,6 +30,12 @@ class Scenario:
     bytes written every period) to each training job; ``gpu_scale`` evaluates a cluster that many times bigger
     with data parallelism grown to match (weak scaling). ``link_failure_prob`` makes component faults part of the
     Monte Carlo: in each sampled launch every leaf-spine link is down with this probability.
+
+    ``fragmentation`` is the state the scheduler finds the cluster in, not a choice of the design: the share of the
+    cluster's nodes that are not where the design's placement rule (``packed``, ``rail_aligned``) expects them,
+    because earlier tenants came and went. That share of node slots, drawn at random from the seed, trade places at
+    random; at 1 every job gets whole nodes drawn at random among all of them (what the old placement
+    ``scattered`` did). Ranks stay consecutive inside a node, so jobs smaller than a node stay on one.
     """
 
     name: str = "baseline"
@@ -48,6 +55,7 @@ class Scenario:
     #: of the cables between them)
     fail_switches: tuple = ()
     fail_links: tuple = ()
+    fragmentation: float = 0.0
 
     def __post_init__(self):
         def bad(field, msg):
@@ -61,7 +69,8 @@ class Scenario:
             bad("gpu_scale", f"must be between 1 and 64, got {self.gpu_scale}")
         for f, lo, hi in (("slow_factor", 0.01, 1.0), ("background_load", 0.0, 0.95), ("comm_scale", 0.0, 1e3),
                           ("compute_scale", 0.0, 1e3), ("checkpoint_bytes", 0.0, 1e18),
-                          ("checkpoint_period_s", 0.0, 1e9), ("link_failure_prob", 0.0, 0.5)):
+                          ("checkpoint_period_s", 0.0, 1e9), ("link_failure_prob", 0.0, 0.5),
+                          ("fragmentation", 0.0, 1.0)):
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
                 bad(f, f"must be a number in [{lo:g}, {hi:g}], got {v!r}")
@@ -90,6 +99,7 @@ SCENARIO_PRESETS = {
     "job-mix-shift": Scenario(name="job-mix-shift", comm_scale=1.5),
     "bigger-cluster": Scenario(name="bigger-cluster", gpu_scale=2),
     "flaky-links": Scenario(name="flaky-links", link_failure_prob=0.002),
+    "fragmented": Scenario(name="fragmented", fragmentation=1.0),
 }
 
 

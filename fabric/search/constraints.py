@@ -9,7 +9,9 @@ from pathlib import Path
 
 import yaml
 
-from fabric.design.schema import FAMILIES, LEGACY_TRANSPORTS, PLACEMENTS, ROUTING_POLICIES, TRANSPORTS
+from fabric.design.schema import (
+    FAMILIES, LEGACY_PLACEMENTS, LEGACY_TRANSPORTS, PLACEMENTS, ROUTING_POLICIES, TRANSPORTS,
+)
 from fabric.errors import FabricError
 
 #: Transports searched unless the constraints say otherwise: kernel TCP (``tcp``) is left out because at the same
@@ -93,6 +95,21 @@ class Constraints:
             # old names (spray_ethernet) keep working: the same profile under its current name
             renamed = tuple(dict.fromkeys(LEGACY_TRANSPORTS.get(t, t) for t in self.transports))
             object.__setattr__(self, "transports", renamed)
+        if isinstance(self.placements, (tuple, list)) and any(p in LEGACY_PLACEMENTS for p in self.placements):
+            # "scattered" was a fragmented cluster: a condition, which a search chooses no more than a failure
+            old = [p for p in self.placements if p in LEGACY_PLACEMENTS]
+            kept = tuple(p for p in self.placements if p not in LEGACY_PLACEMENTS)
+            if not kept:
+                bad("placements", f"{old[0]!r} is a fragmented cluster, a condition the search cannot choose: allow "
+                                  f"{' or '.join(PLACEMENTS)} and search under the scenario 'fragmented' "
+                                  f"(fabric search --scenario fragmented)")
+            import warnings
+
+            warnings.warn(f"constraint 'placements': {', '.join(map(repr, old))} left out: it is a fragmented "
+                          f"cluster, a condition the search cannot choose; the search chooses among "
+                          f"{', '.join(kept)} (search under the scenario 'fragmented' to judge designs on a "
+                          f"fragmented cluster)", FutureWarning, stacklevel=4)
+            object.__setattr__(self, "placements", kept)
         for f, allowed in (("families", FAMILIES), ("routings", ROUTING_POLICIES), ("transports", TRANSPORTS),
                            ("placements", PLACEMENTS)):
             v = getattr(self, f)

@@ -9,13 +9,40 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["SearchResult", "pareto_mask", "hypervolume"]
+from fabric.design.policy import RECORD_HARDWARE_COLUMNS, RECORD_POLICY_COLUMNS, record_policy_changes, \
+    same_record_hardware
+
+__all__ = ["SearchResult", "pareto_mask", "hypervolume", "POLICY_COLUMNS", "HARDWARE_COLUMNS", "free_upgrades"]
 
 KEY_COLUMNS = ["design", "family", "switch_model", "nic_model", "nics_per_gpu", "oversub_leaf", "oversub_spine",
                "planes", "routing", "qps_per_connection", "transport", "placement", "pxn", "storage_isolation",
                "in_network_reduction", "uplink_leaf_gbps", "uplink_spine_gbps"]
 OBJECTIVE_COLUMNS = ["cost_usd", "p99_s", "power_w", "p50_s", "p95_s", "mean_s", "lower_bound_s"]
 BREAKDOWN_COLUMNS = ["switch_usd", "nic_usd", "transceiver_usd", "cable_usd", "cable_count", "radix", "tiers"]
+#: Gene columns that are free policy (routing, queue pairs, placement rule, PXN) and hardware, from the one
+#: definition in fabric.design.policy
+POLICY_COLUMNS = list(RECORD_POLICY_COLUMNS)
+HARDWARE_COLUMNS = list(RECORD_HARDWARE_COLUMNS)
+
+
+def free_upgrades(front: list, baselines: list) -> dict:
+    """Front designs that are a baseline's hardware run with a better free policy: front record key -> list of
+    ``{"baseline", "speedup", "changes"}`` (the baseline's p99 over the front design's, the policy changes).
+
+    Two designs of the same hardware cost the same, so at most one of them is on a front; a baseline is a human
+    design kept off the front, and when the front holds its hardware with another policy, that policy is what the
+    baseline leaves on the table for nothing.
+    """
+    out: dict = {}
+    for b in baselines:
+        if not b.get("buildable", True):
+            continue
+        for r in front:
+            if r.get("key") != b.get("key") and same_record_hardware(r, b) and r["p99_s"] < b["p99_s"]:
+                out.setdefault(r.get("key"), []).append(
+                    {"baseline": b["design"], "speedup": b["p99_s"] / r["p99_s"],
+                     "changes": record_policy_changes(b, r)})
+    return out
 
 
 def pareto_mask(F: np.ndarray) -> np.ndarray:
@@ -77,7 +104,13 @@ class SearchResult:
         return _frame(self.records)
 
     def front_frame(self) -> pd.DataFrame:
-        return _frame(self.front).sort_values("cost_usd").reset_index(drop=True)
+        """The front, cheapest first; ``free_upgrade_of`` names the baselines whose hardware it is (with a better
+        free policy), ``policy`` sums up its free policy."""
+        df = _frame(self.front)
+        up = free_upgrades(self.front, self.baselines)
+        df["free_upgrade_of"] = ["; ".join(u["baseline"] for u in up.get(r.get("key"), [])) for r in self.front]
+        df["policy"] = [_policy_text(r) for r in self.front]
+        return df.sort_values("cost_usd").reset_index(drop=True)
 
     def baseline_frame(self) -> pd.DataFrame:
         return _frame(self.baselines)
@@ -102,7 +135,18 @@ class SearchResult:
             out.append(row)
         return out
 
+    def free_upgrade_lines(self) -> list[str]:
+        """One sentence per front design that is a baseline's hardware with a better free policy."""
+        by_key = {r.get("key"): r for r in self.front}
+        lines = []
+        for key, ups in free_upgrades(self.front, self.baselines).items():
+            for u in ups:
+                lines.append(f"'{by_key[key]['design']}' is the hardware of '{u['baseline']}' with a free policy "
+                             f"change ({', '.join(u['changes'])}): {u['speedup']:.2f}x faster p99 at the same cost.")
+        return lines
+
     def summary(self) -> dict:
+        ups = free_upgrades(self.front, self.baselines)
         return {
             "feasible": self.feasible, "infeasible_reason": self.infeasible_reason,
             "objectives": list(self.objectives), "evaluations": self.evaluations, "generations": self.generations,
@@ -111,6 +155,8 @@ class SearchResult:
             "hypervolume_history": self.hv_history, "reference_point": self.reference_point,
             "normalisation": self.normalisation, "front_size": len(self.front), "cache_hits": self.cache_hits,
             "comparisons": self.comparisons(), "constraints": self.constraints,
+            "policy_genes": POLICY_COLUMNS, "hardware_genes": HARDWARE_COLUMNS,
+            "free_upgrades": [{"design": r["design"], **u} for r in self.front for u in ups.get(r.get("key"), [])],
         }
 
     def summary_lines(self) -> list[str]:
@@ -150,7 +196,7 @@ class SearchResult:
             if "at_cost_design" in c and c["at_cost_speedup"] > 1.0001:
                 lines.append(f"for the cost of '{name}' (${c['baseline_cost_usd']:,.0f}), "
                              f"'{c['at_cost_design']}' has a {c['at_cost_speedup']:.2f}x faster p99.")
-        return lines
+        return lines + self.free_upgrade_lines()
 
     def write(self, out_dir: str | Path) -> Path:
         """Write evaluations.csv, pareto.csv, baselines.csv and summary.json into ``out_dir``."""
@@ -161,6 +207,16 @@ class SearchResult:
         self.baseline_frame().to_csv(out / "baselines.csv", index=False)
         (out / "summary.json").write_text(json.dumps(self.summary(), indent=2, default=float))
         return out
+
+
+def _policy_text(rec: dict) -> str:
+    """A record's free policy in a few words: ``ecmp/4qp packed``, ``adaptive rail_aligned +PXN``."""
+    routing = rec.get("routing")
+    parts = [f"{routing}/{int(rec.get('qps_per_connection') or 1)}qp" if routing == "ecmp" else str(routing),
+             str(rec.get("placement"))]
+    if rec.get("pxn") in (True, 1, "True", "true"):
+        parts.append("+PXN")
+    return " ".join(parts)
 
 
 def _frame(records: list) -> pd.DataFrame:

@@ -28,6 +28,7 @@ from pymoo.core.termination import NoTermination
 from pymoo.core.repair import Repair
 from pymoo.operators.crossover.ux import UX
 
+from fabric.design.schema import LEGACY_PLACEMENTS
 from fabric.errors import FabricError
 from fabric.evaluate.scenario import Scenario
 from fabric.limits import current_limits
@@ -343,6 +344,8 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
         generation = 0
         if state:
             for rec in state["records"]:
+                if rec.get("placement") in LEGACY_PLACEMENTS:
+                    continue        # measured on a fragmented cluster: a scenario now, not a design of the space
                 session.records[rec["key"]] = rec
             hv_history = state["hv_history"]
             generation = state["generation"]
@@ -552,6 +555,13 @@ def _saved_population(state: dict, space, path) -> np.ndarray:
     if pop.ndim != 2 or pop.shape[1] != space.n_var:
         raise FabricError(f"cannot resume from {path}: its genomes have {pop.shape[-1]} genes, this search space has "
                           f"{space.n_var}")
+    i = space.names.index("placement")
+    rules = space.genes[i].choices
+    # a state saved while "scattered" was a placement gene: its last choice is gone; those genomes take a rule
+    pop[pop[:, i] > space.upper[i], i] = rules.index("packed") if "packed" in rules else 0
+    if (pop > space.upper).any() or (pop < 0).any():
+        raise FabricError(f"cannot resume from {path}: its genomes choose values this search space does not have "
+                          f"(were the constraints changed?)")
     return pop
 
 

@@ -1,6 +1,10 @@
 """The design space: a mixed discrete encoding of the design schema, with explicit repair.
 
-Every gene is an index into a list of choices. :meth:`DesignSpace.decode` turns a genome into a
+Every gene is an index into a list of choices. Each gene is either **hardware** (bought and cabled: family,
+switch and NIC models, NICs per GPU, oversubscription, planes, transport, storage isolation, in-network reduction,
+uplink speed) or **free policy** (routing, queue pairs, placement rule, PXN): :attr:`Gene.kind`, from the one
+definition in :mod:`fabric.design.policy`. The placement rule is ``packed`` or ``rail_aligned``; a fragmented
+cluster is a scenario (``fragmented``), never a gene. :meth:`DesignSpace.decode` turns a genome into a
 :class:`~fabric.design.Design` after repairing combinations that cannot exist, and says which repairs it made:
 
 - the transport follows the switch fabric (InfiniBand switches run ``infiniband``; Ethernet switches run ``roce``,
@@ -34,6 +38,7 @@ import numpy as np
 
 from fabric.catalog.compat import compatible_nics, host_nic_bps, nic_host_problem
 from fabric.design import Design
+from fabric.design.policy import HARDWARE, POLICY, gene_kind
 from fabric.errors import FabricError
 from fabric.evaluate.placement import gpus_for_jobs
 from fabric.search.constraints import ConstraintError, Constraints
@@ -47,6 +52,11 @@ class Gene:
 
     name: str
     choices: tuple
+
+    @property
+    def kind(self) -> str:
+        """``"free policy"`` or ``"hardware"`` (:func:`fabric.design.policy.gene_kind`)."""
+        return gene_kind(self.name)
 
 
 class DesignSpace:
@@ -112,6 +122,16 @@ class DesignSpace:
         self.names = tuple(g.name for g in self.genes)
         self._index = {g.name: i for i, g in enumerate(self.genes)}
         self.upper = np.array([len(g.choices) - 1 for g in self.genes], dtype=np.int64)
+
+    @property
+    def policy_genes(self) -> tuple[str, ...]:
+        """Names of the free-policy genes (changing them buys nothing)."""
+        return tuple(g.name for g in self.genes if g.kind == POLICY)
+
+    @property
+    def hardware_genes(self) -> tuple[str, ...]:
+        """Names of the hardware genes."""
+        return tuple(g.name for g in self.genes if g.kind == HARDWARE)
 
     def gene(self, name: str) -> Gene:
         """The gene called ``name``."""

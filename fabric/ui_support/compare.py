@@ -1,14 +1,19 @@
-"""Side-by-side comparison of designs: metrics, gene-by-gene differences, and what the extra money buys."""
+"""Side-by-side comparison of designs: metrics, gene-by-gene differences, and what the extra money buys, split into
+what free policy gives and what hardware buys (:mod:`fabric.design.policy` says which decisions are which)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 
+from fabric.design.policy import (
+    HARDWARE, POLICY, gene_kind, hardware_changes, policy_changes, policy_options, policy_text, with_policy,
+)
+from fabric.errors import FabricError
 from fabric.ui_support.designs import GENE_COLUMNS, GENE_LABELS, design_genes, gene_value_text
 
-__all__ = ["metrics_frame", "gene_frame", "money_deltas"]
+__all__ = ["metrics_frame", "gene_frame", "money_deltas", "money_split", "best_free_policy"]
 
 
 def metrics_frame(rows: Sequence[Mapping]) -> pd.DataFrame:
@@ -29,16 +34,20 @@ def metrics_frame(rows: Sequence[Mapping]) -> pd.DataFrame:
 
 
 def gene_frame(designs: Mapping[str, object], *, only_differences: bool = False) -> pd.DataFrame:
-    """Genes (rows) of each design (columns), with a ``differs`` column; ``designs`` maps name -> Design."""
+    """Genes (rows) of each design (columns), hardware first then free policy (the ``kind`` column), with a
+    ``differs`` column; ``designs`` maps name -> Design."""
     genes = {name: design_genes(d) for name, d in designs.items()}
     rows = []
-    for g in GENE_COLUMNS:
-        vals = {name: gene_value_text(g, genes[name][g]) for name in genes}
-        differs = len(set(vals.values())) > 1
-        if only_differences and not differs:
-            continue
-        rows.append({"gene": GENE_LABELS[g], **vals, "differs": "yes" if differs else ""})
-    return pd.DataFrame(rows, columns=["gene", *genes, "differs"])
+    for kind in (HARDWARE, POLICY):
+        for g in GENE_COLUMNS:
+            if gene_kind(g) != kind:
+                continue
+            vals = {name: gene_value_text(g, genes[name][g]) for name in genes}
+            differs = len(set(vals.values())) > 1
+            if only_differences and not differs:
+                continue
+            rows.append({"gene": GENE_LABELS[g], "kind": kind, **vals, "differs": "yes" if differs else ""})
+    return pd.DataFrame(rows, columns=["gene", "kind", *genes, "differs"])
 
 
 def money_deltas(rows: Sequence[Mapping]) -> list[dict]:
@@ -80,6 +89,102 @@ def money_deltas(rows: Sequence[Mapping]) -> list[dict]:
                     "delta_power_w": d_power, "delta_p99_s": d_p99, "delta_p50_s": d_p50,
                     "relative_p99": rel_p99, "usd_per_ms_p99": per_ms, "sentence": sentence})
     return out
+
+
+def best_free_policy(design, evaluate: Callable) -> dict:
+    """The fastest free policy on ``design``'s hardware (every canonical routing, queue-pair, placement-rule and PXN
+    choice: :func:`fabric.design.policy.policy_options`), by the p99 ``evaluate(design)`` returns.
+
+    Returns ``{"design", "policy", "p99_s", "own_p99_s", "delta_p99_s", "changes", "tried", "not_possible"}``;
+    ``delta_p99_s`` is the best p99 minus the design's own (<= 0), ``changes`` the policy edits that reach it.
+    """
+    own = evaluate(design).step_time_s["p99"]
+    best, best_p99, tried, impossible = design, own, 0, []
+    for d in policy_options(design):
+        try:
+            p99 = evaluate(d).step_time_s["p99"]
+        except FabricError as err:
+            impossible.append({"policy": policy_text(d), "reason": " ".join(str(err).split())})
+            continue
+        tried += 1
+        if p99 < best_p99 * (1 - 1e-9):
+            best, best_p99 = d, p99
+    return {"design": best, "policy": policy_text(best), "p99_s": best_p99, "own_p99_s": own,
+            "delta_p99_s": best_p99 - own, "changes": policy_changes(design, best), "tried": tried,
+            "not_possible": impossible}
+
+
+def money_split(designs: Mapping[str, object], evaluate: Callable) -> list[dict]:
+    """What each design after the first buys against the first (the reference), in two steps that add up:
+
+    1. **free policy**: the reference's hardware run with the design's free policy (routing, queue pairs, placement
+       rule, PXN, ...): the same bill of materials, so whatever it gains costs nothing;
+    2. **hardware**: from there to the design: the same policy on the design's hardware, so the whole capex
+       difference buys this step's p99 change (and the price per millisecond is the hardware's alone).
+
+    ``designs`` maps name -> Design (the reference first); ``evaluate(design)`` returns an evaluation (the
+    dashboard's cached one). Returns one dict per design after the first: ``free_delta_p99_s``,
+    ``hardware_delta_p99_s`` (they add up to the whole p99 change), ``delta_cost_usd``, ``usd_per_ms_hardware``,
+    ``policy_changes``, ``hardware_changes`` and the two ``sentences``. When the reference's hardware cannot run
+    the design's policy, ``split`` is False and the sentence says why.
+    """
+    items = list(designs.items())
+    if len(items) < 2:
+        return []
+    ref_name, ref = items[0]
+    ref_ev = evaluate(ref)
+    ref_p99, ref_cost = ref_ev.step_time_s["p99"], ref_ev.cost_usd
+    out = []
+    for name, d in items[1:]:
+        ev = evaluate(d)
+        p99, cost = ev.step_time_s["p99"], ev.cost_usd
+        mid = with_policy(ref, d, name=f"{ref.name} with the policy of {d.name}")
+        pol, hw = policy_changes(ref, mid), hardware_changes(ref, d)
+        row = {"design": name, "reference": ref_name, "policy_changes": pol, "hardware_changes": hw,
+               "delta_p99_s": p99 - ref_p99, "delta_cost_usd": cost - ref_cost, "split": True}
+        try:
+            mid_ev = evaluate(mid) if pol else ref_ev
+        except FabricError as err:
+            row.update(split=False, free_delta_p99_s=None, hardware_delta_p99_s=None, usd_per_ms_hardware=None,
+                       sentences=[f"the hardware of '{ref_name}' cannot run the free policy of '{name}' "
+                                  f"({' '.join(str(err).split())}), so the difference is not split."])
+            out.append(row)
+            continue
+        mid_p99 = mid_ev.step_time_s["p99"]
+        free, hard = mid_p99 - ref_p99, p99 - mid_p99
+        per_ms = (cost - ref_cost) / (-hard * 1e3) if hard < 0 and cost - ref_cost > 0.5 else None
+        row.update(free_delta_p99_s=free, hardware_delta_p99_s=hard, usd_per_ms_hardware=per_ms,
+                   mid_p99_s=mid_p99, mid_cost_usd=mid_ev.cost_usd)
+        rest = policy_changes(mid, d)          # policy only the design's hardware can use (PXN needs rails)
+        row["sentences"] = [_free_sentence(ref_name, name, pol, free, ref_p99),
+                            _hardware_sentence(ref_name, name, hw, hard, cost - ref_cost, per_ms, mid_p99, rest)]
+        out.append(row)
+    return out
+
+
+def _delta_text(dp: float, base: float) -> str:
+    if abs(dp) <= 1e-12 * max(1.0, abs(base)):
+        return "no change of the p99"
+    rel = _pct(abs(dp) / base) if base else ""
+    return f"{abs(dp) * 1e3:,.1f} ms ({rel}) {'faster' if dp < 0 else 'slower'} at p99"
+
+
+def _free_sentence(ref_name: str, name: str, changes: list, dp: float, ref_p99: float) -> str:
+    if not changes:
+        return f"free policy: '{name}' runs the policy of '{ref_name}' (nothing free to count)."
+    return (f"free policy ({', '.join(changes)}) on the hardware of '{ref_name}': {_delta_text(dp, ref_p99)}, "
+            f"at no cost.")
+
+
+def _hardware_sentence(ref_name: str, name: str, changes: list, dp: float, d_cost: float, per_ms, base: float,
+                       rest: list = ()) -> str:
+    if not changes:
+        return f"hardware: the same as '{ref_name}' ($0): all of the difference is free policy."
+    shown = ", ".join(changes[:4]) + (f" and {len(changes) - 4} more" if len(changes) > 4 else "")
+    cost = "$0" if abs(d_cost) < 0.5 else f"${abs(d_cost):,.0f} {'more' if d_cost > 0 else 'less'}"
+    tail = f": ${per_ms:,.0f} per ms of p99" if per_ms is not None else ""
+    same = (f"with {', '.join(rest)}, which only this hardware can use" if rest else "on the same policy")
+    return f"hardware ({shown}): {cost}, {_delta_text(dp, base)} {same}{tail}."
 
 
 def _pct(x: float) -> str:

@@ -30,7 +30,7 @@ GENE_LABELS = {
     "family": "topology family", "switch_model": "switch model", "nic_model": "NIC model",
     "nics_per_gpu": "NICs per GPU", "oversub_leaf": "leaf oversubscription (down:up)",
     "oversub_spine": "spine oversubscription (down:up)", "planes": "planes", "routing": "routing",
-    "qps_per_connection": "queue pairs per connection", "transport": "transport", "placement": "job placement",
+    "qps_per_connection": "queue pairs per connection", "transport": "transport", "placement": "placement rule",
     "pxn": "PXN (rail-local forwarding)", "storage_isolation": "separate storage network",
     "in_network_reduction": "in-network reduction (SHARP)",
     "uplink_leaf_gbps": "leaf uplink speed (leaf -> spine)", "uplink_spine_gbps": "spine uplink speed (spine -> core)",

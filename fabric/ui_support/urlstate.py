@@ -11,6 +11,8 @@ Readable, no pickles, every value validated on the way in:
 - ``design``: the selected design's genes in :data:`~fabric.ui_support.designs.GENE_COLUMNS` order, comma
   separated; ``compare``: designs to compare, ``|`` separated. Links made before the uplink-speed genes (two fewer
   values) still read: their designs had uplinks at the NIC port speed, which is what the missing genes mean;
+- links made while ``scattered`` was a placement (a fragmented cluster, now the what-if scenario ``fragmented``)
+  open with placement ``packed``, and ``problems`` says so;
 - ``evals`` and ``seed``: the search budget and seed (the search is deterministic for a seed);
 - ``search``: the id of the search saved on the server (32 hex digits), so that reloading the page after a server
   restart resumes it (:mod:`fabric.ui_support.saved_searches`).
@@ -27,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from fabric.design.schema import LEGACY_PLACEMENTS, legacy_placement_text
 from fabric.errors import FabricError
 from fabric.search.constraints import Constraints, constraints_from_dict
 from fabric.ui_support.designs import GENE_COLUMNS, LATER_GENES
@@ -193,6 +196,18 @@ def decode_genes(text: str) -> dict:
     return g
 
 
+def _rule_placement(genes: dict, problems: list) -> dict:
+    """Genes whose old placement ``scattered`` becomes the rule it loads as, with a line in ``problems``."""
+    old = genes.get("placement")
+    if old in LEGACY_PLACEMENTS:
+        genes = dict(genes, placement=LEGACY_PLACEMENTS[old])
+        line = f"link design: placement {legacy_placement_text(old)}"
+        line = line.replace("(fabric evaluate --scenario fragmented)", "(a what-if scenario on the Design page)")
+        if line not in problems:
+            problems.append(line)
+    return genes
+
+
 # ------------------------------------------------------------------ constraints
 
 
@@ -284,6 +299,16 @@ def decode_view(params: Mapping[str, Any], *, samples: tuple[str, ...], presets:
                 view.problems.append(f"link constraint {k}: cannot read {v!r}")
         elif k not in _RESERVED:
             view.problems.append(f"link parameter {k!r} is not known and was ignored")
+    old = [x for x in raw.get("placements") or () if x in LEGACY_PLACEMENTS]
+    if old:
+        kept = [x for x in raw["placements"] if x not in LEGACY_PLACEMENTS]
+        if kept:
+            raw["placements"] = kept
+        else:
+            del raw["placements"]
+        view.problems.append(f"link constraint placements: {', '.join(map(repr, old))} left out: a fragmented "
+                             f"cluster is a condition, not a placement the search chooses (see the what-if scenario "
+                             f"'fragmented' on the Design page)")
     if raw:
         try:
             view.constraints = constraints_from_dict(raw)
@@ -293,13 +318,13 @@ def decode_view(params: Mapping[str, Any], *, samples: tuple[str, ...], presets:
             view.problems.append(f"link constraints not used: {err}")
     if "design" in p:
         try:
-            view.design = decode_genes(p["design"])
+            view.design = _rule_placement(decode_genes(p["design"]), view.problems)
         except FabricError as err:
             view.problems.append(str(err))
     if "compare" in p:
         for item in p["compare"].split("|")[:4]:
             try:
-                view.compare.append(decode_genes(item))
+                view.compare.append(_rule_placement(decode_genes(item), view.problems))
             except FabricError as err:
                 view.problems.append(str(err))
     for k, lo, hi in (("evals", 1, MAX_EVALS), ("seed", 0, 2 ** 31 - 1)):

@@ -1,0 +1,210 @@
+"""Free policy versus hardware: which decisions of a design cost nothing to change.
+
+A design mixes two kinds of decisions. **Free policy** is how the installed fabric is operated and can change with
+a configuration push, at no cost: the routing policy (ECMP, adaptive, spraying), queue pairs per connection, the
+storage traffic class's routing, the scheduler's placement rule, PXN and the NCCL algorithm. **Hardware** is what is
+bought and cabled: the topology, switch and NIC models and counts, oversubscription, uplink speeds, planes, the
+transport (what the NICs and switches speak), in-network reduction (switches with SHARP), a separate storage
+network, cabling. Conditions of the cluster (failures, background load, a fragmented cluster) are neither: they
+are scenarios (:mod:`fabric.evaluate.scenario`).
+
+This module is the single definition: the advisor, the search genes, the front and the comparison of designs all
+read it. Two designs with the same hardware cost the same (the bill of materials depends on hardware only); the
+difference between them is what free policy gives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from fabric.design.schema import Design
+
+__all__ = ["POLICY", "HARDWARE", "POLICY_FIELDS", "HARDWARE_FIELDS", "GENE_FIELDS", "field_kind", "gene_kind",
+           "edit_kind", "policy_of", "hardware_of", "same_hardware", "with_policy", "policy_changes",
+           "hardware_changes", "policy_options", "policy_text", "DEFAULT_POLICY", "RECORD_POLICY_COLUMNS",
+           "RECORD_HARDWARE_COLUMNS", "record_policy_changes", "same_record_hardware"]
+
+POLICY, HARDWARE = "free policy", "hardware"
+
+#: Design fields that are free policy (configuration of the installed fabric, no hardware bought).
+POLICY_FIELDS = ("routing", "qps_per_connection", "storage_routing", "placement", "pxn", "nccl_algo")
+#: Every other design field but the name: hardware (bought, cabled, or the cluster itself).
+HARDWARE_FIELDS = tuple(f.name for f in fields(Design) if f.name not in POLICY_FIELDS and f.name != "name")
+#: Search genes and record columns that stand for a design field of another name.
+GENE_FIELDS = {"oversub_leaf": "oversubscription", "oversub_spine": "oversubscription",
+               "uplink_speed_factor": "uplink_gbps", "uplink_leaf_gbps": "uplink_gbps",
+               "uplink_spine_gbps": "uplink_gbps"}
+#: The policy a design has when nobody tuned it (the schema's defaults): what "no policy work" means.
+DEFAULT_POLICY = {f: Design.__dataclass_fields__[f].default for f in POLICY_FIELDS}
+
+_NAMES = {"routing": "routing", "qps_per_connection": "queue pairs per connection",
+          "storage_routing": "storage traffic routing", "placement": "placement rule", "pxn": "PXN",
+          "nccl_algo": "NCCL algorithm", "oversubscription": "oversubscription", "uplink_gbps": "uplink speed"}
+
+
+def field_kind(name: str) -> str:
+    """:data:`POLICY` or :data:`HARDWARE` for a design field; ValueError for a name that is not one."""
+    if name in POLICY_FIELDS:
+        return POLICY
+    if name in HARDWARE_FIELDS:
+        return HARDWARE
+    raise ValueError(f"{name!r} is not a design field")
+
+
+def gene_kind(name: str) -> str:
+    """:data:`POLICY` or :data:`HARDWARE` for a search gene or record column (``oversub_leaf`` is hardware)."""
+    return field_kind(GENE_FIELDS.get(name, name))
+
+
+def edit_kind(edit: dict) -> str:
+    """The kind of a design edit (fields to replace): free policy only when every field it touches is."""
+    return POLICY if edit and all(field_kind(k) == POLICY for k in edit) else HARDWARE
+
+
+def policy_of(design: Design) -> dict:
+    """The design's free policy, field -> value."""
+    return {f: getattr(design, f) for f in POLICY_FIELDS}
+
+
+def hardware_of(design: Design) -> dict:
+    """The design's hardware, field -> value."""
+    return {f: getattr(design, f) for f in HARDWARE_FIELDS}
+
+
+def same_hardware(a: Design, b: Design) -> bool:
+    """True when ``a`` and ``b`` differ at most in free policy (so they cost the same)."""
+    return hardware_of(a) == hardware_of(b)
+
+
+def with_policy(hardware: Design, policy: Design | dict, name: str | None = None) -> Design:
+    """``hardware``'s design run with ``policy`` (a design, whose policy is taken, or a field dict). Settings that
+    mean nothing on that hardware take their canonical value, as the search's repair does: PXN only on
+    rail-optimized fabrics, queue pairs only under ECMP."""
+    pol = policy_of(policy) if isinstance(policy, Design) else dict(policy)
+    bad = [k for k in pol if k not in POLICY_FIELDS]
+    if bad:
+        raise ValueError(f"not free policy: {', '.join(bad)}")
+    if hardware.family != "rail_optimized":
+        pol["pxn"] = hardware.pxn
+    if pol.get("routing", hardware.routing) != "ecmp":
+        pol["qps_per_connection"] = 1
+    return hardware.replace(**pol, **({"name": name} if name is not None else {}))
+
+
+def _text(v) -> str:
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if isinstance(v, tuple):
+        return "/".join(_text(x) for x in v)
+    if v is None:
+        return "default"
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def _changes(a: Design, b: Design, names) -> list[str]:
+    out = []
+    for f in names:
+        if getattr(a, f) == getattr(b, f):
+            continue
+        if f == "oversubscription":
+            out += [f"{tier} oversubscription {a.oversub(t):g}:1 -> {b.oversub(t):g}:1"
+                    for t, tier in enumerate(("leaf", "spine")) if a.oversub(t) != b.oversub(t)]
+        elif f == "uplink_gbps":
+            out += [f"{tier} uplinks {_speed(a.uplink_speed_gbps(t))} -> {_speed(b.uplink_speed_gbps(t))}"
+                    for t, tier in enumerate(("leaf", "spine")) if a.uplink_speed_gbps(t) != b.uplink_speed_gbps(t)]
+        else:
+            x, y = (_NONE_TEXT.get(f, "default") if v is None else _text(v) for v in (getattr(a, f), getattr(b, f)))
+            out.append(f"{_NAMES.get(f, f.replace('_', ' '))} {x} -> {y}")
+    return out
+
+
+#: What ``None`` means in the fields where it is allowed.
+_NONE_TEXT = {"tiers": "auto", "spines": "auto", "storage_routing": "same as routing", "nccl_algo": "NCCL's choice",
+              "scale_up_size": "one server", "nodes_per_su": "auto"}
+
+
+def _speed(gbps) -> str:
+    return "at the NIC speed" if gbps is None else f"{gbps:g}G"
+
+
+def policy_changes(a: Design, b: Design) -> list[str]:
+    """The free-policy fields that differ from ``a`` to ``b``, as ``"routing ecmp -> adaptive"``."""
+    return _changes(a, b, POLICY_FIELDS)
+
+
+def hardware_changes(a: Design, b: Design) -> list[str]:
+    """The hardware fields that differ from ``a`` to ``b``, as ``"oversubscription 2/1 -> 1/1"``."""
+    return _changes(a, b, HARDWARE_FIELDS)
+
+
+def policy_text(design: Design) -> str:
+    """A short description of a design's free policy: ``ecmp/4qp packed``, ``adaptive rail_aligned +PXN``."""
+    parts = [f"{design.routing}/{design.qps_per_connection}qp" if design.routing == "ecmp" else design.routing,
+             design.placement]
+    if design.pxn:
+        parts.append("+PXN")
+    if design.storage_routing is not None and design.storage_routing != design.routing:
+        parts.append(f"storage {design.storage_routing}")
+    if design.nccl_algo is not None:
+        parts.append(f"NCCL_ALGO={design.nccl_algo}")
+    return " ".join(parts)
+
+
+def policy_options(design: Design, *, routings=None, qps=(1, 2, 4, 8), placements=None) -> list[Design]:
+    """Every canonical free policy of ``design``'s hardware the search can choose (routing, queue pairs under ECMP,
+    placement rule, PXN on rail-optimized fabrics), as designs; the design's own storage routing and NCCL algorithm
+    are kept. The first is the design itself when it is one of them."""
+    from fabric.design.schema import PLACEMENTS, ROUTING_POLICIES
+
+    routings = tuple(routings or ROUTING_POLICIES)
+    placements = tuple(placements or PLACEMENTS)
+    pxns = (False, True) if design.family == "rail_optimized" else (False,)
+    out, seen = [], set()
+    for r in routings:
+        for q in (qps if r == "ecmp" else (1,)):
+            for p in placements:
+                for x in pxns:
+                    pol = {"routing": r, "qps_per_connection": q, "placement": p, "pxn": x}
+                    key = tuple(sorted(pol.items()))
+                    if key not in seen:
+                        seen.add(key)
+                        out.append(design.replace(**pol))
+    own = [d for d in out if d == design]
+    return own + [d for d in out if d != design]
+
+
+#: Gene columns of a search record (fabric.search.records), by kind.
+_RECORD_COLUMNS = ("family", "switch_model", "nic_model", "nics_per_gpu", "oversub_leaf", "oversub_spine", "planes",
+                   "routing", "qps_per_connection", "transport", "placement", "pxn", "storage_isolation",
+                   "in_network_reduction", "uplink_leaf_gbps", "uplink_spine_gbps")
+RECORD_POLICY_COLUMNS = tuple(c for c in _RECORD_COLUMNS if gene_kind(c) == POLICY)
+RECORD_HARDWARE_COLUMNS = tuple(c for c in _RECORD_COLUMNS if gene_kind(c) == HARDWARE)
+
+
+def _same_value(a, b) -> bool:
+    try:
+        return bool(a == b) or (float(a) == float(b))
+    except (TypeError, ValueError):
+        return False
+
+
+def same_record_hardware(a, b) -> bool:
+    """True when two search records (of one search: same cluster) have the same hardware genes and built the same
+    number of switch tiers (a baseline may fix its tiers where the search lets the builder choose)."""
+    return all(_same_value(a.get(c), b.get(c)) for c in RECORD_HARDWARE_COLUMNS + ("tiers",))
+
+
+def record_policy_changes(a, b) -> list[str]:
+    """The free-policy genes that differ from record ``a`` to record ``b`` (``"routing ecmp -> adaptive"``)."""
+    out = []
+    for c in RECORD_POLICY_COLUMNS:
+        x, y = a.get(c), b.get(c)
+        if not _same_value(x, y):
+            out.append(f"{_NAMES.get(c, c)} {_text(_plain(x))} -> {_text(_plain(y))}")
+    return out
+
+
+def _plain(v):
+    return v.item() if hasattr(v, "item") else v
