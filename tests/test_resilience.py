@@ -185,3 +185,33 @@ def test_failure_limit_and_objective():
         assert r["p99_failure_s"] <= 5.0 and r["p99_failure_s"] >= r["p99_s"] - 1e-12
     with pytest.raises(FabricError, match="p99_objective"):
         Constraints(p99_objective="mean")
+
+
+@pytest.mark.parametrize("kw", [
+    dict(gpus=24, gpus_per_node=4, dragonfly_terminals=4, dragonfly_routers=2, dragonfly_globals=1),   # a = 2, 3 groups
+    dict(gpus=40, gpus_per_node=2, dragonfly_terminals=4, dragonfly_routers=2, dragonfly_globals=2),   # 5 groups
+    dict(gpus=96, gpus_per_node=4, dragonfly_terminals=8, dragonfly_routers=3, dragonfly_globals=2),
+    dict(gpus=32, gpus_per_node=2, dragonfly_terminals=8, dragonfly_routers=2, dragonfly_globals=2,
+         nic_model="nic-2x200-dual", switch_model="eth-25t-64x400", transport="roce"),           # 2 ports a node
+], ids=["a2-g3", "a2-g5", "a3", "2ports"])
+def test_large_dragonflies_take_the_structural_check_and_it_agrees_with_brute_force(kw, monkeypatch):
+    # a dragonfly of 3+ groups of 2+ routers: the check is structural above EXACT_MAX_PAIRS (forced here to 0), and
+    # what it finds matches removing every switch and every link one at a time
+    fab = build_fabric(Design(family="dragonfly", **kw))
+    assert fab.structure["groups"] >= 3
+    monkeypatch.setattr(R, "EXACT_MAX_PAIRS", 0)
+    got = R.failure_analysis(fab)
+    splits, lost = brute_force(fab)
+    assert got["method"] == "structural"
+    assert got["partitions_on_single_failure"] == splits is False
+    assert got["gpus_lost_on_worst_switch_failure"] == lost
+
+
+def test_a_two_group_dragonfly_keeps_the_exact_check(monkeypatch):
+    # two groups joined by their global links are not covered by the structural argument (no third group to route
+    # around a lost link): the exact check runs whatever the size
+    fab = build_fabric(Design(family="dragonfly", gpus=32, gpus_per_node=4, dragonfly_terminals=4,
+                              dragonfly_routers=4, dragonfly_globals=1))
+    assert fab.structure["groups"] == 2
+    monkeypatch.setattr(R, "EXACT_MAX_PAIRS", 0)
+    assert R.failure_analysis(fab)["method"] == "exact"
