@@ -153,11 +153,19 @@ def _up_sets(fabric, n_dom, pairs):
     return sw_tier, lo[up], hi[up]
 
 
-def _report(fabric, n_dom, pairs, cut_switches, cut_links, lost_worst, max_listed, method) -> dict:
-    sw_tier, lo, hi = _up_sets(fabric, n_dom, pairs)
+def _unique_pairs(lo: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
+    """The distinct (lo, hi) node pairs, sorted, as rows (one 1-D sort of ``lo x n + hi``: far faster than
+    ``np.unique(axis=0)``)."""
+    codes = np.sort(lo.astype(np.int64) * n + hi)          # sort and drop repeats: numpy 2's hashing unique is
+    codes = codes[np.r_[True, codes[1:] != codes[:-1]]] if codes.size else codes    # slower on 10^6 codes
+    return np.stack([codes // n, codes % n], axis=1)
+
+
+def _report(fabric, n_dom, pairs, cut_switches, cut_links, lost_worst, max_listed, method, ups=None) -> dict:
+    sw_tier, lo, hi = ups if ups is not None else _up_sets(fabric, n_dom, pairs)
     leaves = np.flatnonzero(sw_tier == 0) + n_dom
     if fabric.tiers > 1 and leaves.size:
-        uniq = np.unique(np.stack([lo, hi], axis=1), axis=0)
+        uniq = _unique_pairs(lo, hi, n_dom + fabric.n_switches)
         per_leaf = np.bincount(uniq[:, 0], minlength=n_dom + fabric.n_switches)[leaves]
         min_up = int(per_leaf.min())
     else:
@@ -182,8 +190,8 @@ def _structural(fabric, n, n_dom, pairs, mult, max_listed) -> dict:
     """Large layered fabrics: a switch can split the others only as the sole upper neighbour of some lower
     switch, a link only as a lower switch's sole uplink; each such candidate is checked with a component count.
     (Exact for the up-down fabrics fabric builds; the property test compares it with the exact check.)"""
-    sw_tier, lo, hi = _up_sets(fabric, n_dom, pairs)
-    uniq, first = np.unique(np.stack([lo, hi], axis=1), axis=0, return_index=True)
+    ups = sw_tier, lo, hi = _up_sets(fabric, n_dom, pairs)
+    uniq = _unique_pairs(lo, hi, n)
     count = np.bincount(uniq[:, 0], minlength=n)
     sole = uniq[count[uniq[:, 0]] == 1]
     dom_pairs = pairs[(pairs[:, 0] < n_dom) & (pairs[:, 1] >= n_dom)]
@@ -205,7 +213,7 @@ def _structural(fabric, n, n_dom, pairs, mult, max_listed) -> dict:
         if mult[i] == 1 and _verdict(_components(n, pairs, removed_pair=i), n_dom, np.zeros(0, np.int64)):
             cut_links.append((u, v))
     return _report(fabric, n_dom, pairs, cut_switches, cut_links, int(lost_by.max()) if lost_by.size else 0,
-                   max_listed, "structural")
+                   max_listed, "structural", ups)
 
 
 def _switch_classes(fabric, n_dom, pairs, mult, per_tier: int = 3) -> list[int]:
