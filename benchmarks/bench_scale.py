@@ -11,7 +11,7 @@ Targets (issue 17), on this 2-core machine:
 
 Each part runs in its own fresh process (peak RSS from resource.getrusage is per process).
 
-Run: python benchmarks/bench_scale.py [--part eval|search|both] [--budget 1000]
+Run: python benchmarks/bench_scale.py [--part eval|search|both] [--budget 1000] [--workers 1]
 """
 
 from __future__ import annotations
@@ -88,8 +88,9 @@ def child_eval() -> dict:
     return out
 
 
-def child_search(budget: int) -> dict:
+def child_search(budget: int, workers: int) -> dict:
     from fabric.search import Constraints, run_search
+    from fabric.search.runners import make_runner
     from fabric.workload.presets import preset_workload
 
     wl = preset_workload(WORKLOAD["name"], gpus=GPUS)
@@ -97,10 +98,10 @@ def child_search(budget: int) -> dict:
                        families=("clos", "rail_optimized", "dragonfly"), cost_objective="cost_per_step",
                        rack_power_w=132_000.0)
     t = time.perf_counter()
-    res = run_search(wl, cons, budget_evals=budget, seed=0)
+    res = run_search(wl, cons, budget_evals=budget, seed=0, runner=make_runner(workers))
     dt = time.perf_counter() - t
     recs = res.records
-    return {"evaluations": res.evaluations, "generations": res.generations, "seconds": dt,
+    return {"workers": workers, "evaluations": res.evaluations, "generations": res.generations, "seconds": dt,
             "cache_hits": res.cache_hits, "front": len(res.front),
             "buildable": sum(1 for r in recs if r["buildable"]), "feasible": sum(1 for r in recs if r["feasible"]),
             "systems_on_front": sorted({r["gpu_model"] for r in res.front}),
@@ -126,13 +127,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--part", choices=["eval", "search", "both"], default="both")
     ap.add_argument("--budget", type=int, default=1000)
+    ap.add_argument("--workers", type=int, default=1, help="search worker processes (1: in process)")
     ap.add_argument("--child", choices=["eval", "search"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child == "eval":
         print(json.dumps(child_eval()))
         return
     if args.child == "search":
-        print(json.dumps(child_search(args.budget)))
+        print(json.dumps(child_search(args.budget, args.workers)))
         return
     print(f"load average: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
           f"on {os.cpu_count()} cores", flush=True)
@@ -153,8 +155,8 @@ def main() -> None:
               f"{r['p99_s']:.3f} s; partitions on a single failure: {r['partitions_on_single_failure']}; "
               f"process wall {r['process_wall_s']:.1f} s")
     if args.part in ("search", "both"):
-        r = _run_child(["--child", "search", "--budget", str(args.budget)])
-        print(f"B. search at {GPUS:,} GPUs: {r['evaluations']:,} evaluations in {r['generations']} generations, "
+        r = _run_child(["--child", "search", "--budget", str(args.budget), "--workers", str(args.workers)])
+        print(f"B. search at {GPUS:,} GPUs ({r['workers']} worker{'s' if r['workers'] > 1 else ''}): {r['evaluations']:,} evaluations in {r['generations']} generations, "
               f"{r['seconds']:.1f} s (target 60 s), peak RSS {r['peak_rss_mib']:,.0f} MiB; {r['buildable']:,} "
               f"buildable, {r['feasible']:,} feasible; front {r['front']} designs, systems {r['systems_on_front']}, "
               f"planes {r['planes_on_front']}; process wall {r['process_wall_s']:.1f} s")

@@ -70,6 +70,29 @@ def _leaf_racks(fabric, per_rack: int) -> np.ndarray:
     return out
 
 
+#: per built fabric (its cache key): what the rack report reads from the cabling alone, kept for the search, which
+#: reports many designs of one cabling (leaf racks by nodes per rack, cables by reach class)
+_CABLING_CACHE: dict = {}
+
+
+def _cabling_facts(fabric, per_rack: int) -> tuple[np.ndarray, np.ndarray]:
+    """(compute rack of each top-of-rack switch, network cables per reach class) of ``fabric``, cached."""
+    key = (fabric.cache_key, per_rack) if fabric.cache_key else None
+    hit = _CABLING_CACHE.get(key) if key is not None else None
+    if hit is not None and hit[0] is not fabric.link_reach_m:        # another build of that cabling (catalog)
+        hit = None
+    if hit is None:
+        net = np.isin(fabric.link_kind, _NETWORK)
+        bounds = np.array([r for _, r in REACH_CLASSES[:-1]])
+        cls = np.searchsorted(bounds, fabric.link_reach_m[net], side="left")
+        hit = (fabric.link_reach_m, _leaf_racks(fabric, per_rack), np.bincount(cls, minlength=len(REACH_CLASSES)))
+        if key is not None:
+            if len(_CABLING_CACHE) > 256:
+                _CABLING_CACHE.clear()
+            _CABLING_CACHE[key] = hit
+    return hit[1], hit[2]
+
+
 def rack_report(design, *, catalog=None, fabric=None, bom=None, rack_limit_w: float | None = None,
                 pue: float = DEFAULT_PUE) -> dict:
     """Racks, their contents and power, the facility's power and the cables by reach class (module docstring).
@@ -97,7 +120,7 @@ def rack_report(design, *, catalog=None, fabric=None, bom=None, rack_limit_w: fl
     gpus_in = np.bincount(slot_rack[design.reserved_node_slots:], minlength=n_compute) * gpn
     power = gpus_in / gpn * node_power
     sw_power = _switch_power(fabric, bom)
-    leaf_rack = _leaf_racks(fabric, per_rack)
+    leaf_rack, counts = _cabling_facts(fabric, per_rack)
     tor = leaf_rack >= 0
     switches_in = np.bincount(leaf_rack[tor], minlength=n_compute)
     power = power + np.bincount(leaf_rack[tor], weights=sw_power[tor], minlength=n_compute)
@@ -123,12 +146,7 @@ def rack_report(design, *, catalog=None, fabric=None, bom=None, rack_limit_w: fl
     nic_w = sum(i.power_w for i in bom.items if i.category == "nic")
     network_w = float(bom.power_w - nic_w)
     it_w = server_w + network_w
-    # cables by reach class (network links; NVLink and PCIe are inside the servers)
-    net = np.isin(fabric.link_kind, _NETWORK)
-    reach = fabric.link_reach_m[net]
-    bounds = np.array([r for _, r in REACH_CLASSES[:-1]])
-    cls = np.searchsorted(bounds, reach, side="left")
-    counts = np.bincount(cls, minlength=len(REACH_CLASSES))
+    # cables by reach class (network links; NVLink and PCIe are inside the servers): ``counts`` above
     domain = design.domain_size
     racks_per_domain = max(1, math.ceil(domain / (per_rack * gpn))) if domain > gpn else 0
     return {

@@ -90,7 +90,8 @@ class _Links:
         self.reach.append(np.broadcast_to(np.asarray(reach_m, float), (n,)).copy())
 
     def arrays(self):
-        cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
+        # one copy: concatenate straight into the dtype (concatenating then astype copied every array twice)
+        cat = lambda xs, dt: np.concatenate(xs, dtype=dt, casting="unsafe") if xs else np.zeros(0, dt)  # noqa: E731
         return (cat(self.a, np.int64), cat(self.b, np.int64), cat(self.kind, np.int8), cat(self.medium, np.int8),
                 cat(self.cap, np.float64), cat(self.reach, np.float64))
 
