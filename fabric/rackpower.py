@@ -22,6 +22,7 @@ optics, 500 m and more).
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -79,13 +80,15 @@ def _cabling_facts(fabric, per_rack: int) -> tuple[np.ndarray, np.ndarray]:
     """(compute rack of each top-of-rack switch, network cables per reach class) of ``fabric``, cached."""
     key = (fabric.cache_key, per_rack) if fabric.cache_key else None
     hit = _CABLING_CACHE.get(key) if key is not None else None
-    if hit is not None and hit[0] is not fabric.link_reach_m:        # another build of that cabling (catalog)
+    if hit is not None and hit[0]() is not fabric.link_reach_m:      # another build of that cabling (catalog)
         hit = None
     if hit is None:
         net = np.isin(fabric.link_kind, _NETWORK)
         bounds = np.array([r for _, r in REACH_CLASSES[:-1]])
         cls = np.searchsorted(bounds, fabric.link_reach_m[net], side="left")
-        hit = (fabric.link_reach_m, _leaf_racks(fabric, per_rack), np.bincount(cls, minlength=len(REACH_CLASSES)))
+        # a weak reference: the cache must not keep a dropped fabric's link arrays alive
+        hit = (weakref.ref(fabric.link_reach_m), _leaf_racks(fabric, per_rack),
+               np.bincount(cls, minlength=len(REACH_CLASSES)))
         if key is not None:
             if len(_CABLING_CACHE) > 256:
                 _CABLING_CACHE.clear()
