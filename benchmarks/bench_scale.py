@@ -35,6 +35,12 @@ def _rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _cpu_s() -> float:
+    """CPU seconds this process has used (user + system): what the work costs whatever else the machine runs."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def child_eval() -> dict:
     import tracemalloc
 
@@ -97,11 +103,14 @@ def child_search(budget: int, workers: int) -> dict:
     cons = Constraints(gpus=GPUS, gpu_models=("b200", "gb200-nvl72"), planes=(1, 2, 4, 8),
                        families=("clos", "rail_optimized", "dragonfly"), cost_objective="cost_per_step",
                        rack_power_w=132_000.0)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), _cpu_s()
     res = run_search(wl, cons, budget_evals=budget, seed=0, runner=make_runner(workers))
-    dt = time.perf_counter() - t
+    dt, cpu = time.perf_counter() - t, _cpu_s() - c
+    if workers > 1:
+        ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu += ch.ru_utime + ch.ru_stime
     recs = res.records
-    return {"workers": workers, "evaluations": res.evaluations, "generations": res.generations, "seconds": dt,
+    return {"workers": workers, "evaluations": res.evaluations, "generations": res.generations, "seconds": dt, "cpu_s": cpu,
             "cache_hits": res.cache_hits, "front": len(res.front),
             "buildable": sum(1 for r in recs if r["buildable"]), "feasible": sum(1 for r in recs if r["feasible"]),
             "systems_on_front": sorted({r["gpu_model"] for r in res.front}),
@@ -157,7 +166,7 @@ def main() -> None:
     if args.part in ("search", "both"):
         r = _run_child(["--child", "search", "--budget", str(args.budget), "--workers", str(args.workers)])
         print(f"B. search at {GPUS:,} GPUs ({r['workers']} worker{'s' if r['workers'] > 1 else ''}): {r['evaluations']:,} evaluations in {r['generations']} generations, "
-              f"{r['seconds']:.1f} s (target 60 s), peak RSS {r['peak_rss_mib']:,.0f} MiB; {r['buildable']:,} "
+              f"{r['seconds']:.1f} s wall (target 60 s), {r['cpu_s']:.1f} s of CPU, peak RSS {r['peak_rss_mib']:,.0f} MiB; {r['buildable']:,} "
               f"buildable, {r['feasible']:,} feasible; front {r['front']} designs, systems {r['systems_on_front']}, "
               f"planes {r['planes_on_front']}; process wall {r['process_wall_s']:.1f} s")
 

@@ -85,11 +85,15 @@ def failure_analysis(fabric, *, max_listed: int = 10) -> dict:
     """
     n, n_dom, pairs, mult = _graph(fabric)
     st = fabric.structure
-    # a large dragonfly of 3+ groups of 2+ routers: a group's routers are all-to-all and every pair of groups is
-    # joined directly, so any single router or link failure leaves the rest connected (through another group when
-    # a direct link goes); only the servers of a failed router are lost, which the structural check counts
-    big_dragonfly = fabric.family == "dragonfly" and int(st.get("groups", 0)) >= 3 \
-        and int(st.get("routers_per_group", 0)) >= 2 and int(st.get("global_links_per_group_pair", 0)) >= 1
+    # a dragonfly of 2+ groups of 2+ routers: a group's routers are all-to-all, every pair of groups is joined
+    # directly, and a group's global links are dealt round-robin over its routers, so they leave from at least two
+    # routers (3+ groups: one link to each of 2+ others; 2 groups: a h // 1 >= 2 links). Any single router or link
+    # failure then leaves the rest connected (a lost local link of a 2-router group, or a lost global link, is
+    # routed around through another group or a parallel global link); only the servers of a failed router are
+    # lost, which the structural check counts. One group (no global links) keeps the exact check.
+    groups, per_pair = int(st.get("groups", 0)), int(st.get("global_links_per_group_pair", 0))
+    big_dragonfly = fabric.family == "dragonfly" and groups >= 2 and int(st.get("routers_per_group", 0)) >= 2 \
+        and per_pair >= (2 if groups == 2 else 1)
     if len(pairs) > EXACT_MAX_PAIRS and (fabric.family != "dragonfly" or big_dragonfly):
         return _structural(fabric, n, n_dom, pairs, mult, max_listed)
     import networkx as nx
