@@ -23,7 +23,7 @@ def _design(rec: dict, constraints):
     from fabric.ui_support.designs import design_from_record
 
     return design_from_record(rec, gpus=constraints.gpus, gpus_per_node=constraints.gpus_per_node,
-                              gpu_model=constraints.gpu_model)
+                              gpu_model=constraints.gpu_model, rack_power_w=constraints.rack_budget_w)
 
 
 def _runner_up(front: list[dict], chosen: dict) -> tuple[dict | None, str]:

@@ -142,6 +142,20 @@ def _advice(design_json: str, wl_key: str, cat_key: str, scenario: str, _workloa
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
+def _racks(design_json: str, cat_key: str, rack_limit_w, pue: float, _catalog) -> dict:
+    from fabric.rackpower import rack_report
+
+    return rack_report(design_from_dict(json.loads(design_json)), catalog=_catalog, rack_limit_w=rack_limit_w, pue=pue)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _traffic(design_json: str, wl_key: str, cat_key: str, _workload, _catalog) -> dict:
+    from fabric.scaleup import traffic_split
+
+    return traffic_split(design_from_dict(json.loads(design_json)), _workload, catalog=_catalog)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
 def _bom(design_json: str, cat_key: str, _catalog):
     fab = build_fabric(design_from_dict(json.loads(design_json)), _catalog)
     return bill_of_materials(fab, _catalog).to_dict()
@@ -516,7 +530,8 @@ def design_from_genes(genes: dict, name: str | None = None) -> Design:
     """A Design of the current cluster size from a gene dict (FabricError when the genes are invalid)."""
     c = constraints()
     return design_from_record(genes, gpus=c.gpus, gpus_per_node=c.gpus_per_node, gpu_model=c.gpu_model,
-                              name=name or short_label(genes))
+                              name=name or short_label(genes), rack_power_w=c.rack_budget_w,
+                              catalog=catalog_bundle().catalog)
 
 
 def baselines() -> list[Design]:
@@ -572,8 +587,10 @@ def design_choices() -> list[dict]:
         add(genes_of_record(rec), rec["design"], "recommended")
     if ss.get("design_genes"):
         add(ss["design_genes"], ss.get("design_name") or short_label(ss["design_genes"]), "selected")
+    systems = constraints().gpu_models is not None
     for d in baselines():
-        add(design_genes(d), d.name.removeprefix("baseline: "), "baseline")
+        add(design_genes(d) | ({"gpu_model": d.gpu_model, "gpus": d.gpus} if systems else {}),
+            d.name.removeprefix("baseline: "), "baseline")
     if res is not None:
         for r in sorted(res.front, key=lambda r: r["cost_usd"]):
             add(genes_of_record(r), r["design"], "front")
@@ -596,6 +613,8 @@ def genes_of_record(rec: dict) -> dict:
         g["design_tiers"] = int(rec["design_tiers"])
     if rec.get("serving_class"):             # serving traffic in a class of its own (free policy)
         g["serving_class"] = True
+    if constraints().gpu_models is not None and rec.get("gpu_model"):   # a search over GPU systems
+        g["gpu_model"], g["gpus"] = str(rec["gpu_model"]), int(rec["gpus"])
     return g
 
 
@@ -650,6 +669,33 @@ def strong_scaling_rows(design: Design, counts: tuple, global_batch: int | None,
     cb = catalog_bundle()
     return _strong(_design_json(design), cb.key, choice["preset"], tuple(counts), json.dumps(over, sort_keys=True),
                    global_batch, virtual_stages, cb.catalog, _overrides_json())
+
+
+def racks_of(design: Design, *, rack_limit_w: float | None = None, pue: float | None = None) -> dict:
+    """fabric.rackpower.rack_report of ``design`` (cached); the limit and PUE default to the constraints'."""
+    cb, c = catalog_bundle(), constraints()
+    limit = c.rack_power_w if rack_limit_w is None else rack_limit_w
+    return _racks(_design_json(design), cb.key, limit, float(c.pue if pue is None else pue), cb.catalog)
+
+
+def traffic_of(design: Design) -> dict:
+    """fabric.scaleup.traffic_split of ``design`` on the session's workload (cached)."""
+    wb, cb = workload_bundle(), catalog_bundle()
+    return _traffic(_design_json(design), wb.key, cb.key, wb.workload, cb.catalog)
+
+
+def rack_section(design: Design, report: dict) -> None:
+    """The rack and power view: racks and their power, the summary sentence, cables by reach class."""
+    from fabric.ui_support.racks_view import rack_rows, rack_summary, reach_rows
+
+    a, b = st.columns([3, 2])
+    with a:
+        st.dataframe(pd.DataFrame(rack_rows(report)), hide_index=True, width="stretch")
+    with b:
+        st.dataframe(pd.DataFrame(reach_rows(report)), hide_index=True, width="stretch")
+    st.caption(md_text(rack_summary(report, design.domain_size)) + " Racks hold as many servers as the rack power "
+               "feeds (a rack-scale system is a rack of its own); switches other than top-of-rack leaves sit in "
+               "network racks; cables by reach class as facts.md section 10 (docs/cost.md).")
 
 
 def bom_dict(design: Design) -> dict:

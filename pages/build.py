@@ -67,6 +67,9 @@ st.subheader("Bill of materials")
 C.bom_table(bom)
 st.caption("One row per item and place; totals are count x catalog unit price; power excludes the servers.")
 
+st.subheader("Racks and power")
+C.rack_section(design, C.racks_of(design))
+
 st.subheader("Export")
 C.design_downloads(design, bom, "build_dl")
 st.caption("The design file (open it with `fabric build design.json`), the bill of materials as CSV (USD and W, one "

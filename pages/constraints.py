@@ -18,6 +18,7 @@ ss = st.session_state
 C.require_entry()
 OVERSUB = [1.0, 1.5, 2.0, 3.0, 4.0]
 GPN = [1, 2, 4, 8, 16, 36, 72]
+PLANES = [1, 2, 4, 8]
 READONLY_LABELS = {"port_speed_gbps": "port speed (Gb/s)", "speed_gbps": "speed (Gb/s)", "reach_m": "reach (m)",
                    "ports_per_module": "ports per module", "scale_up_gbps": "NVLink (Gb/s)",
                    "scale_up_domain_max": "largest NVLink domain", "bf16_tflops": "BF16 (TFLOPS)",
@@ -69,6 +70,10 @@ seed("con_tpot_ms", None if c0.inference_tpot_p99_s is None else c0.inference_tp
 seed("con_slo_pct", None if c0.inference_slo_attainment is None else c0.inference_slo_attainment * 100)
 seed("con_inf_obj", c0.inference_objective or "none")
 seed("con_serving_class", True in c0.serving_classes)
+seed("con_systems", [m for m in (c0.gpu_models or ()) if m in cat.models("gpus")])
+seed("con_planes", [p for p in c0.planes if p in PLANES])
+seed("con_rack_kw", None if c0.rack_power_w is None else c0.rack_power_w / 1e3)
+seed("con_facility_mw", None if c0.facility_power_w is None else c0.facility_power_w / 1e6)
 seed("con_families", list(c0.families))
 seed("con_routings", list(c0.routings))
 seed("con_transports", list(c0.transports))
@@ -81,6 +86,13 @@ gpus = a.number_input("GPUs in the cluster", min_value=1, max_value=1_048_576, s
 a.caption(f"The workload needs {gpus_needed(wb.workload):,} GPUs.")
 gpn = b.selectbox("GPUs per server", GPN, key="con_gpn")
 gpu_model = c.selectbox("GPU model", cat.models("gpus"), key="con_gpu_model")
+systems = st.multiselect(
+    "GPU systems to compare (scale-up domain)", cat.models("gpus"), key="con_systems",
+    format_func=lambda m: f"{m} ({cat.gpu(m).scale_up_domain_max}-GPU NVLink domain, {cat.gpu(m).host_gpus} per host)",
+    help="Leave empty to search the one GPU model above. With several, the search chooses among them: each brings "
+         "its host size and NVLink domain from the catalog (8-GPU HGX, 72-GPU NVL72 racks), and the cluster is "
+         "rounded up to whole domains that keep the workload's tensor/expert-parallel groups inside them. The "
+         "first is the baselines'.")
 # the switch models get a full-width row: six or more model chips do not fit in half a page at 1,280-1,600 px
 sw = st.multiselect("Allowed switch models", switch_models, key="con_switches")
 st.caption(C.md_text("Switch models: " + "; ".join(f"{m}: {cat.switch(m).fabric}, {cat.switch(m).ports} x "
@@ -89,12 +101,13 @@ st.caption(C.md_text("Switch models: " + "; ".join(f"{m}: {cat.switch(m).fabric}
 a, b = st.columns(2)
 sp = a.multiselect("Allowed NIC port speeds (Gb/s)", speeds, key="con_speeds", format_func=lambda s: f"{s:g} Gb/s")
 allowed_nics = [m for m in nic_models if cat.nic(m).port_speed_bps / 1e9 in sp]
-host_ok = set(compatible_nics(cat, gpu_model, min(c0.nics_per_gpu, default=1.0)))
+hosts = list(systems) or [gpu_model]
+host_ok = {m for h in hosts for m in compatible_nics(cat, h, min(c0.nics_per_gpu, default=1.0))}
 unfit = [m for m in allowed_nics if m not in host_ok]
 b.caption("NIC models at these speeds: " + (", ".join(m for m in allowed_nics if m in host_ok) or "none")
-          + (f". Not offered on {gpu_model} hosts, whose PCIe link feeds at most "
-             f"{cat.gpu(gpu_model).max_nic_bps_per_gpu / 1e9:g} Gb/s of NIC bandwidth per GPU: {', '.join(unfit)}"
-             if unfit else ""))
+          + (f". Not offered on {' or '.join(hosts)} hosts, whose PCIe link feeds at most "
+             + " / ".join(f"{cat.gpu(h).max_nic_bps_per_gpu / 1e9:g}" for h in hosts)
+             + f" Gb/s of NIC bandwidth per GPU: {', '.join(unfit)}" if unfit else ""))
 
 st.subheader("Design space")
 a, b = st.columns(2)
@@ -105,6 +118,9 @@ trans = a.multiselect("Transports", list(TRANSPORTS), key="con_transports")
 places = b.multiselect("Placement rules", list(PLACEMENTS), key="con_placements",
                        help="What the scheduler is told to do (free policy). A fragmented cluster is a condition, "
                             "not a rule: see the what-if scenario 'fragmented' on the Design page.")
+planes = st.multiselect("Network planes", PLANES, key="con_planes",
+                        help="Planes each NIC's ports are split over (a NIC needs as many ports as planes; "
+                             "e.g. nic-cx8-4x200 for 4 planes).")
 a, b = st.columns(2)
 max_os = a.select_slider("Largest oversubscription (down:up) at any tier", OVERSUB, key="con_max_os",
                          format_func=lambda v: f"{v:g}:1")
@@ -121,6 +137,14 @@ cables = c.number_input("Cables (count)", min_value=2, step=100, key="con_cables
                         placeholder="no limit")
 p99 = d.number_input("p99 step-time target (s)", min_value=0.0, step=0.1, key="con_p99",
                      placeholder="no target", format="%.3f")
+a, b, _, _ = st.columns(4)
+rack_kw = a.number_input("Rack power (kW per rack)", min_value=0.0, step=5.0, key="con_rack_kw",
+                         placeholder="no limit", format="%.1f",
+                         help="The most any rack may draw: servers plus a top-of-rack switch, or a network rack. "
+                              "A GB200 NVL72 rack draws ~120 kW; HGX racks are packed to at most 40.8 kW.")
+facility_mw = b.number_input("Facility power (MW)", min_value=0.0, step=1.0, key="con_facility_mw",
+                             placeholder="no limit", format="%.2f",
+                             help="Servers and network times the PUE below.")
 a, b, c, d = st.columns(4)
 survive = a.toggle("Survive any single failure", key="con_survive",
                    help="Designs that one switch or link failure partitions are infeasible (facts.md section 8).")
@@ -179,7 +203,10 @@ try:
         power_w=None if not power_kw else float(power_kw) * 1e3,
         cable_count=None if cables is None else int(cables), p99_target_s=p99 or None,
         nics_per_gpu=c0.nics_per_gpu, oversubscriptions=c0.oversubscriptions,
-        uplink_speed_factors=c0.uplink_speed_factors, qps=c0.qps, planes=c0.planes,
+        uplink_speed_factors=c0.uplink_speed_factors, qps=c0.qps, planes=tuple(planes) or c0.planes,
+        gpu_models=tuple(systems) or None,
+        rack_power_w=None if not rack_kw else float(rack_kw) * 1e3,
+        facility_power_w=None if not facility_mw else float(facility_mw) * 1e6,
         optimize_power=c0.optimize_power, survive_single_failure=bool(survive),
         max_p99_under_failure_s=p99_fail or None, cost_objective=cost_obj, p99_objective=p99_obj,
         life_years=float(life), electricity_usd_per_kwh=float(kwh), pue=float(pue),

@@ -122,6 +122,21 @@ items = C.bom_table(bom)
 st.caption(f"One row per item and place; totals are count x catalog unit price (USD), power in W excludes the "
            f"servers. Total {charts.money_text(bom['cost_usd'])}, {bom['power_w'] / 1e3:,.1f} kW.")
 
+st.subheader("Racks and power")
+C.rack_section(design, C.racks_of(design))
+
+st.subheader("Scale-up versus scale-out")
+try:
+    from fabric.ui_support.racks_view import traffic_rows, traffic_summary
+
+    split = C.traffic_of(design)
+except FabricError as err:
+    st.caption(f"Not available: {C.public_message(err)}")
+else:
+    st.dataframe(pd.DataFrame(traffic_rows(split)), hide_index=True, width="stretch")
+    st.caption(C.md_text(traffic_summary(split)) + " Bytes each op moves in one step, all GPUs together: over "
+               "NVLink inside the scale-up domain, or over the network (docs/evaluator.md).")
+
 # ------------------------------------------------------------------ step time
 a, b = st.columns(2)
 with a:

@@ -641,3 +641,31 @@ def test_constraints_page_sets_resilience_and_economics_and_the_link_keeps_them(
     other = app(**{k: v for k, v in q.items() if k != "evals"}).run()
     ok(other)
     assert other.session_state["constraints"] == c
+
+
+def test_constraints_page_sets_gpu_systems_planes_and_power_limits_and_design_shows_racks():
+    at = app().run()
+    at.switch_page("pages/constraints.py").run()
+    ok(at)
+    at.multiselect(key="con_systems").set_value(["b200", "gb200-nvl72"])
+    at.multiselect(key="con_planes").set_value([1, 2, 4])
+    at.number_input(key="con_rack_kw").set_value(130.0)
+    at.number_input(key="con_facility_mw").set_value(5.0).run()
+    ok(at)
+    c = at.session_state["constraints"]
+    assert (c.gpu_models, c.planes, c.rack_power_w, c.facility_power_w) == \
+        (("b200", "gb200-nvl72"), (1, 2, 4), 130_000.0, 5_000_000.0)
+    q = {k: (v[0] if isinstance(v, list) else v) for k, v in at.query_params.items()}
+    assert q["gpu_models"] == "b200,gb200-nvl72" and q["rack_power_w"] == "130000"
+    other = app(**{k: v for k, v in q.items() if k != "evals"}).run()
+    ok(other)
+    assert other.session_state["constraints"] == c
+    at.switch_page("pages/design.py").run()
+    ok(at)
+    heads = [s.value for s in at.subheader]
+    assert "Racks and power" in heads and "Scale-up versus scale-out" in heads
+    tables = [d.value for d in at.dataframe]
+    racks = next(t for t in tables if "kW per rack" in t.columns)
+    assert racks["racks"][0] == "compute" and set(racks["over the limit"]) <= {"yes", "no"}
+    assert any("network GiB per step" in t.columns for t in tables)
+    assert "against a limit of 130.0 kW" in texts(at.caption)

@@ -27,7 +27,8 @@ H100_NICS = ["nic-cx7-400", "nic-cx6-200", "nic-2x200-dual", "nic-eth-400"]
 def test_catalog_carries_each_hosts_nic_limit():
     cat = default_catalog()
     limits = {m: cat.gpu(m).max_nic_bps_per_gpu / 1e9 for m in cat.models("gpus")}
-    assert limits == {"h100-sxm": 400, "h200-sxm": 400, "b200": 800, "gb200-nvl72": 800, "a100-sxm-80gb": 200}
+    assert limits == {"h100-sxm": 400, "h200-sxm": 400, "b200": 800, "gb200-nvl72": 800, "gb200-nvl36x2": 800,
+                      "a100-sxm-80gb": 200}
     assert "PCIe Gen5 x16" in cat.gpu("h100-sxm").source and "PCIe Gen4 x16" in cat.gpu("a100-sxm-80gb").source
     assert compatible_nics(cat, "h100-sxm") == H100_NICS
     assert compatible_nics(cat, "h200-sxm") == H100_NICS

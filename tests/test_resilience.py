@@ -185,3 +185,52 @@ def test_failure_limit_and_objective():
         assert r["p99_failure_s"] <= 5.0 and r["p99_failure_s"] >= r["p99_s"] - 1e-12
     with pytest.raises(FabricError, match="p99_objective"):
         Constraints(p99_objective="mean")
+
+
+@pytest.mark.parametrize("kw", [
+    dict(gpus=24, gpus_per_node=4, dragonfly_terminals=4, dragonfly_routers=2, dragonfly_globals=1),   # a = 2, 3 groups
+    dict(gpus=40, gpus_per_node=2, dragonfly_terminals=4, dragonfly_routers=2, dragonfly_globals=2),   # 5 groups
+    dict(gpus=96, gpus_per_node=4, dragonfly_terminals=8, dragonfly_routers=3, dragonfly_globals=2),
+    dict(gpus=32, gpus_per_node=2, dragonfly_terminals=8, dragonfly_routers=2, dragonfly_globals=2,
+         nic_model="nic-2x200-dual", switch_model="eth-25t-64x400", transport="roce"),           # 2 ports a node
+    dict(gpus=32, gpus_per_node=4, dragonfly_terminals=4, dragonfly_routers=4, dragonfly_globals=1),   # 2 groups
+    dict(gpus=16, gpus_per_node=4, dragonfly_terminals=4, dragonfly_routers=2, dragonfly_globals=1),   # 2 x 2 routers
+], ids=["a2-g3", "a2-g5", "a3", "2ports", "g2", "g2-a2"])
+def test_dragonflies_of_several_groups_take_the_structural_check_and_it_agrees_with_brute_force(kw, monkeypatch):
+    # a dragonfly of 2+ groups of 2+ routers: the check is structural above EXACT_MAX_PAIRS (forced here to 0), and
+    # what it finds matches removing every switch and every link one at a time
+    fab = build_fabric(Design(family="dragonfly", **kw))
+    assert fab.structure["groups"] >= 2 and fab.structure["routers_per_group"] >= 2
+    monkeypatch.setattr(R, "EXACT_MAX_PAIRS", 0)
+    got = R.failure_analysis(fab)
+    splits, lost = brute_force(fab)
+    assert got["method"] == "structural"
+    assert got["partitions_on_single_failure"] == splits is False
+    assert got["gpus_lost_on_worst_switch_failure"] == lost
+
+
+def test_a_one_group_dragonfly_keeps_the_exact_check(monkeypatch):
+    # one group has no global links to route around a lost local link: the exact check runs whatever the size
+    fab = build_fabric(Design(family="dragonfly", gpus=16, gpus_per_node=4, dragonfly_terminals=4,
+                              dragonfly_routers=4, dragonfly_globals=1))
+    assert fab.structure["groups"] == 1
+    monkeypatch.setattr(R, "EXACT_MAX_PAIRS", 0)
+    assert R.failure_analysis(fab)["method"] == "exact"
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(p=hs.sampled_from([2, 4, 8]), a=hs.integers(2, 5), h=hs.integers(1, 3), gpn=hs.sampled_from([1, 2, 4]),
+       nodes=hs.integers(2, 40))
+def test_dragonfly_structural_check_agrees_with_brute_force(p, a, h, gpn, nodes):
+    try:
+        fab = build_fabric(Design(family="dragonfly", gpus=gpn * nodes, gpus_per_node=gpn, nics_per_gpu=1.0 / gpn,
+                                  dragonfly_terminals=p, dragonfly_routers=a, dragonfly_globals=h))
+    except DesignError:
+        return
+    n, nd, pairs, mult = R._graph(fab)
+    if fab.structure["groups"] >= 2:          # where failure_analysis takes the structural check above the limit
+        got = R._structural(fab, n, nd, pairs, mult, 10)
+    else:
+        got = R.failure_analysis(fab)
+    splits, lost = brute_force(fab)
+    assert (got["partitions_on_single_failure"], got["gpus_lost_on_worst_switch_failure"]) == (splits, lost)

@@ -137,7 +137,8 @@ class GpuModel:
     the most scale-out NIC bandwidth the host feeds one GPU (bits/s per direction, set by its PCIe link: one
     Gen5 x16 link carries ~64 GB/s, so 400G per H100); it bounds the NIC bandwidth serving a GPU and each NIC's
     own bandwidth (a NIC sits on one such link). ``None``: the catalog row gives no limit, none is checked
-    (see :mod:`fabric.catalog.compat`).
+    (see :mod:`fabric.catalog.compat`). ``node_gpus`` is the GPUs of one host board, whose NICs sit beside them (8
+    on an HGX baseboard, 4 on a GB200 compute tray); ``None``: the whole server (:attr:`host_gpus`).
     """
 
     model: str
@@ -152,6 +153,17 @@ class GpuModel:
     nvls: str
     source: str
     max_nic_bps_per_gpu: float | None = None
+    node_gpus: int | None = None
+
+    @property
+    def host_gpus(self) -> int:
+        """GPUs per host (the design's ``gpus_per_node`` for this system): ``node_gpus``, else the whole server."""
+        return int(self.node_gpus or self.server_gpus)
+
+    @property
+    def rack_scale(self) -> bool:
+        """True when the scale-up domain spans more than one host (an NVL72 rack of 18 trays)."""
+        return self.scale_up_domain_max > self.host_gpus
 
     @property
     def has_nvls(self) -> bool:

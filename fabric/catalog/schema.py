@@ -206,6 +206,7 @@ TABLES: dict[str, TableSpec] = {
         _count("server_gpus"), _price("server_price_usd"), Column("server_power_w"),
         Column("nvls", "choice", choices=("yes", "no")),
         Column("max_nic_gbps_per_gpu", field="max_nic_bps_per_gpu", scale=GBPS, strict=True, optional=True),
+        Column("node_gpus", "int", minimum=1, optional=True),
         _text("source"),
     )),
 }

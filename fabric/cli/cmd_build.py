@@ -28,6 +28,11 @@ def register(sub) -> None:
     p.add_argument("--gpus", type=int, help="GPU count for --preset (default: the preset's own)")
     p.add_argument("--catalog", metavar="FILE", help="hardware catalog override file (CSV, JSON or YAML)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON instead of tables")
+    p.add_argument("--rack-limit-kw", type=float, metavar="KW",
+                   help="the most power one rack may draw; racks above it are counted (default: the design's "
+                        "rack_power_w, else none)")
+    p.add_argument("--pue", type=float, default=1.3, help="facility power / IT power for the facility total "
+                                                           "(default 1.3)")
     p.add_argument("--list-presets", action="store_true", help="list the presets with their sources and exit")
     p.set_defaults(func=run)
 
@@ -65,13 +70,22 @@ def run(args) -> int:
         return 0
     catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
     design = _design_from_args(args, catalog)
+    from fabric.rackpower import rack_report
+
+    if args.rack_limit_kw is not None and not args.rack_limit_kw > 0:
+        raise DesignError(f"--rack-limit-kw must be a positive number of kW, got {args.rack_limit_kw:g}")
+    if not 1.0 <= args.pue <= 3.0:
+        raise DesignError(f"--pue must be between 1 and 3, got {args.pue:g}")
     fabric = build_fabric(design, catalog)
     bom = bill_of_materials(fabric, catalog)
+    racks = rack_report(design, catalog=catalog, fabric=fabric, bom=bom, pue=args.pue,
+                        rack_limit_w=None if args.rack_limit_kw is None else args.rack_limit_kw * 1e3)
     if args.json:
         from fabric.design import design_to_dict
 
         # design_spec: how it is cabled, so `fabric upgrade --existing` can read this file as an installed fabric
-        out = {"design": design.name, **bom.to_dict(), "design_spec": design_to_dict(design)}
+        out = {"design": design.name, **bom.to_dict(), "design_spec": design_to_dict(design),
+               "racks": racks}
         print(json.dumps(out, indent=2, default=float))
         return 0
     s = fabric.structure
@@ -94,4 +108,24 @@ def run(args) -> int:
           f"network power: {bom.power_w / 1e3:,.1f} kW; cables: {bom.cable_count:,}")
     print(f"servers (for scale): ${bom.compute_cost_usd:,.0f}, {bom.compute_power_w / 1e3:,.1f} kW; "
           f"network share of capex {bom.to_dict()['network_share_of_capex']:.1%}")
+    print()
+    print(_rack_lines(racks, design))
     return 0
+
+
+def _rack_lines(r: dict, design) -> str:
+    rows = [["compute", f"{r['compute_racks']:,}", f"{r['gpus_per_rack']:,} GPUs, {r['tor_switches_per_rack']} switch(es)",
+             f"{r['compute_rack_power_w'] / 1e3:,.1f}"]]
+    rows += [[f"network ({x['tier']})", f"{x['racks']:,}", f"{x['switches_per_rack']} switches",
+              f"{x['power_per_rack_w'] / 1e3:,.1f}"] for x in r["network_rack_rows"]]
+    out = [_table(rows, ["racks", "count", "each holds up to", "kW per rack (max)"])]
+    limit = r["rack_power_limit_w"]
+    over = f"; {r['racks_over_limit']:,} rack(s) above the {limit / 1e3:,.1f} kW limit" if limit else ""
+    dom = (f"; one {design.domain_size}-GPU NVLink domain spans {r['racks_per_scale_up_domain']} rack(s)"
+           if r["racks_per_scale_up_domain"] else "")
+    out.append(f"busiest rack {r['max_rack_power_w'] / 1e3:,.1f} kW{over}{dom}")
+    out.append(f"IT power {r['it_power_w'] / 1e6:,.2f} MW (servers {r['server_power_w'] / 1e6:,.2f} MW, network "
+               f"{r['network_power_w'] / 1e6:,.2f} MW without the NICs, which the servers' rating includes); "
+               f"facility {r['facility_power_w'] / 1e6:,.2f} MW at PUE {r['pue']:g}")
+    out.append("cables by reach: " + "; ".join(f"{k} {v:,}" for k, v in r["cables_by_reach"].items() if v))
+    return "\n".join(out)

@@ -25,6 +25,8 @@ power are reported beside them (``compute_cost_usd``, ``compute_power_w``) for t
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -150,11 +152,32 @@ def _links_by_kind_and_speed(fabric: Fabric):
             yield kind, float(speed), sel[caps == speed]
 
 
+_CACHE: "OrderedDict[tuple, tuple]" = OrderedDict()
+_CACHE_SIZE = 16
+_LOCK = threading.Lock()
+
+
 def bill_of_materials(fabric: Fabric, catalog=None) -> BillOfMaterials:
-    """Count and price everything the fabric needs."""
+    """Count and price everything the fabric needs (kept for reuse per cabling and catalog, like the fabric)."""
     from fabric.catalog import default_catalog
 
     cat = catalog or default_catalog()
+    key = (fabric.cache_key, bool(fabric.design.storage_isolation)) if fabric.cache_key else None
+    if key is not None:
+        with _LOCK:
+            hit = _CACHE.get(key)
+        if hit is not None and hit[0] is cat:
+            return hit[1]
+    bom = _bill_of_materials(fabric, cat)
+    if key is not None:
+        with _LOCK:
+            _CACHE[key] = (cat, bom)
+            while len(_CACHE) > _CACHE_SIZE:
+                _CACHE.popitem(last=False)
+    return bom
+
+
+def _bill_of_materials(fabric: Fabric, cat) -> BillOfMaterials:
     design = fabric.design
     sw = cat.switch(design.switch_model)
     nic = cat.nic(design.nic_model)

@@ -63,6 +63,25 @@ def _fat_tree(gpus: int) -> Design:
                   oversubscription=(1.0, 1.0), routing="ecmp", transport="infiniband", placement="packed")
 
 
+def _nvl72_superpod(gpus: int) -> Design:
+    # GB200 NVL72 racks (72 GPUs in one NVLink domain, 18 trays of 4), one 800G NIC per GPU, a rail-optimized 1:1
+    # compute fabric of 144 x 800G XDR switches; rail-aligned placement and adaptive routing as in the H100 SuperPOD.
+    return Design(name=f"GB200 NVL72 SuperPOD-style ({gpus:,} GPUs)", family="rail_optimized", gpus=gpus,
+                  gpu_model="gb200-nvl72", gpus_per_node=4, scale_up_size=72, nic_model="nic-cx8-800",
+                  switch_model="ib-xdr-144x800", oversubscription=(1.0, 1.0), routing="adaptive",
+                  transport="infiniband", placement="rail_aligned")
+
+
+def _multiplane(gpus: int) -> Design:
+    # Four planes: each GPU's 800G NIC runs as 4 x 200G, one port per plane (DeepSeek's multi-plane fat tree, HPN's
+    # dual plane); 51.2T switches as 256 x 200G; rail leaves of 128 nodes (1,024 GPUs, HPN's segment size) non-
+    # blocking to their pod's spines; pods joined by a core 7:1 oversubscribed (Meta's AI zones: ~7:1 above a zone).
+    return Design(name=f"Multi-plane hyperscale cluster ({gpus:,} GPUs, 4 planes)", family="rail_optimized",
+                  gpus=gpus, gpu_model="b200", gpus_per_node=8, nic_model="nic-cx8-4x200",
+                  switch_model="eth-51t-64x800", planes=4, tiers=3, oversubscription=(1.0, 7.0), routing="adaptive",
+                  transport="roce", placement="rail_aligned")
+
+
 PRESETS: dict[str, Preset] = {p.name: p for p in [
     Preset("dgx-h100-superpod", "NVIDIA DGX H100 SuperPOD compute fabric (rail-optimized, 1:1, 64 x 400G NDR)",
            "NVIDIA DGX SuperPOD reference architecture (DGX H100), network fabrics, Table 4", 1016, _superpod),
@@ -78,6 +97,19 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
     Preset("fat-tree", "Full-bisection top-of-rack fat tree (the design a person draws first)",
            "Al-Fares, Loukissas, Vahdat, 'A Scalable, Commodity Data Center Network Architecture', SIGCOMM 2008",
            1024, _fat_tree),
+    Preset("gb200-nvl72-superpod", "GB200 NVL72 SuperPOD-style: 72-GPU NVLink racks, one 800G NIC per GPU, "
+           "rail-optimized 1:1 XDR (144 x 800G) compute fabric",
+           "NVIDIA GB200 NVL72 product page (72 GPUs in one NVLink 5 domain, 1.8 TB/s per GPU, ~120-132 kW liquid-"
+           "cooled rack) and NVIDIA DGX SuperPOD reference architecture with DGX GB200 systems (racks of 72 GPUs in "
+           "8-rack scalable units, rail-optimized InfiniBand compute fabric); facts.md sections 4 and 9",
+           576, _nvl72_superpod),
+    Preset("hyperscale-multiplane", "Multi-plane 100K+ GPU cluster: 4 planes of 200G (one NIC port per plane), "
+           "rail-optimized 51.2T pods, 3 tiers, 7:1 between pods",
+           "in the style of DeepSeek's multi-plane fat tree (Zhao et al., 'Insights into DeepSeek-V3', ISCA 2025: "
+           "each GPU-NIC port in its own plane, 2-tier fat tree per plane), Alibaba HPN (Qian et al., SIGCOMM 2024: "
+           "dual-plane, 51.2T switches, 1K-GPU segments in ~15K-GPU pods) and Meta's RoCE clusters (Gangidi et al., "
+           "SIGCOMM 2024: ~7:1 above the AI zone); facts.md section 4",
+           131072, _multiplane),
 ]}
 
 

@@ -66,7 +66,9 @@ class Design:
     core)``; ``None`` (the whole field or one tier) means the NIC port speed, so designs without it are unchanged
     (a single number sets both tiers). ``planes`` > 1 splits each NIC's ports over that many independent planes
     (NIC ports must be a multiple of ``planes``). ``reserved_node_slots`` are node slots taken by appliances that
-    use leaf ports like a server (NVIDIA's UFM node in a SuperPOD), placed first.
+    use leaf ports like a server (NVIDIA's UFM node in a SuperPOD), placed first. ``rack_power_w`` is the power
+    one compute rack is given (watts): it takes as many servers as that feeds, a server (or rack-scale system) above
+    it is a rack of its own; ``None``: 40.8 kW (:data:`fabric.topology.racks.RACK_POWER_BUDGET_W`).
     """
 
     name: str = "design"
@@ -101,6 +103,7 @@ class Design:
     serving_class: bool = False
     endpoint_cabling: str = "auto"
     nccl_algo: str | None = None
+    rack_power_w: float | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "uplink_gbps", _normalise_uplinks(self.uplink_gbps))
@@ -242,7 +245,9 @@ def validate_design(d: Design) -> None:
         if d.scale_up_size % d.gpus_per_node:
             _err("scale_up_size", f"must be a multiple of gpus_per_node ({d.gpus_per_node}), got {d.scale_up_size}")
         if d.gpus % d.scale_up_size:
-            _err("scale_up_size", f"{d.gpus:,} GPUs do not fill whole {d.scale_up_size}-GPU scale-up domains")
+            _err("scale_up_size", f"{d.gpus:,} GPUs do not fill whole {d.scale_up_size}-GPU scale-up domains; use a "
+                                  f"multiple of {d.scale_up_size}, e.g. "
+                                  f"{-(-d.gpus // d.scale_up_size) * d.scale_up_size:,}")
     if isinstance(d.nics_per_gpu, bool) or not isinstance(d.nics_per_gpu, (int, float)) \
             or not math.isfinite(d.nics_per_gpu) or d.nics_per_gpu <= 0 or d.nics_per_gpu > 8:
         _err("nics_per_gpu", f"must be a number in (0, 8], got {d.nics_per_gpu!r}")
@@ -304,6 +309,11 @@ def validate_design(d: Design) -> None:
     if d.nccl_algo is not None and d.nccl_algo not in NCCL_ALGO_NAMES:
         _err("nccl_algo", f"unknown value {d.nccl_algo!r}; choose one of {', '.join(NCCL_ALGO_NAMES)} "
                           "(NCCL_ALGO), or null for NCCL's own choice")
+    if d.rack_power_w is not None:
+        v = d.rack_power_w
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 1e3 <= v <= 1e6:
+            _err("rack_power_w", f"the power of one rack must be between 1,000 and 1,000,000 W, got {v!r}")
+        object.__setattr__(d, "rack_power_w", float(v))
     if d.nccl_algo is not None:
         if d.nccl_algo == "collnet" and not d.in_network_reduction:
             _err("nccl_algo", "'collnet' is NCCL's in-network reduction: set in_network_reduction: true "

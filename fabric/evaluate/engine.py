@@ -400,14 +400,14 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     compute_jobs = [j for j in workload.jobs if j.kind != "storage"]
     if not compute_jobs:
         raise WorkloadError("the workload has no training or inference job to evaluate")
+    notes: list = []
     placements = place_jobs(compute_jobs, fabric, design.placement, np.random.default_rng(s_place),
-                            fragmentation=scenario.fragmentation)
+                            fragmentation=scenario.fragmentation, notes=notes)
     storage = [j for j in workload.jobs if j.kind == "storage"]
     job_seeds = s_jobs.spawn(len(compute_jobs))
     from fabric.catalog import default_catalog
 
     nvls = (catalog or default_catalog()).gpu(design.gpu_model).has_nvls
-    notes: list = []
     ctx = dict(fabric=fabric, design=design, prof=prof, storage=storage, samples=samples, scenario=scenario,
                algorithms=algorithms, nvls=nvls, notes=notes, memo=None if slot is None else slot["memo"])
     plans = (slot["plans"], model_key) if slot is not None and model_key is not None else None
@@ -651,6 +651,14 @@ def _exposed(op_times: list, ops: list, compute: np.ndarray, samples: int):
     return exposed, np.sum(exposed, axis=0)
 
 
+_HEALTHY_MODELS: dict = {}
+
+
+def _healthy(scenario: Scenario) -> bool:
+    return not (scenario.failed_links or scenario.failed_spines or scenario.slow_switches or scenario.fail_switches
+                or scenario.fail_links or scenario.link_failure_prob > 0)
+
+
 def _reuse_slot(reuse: dict | None, design, catalog, transport_overrides, samples: int) -> dict | None:
     """The part of ``reuse`` (see :func:`evaluate`) for this design, catalog, calibration and sample count."""
     if reuse is None:
@@ -667,7 +675,16 @@ def _reuse_slot(reuse: dict | None, design, catalog, transport_overrides, sample
 
 def _network_model(fabric, scenario: Scenario, rng: np.random.Generator, samples: int, slot: dict | None = None):
     """``(model, key)``: the network model under ``scenario``'s failures and slow switches, and a key of what it
-    depends on (None when it is not shared: random component faults per sample); from ``slot`` when there."""
+    depends on (None when it is not shared: random component faults per sample); from ``slot`` when there. The
+    healthy fabric's model depends on the cabling only: kept per cabling, like the fabric itself."""
+    if fabric.cache_key and _healthy(scenario):
+        hit = _HEALTHY_MODELS.get(fabric.cache_key)
+        if hit is None:
+            hit = NetworkModel.build(fabric)
+            if len(_HEALTHY_MODELS) >= 4:
+                _HEALTHY_MODELS.pop(next(iter(_HEALTHY_MODELS)))
+            _HEALTHY_MODELS[fabric.cache_key] = hit
+        return hit, ((), (), (), 1.0)
     ls = np.flatnonzero(fabric.link_kind == LINK_KINDS.index("leaf-spine"))
     spines = np.flatnonzero((fabric.node_kind == 2) & (fabric.node_tier == 1))
     failed = rng.choice(ls, size=min(scenario.failed_links, ls.size), replace=False) if scenario.failed_links else []

@@ -11,6 +11,14 @@ jobs out over node slots, and a share ``f`` of the slots, drawn at random, trade
 land on them; at ``f = 1`` every job gets whole nodes drawn at random among all of them (what the placement
 "scattered" of earlier releases did). Ranks stay consecutive inside a node.
 
+Rack-scale scale-up domains (a domain of several hosts, GB200 NVL72: 72 GPUs on 18 trays of 4): ``packed`` and
+``rail_aligned`` keep a job's tensor-, expert- and context-parallel groups inside the NVLink domain when they fit
+(:func:`domain_layout`): when the largest such group block (``tp x ep`` ranks for Megatron's expert groups) does
+not divide the domain, each domain takes as many whole blocks as fit and leaves the rest of its GPUs idle (a
+64-GPU expert-parallel group on NVL72: 64 ranks per rack, 8 GPUs spare), and jobs start on a domain boundary. When
+the design has too few GPUs for that, ranks stay consecutive (groups then straddle domains). Fragmentation moves
+node slots (a rack-scale domain's trays) the same way, so a fragmented cluster can split a group over domains.
+
 Process-group instances: a group describes one communicator (say the DP group of rank 0); the same pattern
 repeats over the world. A strided pattern (start, stride, size) expands to every translate: blocks of
 ``stride x size`` ranks, ``stride`` instances per block. Groups whose ranks are listed explicitly and form an
@@ -27,7 +35,11 @@ import numpy as np
 from fabric.errors import DesignError, WorkloadError
 from fabric.workload.model import Job, ProcessGroup
 
-__all__ = ["PLACEMENT_POLICIES", "place_jobs", "fragmented_nodes", "group_instances"]
+__all__ = ["PLACEMENT_POLICIES", "place_jobs", "fragmented_nodes", "group_instances", "domain_block", "domain_layout",
+           "gpus_for_jobs", "INNER_ROLES"]
+
+#: Process-group roles a scale-up domain should hold whole (their traffic is per layer, on the critical path).
+INNER_ROLES = ("tp", "ep", "cp")
 
 PLACEMENT_POLICIES = ("packed", "rail_aligned")
 
@@ -41,10 +53,75 @@ def _unit_gpus(fabric) -> int:
     return gpn
 
 
+def domain_block(job: Job, domain: int) -> int:
+    """Ranks of the largest block of tensor-, expert- or context-parallel groups (:data:`INNER_ROLES`) that fits in a
+    scale-up domain of ``domain`` GPUs: a strided group of ``size`` ranks ``stride`` apart tiles the job in blocks of
+    ``stride x size`` consecutive ranks (Megatron's expert group: ``tp x ep``). 1 when no such group fits."""
+    best = 1
+    w = job.world_size
+    for g in job.groups:
+        if g.role not in INNER_ROLES or g.size <= 1:
+            continue
+        pat = _pattern(g, w)
+        if pat is None:
+            continue
+        block = pat[1] * g.size
+        if block <= domain and w % block == 0 and block > best:
+            best = block
+    return best
+
+
+def domain_layout(job: Job, domain: int, gpus_per_node: int) -> int | None:
+    """Ranks per scale-up domain that keep ``job``'s inner groups (:func:`domain_block`) whole, when that differs
+    from filling the domain (``None``: consecutive ranks already keep them whole, or the domain is one host)."""
+    if domain <= gpus_per_node or job.kind == "storage" or job.world_size <= 1:
+        return None
+    block = domain_block(job, domain)
+    if block <= 1 or domain % block == 0:
+        return None
+    return (domain // block) * block
+
+
+def _job_gpus_span(w: int, per_domain: int | None, domain: int) -> int:
+    """GPUs (whole domains when ``per_domain`` is set) a job of ``w`` ranks spans."""
+    if per_domain is None:
+        return w
+    return math.ceil(w / per_domain) * domain
+
+
+def gpus_for_jobs(jobs, domain: int, gpus_per_node: int) -> int:
+    """GPUs a cluster of ``domain``-GPU scale-up domains needs to place ``jobs`` one after the other with their
+    inner groups inside domains (:func:`domain_layout`), in whole domains."""
+    total = 0
+    for job in jobs:
+        if job.kind == "storage":
+            continue
+        per = domain_layout(job, domain, gpus_per_node)
+        if per is None:
+            total += job.world_size
+        else:
+            total = math.ceil(total / domain) * domain + _job_gpus_span(job.world_size, per, domain)
+    return max(domain, math.ceil(total / domain) * domain)
+
+
+def _domain_plan(jobs, fabric) -> list[int | None] | None:
+    """Per job, its ranks per domain (None: consecutive), or None when the fabric has too few GPUs for the plan."""
+    design = fabric.design
+    dom, gpn = design.domain_size, design.gpus_per_node
+    plan = [domain_layout(j, dom, gpn) for j in jobs]
+    if all(p is None for p in plan):
+        return None
+    if gpus_for_jobs(jobs, dom, gpn) > fabric.n_gpus:
+        return None
+    return plan
+
+
 def place_jobs(jobs: list[Job] | tuple[Job, ...], fabric, policy: str, rng: np.random.Generator | None = None,
-               fragmentation: float = 0.0) -> list[np.ndarray]:
+               fragmentation: float = 0.0, notes: list | None = None) -> list[np.ndarray]:
     """For each job, the GPU id of each of its ranks (``array[world_size]``): the placement rule ``policy`` on a
-    cluster whose node slots are fragmented by ``fragmentation`` (drawn from ``rng``; see the module docstring)."""
+    cluster whose node slots are fragmented by ``fragmentation`` (drawn from ``rng``; see the module docstring).
+    ``notes`` (a list) receives a line per job whose inner groups keep whole scale-up domains by leaving GPUs idle,
+    or could not."""
     if policy not in PLACEMENT_POLICIES:
         hint = (" ('scattered' is a fragmented cluster, a condition rather than a rule: evaluate under the scenario "
                 "'fragmented')" if policy == "scattered" else "")
@@ -61,6 +138,24 @@ def place_jobs(jobs: list[Job] | tuple[Job, ...], fabric, policy: str, rng: np.r
     out: list[np.ndarray] = []
     align = 1 if policy == "packed" else gpn
     unit = _unit_gpus(fabric) if policy == "rail_aligned" else 1
+    dom = fabric.design.domain_size
+    plan = _domain_plan(jobs, fabric)
+    placed = _place_in_domains(jobs, plan, policy, unit, dom, total) if plan is not None else None
+    if placed is not None:
+        if notes is not None:
+            for job, per in zip(jobs, plan):
+                if per is not None:
+                    notes.append(f"{job.name}: {per} ranks per {dom}-GPU NVLink domain ({dom - per} GPUs idle in "
+                                 f"each) so its {domain_block(job, dom)}-rank tensor/expert-parallel groups stay "
+                                 f"inside one domain")
+        return _fragment(placed, total, gpn, fragmentation, rng)
+    if notes is not None:
+        for j in jobs:
+            if domain_layout(j, dom, gpn) is not None:
+                notes.append(f"{j.name}: its {domain_block(j, dom)}-rank tensor/expert-parallel groups do not divide "
+                             f"the {dom}-GPU NVLink domain and the design has too few GPUs ({total:,}; "
+                             f"{gpus_for_jobs(jobs, dom, gpn):,} needed) to leave the rest of each domain idle, so "
+                             f"ranks stay consecutive and some groups straddle two domains")
     start = 0
     for job in jobs:
         w = job.world_size if job.kind != "storage" else 0
@@ -72,9 +167,33 @@ def place_jobs(jobs: list[Job] | tuple[Job, ...], fabric, policy: str, rng: np.r
                                 f"boundaries ({total - start:,} GPUs left); use placement 'packed' or more GPUs")
         out.append(np.arange(start, start + w, dtype=np.int64))
         start += w
+    return _fragment(out, total, gpn, fragmentation, rng)
+
+
+def _fragment(out: list[np.ndarray], total: int, gpn: int, fragmentation: float, rng) -> list[np.ndarray]:
+    """``out`` with its node slots moved as a cluster fragmented by ``fragmentation`` moves them."""
     order = fragmented_nodes(total // gpn, fragmentation, rng)
     if order is not None:
         out = [order[g // gpn] * gpn + g % gpn for g in out]
+    return out
+
+
+def _place_in_domains(jobs, plan, policy: str, unit: int, dom: int, total: int) -> list[np.ndarray] | None:
+    """Jobs one after the other from domain boundaries, ``plan[i]`` ranks per domain (consecutive ranks where it
+    is None); None when they do not fit in ``total`` GPUs."""
+    out = []
+    start = 0
+    for job, per in zip(jobs, plan):
+        w = job.world_size if job.kind != "storage" else 0
+        a = math.lcm(unit, dom) if policy == "rail_aligned" and w >= unit else dom
+        start = math.ceil(start / a) * a
+        r = np.arange(w, dtype=np.int64)
+        gpus = start + r if per is None else start + (r // per) * dom + r % per
+        span = _job_gpus_span(w, per, dom)
+        if gpus.size and int(gpus.max()) >= total:
+            return None
+        out.append(gpus)
+        start += span
     return out
 
 

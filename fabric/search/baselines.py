@@ -16,6 +16,8 @@ __all__ = ["baseline_designs"]
 
 def _fastest_pair(space):
     """(switch, nic) with the fastest NIC speed a switch of the same fabric can serve, cheapest on ties."""
+    from fabric.catalog.compat import nic_host_problem
+
     cat = space.catalog
     best = None
     for sm in space.genes[1].choices:
@@ -23,6 +25,8 @@ def _fastest_pair(space):
         for nm in space.genes[2].choices:
             nic = cat.nic(nm)
             if nic.fabric != sw.fabric or nic.ports != 1 or sw.radix_at(nic.port_speed_bps) < 2:
+                continue
+            if nic_host_problem(space.gpu, nic) is not None:      # the first GPU system's host must run it
                 continue
             key = (-nic.port_speed_bps, -sw.radix_at(nic.port_speed_bps), sw.price_usd + nic.price_usd)
             if best is None or key < best[0]:
@@ -37,11 +41,12 @@ def baseline_designs(space) -> list[Design]:
     if sw is None:
         return []
     transport = "infiniband" if sw.fabric == "infiniband" else "roce"
-    common = dict(gpus=c.gpus, gpu_model=c.gpu_model, gpus_per_node=c.gpus_per_node, nics_per_gpu=1.0,
-                  transport=transport)
+    system = space.system_fields() if hasattr(space, "system_fields") else dict(
+        gpus=c.gpus, gpu_model=c.gpu_model, gpus_per_node=c.gpus_per_node)
+    common = dict(**system, nics_per_gpu=1.0, transport=transport)
     # a cluster that fits one switch is still drawn as leaves and spines when one switch may not be a single
     # point of failure (facts.md section 8)
-    one_switch = c.gpus * nic.ports <= sw.radix_at(nic.port_speed_bps)
+    one_switch = system["gpus"] * nic.ports <= sw.radix_at(nic.port_speed_bps)
     tiers = {"tiers": 2} if one_switch and getattr(c, "survive_single_failure", False) else {}
     out = [
         Design(name="baseline: fat tree 1:1, fastest links", family="clos", switch_model=sw.model,
@@ -51,9 +56,12 @@ def baseline_designs(space) -> list[Design]:
                nic_model=nic.model, oversubscription=(2.0, 2.0), routing="ecmp", qps_per_connection=1,
                placement="packed", **tiers, **common),
     ]
+    from fabric.catalog.compat import nic_host_problem
+
     cat = space.catalog
     rail_sw, rail_nic = sw, nic
-    if "ib-ndr-64x400" in space.genes[1].choices and "nic-cx7-400" in space.genes[2].choices:
+    if "ib-ndr-64x400" in space.genes[1].choices and "nic-cx7-400" in space.genes[2].choices \
+            and nic_host_problem(space.gpu, cat.nic("nic-cx7-400")) is None:
         rail_sw, rail_nic = cat.switch("ib-ndr-64x400"), cat.nic("nic-cx7-400")
     rail_transport = "infiniband" if rail_sw.fabric == "infiniband" else "roce"
     routing = "adaptive"

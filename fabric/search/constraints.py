@@ -43,6 +43,9 @@ class Constraints:
     gpus: int = 1024
     gpus_per_node: int = 8
     gpu_model: str = "h100-sxm"
+    #: GPU systems the search chooses among (gene ``gpu_model``: the scale-up domain), each with its catalog host
+    #: size and NVLink domain (8-GPU HGX nodes, 72-GPU NVL72 racks); None: ``gpu_model`` with ``gpus_per_node``
+    gpu_models: tuple[str, ...] | None = None
     switch_models: tuple[str, ...] | None = None
     nic_models: tuple[str, ...] | None = None
     nics_per_gpu: tuple[float, ...] = (0.5, 1.0, 2.0)
@@ -60,6 +63,10 @@ class Constraints:
     max_oversubscription: float = 4.0
     budget_usd: float | None = None
     power_w: float | None = None
+    #: the most power one rack may draw (W): compute racks (servers and a top-of-rack switch) and network racks
+    rack_power_w: float | None = None
+    #: the most power the facility may draw (W): servers and network x PUE (fabric.rackpower)
+    facility_power_w: float | None = None
     cable_count: int | None = None
     p99_target_s: float | None = None
     optimize_power: bool = False
@@ -126,10 +133,12 @@ class Constraints:
             unknown = [x for x in v if x not in allowed]
             if unknown:
                 bad(f, f"unknown value(s) {', '.join(map(str, unknown))}; choose from {', '.join(allowed)}")
-        for f in ("switch_models", "nic_models"):
+        for f in ("switch_models", "nic_models", "gpu_models"):
             v = getattr(self, f)
             if v is not None and not v:
                 bad(f, "allow at least one model (or leave it out for all)")
+        if self.gpu_models is not None and any(not isinstance(m, str) or not m for m in self.gpu_models):
+            bad("gpu_models", f"give catalog GPU model ids, got {list(self.gpu_models)!r}")
         if not self.oversubscriptions or any(o < 1 for o in self.oversubscriptions):
             bad("oversubscriptions", "give ratios >= 1")
         if not isinstance(self.max_oversubscription, (int, float)) or self.max_oversubscription < 1:
@@ -137,7 +146,8 @@ class Constraints:
         if not any(o <= self.max_oversubscription for o in self.oversubscriptions):
             bad("max_oversubscription", f"{self.max_oversubscription:g} excludes every allowed ratio "
                                         f"({', '.join(f'{o:g}' for o in self.oversubscriptions)})")
-        for f in ("budget_usd", "power_w", "p99_target_s", "inference_ttft_p99_s", "inference_tpot_p99_s"):
+        for f in ("budget_usd", "power_w", "p99_target_s", "inference_ttft_p99_s", "inference_tpot_p99_s",
+                  "rack_power_w", "facility_power_w"):
             v = getattr(self, f)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
                                   or v <= 0):
@@ -157,8 +167,8 @@ class Constraints:
         object.__setattr__(self, "serving_classes", tuple(v))
         if not self.qps or any(q < 1 for q in self.qps):
             bad("qps", "give queue-pair counts >= 1")
-        if not self.planes or any(p not in (1, 2) for p in self.planes):
-            bad("planes", "allowed values are 1 and 2")
+        if not self.planes or any(isinstance(p, bool) or p not in (1, 2, 4, 8) for p in self.planes):
+            bad("planes", f"allowed values are 1, 2, 4 and 8 (each NIC port on its own plane), got {list(self.planes)!r}")
         if not self.nics_per_gpu or any(n <= 0 for n in self.nics_per_gpu):
             bad("nics_per_gpu", "give positive NIC-per-GPU counts")
         if not isinstance(self.survive_single_failure, bool):
@@ -188,6 +198,15 @@ class Constraints:
                                             self.inference_slo_attainment, self.inference_objective))
 
     @property
+    def rack_budget_w(self) -> float | None:
+        """The rack power designs are packed to (``Design.rack_power_w``): the smaller of the rack limit and the
+        40.8 kW of an air-cooled HGX rack (a rack-scale system above it is still a rack of its own); None without a
+        rack limit (the builder's default)."""
+        from fabric.topology.racks import RACK_POWER_BUDGET_W
+
+        return None if self.rack_power_w is None else float(min(self.rack_power_w, RACK_POWER_BUDGET_W))
+
+    @property
     def needs_failure_p99(self) -> bool:
         """True when a search under these constraints must evaluate the p99 under the worst single failure."""
         return self.max_p99_under_failure_s is not None or self.p99_objective == "worst_single_failure"
@@ -203,8 +222,8 @@ class Constraints:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()}
 
 
-_TUPLE_FIELDS = {"switch_models", "nic_models", "nics_per_gpu", "families", "routings", "transports", "placements",
-                 "oversubscriptions", "uplink_speed_factors", "qps", "planes", "serving_classes"}
+_TUPLE_FIELDS = {"switch_models", "nic_models", "gpu_models", "nics_per_gpu", "families", "routings", "transports",
+                 "placements", "oversubscriptions", "uplink_speed_factors", "qps", "planes", "serving_classes"}
 
 
 def constraints_from_dict(d: dict) -> Constraints:

@@ -23,6 +23,8 @@ __all__ = ["evaluate_record", "design_key", "workload_key", "EvaluationCache", "
 INFEASIBLE_COST = 1e15
 INFEASIBLE_P99 = 1e9
 _CATEGORIES = ("switch", "nic", "transceiver", "cable")
+#: Rack and facility power fields of a record (W; fabric.rackpower).
+_RACK_FIELDS = ("max_rack_power_w", "it_power_w", "facility_power_w")
 
 
 def design_key(design) -> str:
@@ -30,8 +32,9 @@ def design_key(design) -> str:
     default, so designs keep the keys of earlier releases)."""
     d = asdict(design)
     d.pop("name", None)
-    if d.get("uplink_gbps") is None:
-        d.pop("uplink_gbps", None)
+    for later in ("uplink_gbps", "rack_power_w"):
+        if d.get(later) is None:
+            d.pop(later, None)
     if not d.get("serving_class"):
         d.pop("serving_class", None)
     return hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -72,6 +75,10 @@ def violations(rec: dict, constraints) -> dict:
         v["inference_tpot"] = rec.get("serving_tpot_p99_s", INFEASIBLE_P99) / c.inference_tpot_p99_s - 1.0
     if c.inference_slo_attainment is not None:
         v["inference_slo"] = 1.0 - rec.get("serving_slo_attainment", 0.0) / c.inference_slo_attainment
+    if getattr(c, "rack_power_w", None) is not None:
+        v["rack_power"] = rec.get("max_rack_power_w", INFEASIBLE_COST) / c.rack_power_w - 1.0
+    if getattr(c, "facility_power_w", None) is not None:
+        v["facility_power"] = rec.get("facility_power_w", INFEASIBLE_COST) / c.facility_power_w - 1.0
     if not rec["buildable"]:
         v = {k: (1.0 if k == "buildable" else 0.0) for k in v}
     return v
@@ -115,7 +122,9 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
            "uplink_leaf_gbps": design.uplink_speed_gbps(0) or 0.0,
            "uplink_spine_gbps": design.uplink_speed_gbps(1) or 0.0,
            "genome": None if genome is None else [int(g) for g in genome], "repairs": "; ".join(repairs),
-           "design_tiers": int(design.tiers or 0)}
+           "design_tiers": int(design.tiers or 0), "gpu_model": design.gpu_model, "gpus": int(design.gpus),
+           "gpus_per_node": int(design.gpus_per_node), "scale_up_size": int(design.domain_size),
+           "rack_power_budget_w": float(design.rack_power_w or 0.0)}
     try:
         ev = evaluate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog,
                       transport_overrides=transport_overrides, reuse=reuse)
@@ -125,7 +134,9 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
                     "power_w": INFEASIBLE_COST, "p50_s": INFEASIBLE_P99, "p95_s": INFEASIBLE_P99,
                     "p99_s": INFEASIBLE_P99, "mean_s": INFEASIBLE_P99, "lower_bound_s": 0.0, "lower_bound_by": "",
                     "cable_count": 0,
-                    "radix": 0, "tiers": 0, **{f"{c}_usd": 0.0 for c in _CATEGORIES}})
+                    "radix": 0, "tiers": 0, **{f"{c}_usd": 0.0 for c in _CATEGORIES},
+                    **dict.fromkeys(_RACK_FIELDS, INFEASIBLE_COST), "compute_racks": 0, "network_racks": 0,
+                    "spare_gpus": 0})
     else:
         st = ev.step_time_s
         from fabric.economics import economics
@@ -145,6 +156,13 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
             worst = [x for x in (r["worst_switch_failure_p99_s"], r["worst_link_failure_p99_s"]) if x is not None]
             rec["p99_failure_s"] = (INFEASIBLE_P99 if r["partitions_on_single_failure"] else
                                     max(worst + [float(ev.step_time_s["p99"])]))
+        from fabric.rackpower import rack_report
+
+        racks = rack_report(design, catalog=catalog, rack_limit_w=getattr(constraints, "rack_power_w", None),
+                            pue=constraints.pue)
+        rec.update({k: float(racks[k]) for k in _RACK_FIELDS})
+        rec.update({"compute_racks": int(racks["compute_racks"]), "network_racks": int(racks["network_racks"]),
+                    "spare_gpus": int(design.gpus - sum(j["gpus"] for j in ev.jobs.values()))})
         rec.update({"buildable": True, "error": "", "cost_usd": ev.cost_usd, "power_w": ev.power_w,
                     "p50_s": st["p50"], "p95_s": st["p95"], "p99_s": st["p99"], "mean_s": st["mean"],
                     "lower_bound_s": ev.lower_bound_s, "lower_bound_by": ev.lower_bound_by,

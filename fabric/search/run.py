@@ -44,7 +44,7 @@ __all__ = ["SearchProgress", "run_search", "exhaustive_search", "random_search",
 #: Records shared by every search in this process (the dashboard benefits across reruns).
 GLOBAL_CACHE = EvaluationCache()
 _CONSTRAINT_ORDER = ("buildable", "budget", "power", "cables", "radix", "p99_target", "partition", "p99_failure",
-                     "inference_ttft", "inference_tpot", "inference_slo")
+                     "inference_ttft", "inference_tpot", "inference_slo", "rack_power", "facility_power")
 
 
 @dataclass(frozen=True)
@@ -190,11 +190,25 @@ class _Session:
             todo.append((d, g, r))
             todo_keys.append(ck)
         if todo:
-            for rec, ck in zip(self.runner.map(todo), todo_keys):
+            for rec, ck in zip(self._map_by_cabling(todo), todo_keys):
                 GLOBAL_CACHE.put(ck, rec)
                 self.records.setdefault(rec["key"], rec)
                 for i in where[ck]:
                     out[i] = rec
+        return out
+
+    def _map_by_cabling(self, todo: list) -> list[dict]:
+        """The runner's records of ``todo``, evaluated grouped by cabling (designs of one cabling one after the
+        other, so the fabric, its model and its bill of materials built for the first serve the rest before the
+        caches, a few fabrics at 100K+ GPUs, drop them); returned in ``todo``'s order. Records are pure functions
+        of the design, so the order changes nothing but the time."""
+        from fabric.topology.build import cabling_key
+
+        order = sorted(range(len(todo)), key=lambda i: cabling_key(todo[i][0]))
+        done = self.runner.map([todo[i] for i in order])
+        out: list = [None] * len(todo)
+        for i, rec in zip(order, done):
+            out[i] = rec
         return out
 
     def evaluate_genomes(self, X) -> list[dict]:
@@ -259,6 +273,16 @@ def _infeasible_reason(records: list[dict], constraints: Constraints) -> str:
     if c.survive_single_failure and all(r.get("partitions_on_single_failure") for r in built):
         parts.append("every buildable design can be partitioned by one switch or link failure (a single spine, or "
                      "one switch for the whole cluster); allow more switches or set survive_single_failure false")
+    if c.rack_power_w is not None:
+        low = min(r.get("max_rack_power_w", float("inf")) for r in built)
+        if low > c.rack_power_w:
+            parts.append(f"every buildable design has a rack drawing {low / 1e3:,.1f} kW or more, above the rack "
+                         f"limit {c.rack_power_w / 1e3:,.1f} kW")
+    if c.facility_power_w is not None:
+        low = min(r.get("facility_power_w", float("inf")) for r in built)
+        if low > c.facility_power_w:
+            parts.append(f"the lowest facility power is {low / 1e6:,.2f} MW, above the limit "
+                         f"{c.facility_power_w / 1e6:,.2f} MW")
     if c.max_p99_under_failure_s is not None:
         best = min(r.get("p99_failure_s", float("inf")) for r in built)
         if best > c.max_p99_under_failure_s:
@@ -368,7 +392,7 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
     ev_seed = seed if eval_seed is None else eval_seed
     _check_budget(budget_evals, budget_seconds)
     check_inference_limits(workload, constraints)
-    space = DesignSpace(constraints, catalog, serving=has_serving_jobs(workload))
+    space = DesignSpace(constraints, catalog, workload, serving=has_serving_jobs(workload))
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
     n_obj = _objective_keys(constraints)
@@ -462,7 +486,7 @@ def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runn
                       transport_overrides: dict | None = None) -> SearchResult:
     """Evaluate every distinct design of the space (the ground truth for small spaces)."""
     check_inference_limits(workload, constraints)
-    space = DesignSpace(constraints, catalog, serving=has_serving_jobs(workload))
+    space = DesignSpace(constraints, catalog, workload, serving=has_serving_jobs(workload))
     if space.size > 20 * max_designs:
         raise FabricError(f"the space has {space.size:,} genomes; exhaustive search is limited to about "
                           f"{max_designs:,} designs: narrow the constraints")
@@ -501,7 +525,7 @@ def random_search(workload, constraints: Constraints, *, budget_evals: int, seed
     """Uniformly random distinct designs up to the budget (the baseline a genetic search must beat)."""
     ev_seed = seed if eval_seed is None else eval_seed
     check_inference_limits(workload, constraints)
-    space = DesignSpace(constraints, catalog, serving=has_serving_jobs(workload))
+    space = DesignSpace(constraints, catalog, workload, serving=has_serving_jobs(workload))
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
     n_obj = _objective_keys(constraints)
@@ -570,21 +594,35 @@ def _json_default(o):
     raise TypeError(type(o).__name__)
 
 
+#: Genes added after the first release, in order, with the value their designs had before: a saved state
+#: without them resumes with that value (uplinks at the NIC speed; the constraints' one GPU system).
+_LATER_GENES = (("uplink_speed_factor", lambda space: 1.0),
+                ("gpu_model", lambda space: space.systems[0]),
+                ("serving_class", lambda space: False))
+
+
 def _saved_population(state: dict, space, path) -> np.ndarray:
-    """The saved population's genomes in ``space``; a state saved before the uplink-speed gene (one gene fewer, the
-    last) gets factor 1, the NIC speed its designs had."""
+    """The saved population's genomes in ``space``; a state saved before later genes (:data:`_LATER_GENES`, the
+    last genes of the genome) gets the values its designs had."""
     pop = np.asarray(state["pop_X"], dtype=np.int64)
-    if pop.ndim == 2 and pop.shape[1] == space.n_var - 1 and space.names[-1] == "serving_class" \
-            and False in space.genes[-1].choices:   # saved before the serving class was a gene: it was off
-        pop = np.concatenate([pop, np.full((pop.shape[0], 1), space.genes[-1].choices.index(False), np.int64)],
-                             axis=1)
-    if pop.ndim == 2 and pop.shape[1] == space.n_var - 1 and space.names[-1] == "uplink_speed_factor":
-        choices = space.genes[-1].choices
-        if 1.0 not in choices:
-            raise FabricError(f"cannot resume from {path}: it was saved before uplink speeds were searched, and "
-                              f"these constraints leave out factor 1 (uplinks at the NIC speed) that its designs use; "
-                              f"allow it in uplink_speed_factors")
-        pop = np.concatenate([pop, np.full((pop.shape[0], 1), choices.index(1.0), np.int64)], axis=1)
+    if pop.ndim == 2 and pop.shape[1] < space.n_var:
+        missing = space.names[pop.shape[1]:]
+        later = dict(_LATER_GENES)
+        in_space = tuple(n for n, _ in _LATER_GENES if n in space.names)
+        if tuple(missing) != in_space[-len(missing):] or any(m not in later for m in missing):
+            raise FabricError(f"cannot resume from {path}: its genomes have {pop.shape[1]} genes, this search space "
+                              f"has {space.n_var}")
+        cols = []
+        for name in missing:
+            value = later[name](space)
+            choices = space.gene(name).choices
+            if value not in choices:
+                what = {"uplink_speed_factor": "uplinks at the NIC speed",
+                        "serving_class": "serving traffic without a class of its own"}.get(name, f"GPU system {value}")
+                raise FabricError(f"cannot resume from {path}: it was saved before gene {name} was searched, and "
+                                  f"these constraints leave out the value its designs use ({what}); allow it")
+            cols.append(np.full((pop.shape[0], 1), choices.index(value), np.int64))
+        pop = np.concatenate([pop] + cols, axis=1)
     if pop.ndim != 2 or pop.shape[1] != space.n_var:
         raise FabricError(f"cannot resume from {path}: its genomes have {pop.shape[-1]} genes, this search space has "
                           f"{space.n_var}")

@@ -41,6 +41,7 @@ from fabric.catalog.compat import compatible_nics, host_nic_bps, nic_host_proble
 from fabric.design import Design
 from fabric.design.policy import HARDWARE, POLICY, gene_kind
 from fabric.errors import FabricError
+from fabric.evaluate.placement import gpus_for_jobs
 from fabric.search.constraints import ConstraintError, Constraints
 
 __all__ = ["Gene", "DesignSpace"]
@@ -64,7 +65,7 @@ class DesignSpace:
     serving job, so the search may also put its traffic in a class of its own (``serving_class``, the last gene, with
     the choices ``constraints.serving_classes``); without serving jobs the gene does not exist (it changes nothing)."""
 
-    def __init__(self, constraints: Constraints, catalog=None, *, serving: bool = False):
+    def __init__(self, constraints: Constraints, catalog=None, workload=None, *, serving: bool | None = None):
         from fabric.catalog import default_catalog
 
         self.constraints = c = constraints
@@ -75,19 +76,31 @@ class DesignSpace:
             cat.switch(m)
         for m in nics:
             cat.nic(m)
-        self.gpu = gpu = cat.gpu(c.gpu_model)
-        npg_allowed = [n for n in c.nics_per_gpu if _whole(n * c.gpus_per_node)]
+        #: True when the GPU system (scale-up domain) is a gene (constraint ``gpu_models``)
+        self.system_mode = c.gpu_models is not None
+        #: the GPU systems the search may choose (catalog GPU rows), the first one the baselines'
+        self.systems = tuple(dict.fromkeys(c.gpu_models)) if self.system_mode else (c.gpu_model,)
+        rows = [cat.gpu(m) for m in self.systems]
+        self.gpu = gpu = rows[0]
+        #: racks are packed to the smaller of the rack limit and 40.8 kW (docs/constraints.md)
+        self.rack_budget_w = c.rack_budget_w
+        self._jobs = _jobs_of(workload)
+        if serving is None:     # the serving class is a gene when the workload has a serving job
+            serving = any(getattr(j, "serving", None) is not None for j in self._jobs)
+        self._fields = {g.model: self._fields_for(g) for g in rows}
+        npg_allowed = [n for n in c.nics_per_gpu
+                       if any(_whole(n * f["gpus_per_node"]) for f in self._fields.values())]
         fewest = min(npg_allowed, default=1.0)
-        #: NIC models left out because the GPU's host cannot run them at full speed: model -> reason
+        #: NIC models left out because no allowed GPU's host can run them at full speed: model -> reason
         self.excluded_nics = {m: why for m in nics
-                              if (why := nic_host_problem(gpu, cat.nic(m), fewest)) is not None}
+                              if all((why := nic_host_problem(g, cat.nic(m), fewest)) is not None for g in rows)}
         if self.excluded_nics and len(self.excluded_nics) == len(nics):
-            fits = compatible_nics(cat, gpu.model, fewest)
+            fits = list(dict.fromkeys(n for g in rows for n in compatible_nics(cat, g.model, fewest)))
             asked = "allowed NIC models" if c.nic_models else "catalog NICs"
+            hosts = " or ".join(f"{g.model} hosts, which feed at most {g.max_nic_bps_per_gpu / 1e9:g} Gb/s" for g in rows)
             raise ConstraintError(
-                f"constraint 'nic_models': none of the {asked} ({', '.join(nics)}) runs at full speed on "
-                f"{gpu.model} hosts, which feed at most {gpu.max_nic_bps_per_gpu / 1e9:g} Gb/s of NIC bandwidth "
-                f"per GPU (gpus.csv max_nic_gbps_per_gpu); "
+                f"constraint 'nic_models': none of the {asked} ({', '.join(nics)}) runs at full speed on {hosts} "
+                f"of NIC bandwidth per GPU (gpus.csv max_nic_gbps_per_gpu); "
                 + (f"allow one of {', '.join(fits)}" if fits else "add a NIC that fits to the catalog"))
         nics = tuple(m for m in nics if m not in self.excluded_nics)
         oversub = tuple(o for o in c.oversubscriptions if o <= c.max_oversubscription)
@@ -95,7 +108,7 @@ class DesignSpace:
             Gene("family", tuple(c.families)),
             Gene("switch_model", switches),
             Gene("nic_model", nics),
-            Gene("nics_per_gpu", tuple(n for n in c.nics_per_gpu if _whole(n * c.gpus_per_node))),
+            Gene("nics_per_gpu", tuple(npg_allowed)),
             Gene("oversub_leaf", oversub),
             Gene("oversub_spine", oversub),
             Gene("planes", tuple(c.planes)),
@@ -107,10 +120,12 @@ class DesignSpace:
             Gene("storage_isolation", (False, True)),
             Gene("in_network_reduction", (False, True)),
             Gene("uplink_speed_factor", tuple(float(f) for f in c.uplink_speed_factors)),
+            Gene("gpu_model", self.systems),
         ) + ((Gene("serving_class", tuple(bool(x) for x in c.serving_classes)),) if serving else ())
         if not self.genes[3].choices:
             raise FabricError("no allowed nics_per_gpu gives a whole number of NICs per node")
         self.names = tuple(g.name for g in self.genes)
+        self._index = {g.name: i for i, g in enumerate(self.genes)}
         self.upper = np.array([len(g.choices) - 1 for g in self.genes], dtype=np.int64)
 
     def _gene(self, name: str) -> Gene:
@@ -125,6 +140,31 @@ class DesignSpace:
     def hardware_genes(self) -> tuple[str, ...]:
         """Names of the hardware genes."""
         return tuple(g.name for g in self.genes if g.kind == HARDWARE)
+
+    def gene(self, name: str) -> Gene:
+        """The gene called ``name``."""
+        return self.genes[self._index[name]]
+
+    def _fields_for(self, gpu) -> dict:
+        """The design fields a GPU system sets: GPUs, GPUs per host, scale-up domain (and the rack budget)."""
+        c = self.constraints
+        if not self.system_mode:
+            return {"gpus": c.gpus, "gpu_model": gpu.model, "gpus_per_node": c.gpus_per_node, "scale_up_size": None,
+                    "rack_power_w": self.rack_budget_w}
+        gpn = gpu.host_gpus
+        dom = gpu.scale_up_domain_max if gpu.rack_scale else gpn
+        unit = math.lcm(gpn, dom)
+        gpus = math.ceil(c.gpus / unit) * unit
+        if self._jobs:
+            # enough whole domains to keep the workload's tensor/expert-parallel groups inside them
+            gpus = max(gpus, math.ceil(gpus_for_jobs(self._jobs, dom, gpn) / unit) * unit)
+        return {"gpus": gpus, "gpu_model": gpu.model, "gpus_per_node": gpn,
+                "scale_up_size": dom if dom != gpn else None, "rack_power_w": self.rack_budget_w}
+
+    def system_fields(self, gpu_model: str | None = None) -> dict:
+        """The design fields of GPU system ``gpu_model`` (default: the first, the baselines'): ``gpus``,
+        ``gpu_model``, ``gpus_per_node``, ``scale_up_size``, ``rack_power_w``."""
+        return dict(self._fields[gpu_model or self.systems[0]])
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -146,13 +186,22 @@ class DesignSpace:
         v = self.values(x)
         c, cat = self.constraints, self.catalog
         repairs: list[str] = []
+        system = self._fields[v["gpu_model"]]
+        gpu = cat.gpu(v["gpu_model"])
         sw = cat.switch(v["switch_model"])
         nic = cat.nic(v["nic_model"])
         if nic.fabric != sw.fabric:
-            nic2 = self._nic_for(sw.fabric, nic.port_speed_bps)
+            nic2 = self._nic_for(sw.fabric, nic.port_speed_bps, gpu)
             if nic2 is None:
                 raise FabricError(f"no allowed NIC speaks {sw.fabric}; allow one in nic_models")
             repairs.append(f"nic {nic.model}->{nic2.model} ({sw.fabric} switch)")
+            nic = nic2
+        if nic_host_problem(gpu, nic, min(self.genes[3].choices)) is not None:
+            nic2 = self._nic_for(sw.fabric, nic.port_speed_bps, gpu)
+            if nic2 is None:
+                raise FabricError(f"no allowed {sw.fabric} NIC runs on the {gpu.model} host; allow one in nic_models")
+            repairs.append(f"nic {nic.model}->{nic2.model} ({gpu.model} host feeds "
+                           f"{gpu.max_nic_bps_per_gpu / 1e9:g} Gb/s per GPU)")
             nic = nic2
         transport = v["transport"]
         if sw.fabric == "infiniband" and transport != "infiniband":
@@ -163,18 +212,28 @@ class DesignSpace:
             transport = "roce"
         routing = v["routing"]
         npg = float(v["nics_per_gpu"])
-        limit = self.gpu.max_nic_bps_per_gpu
+        gpn = system["gpus_per_node"]
+        if not _whole(npg * gpn):
+            whole = [n for n in self.genes[3].choices if _whole(n * gpn)]
+            lower = max([n for n in whole if n <= npg] or whole or [1.0])
+            repairs.append(f"nics_per_gpu {npg:g}->{float(lower):g} ({gpn}-GPU hosts)")
+            npg = float(lower)
+        limit = gpu.max_nic_bps_per_gpu
         if limit is not None and host_nic_bps(nic, npg) > limit * (1 + 1e-9):
-            fit = [n for n in self.genes[3].choices if n <= npg and host_nic_bps(nic, n) <= limit * (1 + 1e-9)]
+            fit = [n for n in self.genes[3].choices if n <= npg and host_nic_bps(nic, n) <= limit * (1 + 1e-9)
+                   and _whole(n * gpn)]
             lower = max(fit) if fit else min(self.genes[3].choices)
-            repairs.append(f"nics_per_gpu {npg:g}->{float(lower):g} ({c.gpu_model} host feeds "
+            repairs.append(f"nics_per_gpu {npg:g}->{float(lower):g} ({gpu.model} host feeds "
                            f"{limit / 1e9:g} Gb/s per GPU)")
             npg = float(lower)
         family = v["family"]
         planes = v["planes"]
         if planes > 1 and (nic.ports % planes or family == "dragonfly"):
-            repairs.append(f"planes {planes}->1 ({nic.model} has {nic.ports} port(s))")
-            planes = 1
+            fit = [p for p in self.gene("planes").choices if p <= planes and nic.ports % p == 0]
+            to = 1 if family == "dragonfly" else max(fit + [1])
+            repairs.append(f"planes {planes}->{to} ({nic.model} has {nic.ports} port(s))" if family != "dragonfly"
+                           else f"planes {planes}->1 (dragonfly)")
+            planes = to
         inr = v["in_network_reduction"] and transport == "infiniband"
         pxn = v["pxn"] and family == "rail_optimized"
         qps = v["qps_per_connection"] if routing == "ecmp" else 1
@@ -186,10 +245,10 @@ class DesignSpace:
         factor = self._uplink_factor(float(v["uplink_speed_factor"]), family, sw, nic, repairs)
         up_gbps = None if factor == 1.0 else factor * nic.port_speed_bps / 1e9
         design = Design(
-            name=_name(family, sw.model, nic.model, npg, o1, o2, planes, routing, qps,
-                       transport, placement, pxn, bool(v["storage_isolation"]), inr, up_gbps, serving_class),
-            family=family, gpus=c.gpus, gpu_model=c.gpu_model, gpus_per_node=c.gpus_per_node,
-            nics_per_gpu=npg, nic_model=nic.model, switch_model=sw.model,
+            name=(f"{gpu.model} " if self.system_mode else "")
+            + _name(family, sw.model, nic.model, npg, o1, o2, planes, routing, qps,
+                    transport, placement, pxn, bool(v["storage_isolation"]), inr, up_gbps, serving_class),
+            family=family, **system, nics_per_gpu=npg, nic_model=nic.model, switch_model=sw.model,
             oversubscription=(o1, o2), uplink_gbps=up_gbps, planes=planes, routing=routing, qps_per_connection=qps,
             transport=transport, in_network_reduction=inr, pxn=pxn, placement=placement,
             storage_isolation=bool(v["storage_isolation"]), serving_class=serving_class,
@@ -200,7 +259,8 @@ class DesignSpace:
         """The uplink speed factor the switch can run (see the module docstring); notes a repair when it changes."""
         if factor == 1.0 or family == "dragonfly":
             return 1.0                                  # dragonfly: canonical value, the gene does not matter
-        ok = [f for f in self._gene("uplink_speed_factor").choices if f <= factor and (f == 1.0 or sw.lanes_at(f * nic.port_speed_bps))]
+        ok = [f for f in self.gene("uplink_speed_factor").choices
+              if f <= factor and (f == 1.0 or sw.lanes_at(f * nic.port_speed_bps))]
         best = max(ok, default=1.0)
         if best != factor:
             repairs.append(f"uplinks {factor:g}x->{best:g}x the NIC speed ({sw.model} ports run "
@@ -215,8 +275,12 @@ class DesignSpace:
             "planes": design.planes, "routing": design.routing, "qps_per_connection": design.qps_per_connection,
             "transport": design.transport, "placement": design.placement, "pxn": design.pxn,
             "storage_isolation": design.storage_isolation, "in_network_reduction": design.in_network_reduction,
-            "uplink_speed_factor": self._factor_of(design), "serving_class": bool(design.serving_class),
+            "uplink_speed_factor": self._factor_of(design), "gpu_model": design.gpu_model,
+            "serving_class": bool(design.serving_class),
         }
+        system = self._fields.get(design.gpu_model)
+        if system is None or any(getattr(design, k) != v for k, v in system.items()):
+            return None
         x = []
         for g in self.genes:
             try:
@@ -234,7 +298,8 @@ class DesignSpace:
             return None
         nic_bps = self.catalog.nic(design.nic_model).port_speed_bps
         factor = leaf * 1e9 / nic_bps
-        return next((f for f in self._gene("uplink_speed_factor").choices if math.isclose(f, factor, rel_tol=1e-9)), None)
+        return next((f for f in self.gene("uplink_speed_factor").choices if math.isclose(f, factor, rel_tol=1e-9)),
+                    None)
 
     def repair(self, x) -> np.ndarray:
         """The canonical genome of ``x``'s repaired design (equal designs get equal genomes)."""
@@ -251,12 +316,31 @@ class DesignSpace:
                 seen.add(y)
                 yield np.array(y, dtype=np.int64)
 
-    def _nic_for(self, fabric: str, speed_bps: float):
+    def _nic_for(self, fabric: str, speed_bps: float, gpu=None):
         allowed = [self.catalog.nic(m) for m in self.genes[2].choices]
         same = [n for n in allowed if n.fabric == fabric]
+        if gpu is not None:
+            fits = [n for n in same if nic_host_problem(gpu, n, min(self.genes[3].choices)) is None]
+            same = fits or same
         if not same:
             return None
         return min(same, key=lambda n: (abs(math.log(n.port_speed_bps / speed_bps)), n.price_usd, n.model))
+
+
+def _jobs_of(workload) -> list:
+    """The compute jobs of a workload (of every workload of a robust objective), for sizing rack-scale designs."""
+    if workload is None:
+        return []
+    if hasattr(workload, "jobs"):
+        return [j for j in workload.jobs if j.kind != "storage"]
+    wls = getattr(workload, "workloads", None) or []
+    best: list = []
+    for item in wls:
+        wl = item[1] if isinstance(item, tuple) else item
+        jobs = _jobs_of(wl)
+        if sum(j.world_size for j in jobs) > sum(j.world_size for j in best):
+            best = jobs
+    return best
 
 
 def _whole(x: float) -> bool:

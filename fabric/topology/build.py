@@ -19,8 +19,11 @@ a design whose NICs the GPU's host cannot feed is refused (:mod:`fabric.catalog.
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -30,7 +33,7 @@ from fabric.limits import current_limits
 from fabric.topology import racks, sizing
 from fabric.topology.fabric import GPU, LINK_KINDS, MEDIA, NIC, NVSWITCH, SWITCH, Fabric
 
-__all__ = ["build_fabric", "required_tiers"]
+__all__ = ["build_fabric", "required_tiers", "cabling_key", "clear_fabric_cache", "OPERATIONAL_FIELDS"]
 
 # Reach of each link kind in metres (drives the cable/transceiver choice). Server-to-leaf links get theirs from the
 # rack layout (fabric.topology.racks: 2 m in the rack, 5 m to the next rack, 30 m farther).
@@ -87,7 +90,8 @@ class _Links:
         self.reach.append(np.broadcast_to(np.asarray(reach_m, float), (n,)).copy())
 
     def arrays(self):
-        cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
+        # one copy: concatenate straight into the dtype (concatenating then astype copied every array twice)
+        cat = lambda xs, dt: np.concatenate(xs, dtype=dt, casting="unsafe") if xs else np.zeros(0, dt)  # noqa: E731
         return (cat(self.a, np.int64), cat(self.b, np.int64), cat(self.kind, np.int8), cat(self.medium, np.int8),
                 cat(self.cap, np.float64), cat(self.reach, np.float64))
 
@@ -388,13 +392,57 @@ def _apart_reason(design: Design, info: dict, per_rack: int) -> str:
             f"a network rack)")
 
 
+#: Design fields that do not change the cabling (how the fabric is operated, not built).
+OPERATIONAL_FIELDS = ("name", "routing", "qps_per_connection", "storage_routing", "transport", "in_network_reduction",
+                      "pxn", "placement", "storage_isolation", "nccl_algo")
+#: Built fabrics kept for reuse, keyed by their cabling, while their links add up to at most this many.
+CACHE_MAX_LINKS = 4_000_000
+_CACHE: "OrderedDict[str, tuple]" = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+
+
+def cabling_key(design: Design) -> str:
+    """A key of everything the cabling depends on (the design without :data:`OPERATIONAL_FIELDS`)."""
+    d = asdict(design)
+    for k in OPERATIONAL_FIELDS:
+        d.pop(k, None)
+    return json.dumps(d, sort_keys=True, default=str)
+
+
 def build_fabric(design: Design, catalog=None) -> Fabric:
-    """Build the fabric of ``design`` with hardware from ``catalog`` (default: the built-in catalog)."""
+    """Build the fabric of ``design`` with hardware from ``catalog`` (default: the built-in catalog).
+
+    Fabrics are pure functions of (cabling, catalog): the last few built (up to :data:`CACHE_MAX_LINKS` links in
+    all) are kept and a design of the same cabling gets a copy that differs only in ``design`` (a search evaluates
+    many designs of one cabling; their arrays are shared and must not be written to).
+    """
     limits = current_limits()
     if design.gpus > limits.max_design_gpus:
         raise DesignError(f"{design.gpus:,} GPUs exceeds the limit max_design_gpus = {limits.max_design_gpus:,} "
                           f"(set FABRIC_LIMIT_MAX_DESIGN_GPUS to raise it)")
-    cat, sw, nic, gpu, link_speed, hw = _resolve_hw(design, catalog)
+    resolved = _resolve_hw(design, catalog)
+    key = cabling_key(design)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None and hit[0] is resolved[0]:
+            _CACHE.move_to_end(key)
+            return replace(hit[1], design=design)
+    fabric = replace(_build(design, *resolved), cache_key=key)
+    with _CACHE_LOCK:
+        _CACHE[key] = (resolved[0], fabric)
+        while len(_CACHE) > 1 and sum(f.n_links for _, f in _CACHE.values()) > CACHE_MAX_LINKS:
+            _CACHE.popitem(last=False)
+    return fabric
+
+
+def clear_fabric_cache() -> None:
+    """Forget the built fabrics (tests; a process that wants its memory back)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def _build(design: Design, cat, sw, nic, gpu, link_speed, hw) -> Fabric:
+    limits = current_limits()
     radix = hw.radix
     G, gpn = design.gpus, design.gpus_per_node
     nodes = design.nodes
@@ -420,7 +468,9 @@ def build_fabric(design: Design, catalog=None) -> Fabric:
     tier_names = ("router",) if design.family == "dragonfly" else ("leaf", "spine", "core")
     node_tier, node_plane, node_group = [], [], []
     # server-to-leaf media by distance: racks of per_rack node slots (fabric.topology.racks)
-    per_rack = racks.nodes_per_rack(gpu, gpn)
+    # an explicit rack power keeps room for the rack's top-of-rack switch (the default 40.8 kW is the servers')
+    tor_w = sw.power_w if design.rack_power_w is not None and design.family in racks.TOP_OF_RACK_FAMILIES else 0.0
+    per_rack = racks.nodes_per_rack(gpu, gpn, design.rack_power_w, tor_w)
     node_slot = np.arange(nodes) + design.reserved_node_slots
     distance = racks.endpoint_distance(design.family, plane_plans[0].ep_leaf[:, 0], per_rack)[node_slot]
     ep_media, ep_reach = racks.endpoint_media(cat, link_speed, design.endpoint_cabling, np.repeat(distance, Q),

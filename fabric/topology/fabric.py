@@ -70,6 +70,8 @@ class Fabric:
     nic_ports: np.ndarray
     structure: dict = field(default_factory=dict)
     reserved_links: dict = field(default_factory=dict)
+    #: the cabling's key (:func:`fabric.topology.build.cabling_key`): equal keys, equal arrays (for caches)
+    cache_key: str = ""
 
     # ------------------------------------------------------------------ sizes
     @property

@@ -57,16 +57,18 @@ _CABLES = {IN_RACK: (("copper", "dac"), ("active_copper", "acc"), ("aoc", "aoc")
 TOP_OF_RACK_FAMILIES = ("clos", "dragonfly")
 
 
-def nodes_per_rack(gpu, gpus_per_node: int) -> int:
-    """Nodes (of ``gpus_per_node`` GPUs) in one rack of :data:`RACK_POWER_BUDGET_W`, from the catalog server's power.
+def nodes_per_rack(gpu, gpus_per_node: int, budget_w: float | None = None, reserve_w: float = 0.0) -> int:
+    """Nodes (of ``gpus_per_node`` GPUs) in one rack of ``budget_w`` watts (default :data:`RACK_POWER_BUDGET_W`),
+    from the catalog server's power; ``reserve_w`` of the budget is kept for the rack's top-of-rack switch.
 
     A server whose power exceeds the budget (a rack-scale system) is a rack of its own; a catalog row with no server
     power (0 W) is taken as one server per rack, which overstates the cabling rather than understating it.
     """
-    if gpu.server_power_w <= 0 or gpu.server_power_w > RACK_POWER_BUDGET_W:
+    budget = (RACK_POWER_BUDGET_W if budget_w is None else float(budget_w)) - float(reserve_w)
+    if gpu.server_power_w <= 0 or gpu.server_power_w > budget:
         servers = 1
     else:
-        servers = math.floor(RACK_POWER_BUDGET_W / gpu.server_power_w + 1e-9)
+        servers = math.floor(budget / gpu.server_power_w + 1e-9)
     return max(1, servers * gpu.server_gpus // gpus_per_node)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from fabric.design import Design
 from fabric.errors import DesignError
 
-__all__ = ["GENE_COLUMNS", "LATER_GENES", "GENE_LABELS", "design_from_record", "design_genes", "gene_value_text",
+__all__ = ["GENE_COLUMNS", "LATER_GENES", "GENE_LABELS", "SYSTEM_KEYS", "design_from_record", "design_genes", "gene_value_text",
            "short_label", "recommended_record"]
 
 #: Search record columns that define a design (with the constraints' gpus, gpus_per_node and gpu_model).
@@ -35,6 +35,7 @@ GENE_LABELS = {
     "in_network_reduction": "in-network reduction (SHARP)",
     "uplink_leaf_gbps": "leaf uplink speed (leaf -> spine)", "uplink_spine_gbps": "spine uplink speed (spine -> core)",
     "serving_class": "serving traffic class",
+    "gpu_model": "GPU system (scale-up domain)", "gpus": "GPUs installed",
 }
 
 _BOOL_GENES = ("pxn", "storage_isolation", "in_network_reduction", "serving_class")
@@ -70,12 +71,16 @@ def _as_int(value: Any, name: str) -> int:
 
 
 def design_from_record(record: Mapping[str, Any], *, gpus: int, gpus_per_node: int = 8,
-                       gpu_model: str = "h100-sxm", name: str | None = None) -> Design:
+                       gpu_model: str = "h100-sxm", name: str | None = None, rack_power_w: float | None = None,
+                       catalog=None) -> Design:
     """The :class:`Design` a search record stands for, at the constraints' cluster size.
 
     ``record`` needs every column of :data:`GENE_COLUMNS` but those of :data:`LATER_GENES` (extra keys are ignored);
     numpy and string values are accepted (a record read back from CSV). ``name`` defaults to the record's ``design``
-    column. Uplink speeds are in Gb/s, 0 (or missing) meaning the NIC port speed.
+    column. Uplink speeds are in Gb/s, 0 (or missing) meaning the NIC port speed. A record of a search over GPU
+    systems (:data:`SYSTEM_KEYS`: ``gpu_model`` and ``gpus``, with ``gpus_per_node`` and ``scale_up_size`` when it
+    has them, else the catalog row's host and NVLink domain) sets those instead of ``gpus``, ``gpus_per_node`` and
+    ``gpu_model``; its ``rack_power_budget_w`` (0: none) instead of ``rack_power_w``.
 
     >>> rec = {"family": "clos", "switch_model": "ib-ndr-64x400", "nic_model": "nic-cx7-400",
     ...        "nics_per_gpu": 1.0, "oversub_leaf": 2.0, "oversub_spine": 1.0, "planes": 1, "routing": "ecmp",
@@ -92,8 +97,11 @@ def design_from_record(record: Mapping[str, Any], *, gpus: int, gpus_per_node: i
         if not isinstance(record[c], str) or not record[c]:
             raise DesignError(f"design gene '{c}': expected a name, got {record[c]!r}")
     label = name if name is not None else str(record.get("design") or short_label(record))
+    system = _system(record, int(gpus), int(gpus_per_node), gpu_model, catalog)
+    budget = record.get("rack_power_budget_w", None)
+    budget = rack_power_w if _blank(budget) else (_as_float(budget, "rack_power_budget_w") or None)
     return Design(
-        name=label, family=record["family"], gpus=int(gpus), gpu_model=gpu_model, gpus_per_node=int(gpus_per_node),
+        name=label, family=record["family"], **system, rack_power_w=budget,
         switch_model=record["switch_model"], nic_model=record["nic_model"],
         nics_per_gpu=_as_float(record["nics_per_gpu"], "nics_per_gpu"),
         oversubscription=(_as_float(record["oversub_leaf"], "oversub_leaf"),
@@ -108,6 +116,33 @@ def design_from_record(record: Mapping[str, Any], *, gpus: int, gpus_per_node: i
         tiers=_as_int(record["design_tiers"], "design_tiers") or None if record.get("design_tiers") else None,
         serving_class=_as_bool(record.get("serving_class") or False, "serving_class"),
     )
+
+
+#: Record keys of a search over GPU systems (constraint ``gpu_models``): the system and the cluster it sizes.
+SYSTEM_KEYS = ("gpu_model", "gpus")
+
+
+def _blank(v: Any) -> bool:
+    return v is None or (isinstance(v, str) and not v.strip()) or (isinstance(v, float) and math.isnan(v))
+
+
+def _system(record: Mapping[str, Any], gpus: int, gpus_per_node: int, gpu_model: str, catalog) -> dict:
+    """``gpus``, ``gpu_model``, ``gpus_per_node``, ``scale_up_size`` of a record (see :func:`design_from_record`)."""
+    gm = record.get("gpu_model")
+    if _blank(gm):
+        return {"gpus": gpus, "gpu_model": gpu_model, "gpus_per_node": gpus_per_node, "scale_up_size": None}
+    gm = str(gm)
+    n = gpus if _blank(record.get("gpus")) else _as_int(record["gpus"], "gpus")
+    if not _blank(record.get("gpus_per_node")):
+        gpn = _as_int(record["gpus_per_node"], "gpus_per_node")
+        dom = gpn if _blank(record.get("scale_up_size")) else _as_int(record["scale_up_size"], "scale_up_size")
+    else:
+        from fabric.catalog import default_catalog
+
+        row = (catalog or default_catalog()).gpu(gm)
+        gpn = row.host_gpus
+        dom = row.scale_up_domain_max if row.rack_scale else gpn
+    return {"gpus": n, "gpu_model": gm, "gpus_per_node": gpn, "scale_up_size": dom if dom != gpn else None}
 
 
 def _uplinks(record: Mapping[str, Any]):

@@ -3,7 +3,9 @@
 Rows bottom to top: NIC groups (the NICs cabled to one leaf), leaves (or dragonfly routers), spines, cores; planes
 side by side. A row with more than ``max_per_row`` switches is drawn as ``max_per_row`` boxes, each standing for a
 contiguous range of switches, and links between two boxes are drawn as one line whose width grows with the number
-of cables it stands for. So a 131,072-GPU fabric is a few hundred shapes, never 100k nodes. Link groups that the
+of cables it stands for. A 3-tier fabric of several pods draws its leaves and spines by pod (one box per pod and
+plane, or per range of pods when there are more than ``max_per_row``), so a multi-plane 131,072-GPU fabric reads as
+planes x pods. So a 131,072-GPU fabric is a few hundred shapes, never 100k nodes. Link groups that the
 evaluation reported as hot are coloured by their busiest link's utilization in the p99 step.
 """
 
@@ -25,6 +27,7 @@ HOT_KIND_TO_LINK_KIND = {
     "pod core uplinks": "spine-core", "pod core downlinks": "spine-core",
     "global links": "router-global", "router local uplinks": "router-local",
 }
+_PLURAL = {"leaf": "leaves", "spine": "spines", "core": "cores", "router": "routers"}
 _NETWORK_KINDS = ("nic-leaf", "leaf-spine", "spine-core", "router-local", "router-global")
 _ROW_COLORS = {"nic": "#9e9e9e", "leaf": "#1f5fbf", "router": "#1f5fbf", "spine": "#d95f02", "core": "#7570b3"}
 _UTIL_BINS = ((0.0, "#b0b0b0", "links"), (1e-9, "#fdae61", "hot links, busiest < 25 %"),
@@ -67,6 +70,11 @@ def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int
     tiers = sorted(set(fabric.node_tier[sw_ids].tolist()))
     tier_name = {t: ("router" if fabric.family == "dragonfly" and t == 0 else fabric.tier_names[t]) for t in tiers}
     aggregated = False
+    s = fabric.structure
+    pods = int(s.get("pods", 1) or 1) if fabric.tiers == 3 and fabric.family != "dragonfly" else 1
+    per_pod = {0: int(s.get("leaves_per_pod") or 0), 1: int(s.get("spines_per_pod") or 0)}
+    if fabric.family == "rail_only":
+        pods = 1                            # rail-only: per-rail Clos networks, drawn by range
     # switches: one row per tier, planes side by side
     for ti, t in enumerate(tiers):
         name = tier_name[t]
@@ -75,14 +83,25 @@ def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int
             ids = sw_ids[(fabric.node_tier[sw_ids] == t) & (fabric.node_plane[sw_ids] == p)]
             if ids.size == 0:
                 continue
-            b = _buckets(ids.size, max_per_row)
-            aggregated |= ids.size > max_per_row
+            by_pod = pods > 1 and per_pod.get(t, 0) > 0
+            if by_pod:
+                pod = np.arange(ids.size) // per_pod[t]
+                b = pod if pods <= max_per_row else (pod * max_per_row) // pods
+                aggregated = True
+            else:
+                b = _buckets(ids.size, max_per_row)
+                aggregated |= ids.size > max_per_row
             nb = int(b.max()) + 1
             for k in range(nb):
                 members = np.flatnonzero(b == k)
                 lo, hi = int(members[0]), int(members[-1])
                 plane_txt = f" plane {p}" if planes > 1 else ""
-                label = _range_label(name, lo, hi) + plane_txt
+                if by_pod:
+                    plo, phi = int(pod[members[0]]), int(pod[members[-1]])
+                    label = (f"pod {plo}" if plo == phi else f"pods {plo}-{phi}") + f" {_PLURAL.get(name, name)}" \
+                        + plane_txt
+                else:
+                    label = _range_label(name, lo, hi) + plane_txt
                 x = p + (k + 0.5) / nb
                 disp[ids[members]] = len(nodes)
                 nodes.append({"x": x, "y": ti + 1, "row": name, "label": label, "members": int(members.size),

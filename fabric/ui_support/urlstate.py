@@ -51,10 +51,11 @@ MAX_EVALS = 20_000
 
 _INT_FIELDS = {"gpus", "gpus_per_node", "max_radix", "cable_count"}
 _FLOAT_FIELDS = {"max_oversubscription", "budget_usd", "power_w", "p99_target_s", "max_p99_under_failure_s",
+                 "rack_power_w", "facility_power_w",
                  "life_years", "electricity_usd_per_kwh", "pue", "inference_ttft_p99_s", "inference_tpot_p99_s",
                  "inference_slo_attainment"}
 _BOOL_FIELDS = {"optimize_power", "survive_single_failure"}
-_STR_LIST_FIELDS = {"switch_models", "nic_models", "families", "routings", "transports", "placements"}
+_STR_LIST_FIELDS = {"switch_models", "nic_models", "gpu_models", "families", "routings", "transports", "placements"}
 _FLOAT_LIST_FIELDS = {"nics_per_gpu", "oversubscriptions", "uplink_speed_factors"}
 _INT_LIST_FIELDS = {"qps", "planes"}
 _BOOL_LIST_FIELDS = {"serving_classes"}
@@ -161,6 +162,8 @@ def encode_genes(genes: Mapping[str, Any]) -> str:
             out.append(str(v))
     if genes.get("design_tiers"):          # a design drawn with a fixed number of tiers (a baseline)
         out.append(f"t{int(genes['design_tiers'])}")
+    if genes.get("gpu_model"):             # a search over GPU systems: the system and the GPUs it installs
+        out.append(f"s{genes['gpu_model']}@{int(genes.get('gpus') or 0)}")
     if genes.get("serving_class"):         # serving traffic in a class of its own (free policy; off: no token)
         out.append("s1")
     return ",".join(out)
@@ -172,6 +175,10 @@ def decode_genes(text: str) -> dict:
     tiers, serving_class = None, False
     if parts and parts[-1] == "s1":
         serving_class = bool(parts.pop())
+    system = None
+    if parts and (m := re.fullmatch(r"s([a-z0-9][a-z0-9._-]*)@(\d+)", parts[-1])):
+        system = (m.group(1), int(m.group(2)))
+        parts.pop()
     if parts and re.fullmatch(r"t[123]", parts[-1]):
         tiers = int(parts.pop()[1:])
     older = len(GENE_COLUMNS) - len(LATER_GENES)
@@ -199,6 +206,10 @@ def decode_genes(text: str) -> dict:
         g["design_tiers"] = tiers
     if serving_class:
         g["serving_class"] = True
+    if system is not None:
+        g["gpu_model"] = system[0]
+        if system[1]:
+            g["gpus"] = system[1]
     return g
 
 

@@ -1,0 +1,175 @@
+"""131,072-GPU multi-plane fabrics: one evaluation, and a 1,000-evaluation search.
+
+Targets (issue 17), on this 2-core machine:
+- one evaluation of the ``hyperscale-multiplane`` preset (131,072 GPUs, 4 planes of 200G, 3 tiers, 7:1 between
+  pods) with 256 samples: <= 2 s and <= 2 GiB peak memory. Measured in a fresh process: the fabric build, the
+  structural single-failure check, the rack and power report and the evaluation, each first in the process
+  ("cold": it builds the fabric and fills the caches) and again ("warm": what a search pays per design);
+- a 1,000-evaluation search at 131,072 GPUs (HGX-8 B200 and GB200 NVL72 systems, 1/2/4/8 planes, Clos / rail-
+  optimized / dragonfly, every catalog switch and NIC that fits) <= 60 s, with what the search does per design:
+  economics (cost per step), the structural single-failure check and the rack/power report.
+
+Each part runs in its own fresh process (peak RSS from resource.getrusage is per process).
+
+Run: python benchmarks/bench_scale.py [--part eval|search|both] [--budget 1000] [--workers 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+GPUS = 131_072
+WORKLOAD = dict(name="llama3-70b", gpus=GPUS)
+
+
+def _rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _cpu_s() -> float:
+    """CPU seconds this process has used (user + system): what the work costs whatever else the machine runs."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def child_eval() -> dict:
+    import tracemalloc
+
+    from fabric.catalog import default_catalog
+    from fabric.design.presets import preset_design
+    from fabric.evaluate import evaluate
+    from fabric.rackpower import rack_report
+    from fabric.resilience import structural_failures
+    from fabric.topology import build_fabric
+    from fabric.workload.presets import preset_workload
+
+    cat = default_catalog()
+    design = preset_design("hyperscale-multiplane")
+    wl = preset_workload(WORKLOAD["name"], gpus=design.gpus)
+    out = {"design": design.name, "gpus": design.gpus, "rss_after_imports_mib": _rss_mib()}
+    t = time.perf_counter()
+    fab = build_fabric(design, cat)
+    out["build_cold_s"] = time.perf_counter() - t
+    out.update(switches=fab.n_switches, links=int(fab.link_a.shape[0]), tiers=int(fab.tiers),
+               planes=int(design.planes))
+    t = time.perf_counter()
+    sf = structural_failures(design, cat)
+    out["failure_check_cold_s"] = time.perf_counter() - t
+    out["partitions_on_single_failure"] = bool(sf["partitions_on_single_failure"])
+    t = time.perf_counter()
+    rack_report(design, catalog=cat)
+    out["racks_cold_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    ev = evaluate(design, wl, seed=0, samples=256, catalog=cat)
+    out["evaluate_cold_s"] = time.perf_counter() - t
+    out["p99_s"] = float(ev.step_time_s["p99"])
+    out["rss_after_cold_mib"] = _rss_mib()
+    warm = {"evaluate": [], "failure_check": [], "racks": []}
+    for r in range(3):
+        t = time.perf_counter()
+        evaluate(design, wl, seed=r + 1, samples=256, catalog=cat)
+        warm["evaluate"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        structural_failures(design, cat)
+        warm["failure_check"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        rack_report(design, catalog=cat)
+        warm["racks"].append(time.perf_counter() - t)
+    for k, v in warm.items():
+        out[f"{k}_warm_s"] = sorted(v)[1]
+    tracemalloc.start()
+    evaluate(design, wl, seed=99, samples=256, catalog=cat)
+    out["evaluate_traced_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    out["peak_rss_mib"] = _rss_mib()
+    return out
+
+
+def child_search(budget: int, workers: int) -> dict:
+    from fabric.search import Constraints, run_search
+    from fabric.search.runners import make_runner
+    from fabric.workload.presets import preset_workload
+
+    wl = preset_workload(WORKLOAD["name"], gpus=GPUS)
+    cons = Constraints(gpus=GPUS, gpu_models=("b200", "gb200-nvl72"), planes=(1, 2, 4, 8),
+                       families=("clos", "rail_optimized", "dragonfly"), cost_objective="cost_per_step",
+                       rack_power_w=132_000.0)
+    t, c = time.perf_counter(), _cpu_s()
+    res = run_search(wl, cons, budget_evals=budget, seed=0, runner=make_runner(workers))
+    dt, cpu = time.perf_counter() - t, _cpu_s() - c
+    if workers > 1:
+        ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu += ch.ru_utime + ch.ru_stime
+    recs = res.records
+    return {"workers": workers, "evaluations": res.evaluations, "generations": res.generations, "seconds": dt, "cpu_s": cpu,
+            "cache_hits": res.cache_hits, "front": len(res.front),
+            "buildable": sum(1 for r in recs if r["buildable"]), "feasible": sum(1 for r in recs if r["feasible"]),
+            "systems_on_front": sorted({r["gpu_model"] for r in res.front}),
+            "planes_on_front": sorted({int(r["planes"]) for r in res.front}),
+            "peak_rss_mib": _rss_mib()}
+
+
+def _run_child(args: list[str]) -> dict:
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), *args], env=env,
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"benchmark child failed:\n{out.stderr}")
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    res["process_wall_s"] = time.perf_counter() - t
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", choices=["eval", "search", "both"], default="both")
+    ap.add_argument("--budget", type=int, default=1000)
+    ap.add_argument("--workers", type=int, default=1, help="search worker processes (1: in process)")
+    ap.add_argument("--child", choices=["eval", "search"], help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child == "eval":
+        print(json.dumps(child_eval()))
+        return
+    if args.child == "search":
+        print(json.dumps(child_search(args.budget, args.workers)))
+        return
+    print(f"load average: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
+          f"on {os.cpu_count()} cores", flush=True)
+    if args.part in ("eval", "both"):
+        r = _run_child(["--child", "eval"])
+        one_cold = r["build_cold_s"] + r["failure_check_cold_s"] + r["racks_cold_s"] + r["evaluate_cold_s"]
+        one_warm = r["evaluate_warm_s"] + r["failure_check_warm_s"] + r["racks_warm_s"]
+        print(f"A. {r['design']}: {r['switches']:,} switches, {r['links']:,} links, {r['tiers']} tiers, "
+              f"{r['planes']} planes; workload {WORKLOAD['name']} at {r['gpus']:,} GPUs, 256 samples")
+        print(f"   cold (first in a fresh process): build {r['build_cold_s']:.2f} s, single-failure check "
+              f"{r['failure_check_cold_s']:.2f} s, racks/power {r['racks_cold_s']:.3f} s, evaluation "
+              f"{r['evaluate_cold_s']:.2f} s: total {one_cold:.2f} s (target 2 s)")
+        print(f"   warm (median of 3): evaluation {r['evaluate_warm_s'] * 1e3:.0f} ms, single-failure check "
+              f"{r['failure_check_warm_s'] * 1e3:.1f} ms, racks/power {r['racks_warm_s'] * 1e3:.1f} ms: "
+              f"total {one_warm * 1e3:.0f} ms")
+        print(f"   peak RSS {r['peak_rss_mib']:,.0f} MiB (after imports {r['rss_after_imports_mib']:,.0f} MiB; "
+              f"target 2,048 MiB), evaluation's traced peak {r['evaluate_traced_peak_mib']:,.0f} MiB; p99 step "
+              f"{r['p99_s']:.3f} s; partitions on a single failure: {r['partitions_on_single_failure']}; "
+              f"process wall {r['process_wall_s']:.1f} s")
+    if args.part in ("search", "both"):
+        r = _run_child(["--child", "search", "--budget", str(args.budget), "--workers", str(args.workers)])
+        print(f"B. search at {GPUS:,} GPUs ({r['workers']} worker{'s' if r['workers'] > 1 else ''}): {r['evaluations']:,} evaluations in {r['generations']} generations, "
+              f"{r['seconds']:.1f} s wall (target 60 s), {r['cpu_s']:.1f} s of CPU, peak RSS {r['peak_rss_mib']:,.0f} MiB; {r['buildable']:,} "
+              f"buildable, {r['feasible']:,} feasible; front {r['front']} designs, systems {r['systems_on_front']}, "
+              f"planes {r['planes_on_front']}; process wall {r['process_wall_s']:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Racks and power: GPUs, servers and switches per rack, power per rack against a limit, facility power, cables by
+reach class, and the search's rack and facility power constraints. Expected values are hand-computed from the
+catalog's published figures (DGX H100 10.2 kW, QM9700-class switch 750 W, GB200 NVL72 rack ~120 kW)."""
+
+import pytest
+
+from fabric.design import Design
+from fabric.design.presets import preset_design
+from fabric.rackpower import NETWORK_RACK_SWITCHES, rack_report
+from fabric.search import Constraints, run_search
+from fabric.search.records import violations
+from fabric.workload.presets import preset_workload
+
+DGX_W = 10_200.0
+QM9700_W = 750.0
+
+
+def test_superpod_racks_hold_four_dgx_and_the_switches_sit_in_network_racks():
+    r = rack_report(preset_design("dgx-h100-superpod", 1016))
+    # 127 DGX H100 + the UFM slot = 128 slots, 4 per 40.8 kW rack
+    assert (r["compute_racks"], r["nodes_per_rack"], r["gpus_per_rack"]) == (32, 4, 32)
+    assert r["compute_rack_power_w"] == 4 * DGX_W
+    assert r["tor_switches_per_rack"] == 0                       # rail leaves are not in the server racks
+    # 32 leaves and 16 spines (NVIDIA's table for 4 SUs), 16 switches per network rack
+    rows = {row["tier"]: row for row in r["network_rack_rows"]}
+    assert (rows["leaf"]["switches"], rows["leaf"]["racks"]) == (32, 2)
+    assert (rows["spine"]["switches"], rows["spine"]["racks"]) == (16, 1)
+    assert rows["spine"]["power_per_rack_w"] == NETWORK_RACK_SWITCHES * QM9700_W
+    assert r["server_power_w"] == 127 * DGX_W
+    # every cable is optics in the row: 1,016 NIC-leaf + 32 leaves x 32 uplinks
+    assert r["cables_by_reach"]["row or hall (AOC or multimode, <= 100 m)"] == 1016 + 32 * 32
+    assert r["cables_by_reach"]["in rack (copper, <= 3 m)"] == 0
+    assert r["facility_power_w"] == pytest.approx(r["it_power_w"] * 1.3)
+
+
+def test_a_top_of_rack_leaf_adds_its_power_to_the_rack_and_an_explicit_budget_keeps_room_for_it():
+    ft = preset_design("fat-tree", 1024)
+    r = rack_report(ft)
+    assert r["compute_rack_power_w"] == 4 * DGX_W + QM9700_W   # the default 40.8 kW is the servers'
+    assert r["cables_by_reach"]["in rack (copper, <= 3 m)"] == 1024       # a leaf per rack of 4 x 8 NICs
+    assert r["rack_power_limit_w"] is None and r["racks_over_limit"] == 0
+    over = rack_report(ft, rack_limit_w=40_800)
+    assert over["racks_over_limit"] == 32
+    budget = rack_report(ft.replace(rack_power_w=40_800))
+    # 40.8 kW - 750 W for the leaf = 40.05 kW: three 10.2 kW servers
+    assert budget["nodes_per_rack"] == 3 and budget["compute_rack_power_w"] == 3 * DGX_W + QM9700_W
+    assert budget["racks_over_limit"] == 0
+
+
+def test_rack_scale_systems_are_racks_of_their_own():
+    nvl = Design(gpus=144, gpu_model="gb200-nvl72", gpus_per_node=4, scale_up_size=72, family="rail_optimized",
+                 switch_model="ib-xdr-144x800", nic_model="nic-cx8-800")
+    r = rack_report(nvl, rack_limit_w=100_000)
+    assert (r["compute_racks"], r["gpus_per_rack"], r["racks_per_scale_up_domain"]) == (2, 72, 1)
+    assert r["compute_rack_power_w"] == 120_000 and r["racks_over_limit"] == 2
+    half = rack_report(nvl.replace(gpu_model="gb200-nvl36x2"), rack_limit_w=100_000)
+    assert (half["compute_racks"], half["gpus_per_rack"], half["racks_per_scale_up_domain"]) == (4, 36, 2)
+    assert half["compute_rack_power_w"] == 66_000 and half["racks_over_limit"] == 0
+
+
+def test_rack_and_facility_limits_are_constraints():
+    c = Constraints(rack_power_w=100_000, facility_power_w=2_000_000)
+    rec = {"buildable": True, "cost_usd": 1.0, "power_w": 1.0, "cable_count": 1, "radix": 64, "p99_s": 1.0,
+           "max_rack_power_w": 120_000, "facility_power_w": 1_500_000}
+    v = violations(rec, c)
+    assert v["rack_power"] == pytest.approx(0.2) and v["facility_power"] == pytest.approx(-0.25)
+
+
+def test_search_over_hgx8_and_nvl72_for_16384_gpus_keeps_both_kinds_on_the_front():
+    """An MoE plan (EP 64) for 16,384 GPUs: B200 HGX-8 nodes, GB200 NVL72 racks or NVL36x2 rack pairs, with a
+    100 kW rack limit. NVL72's 120 kW racks break the limit (the constraint is active), NVL36x2 gives the same
+    72-GPU NVLink domain in 66 kW racks: the front keeps HGX-8 at the cheap end and a 72-GPU domain at the fast end,
+    and the 72-GPU domain lets a 4:1 oversubscribed scale-out fabric run as fast as a 1:1 one."""
+    wl = preset_workload("mixtral-8x7b", gpus=16384, experts=64, ffn_hidden=1792, tp=1, ep=64)
+    space = dict(gpus=16384, gpu_models=("b200", "gb200-nvl72", "gb200-nvl36x2"),
+                 switch_models=("eth-51t-64x800",), nic_models=("nic-eth-400",), families=("rail_optimized",),
+                 nics_per_gpu=(1.0,), oversubscriptions=(1, 4), planes=(1,), routings=("adaptive",), qps=(1,),
+                 transports=("uec",), placements=("packed",), uplink_speed_factors=(1,))
+    res = run_search(wl, Constraints(**space, rack_power_w=100_000), budget_evals=48, pop_size=16, samples=32)
+    kinds = {r["gpu_model"] for r in res.front}
+    assert {"b200", "gb200-nvl36x2"} <= kinds and "gb200-nvl72" not in kinds
+    cheapest = min(res.front, key=lambda r: r["cost_usd"])
+    fastest = min(res.front, key=lambda r: r["p99_s"])
+    assert cheapest["gpu_model"] == "b200" and cheapest["scale_up_size"] == 8
+    assert fastest["scale_up_size"] == 72 and fastest["gpus"] == 18432      # 256 racks of 64 busy GPUs
+    # the rack limit is what keeps NVL72 off: its designs fail it and nothing else
+    nvl72 = [r for r in res.records if r["gpu_model"] == "gb200-nvl72" and r["buildable"]]
+    assert nvl72 and all(r["violations"]["rack_power"] > 0 and not r["feasible"] for r in nvl72)
+    assert all(v <= 0 for r in nvl72 for k, v in r["violations"].items() if k != "rack_power")
+    # a larger domain buys a smaller scale-out fabric: on the 72-GPU domain a 4:1 leaf tier costs < 5 % of p99
+    # against 1:1, and the 4:1 72-GPU design beats every HGX-8 design, however much network those buy
+    nvl = [r for r in res.records if r["gpu_model"] == "gb200-nvl36x2" and r["feasible"]]
+    hgx = [r for r in res.records if r["gpu_model"] == "b200" and r["feasible"]]
+
+    def best(rows, leaf):
+        return min(r["p99_s"] for r in rows if r["oversub_leaf"] == leaf and r["oversub_spine"] == 1)
+
+    assert best(nvl, 4) < 1.05 * best(nvl, 1)
+    assert best(nvl, 4) < 0.8 * min(r["p99_s"] for r in hgx)
+    # without the limit the fast end holds NVL72 racks (same network, cheaper servers than two NVL36 racks)
+    free = run_search(wl, Constraints(**space), budget_evals=48, pop_size=16, samples=32)
+    assert "gb200-nvl72" in {r["gpu_model"] for r in free.front}
