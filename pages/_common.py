@@ -613,7 +613,8 @@ def genes_of_record(rec: dict) -> dict:
         g["design_tiers"] = int(rec["design_tiers"])
     if rec.get("serving_class"):             # serving traffic in a class of its own (free policy)
         g["serving_class"] = True
-    if constraints().gpu_models is not None and rec.get("gpu_model"):   # a search over GPU systems
+    c = ss.get("constraints")
+    if c is not None and c.gpu_models is not None and rec.get("gpu_model"):   # a search over GPU systems
         g["gpu_model"], g["gpus"] = str(rec["gpu_model"]), int(rec["gpus"])
     return g
 
