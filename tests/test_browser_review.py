@@ -119,8 +119,8 @@ def test_what_if_colours_units_and_1600px_layout(server, browser):
     ctx, page = _page(browser, 1600, 1400)
     page.goto(server + "/constraints")
     idle(page)
-    box = page.get_by_test_id("stMultiSelect").first
-    assert "Allowed switch models" in box.inner_text()
+    box = page.get_by_test_id("stMultiSelect").filter(has_text="Allowed switch models").first
+    assert "Allowed switch models" in box.inner_text()    # (not the first multiselect: GPU systems come before it)
     outer = box.bounding_box()
     chips = box.locator("[data-tag]")
     assert chips.count() == 6
