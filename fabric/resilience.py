@@ -24,6 +24,8 @@ from fabric.topology.fabric import LINK_KINDS
 __all__ = ["failure_analysis", "resilience", "structural_failures"]
 
 _NETWORK = {LINK_KINDS.index(k) for k in LINK_KINDS if k not in ("nvlink", "pcie")}
+#: link kind -> whether it is a network link (a lookup instead of ``np.isin`` over a million links)
+_NETWORK_KIND = np.isin(np.arange(len(LINK_KINDS)), sorted(_NETWORK))
 
 
 def _graph(fabric):
@@ -34,18 +36,14 @@ def _graph(fabric):
     nic_dom = np.zeros(fabric.n_nics, np.int64)
     nic_dom[fabric.gpu_nics.ravel() - fabric.nic_base] = np.repeat(fabric.gpu_domain, fabric.gpu_nics.shape[1])
     a, b, kind = fabric.link_a, fabric.link_b, fabric.link_kind
-    net = np.isin(kind, list(_NETWORK))
-
-    def node(x):
-        x = np.asarray(x)
-        out = np.full(x.shape, -1, np.int64)
-        is_nic = (x >= fabric.nic_base) & (x < fabric.nic_base + fabric.n_nics)
-        out[is_nic] = nic_dom[x[is_nic] - fabric.nic_base]
-        is_sw = (x >= fabric.switch_base) & (x < fabric.switch_base + fabric.n_switches)
-        out[is_sw] = x[is_sw] - fabric.switch_base + n_dom
-        return out
-
-    u, v = node(a[net]), node(b[net])
+    net = _NETWORK_KIND[kind]
+    # node id -> collapsed node (a NIC's domain, a switch's index after the domains, -1 for anything else): one
+    # gather per link end instead of masks over every link
+    size = max(fabric.nic_base + fabric.n_nics, fabric.switch_base + fabric.n_switches)
+    node = np.full(size, -1, np.int64)
+    node[fabric.nic_base:fabric.nic_base + fabric.n_nics] = nic_dom
+    node[fabric.switch_base:fabric.switch_base + fabric.n_switches] = np.arange(fabric.n_switches) + n_dom
+    u, v = node[a[net]], node[b[net]]
     keep = (u >= 0) & (v >= 0) & (u != v)
     u, v = np.minimum(u[keep], v[keep]), np.maximum(u[keep], v[keep])
     n = n_dom + fabric.n_switches

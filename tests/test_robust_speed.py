@@ -107,3 +107,21 @@ def test_chunks_of_a_robust_objective_hold_one_design():
     assert [len(c) for c in _chunks(designs, 2)] == [4, 4, 4, 4, 4, 4, 1]      # one workload: as before
     assert [len(c) for c in _chunks(designs, 2, cases=9)] == [1] * 25           # 9 evaluations per design
     assert [len(c) for c in _chunks(designs, 2, cases=2)] == [2] * 12 + [1]
+
+
+def test_chunks_do_not_split_a_cabling_over_two_workers():
+    # 25 designs sorted by cabling: groups of 3, 1, 6, 2, 13 designs (letters stand for cabling keys)
+    groups = [("a", 3), ("b", 1), ("c", 6), ("d", 2), ("e", 13)]
+    items = [(k, i) for k, n in groups for i in range(n)]
+    chunks = _chunks(items, 2, key=lambda it: it[0])
+    assert [it for c in chunks for it in c] == items                      # every design once, in order
+    for left, right in zip(chunks, chunks[1:]):
+        assert left[-1][0] != right[0][0]                                 # no cabling on both sides of a cut
+    # by hand: size 4 (25 items, 2 workers x 4 chunks); a chunk grows to the end of its last cabling:
+    # a a a b | c c c c + c c | d d e e + the other 11 e (one cabling, one chunk)
+    assert [len(c) for c in chunks] == [4, 6, 15]
+    from fabric.design.presets import preset_design
+    from fabric.search.runners import _cabling_of
+
+    d = preset_design("fat-tree")
+    assert _cabling_of((d, None, ())) == _cabling_of((replace(d, routing="adaptive", qps_per_connection=4), None, ()))

@@ -36,15 +36,34 @@ def _eval_chunk_in_worker(designs_with_meta):
                        c["constraints"], c["overrides"])
 
 
-def _chunks(items: list, n_workers: int, min_chunk: int = 4, cases: int = 1) -> list[list]:
+def _chunks(items: list, n_workers: int, min_chunk: int = 4, cases: int = 1, key=None) -> list[list]:
     """Designs in chunks of about equal work: at least ``min_chunk`` evaluations each (task overhead), about four
     chunks per worker (balance); a design of a robust objective is ``cases`` evaluations, so its chunks are that
-    many times smaller (down to one design: a generation then ends within about one design of its last worker)."""
+    many times smaller (down to one design: a generation then ends within about one design of its last worker).
+    ``key``: a chunk is extended past its size while the next item has the same key (the search sends designs
+    sorted by cabling: a cabling split over two chunks is built, costed and modelled in two workers)."""
     if not items:
         return []
     cases = max(1, int(cases))
     size = max(math.ceil(min_chunk / cases), math.ceil(len(items) / (4 * max(1, n_workers) * cases)), 1)
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    if key is None:
+        return [items[i:i + size] for i in range(0, len(items), size)]
+    keys = [key(it) for it in items]
+    out, start = [], 0
+    while start < len(items):
+        end = min(start + size, len(items))
+        while end < len(items) and keys[end] == keys[end - 1]:
+            end += 1
+        out.append(items[start:end])
+        start = end
+    return out
+
+
+def _cabling_of(item) -> str:
+    """The cabling key of a (design, genome, repairs) item."""
+    from fabric.topology.build import cabling_key
+
+    return cabling_key(item[0])
 
 
 def _cases(workload) -> int:
@@ -107,8 +126,8 @@ class ProcessRunner:
         for attempt in range(self.retries + 1):
             try:
                 out = []
-                for part in self._pool.map(_eval_chunk_in_worker,
-                                           _chunks(designs_with_meta, self.workers, cases=self._cases)):
+                chunks = _chunks(designs_with_meta, self.workers, cases=self._cases, key=_cabling_of)
+                for part in self._pool.map(_eval_chunk_in_worker, chunks):
                     out.extend(part)
                 return out
             except BrokenProcessPool:
@@ -164,7 +183,7 @@ class DaskRunner:
         self._cases = _cases(workload)
 
     def map(self, designs_with_meta: list) -> list[dict]:
-        chunks = _chunks(designs_with_meta, self.workers, cases=self._cases)
+        chunks = _chunks(designs_with_meta, self.workers, cases=self._cases, key=_cabling_of)
         futures = self._client.map(_eval_chunk, chunks, *[[c] * len(chunks) for c in self._ctx],
                                    retries=self.retries, pure=False)
         out = []
