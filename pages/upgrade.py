@@ -108,13 +108,13 @@ st.subheader("Budget and limits")
 value = float(base["cost_usd"])
 l1, l2, l3, l4 = st.columns(4)
 budget = l1.slider("Upgrade budget (USD)", min_value=0, max_value=int(max(100_000, round(value, -5))),
-                   value=int(round(value * 0.3, -4)), step=10_000, key="up_budget",
+                   value=int(round(value * 0.3, -4)), step=10_000, key="up_budget", format="dollar",
                    help="Capex of what is added (before any resale credit).")
 rack_kw = l2.number_input("Power per compute rack (kW, 0: no limit)", min_value=0.0, value=0.0, step=1.0,
                           key="up_rack_kw")
 facility_kw = l3.number_input("Facility power (kW, 0: no limit)", min_value=0.0, value=0.0, step=10.0,
                               key="up_facility_kw")
-resale = l4.slider("Resale value of removed items", 0.0, 1.0, 0.0, 0.05, key="up_resale",
+resale = l4.slider("Resale value of removed items", 0.0, 1.0, 0.0, 0.05, key="up_resale", format="percent",
                    help="Share of the price paid a removed item brings back.")
 free_reserve = st.number_input(
     "Free ports to keep on every switch", min_value=0, max_value=512, value=0, step=1, key="up_free_ports",

@@ -64,3 +64,22 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The dashboard on 127.0.0.1 on a free port, one server per browser-test module."""
+    from browser_support import Dashboard, free_port
+
+    dash = Dashboard(free_port()).start()
+    try:
+        yield dash.url
+    finally:
+        dash.stop()
+
+
+@pytest.fixture(scope="module")
+def shots_dir(tmp_path_factory) -> Path:
+    """Where screenshots go: FABRIC_SCREENSHOTS_DIR (relative to the repository) or a temporary folder."""
+    target = os.environ.get("FABRIC_SCREENSHOTS_DIR")
+    return (REPO_ROOT / target) if target else tmp_path_factory.mktemp("screenshots")

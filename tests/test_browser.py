@@ -10,33 +10,15 @@ folder; to refresh the README's pictures run
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from browser_support import ROOT, VIEW, Dashboard, charts_drawn, expect, free_port, idle, nav, shot, wait_for_search
+from browser_support import ROOT, VIEW, charts_drawn, expect, idle, nav, shot, wait_for_search
 from conftest import TRACES_DIR
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def server():
-    """The dashboard on 127.0.0.1 on a free port, for this module's tests."""
-    dash = Dashboard(free_port()).start()
-    try:
-        yield dash.url
-    finally:
-        dash.stop()
-
-
-@pytest.fixture(scope="module")
-def shots_dir(tmp_path_factory) -> Path:
-    """Where screenshots go: FABRIC_SCREENSHOTS_DIR (relative to the repository) or a temporary folder."""
-    target = os.environ.get("FABRIC_SCREENSHOTS_DIR")
-    return (ROOT / target) if target else tmp_path_factory.mktemp("screenshots")
 
 
 def trace_files() -> list[Path]:

@@ -7,7 +7,7 @@ import urllib.parse
 
 import pytest
 
-from browser_support import VIEW, Dashboard, expect, free_port, idle
+from browser_support import VIEW, expect, idle
 
 from fabric.search.baselines import baseline_designs
 from fabric.search.constraints import Constraints
@@ -16,15 +16,6 @@ from fabric.ui_support.designs import design_genes
 from fabric.ui_support.urlstate import encode_genes
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def server():
-    dash = Dashboard(free_port()).start()
-    try:
-        yield dash.url
-    finally:
-        dash.stop()
 
 
 def test_compare_nests_the_free_policy_and_hardware_steps_under_each_design(server, browser):

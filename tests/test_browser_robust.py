@@ -4,32 +4,14 @@ design's spread on the Pareto chart and one panel per case beside the robust fro
 
 from __future__ import annotations
 
-import os
 import re
 import urllib.parse
-from pathlib import Path
 
 import pytest
 
-from browser_support import ROOT, VIEW, Dashboard, expect, free_port, idle, nav, shot, wait_for_search
+from browser_support import VIEW, expect, idle, nav, shot, wait_for_search
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def server():
-    dash = Dashboard(free_port()).start()
-    try:
-        yield dash.url
-    finally:
-        dash.stop()
-
-
-@pytest.fixture(scope="module")
-def shots_dir(tmp_path_factory) -> Path:
-    """Where screenshots go: FABRIC_SCREENSHOTS_DIR (relative to the repository) or a temporary folder."""
-    target = os.environ.get("FABRIC_SCREENSHOTS_DIR")
-    return (ROOT / target) if target else tmp_path_factory.mktemp("screenshots")
 
 
 def test_a_robust_search_runs_from_a_link_and_shows_spread_and_case_fronts(server, browser, shots_dir):

@@ -6,28 +6,14 @@ curve, the split of the p99 request). To refresh the docs' picture:
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
-from browser_support import ROOT, VIEW, Dashboard, expect, free_port, idle, shot
+from browser_support import VIEW, expect, idle, shot
 
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="module")
-def server():
-    dash = Dashboard(free_port()).start()
-    try:
-        yield dash.url
-    finally:
-        dash.stop()
-
-
-def test_design_page_draws_serving_latency(server, browser, tmp_path):
-    target = os.environ.get("FABRIC_SCREENSHOTS_DIR")
-    folder = (ROOT / target) if target else Path(tmp_path)
+def test_design_page_draws_serving_latency(server, browser, shots_dir):
     ctx = browser.new_context(viewport=VIEW)
     page = ctx.new_page()
     page.goto(server + "/design?wl=sample%3Adeepseek-v3-ep-decode.json")
@@ -41,5 +27,5 @@ def test_design_page_draws_serving_latency(server, browser, tmp_path):
     serving = page.locator(".js-plotly-plot").filter(has_text="p50 TPOT")
     expect(serving).to_have_count(1, timeout=30_000)
     expect(page.locator(".js-plotly-plot").filter(has_text="queueing")).to_have_count(1, timeout=30_000)
-    shot(page, folder, "design-serving", anchor="Serving latency: deepseek-v3-ep-decode")
+    shot(page, shots_dir, "design-serving", anchor="Serving latency: deepseek-v3-ep-decode")
     ctx.close()
