@@ -1,0 +1,83 @@
+"""Pareto local search (fabric.search.local), checked against the exhaustive ground truth of a small space."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fabric.search import Constraints, DesignSpace, exhaustive_search, pareto_mask
+from fabric.search.local import one_gene_neighbours, pareto_local_search
+from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
+
+SMALL = dict(gpus=128, families=("clos", "rail_optimized"), switch_models=("ib-ndr-64x400", "eth-51t-64x800"),
+             nic_models=("nic-cx7-400", "nic-eth-400"), nics_per_gpu=(1.0,), oversubscriptions=(1.0, 2.0, 4.0),
+             planes=(1,), routings=("ecmp", "spray"), qps=(1, 4), transports=("infiniband", "roce"),
+             placements=("packed",))
+
+
+def _workload(world=128):
+    groups = (ProcessGroup("dp", world // 8, "dp", rank_start=0, rank_stride=8),
+              ProcessGroup("ep", 16, "ep", rank_start=0, rank_stride=1))
+    ops = (CommOp("all_reduce", 64 << 20, "dp", count_per_step=4, overlap_fraction=0.5),
+           CommOp("all_to_all", 32 << 20, "ep", count_per_step=8))
+    return Workload(jobs=(Job("moe", world_size=world, groups=groups, ops=ops, compute_time_s=0.05),))
+
+
+@pytest.fixture(scope="module")
+def truth():
+    """Every design of the space, keyed by its canonical genome."""
+    ex = exhaustive_search(_workload(), Constraints(**SMALL), samples=64)
+    return ex, {tuple(r["genome"]): r for r in ex.records if r.get("genome") is not None}
+
+
+def _points(recs):
+    return np.array([[r["cost_usd"], r["p99_s"]] for r in recs])
+
+
+def test_neighbours_are_the_designs_one_decision_away(truth):
+    ex, by_genome = truth
+    space = DesignSpace(Constraints(**SMALL), None, _workload())
+    x = np.array(ex.front[0]["genome"])
+    got = {tuple(y.tolist()) for y in one_gene_neighbours(space, x)}
+    # independently: every enumerated design whose genome differs from x's in exactly one gene is a neighbour
+    hamming_one = {g for g in by_genome if sum(a != b for a, b in zip(g, x.tolist())) == 1}
+    assert hamming_one and hamming_one <= got
+    assert tuple(x.tolist()) not in got
+    assert got <= set(by_genome)             # every neighbour is a canonical design of the space
+
+
+def test_the_exact_front_is_one_opt_at_once(truth):
+    ex, _ = truth
+    res = pareto_local_search(_workload(), Constraints(**SMALL), [r["genome"] for r in ex.front], samples=64)
+    assert res.stopped_because.startswith("1-opt")
+    assert res.generations == 1                                   # one round of neighbours, nothing new
+    assert sorted(r["key"] for r in res.front) == sorted(r["key"] for r in ex.front)
+
+
+def test_from_a_poor_design_the_result_is_one_opt_by_the_ground_truth(truth):
+    ex, by_genome = truth
+    feas = [r for r in ex.records if r["feasible"] and r.get("genome") is not None]
+    worst = max(feas, key=lambda r: (r["cost_usd"], r["p99_s"]))          # the most expensive design
+    res = pareto_local_search(_workload(), Constraints(**SMALL), [worst["genome"]], samples=64)
+    assert res.stopped_because.startswith("1-opt")
+    assert res.generations >= 2 and res.evaluations < ex.evaluations
+    # checked with the exhaustive records, not the search's: no one-gene neighbour of a front design joins the front
+    front = res.front
+    space = DesignSpace(Constraints(**SMALL), None, _workload())
+    for rec in front:
+        for y in one_gene_neighbours(space, rec["genome"]):
+            other = by_genome[tuple(y.tolist())]
+            if not other["feasible"]:
+                continue
+            pts = _points(front + [other])
+            assert not pareto_mask(pts)[-1] or any(
+                np.allclose(pts[-1], p) for p in pts[:-1]), f"{other['key']} would join the front"
+    # and the local search's front lies on or above the exact one (it can only be as good)
+    exact = _points(ex.front)
+    for p in _points(front):
+        assert any(np.all(q <= p + 1e-12) for q in exact)
+
+
+def test_bad_round_limit_is_refused():
+    with pytest.raises(ValueError, match="max_rounds"):
+        pareto_local_search(_workload(), Constraints(**SMALL), [], max_rounds=0)
