@@ -7,20 +7,7 @@ import pytest
 
 from fabric.search import Constraints, DesignSpace, exhaustive_search, pareto_mask
 from fabric.search.local import one_gene_neighbours, pareto_local_search
-from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
-
-SMALL = dict(gpus=128, families=("clos", "rail_optimized"), switch_models=("ib-ndr-64x400", "eth-51t-64x800"),
-             nic_models=("nic-cx7-400", "nic-eth-400"), nics_per_gpu=(1.0,), oversubscriptions=(1.0, 2.0, 4.0),
-             planes=(1,), routings=("ecmp", "spray"), qps=(1, 4), transports=("infiniband", "roce"),
-             placements=("packed",))
-
-
-def _workload(world=128):
-    groups = (ProcessGroup("dp", world // 8, "dp", rank_start=0, rank_stride=8),
-              ProcessGroup("ep", 16, "ep", rank_start=0, rank_stride=1))
-    ops = (CommOp("all_reduce", 64 << 20, "dp", count_per_step=4, overlap_fraction=0.5),
-           CommOp("all_to_all", 32 << 20, "ep", count_per_step=8))
-    return Workload(jobs=(Job("moe", world_size=world, groups=groups, ops=ops, compute_time_s=0.05),))
+from test_search import SMALL, _workload      # the small MoE space test_search.py checks the GA on
 
 
 @pytest.fixture(scope="module")

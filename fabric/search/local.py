@@ -12,11 +12,8 @@ import time
 
 import numpy as np
 
-from fabric.evaluate.scenario import Scenario
 from fabric.search.constraints import Constraints
-from fabric.search.run import (_HV, _feasible_front, _objective_keys, _result, _Session, _with_robust_references,
-                               check_inference_limits, has_serving_jobs)
-from fabric.search.runners import InProcessRunner
+from fabric.search.run import _HV, _feasible_front, _objective_keys, _result, open_session
 from fabric.search.space import DesignSpace
 
 
@@ -46,15 +43,10 @@ def pareto_local_search(workload, constraints: Constraints, genomes, *, max_roun
     whether the front was 1-opt."""
     if max_rounds < 1:
         raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
-    check_inference_limits(workload, constraints)
-    space = DesignSpace(constraints, catalog, workload, serving=has_serving_jobs(workload))
-    scenario = scenario or Scenario()
-    runner = runner or InProcessRunner()
-    n_obj = _objective_keys(constraints)
-    workload = _with_robust_references(workload, space, eval_seed, samples, None)
-    session = _Session(space, workload, scenario, eval_seed, samples, runner, space.catalog, constraints)
     t0 = time.perf_counter()
-    runner.start(workload, scenario, eval_seed, samples, space.catalog, constraints)
+    session = open_session(workload, constraints, seed=eval_seed, samples=samples, scenario=scenario, runner=runner,
+                           catalog=catalog)
+    space, n_obj = session.space, _objective_keys(constraints)
     expanded: set[str] = set()
     rounds, stopped = 0, f"{max_rounds} rounds run (the front may not be 1-opt)"
     try:
@@ -73,5 +65,5 @@ def pareto_local_search(workload, constraints: Constraints, genomes, *, max_roun
                 batch.extend(one_gene_neighbours(space, rec["genome"]))
             session.evaluate_genomes(batch)
     finally:
-        runner.close()
+        session.runner.close()
     return _result(session, [], _HV(n_obj), [], rounds, stopped, eval_seed, n_obj, constraints, t0)

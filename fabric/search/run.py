@@ -219,6 +219,20 @@ class _Session:
         return self.evaluate_designs(metas)
 
 
+def open_session(workload, constraints: Constraints, *, seed: int, samples: int, scenario=None, runner=None,
+                 catalog=None, overrides: dict | None = None) -> _Session:
+    """The evaluation session of one search over ``constraints``' space: checks the serving limits, fixes the
+    robust references and starts ``runner`` (an in-process one by default); close it with ``session.runner``."""
+    check_inference_limits(workload, constraints)
+    space = DesignSpace(constraints, catalog, workload, serving=has_serving_jobs(workload))
+    scenario = scenario or Scenario()
+    runner = runner or InProcessRunner()
+    workload = _with_robust_references(workload, space, seed, samples, overrides)
+    session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints, overrides)
+    runner.start(workload, scenario, seed, samples, space.catalog, constraints, overrides)
+    return session
+
+
 def _baseline_records(session, space, bases) -> list[dict]:
     """Evaluate the human baselines; those the constraints do not allow are reported but kept off the front."""
     recs = session.evaluate_designs([(d, space.encode(d), ()) for d in bases])
@@ -391,17 +405,11 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
     """
     ev_seed = seed if eval_seed is None else eval_seed
     _check_budget(budget_evals, budget_seconds)
-    check_inference_limits(workload, constraints)
-    space = DesignSpace(constraints, catalog, workload, serving=has_serving_jobs(workload))
-    scenario = scenario or Scenario()
-    runner = runner or InProcessRunner()
-    n_obj = _objective_keys(constraints)
-    workload = _with_robust_references(workload, space, ev_seed, samples, transport_overrides)
-    session = _Session(space, workload, scenario, ev_seed, samples, runner, space.catalog, constraints,
-                       transport_overrides)
-    t0 = time.perf_counter()
     state = _load_state(state_path)
-    runner.start(workload, scenario, ev_seed, samples, space.catalog, constraints, transport_overrides)
+    t0 = time.perf_counter()
+    session = open_session(workload, constraints, seed=ev_seed, samples=samples, scenario=scenario, runner=runner,
+                           catalog=catalog, overrides=transport_overrides)
+    space, runner, n_obj = session.space, session.runner, _objective_keys(constraints)
     try:
         bases = baseline_designs(space)
         base_recs = _baseline_records(session, space, bases)
@@ -524,16 +532,11 @@ def random_search(workload, constraints: Constraints, *, budget_evals: int, seed
                   scenario=None, samples: int = 256, catalog=None, eval_seed: int | None = None) -> SearchResult:
     """Uniformly random distinct designs up to the budget (the baseline a genetic search must beat)."""
     ev_seed = seed if eval_seed is None else eval_seed
-    check_inference_limits(workload, constraints)
-    space = DesignSpace(constraints, catalog, workload, serving=has_serving_jobs(workload))
-    scenario = scenario or Scenario()
-    runner = runner or InProcessRunner()
-    n_obj = _objective_keys(constraints)
-    workload = _with_robust_references(workload, space, ev_seed, samples, None)
-    session = _Session(space, workload, scenario, ev_seed, samples, runner, space.catalog, constraints)
     t0 = time.perf_counter()
+    session = open_session(workload, constraints, seed=ev_seed, samples=samples, scenario=scenario, runner=runner,
+                           catalog=catalog)
+    space, runner, n_obj = session.space, session.runner, _objective_keys(constraints)
     rng = np.random.default_rng(seed)
-    runner.start(workload, scenario, ev_seed, samples, space.catalog, constraints)
     try:
         tries = 0
         while session.evaluations < budget_evals and tries < 50 * budget_evals:

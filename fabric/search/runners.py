@@ -178,16 +178,32 @@ class DaskRunner:
                 self._client = Client(self._cluster)
         except (OSError, TimeoutError) as err:
             raise FabricError(f"cannot reach the Dask scheduler at {self.address}: {err}") from err
-        self._ctx = self._client.scatter([workload, scenario, seed, samples, catalog, constraints, overrides],
-                                         broadcast=True)
+        if self._cluster is not None:
+            # a local cluster may return before every worker has registered: the broadcast below reaches only the
+            # workers registered, and losing the one holder of the context would cancel every chunk
+            self._client.wait_for_workers(self.n_workers, timeout=60)
+        self._ctx_values = [workload, scenario, seed, samples, catalog, constraints, overrides]
+        self._ctx = self._client.scatter(self._ctx_values, broadcast=True)
         self._cases = _cases(workload)
 
     def map(self, designs_with_meta: list) -> list[dict]:
+        from concurrent.futures import CancelledError      # distributed's FutureCancelledError is one
+
         chunks = _chunks(designs_with_meta, self.workers, cases=self._cases, key=_cabling_of)
-        futures = self._client.map(_eval_chunk, chunks, *[[c] * len(chunks) for c in self._ctx],
-                                   retries=self.retries, pure=False)
+        for attempt in range(self.retries + 1):
+            futures = self._client.map(_eval_chunk, chunks, *[[c] * len(chunks) for c in self._ctx],
+                                       retries=self.retries, pure=False)
+            try:
+                parts = self._client.gather(futures)
+                break
+            except CancelledError:
+                # the workers holding the scattered context died with it: scatter it again to those alive and
+                # evaluate the batch again (records are pure functions of the design, so nothing changes)
+                if attempt == self.retries:
+                    raise
+                self._ctx = self._client.scatter(self._ctx_values, broadcast=True)
         out = []
-        for part in self._client.gather(futures):
+        for part in parts:
             out.extend(part)
         return out
 
