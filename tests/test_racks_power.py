@@ -100,3 +100,40 @@ def test_search_over_hgx8_and_nvl72_for_16384_gpus_keeps_both_kinds_on_the_front
     # without the limit the fast end holds NVL72 racks (same network, cheaper servers than two NVL36 racks)
     free = run_search(wl, Constraints(**space), budget_evals=48, pop_size=16, samples=32)
     assert "gb200-nvl72" in {r["gpu_model"] for r in free.front}
+
+
+def test_a_rack_limit_nvl72_racks_meet_keeps_them_on_the_front_and_drops_only_those_over_it():
+    """16,384 GPUs, EP-64 MoE, Clos or rail-optimized: without a limit the whole front is GB200 NVL72 (a 4:1 Clos on
+    72-GPU domains is cheaper than any HGX-8 design). A 121 kW rack limit (NVL72 racks draw ~120-132 kW, facts.md
+    section 9) is active: it removes exactly the NVL72 designs whose in-rack leaf switch lifts the rack over 121 kW,
+    and the front keeps NVL72 racks where they fit, with NVL36x2 rack pairs taking the place of the one dropped."""
+    from fabric.search import exhaustive_search
+
+    wl = preset_workload("mixtral-8x7b", gpus=16384, experts=64, ffn_hidden=1792, tp=1, ep=64)
+    space = dict(gpus=16384, gpu_models=("b200", "gb200-nvl72", "gb200-nvl36x2"), switch_models=("eth-51t-64x800",),
+                 nic_models=("nic-eth-400",), families=("rail_optimized", "clos"), nics_per_gpu=(1.0,),
+                 oversubscriptions=(1, 4), planes=(1,), routings=("adaptive",), qps=(1,), transports=("uec",),
+                 placements=("packed",), uplink_speed_factors=(1,))
+    free = exhaustive_search(wl, Constraints(**space), samples=32)
+    limited = exhaustive_search(wl, Constraints(**space, rack_power_w=121_000), samples=32)
+    def space_designs(res):                 # the human baselines (no genome) are not designs of this space
+        return [r for r in res.records if r.get("genome") is not None]
+
+    nvl72 = [r for r in space_designs(free) if r["gpu_model"] == "gb200-nvl72" and r["buildable"]]
+    assert all(120_000 <= r["max_rack_power_w"] <= 132_000 for r in nvl72)
+    assert {r["gpu_model"] for r in free.front} == {"gb200-nvl72"}
+    over = {tuple(r["genome"]) for r in space_designs(free) if r["buildable"] and r["max_rack_power_w"] > 121_000}
+    assert over and all(r["gpu_model"] == "gb200-nvl72" for r in space_designs(free) if tuple(r["genome"]) in over)
+    broken = {tuple(r["genome"]) for r in space_designs(limited)
+              if r["buildable"] and r["violations"].get("rack_power", 0) > 0}
+    assert broken == over                                       # the limit bites exactly where racks exceed it
+    assert all(r["max_rack_power_w"] <= 121_000 for r in limited.front)
+    kinds = {r["gpu_model"] for r in limited.front}
+    assert "gb200-nvl72" in kinds and "gb200-nvl36x2" in kinds
+    dropped = [r for r in free.front if tuple(r["genome"]) in over]
+    assert dropped                                              # the limit changed the front
+    for r in dropped:
+        # an NVL36x2 design of the same network replaces it at the same p99 for a little more money
+        twin = [x for x in limited.front if x["gpu_model"] == "gb200-nvl36x2" and x["family"] == r["family"]
+                and x["oversub_leaf"] == r["oversub_leaf"]]
+        assert twin and twin[0]["p99_s"] == pytest.approx(r["p99_s"], rel=1e-6) and twin[0]["cost_usd"] > r["cost_usd"]
