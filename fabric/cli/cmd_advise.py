@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from fabric.errors import FabricError
+from fabric.cli.common import catalog_arg, check_samples
 
 __all__ = ["register", "run"]
 
@@ -41,14 +41,12 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from fabric.advisor import advise
-    from fabric.catalog import default_catalog, load_catalog
     from fabric.cli.cmd_evaluate import _calibration, _warn_calibration
     from fabric.cli.common import load_design_arg, load_workload_files
     from fabric.evaluate import load_scenario
 
-    if args.samples < 16 or args.samples > 100_000:
-        raise FabricError(f"--samples must be between 16 and 100,000, got {args.samples}")
-    catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
+    check_samples(args.samples)
+    catalog = catalog_arg(args.catalog)
     workload = load_workload_files(args.workload)
     design = load_design_arg(args.design, args.gpus, catalog)
     _warn_calibration(args.calibration, design=design, catalog=catalog)

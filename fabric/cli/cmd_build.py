@@ -6,6 +6,7 @@ import argparse
 import json
 
 from fabric.errors import DesignError
+from fabric.cli.common import catalog_arg
 
 __all__ = ["register", "run"]
 
@@ -59,7 +60,6 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 
 
 def run(args) -> int:
-    from fabric.catalog import default_catalog, load_catalog
     from fabric.cost import bill_of_materials
     from fabric.design.presets import list_presets
     from fabric.topology import build_fabric
@@ -68,7 +68,7 @@ def run(args) -> int:
         for p in list_presets():
             print(f"{p.name:20s} {p.title}\n{'':20s} default {p.default_gpus:,} GPUs; source: {p.source}")
         return 0
-    catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
+    catalog = catalog_arg(args.catalog)
     design = _design_from_args(args, catalog)
     from fabric.rackpower import rack_report
 

@@ -7,6 +7,8 @@ import json
 import math
 import re
 
+from fabric.cli.common import catalog_arg, check_samples
+
 __all__ = ["register", "run", "parse_regimes", "canonical_kind"]
 
 _UNITS = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 1024, "m": 1e6, "mb": 1e6, "mib": 1024 ** 2, "g": 1e9,
@@ -172,11 +174,9 @@ def _print_result(res, cv) -> None:
 def run(args) -> int:
     from fabric.calibrate import (CalibrationError, cross_validate, fit_profile, load_measurements, save_profile)
     from fabric.calibrate.profile import no_nan
-    from fabric.catalog import default_catalog, load_catalog
 
-    if args.samples < 16 or args.samples > 100_000:
-        raise CalibrationError(f"--samples must be between 16 and 100,000, got {args.samples}")
-    catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
+    check_samples(args.samples, CalibrationError)
+    catalog = catalog_arg(args.catalog)
     regimes = parse_regimes(args.regimes)
     ms = load_measurements(args.files, gpu_model=args.gpu_model, nic_gbps=args.nic_gbps,
                            gpus_per_node=args.gpus_per_node, network=args.transport, catalog=catalog)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from fabric.cli.common import catalog_arg, check_samples
+
 __all__ = ["register", "run"]
 
 
@@ -46,18 +48,14 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from fabric.catalog import default_catalog, load_catalog
     from fabric.cli.common import load_design_arg, load_workload_files
     from fabric.evaluate import evaluate, load_scenario, scaling_efficiency
 
-    catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
+    catalog = catalog_arg(args.catalog)
     workload = load_workload_files(args.workload)
     design = load_design_arg(args.design, args.gpus, catalog)
     scenario = load_scenario(args.scenario)
-    if args.samples < 16 or args.samples > 100_000:
-        from fabric.errors import FabricError
-
-        raise FabricError(f"--samples must be between 16 and 100,000, got {args.samples}")
+    check_samples(args.samples)
     overrides = _calibration(args.calibration)
     _warn_calibration(args.calibration, design=design, catalog=catalog)
     ev = evaluate(design, workload, scenario, seed=args.seed, samples=args.samples, catalog=catalog,

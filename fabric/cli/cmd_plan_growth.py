@@ -7,6 +7,7 @@ import json
 import sys
 
 from fabric.errors import FabricError
+from fabric.cli.common import catalog_arg, check_samples
 
 __all__ = ["register", "run"]
 
@@ -50,14 +51,12 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from fabric.brownfield import GrowthStage, parse_stages, plan_growth
-    from fabric.catalog import default_catalog, load_catalog
     from fabric.cli.common import load_design_arg, load_workload_files
     from fabric.evaluate import load_scenario
     from fabric.workload.scale import scale_to
 
     gpus = parse_stages(args.stages)
-    if args.samples < 16 or args.samples > 100_000:
-        raise FabricError(f"--samples must be between 16 and 100,000, got {args.samples}")
+    check_samples(args.samples)
     targets = [None] * len(gpus)
     if args.p99_target_ms:
         try:
@@ -68,7 +67,7 @@ def run(args) -> int:
         if len(targets) != len(gpus) or any(not t > 0 for t in targets):
             raise FabricError(f"--p99-target-ms: give one target > 0 per stage ({len(gpus)}), got "
                               f"{args.p99_target_ms!r}")
-    catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
+    catalog = catalog_arg(args.catalog)
     base = load_design_arg(args.design, gpus[0], catalog)
     workload = load_workload_files(args.workload)
     stages = [GrowthStage(g, scale_to(workload, g, grow=args.grow), t) for g, t in zip(gpus, targets)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from fabric.errors import FabricError
+from fabric.cli.common import catalog_arg, check_samples
 
 __all__ = ["register", "run"]
 
@@ -43,14 +43,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from fabric.catalog import default_catalog, load_catalog
     from fabric.cli.cmd_evaluate import _calibration
     from fabric.cli.common import load_design_arg, load_workload_files
     from fabric.rollout import rollout_check
 
-    if args.samples < 16 or args.samples > 100_000:
-        raise FabricError(f"--samples must be between 16 and 100,000, got {args.samples}")
-    catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
+    check_samples(args.samples)
+    catalog = catalog_arg(args.catalog)
     before, after = load_workload_files(args.before), load_workload_files(args.after)
     d0 = load_design_arg(args.before_design, args.gpus, catalog)
     d1 = load_design_arg(args.after_design, args.gpus, catalog)

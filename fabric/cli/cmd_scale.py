@@ -6,6 +6,7 @@ import argparse
 import json
 
 from fabric.errors import FabricError
+from fabric.cli.common import catalog_arg, check_samples
 
 __all__ = ["register", "run"]
 
@@ -82,13 +83,11 @@ def _overrides(items: list[str]) -> dict:
 
 
 def run(args) -> int:
-    from fabric.catalog import default_catalog, load_catalog
     from fabric.cli.common import load_design_arg
     from fabric.evaluate.strong_scaling import strong_scaling
 
-    if args.samples < 16 or args.samples > 100_000:
-        raise FabricError(f"--samples must be between 16 and 100,000, got {args.samples}")
-    catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
+    check_samples(args.samples)
+    catalog = catalog_arg(args.catalog)
     counts = _counts(args.gpus)
     design = load_design_arg(args.design, counts[0], catalog)
     rows = strong_scaling(design, args.plan, counts, overrides=_overrides(args.set), global_batch=args.global_batch,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from fabric.cli.common import catalog_arg
+
 __all__ = ["register", "run"]
 
 
@@ -106,14 +108,12 @@ def _workload_arg(args):
 
 def run(args) -> int:
     import dataclasses
-
-    from fabric.catalog import default_catalog, load_catalog
     from fabric.cli.common import load_workload_files
     from fabric.errors import FabricError
     from fabric.evaluate import load_scenario
     from fabric.search import Constraints, exhaustive_search, load_constraints, make_runner, run_search
 
-    catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
+    catalog = catalog_arg(args.catalog)
     workload = _workload_arg(args)
     cons = load_constraints(args.constraints) if args.constraints else None
     need = max(j.world_size for j in workload.jobs if j.kind != "storage") if any(

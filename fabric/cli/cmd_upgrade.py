@@ -7,6 +7,7 @@ import json
 import sys
 
 from fabric.errors import FabricError
+from fabric.cli.common import catalog_arg, check_samples
 
 __all__ = ["register", "run"]
 
@@ -78,22 +79,20 @@ def _ms(v):
 def run(args) -> int:
     from fabric.brownfield import UpgradeLimits, load_installed, upgrade_front
     from fabric.brownfield.upgrade import MOVES, step_time_text
-    from fabric.catalog import default_catalog, load_catalog
     from fabric.cli.cmd_evaluate import _calibration
     from fabric.cli.common import load_design_arg, load_workload_files
     from fabric.cost import bill_of_materials
     from fabric.evaluate import evaluate, load_scenario
     from fabric.topology import build_fabric
 
-    if args.samples < 16 or args.samples > 100_000:
-        raise FabricError(f"--samples must be between 16 and 100,000, got {args.samples}")
+    check_samples(args.samples)
     moves = None
     if args.moves:
         moves = [m.strip() for m in args.moves.split(",") if m.strip()]
         bad = [m for m in moves if m not in MOVES]
         if bad:
             raise FabricError(f"--moves: unknown move(s) {', '.join(bad)}; choose from {', '.join(MOVES)}")
-    catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
+    catalog = catalog_arg(args.catalog)
     installed = load_installed(args.existing, catalog)
     workload = load_workload_files(args.workload)
     scenario = load_scenario(args.scenario)

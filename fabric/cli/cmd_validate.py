@@ -11,6 +11,8 @@ import argparse
 import json
 import math
 
+from fabric.cli.common import catalog_arg, check_samples
+
 __all__ = ["register", "run"]
 
 
@@ -60,20 +62,18 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from fabric.catalog import default_catalog, load_catalog
     from fabric.cli.common import load_design_arg, load_workload_files
     from fabric.errors import FabricError
 
     if not args.packet:
         raise FabricError("say which check to run: --packet (the packet-level ns-3 cross-check)")
-    if args.samples < 16 or args.samples > 100_000:
-        raise FabricError(f"--samples must be between 16 and 100,000, got {args.samples}")
+    check_samples(args.samples)
     from fabric.validate import ns3_available
     from fabric.validate.ns3sim import NS3_MISSING, SimConfig
 
     if not ns3_available():
         raise FabricError(NS3_MISSING)
-    catalog = load_catalog(args.catalog) if args.catalog else default_catalog()
+    catalog = catalog_arg(args.catalog)
     design = load_design_arg(args.design, args.gpus, catalog)
     if args.one_gpu_per_host:
         design = design.replace(gpus_per_node=1, scale_up_size=1)

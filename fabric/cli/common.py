@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
-from fabric.errors import DesignError, ParseError
+from fabric.errors import DesignError, FabricError, ParseError
 
-__all__ = ["load_workload_files", "load_design_arg"]
+__all__ = ["load_workload_files", "load_design_arg", "check_samples", "catalog_arg"]
+
+#: The Monte Carlo samples a command accepts per evaluation
+MIN_SAMPLES, MAX_SAMPLES = 16, 100_000
+
+
+def check_samples(samples: int, error: type[FabricError] = FabricError) -> None:
+    """Refuse a ``--samples`` outside 16..100,000 with ``error`` naming the flag and the value."""
+    if samples < MIN_SAMPLES or samples > MAX_SAMPLES:
+        raise error(f"--samples must be between {MIN_SAMPLES} and {MAX_SAMPLES:,}, got {samples}")
+
+
+def catalog_arg(path: str | None):
+    """The hardware catalog of ``--catalog FILE``, or the built-in one."""
+    from fabric.catalog import default_catalog, load_catalog
+
+    return load_catalog(path) if path else default_catalog()
 
 
 def load_workload_files(paths: list[str]):

@@ -197,6 +197,17 @@ def _syntax(text: str, pos: int, msg: str, source: str) -> ParseError:
     return ParseError(f"invalid JSON at column {col}: {msg}", source=source, line=line)
 
 
+def stream_trace(data: bytes, source: str, *, array_key: str, on_item: Callable[[Any], None],
+                 limits: Limits | None = None) -> dict:
+    """Decode one trace file's bytes and stream the events of its top-level ``array_key`` array into ``on_item``
+    (at most ``limits.max_trace_events``); returns the other top-level fields (:func:`stream_json_object`). The
+    decoded text is dropped on return, so peak memory is the text plus what ``on_item`` keeps."""
+    lim = _limits(limits)
+    text = decode_text(data, source)
+    return stream_json_object(text, source, array_key=array_key, on_item=on_item, limits=lim,
+                              max_items=lim.max_trace_events)
+
+
 def stream_json_object(
     text: str,
     source: str,

@@ -60,8 +60,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from fabric.errors import FabricError, ParseError
-from fabric.limits import Limits, current_limits
-from fabric.workload.io import decode_text, stream_json_object
+from fabric.limits import Limits
+from fabric.workload.io import stream_trace
 from fabric.workload.model import CommOp, Job, ProcessGroup, UnparsedComm, Workload, validate_job
 
 __all__ = [
@@ -438,12 +438,8 @@ def _fail(source: str, msg: str, where=None) -> ParseError:
 
 def load_rank(name: str, data: bytes, limits: Limits | None = None) -> RankTrace:
     """Extract one rank's communication calls, steps and GPU timeline from one Kineto JSON file."""
-    lim = current_limits() if limits is None else limits
-    text = decode_text(data, name)
     col = _Collector()
-    header = stream_json_object(text, name, array_key="traceEvents", on_item=col, limits=lim,
-                                max_items=lim.max_trace_events)
-    del text
+    header = stream_trace(data, name, array_key="traceEvents", on_item=col, limits=limits)
     if "traceEvents" not in header:
         raise _fail(name, "no 'traceEvents' array: not a PyTorch profiler (Kineto) trace", "traceEvents")
     if not isinstance(header["traceEvents"], int):

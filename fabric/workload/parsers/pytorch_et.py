@@ -63,8 +63,8 @@ from collections import Counter
 from dataclasses import replace
 
 from fabric.errors import FabricError, ParseError
-from fabric.limits import Limits, current_limits
-from fabric.workload.io import decode_text, load_json, stream_json_object
+from fabric.limits import Limits
+from fabric.workload.io import load_json, stream_trace
 from fabric.workload.model import MAX_OP_BYTES, MAX_RANKS, Workload
 from fabric.workload.parsers.kineto import (
     RankTrace, _Call, _int_list, collective_kind, dtype_info, merge_rank_files, _NOT_MODELLED,
@@ -287,12 +287,8 @@ def _rank_from_name(name: str) -> int | None:
 
 def load_rank(name: str, data: bytes, limits: Limits | None = None) -> RankTrace:
     """One ET file as a rank trace (calls with sizes and groups; no timing)."""
-    lim = current_limits() if limits is None else limits
-    text = decode_text(data, name)
     col = _Collector()
-    header = stream_json_object(text, name, array_key="nodes", on_item=col, limits=lim,
-                                max_items=lim.max_trace_events)
-    del text
+    header = stream_trace(data, name, array_key="nodes", on_item=col, limits=limits)
     if "nodes" not in header:
         raise ParseError("no 'nodes' array: not a PyTorch execution trace", source=name, line="nodes")
     schema = header.get("schema")
