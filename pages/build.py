@@ -23,6 +23,11 @@ def _bom(preset: str, gpus: int):
     return design, fabric.structure, bom.to_dict()
 
 
+def _preset_changed() -> None:
+    """A newly picked reference design starts at its own GPU count (a 131,072-GPU design is not drawn at 1,016)."""
+    st.session_state["gpus"] = PRESETS[st.session_state["preset"]].default_gpus
+
+
 st.title("Fabric & BOM")
 st.caption("Pick a reference design and a GPU count to see the network it needs: switches per tier, links, "
            "optics and copper, network capex (USD) and power (W). Export the design and its bill of materials "
@@ -32,7 +37,7 @@ C.show_url_problems()
 left, right = st.columns([1, 2])
 with left:
     preset = st.selectbox("Reference design", list(PRESETS), format_func=lambda n: PRESETS[n].title,
-                          key="preset")
+                          key="preset", on_change=_preset_changed)
     st.caption(f"Source: {PRESETS[preset].source}")
     gpus = st.number_input("GPUs", min_value=8, max_value=1_048_576, step=8,
                            value=PRESETS[preset].default_gpus, key="gpus")

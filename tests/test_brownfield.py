@@ -424,3 +424,26 @@ def test_no_option_needs_more_ports_than_a_switch_has(mixtral, clos_1024):
     for u in res.upgrades + res.over_limits:
         assert _ports_used_per_switch(build_fabric(u.design)).max() <= 64, u.label()
     assert len(res.over_limits) >= 10
+
+
+def test_an_answer_says_when_the_dearer_end_of_the_front_gains_next_to_nothing(mixtral):
+    """256-GPU fat tree at 2:1 with ECMP, the Upgrade page's defaults ($360k): the free ECMP -> spray change and a
+    $141k re-cabling are both on the front, the second by ~1.6 ms. The answer must not read like advice to buy it."""
+    two = preset_design("fat-tree", 256).replace(oversubscription=(2.0, 1.0))
+    res = upgrade_front(installed_from_design(two), mixtral, UpgradeLimits(budget_usd=360_000), samples=64)
+    first, top = res.front[0], res.front[-1]
+    assert len(res.front) >= 2 and first.net_usd == 0 and top.net_usd > 100_000
+    gain = first.p99_s - top.p99_s
+    assert 0 < gain < 0.005 * first.p99_s                     # on the front, by a hair
+    assert f"gains only {gain * 1e3:,.1f} ms" in res.answer and f"${top.net_usd:,.0f} more" in res.answer
+    # a real gain is not flagged: an all-to-all-bound job (128 GPUs, 4 x 256 MiB per step, 10 ms of compute) on a
+    # 4:1 fat tree, where buying uplinks halves the p99 of the free change
+    from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
+
+    a2a = Workload(jobs=(Job("a2a", world_size=128, groups=(ProcessGroup("ep", 128, "ep", rank_start=0, rank_stride=1),),
+                             ops=(CommOp("all_to_all", 256 << 20, "ep", count_per_step=4),), compute_time_s=0.01),))
+    four = preset_design("fat-tree", 128).replace(oversubscription=(4.0, 1.0))
+    big = upgrade_front(installed_from_design(four), a2a, UpgradeLimits(budget_usd=2_000_000), samples=64)
+    b0, b1 = big.front[0], big.front[-1]
+    assert b0.net_usd == 0 and b1.p99_s < 0.6 * b0.p99_s
+    assert "gains only" not in big.answer

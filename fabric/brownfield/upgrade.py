@@ -670,6 +670,10 @@ def step_time_text(seconds: float) -> str:
     return f"{seconds:,.2f} s" if seconds >= 1 else f"{seconds * 1e3:,.1f} ms"
 
 
+#: A p99 gain below this share of the p99 is called negligible in the answer (the advisor's default min_gain)
+NEGLIGIBLE_GAIN = 0.005
+
+
 def _answer(baseline, best, front, within, limits, target_set) -> str:
     p0 = baseline.p99_s
     if target_set:
@@ -702,5 +706,11 @@ def _answer(baseline, best, front, within, limits, target_set) -> str:
     start = "the installed fabric" if first.kind == NONE else f"{first.label()} ({first.kind}, ${first.net_usd:,.0f})"
     if len(front) == 1:
         return f"one upgrade on the front: {start}, p99 {step_time_text(p0)} -> {step_time_text(first.p99_s)}"
-    return (f"{len(front)} upgrades on the front (installed p99 {step_time_text(p0)}), from {start} at p99 {step_time_text(first.p99_s)} "
+    text = (f"{len(front)} upgrades on the front (installed p99 {step_time_text(p0)}), from {start} at p99 {step_time_text(first.p99_s)} "
             f"to {top.label()} (p99 {step_time_text(top.p99_s)}, ${top.net_usd:,.0f})")
+    gain_s = first.p99_s - top.p99_s
+    if gain_s < NEGLIGIBLE_GAIN * first.p99_s:
+        # the dearer end of the front is on it by a hair: say so, or it reads like advice to buy it
+        text += (f"; the dearest gains only {gain_s * 1e3:,.1f} ms ({gain_s / first.p99_s:.2%}) over the cheapest for "
+                 f"${top.net_usd - first.net_usd:,.0f} more")
+    return text
