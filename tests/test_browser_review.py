@@ -162,6 +162,9 @@ def test_workload_traffic_apart_and_fabric_bom_exports(server, browser):
     ctx, page = _page(browser)
     page.goto(server + "/")
     idle(page)
+    # the first script run may not have drawn its metrics when the app first reports idle
+    expect(page.get_by_test_id("stMetricLabel").filter(has_text="Network traffic per step")).to_be_visible(
+        timeout=30_000)
     metrics = {page.get_by_test_id("stMetricLabel").nth(i).inner_text():
                page.get_by_test_id("stMetricValue").nth(i).inner_text()
                for i in range(page.get_by_test_id("stMetric").count())}
