@@ -1,4 +1,5 @@
-"""Multi-objective search over the design space: NSGA-II (pymoo), exhaustive and random baselines."""
+"""Multi-objective search over the design space: NSGA-II (pymoo), exhaustive and random baselines, Pareto local
+search."""
 
 from fabric.search.constraints import Constraints, ConstraintError, constraints_from_dict, load_constraints
 from fabric.search.result import SearchResult, hypervolume, pareto_mask
@@ -9,4 +10,5 @@ from fabric.search.local import one_gene_neighbours, pareto_local_search
 
 __all__ = ["Constraints", "ConstraintError", "constraints_from_dict", "load_constraints", "DesignSpace",
            "SearchResult", "SearchProgress", "run_search", "exhaustive_search", "random_search", "hypervolume",
-           "pareto_mask", "pareto_local_search", "one_gene_neighbours", "InProcessRunner", "ProcessRunner", "DaskRunner", "make_runner", "GLOBAL_CACHE"]
+           "pareto_mask", "pareto_local_search", "one_gene_neighbours", "InProcessRunner", "ProcessRunner",
+           "DaskRunner", "make_runner", "GLOBAL_CACHE"]
