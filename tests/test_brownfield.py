@@ -370,6 +370,91 @@ def test_tier_move_keeps_leaves_and_spines_and_adds_cores(mixtral):
     assert u.recabled_server_links == 0
 
 
+def test_nic_move_replaces_the_nics_and_their_links_cables_and_optics(mixtral):
+    # eth-51t-64x800 with dual-port 2 x 200G NICs (16 x 200G per server; the nic-eth-400 fabric above has no NIC
+    # upgrade: the other H100 NICs are InfiniBand, slower or need an 800G host). The only NIC offered: nic-eth-400
+    # (Ethernet, 400G >= 200G per port, 1 x 400G >= 2 x 200G per NIC).
+    # 2 x 200G: 256 ports at 200G, a 2:1 leaf 170 down (10 servers = 160) and 80 up; 4 leaves (32 / 10), 320
+    # uplinks on 2 spines (ceil(320 / 256) = 2, 2 divides 80); one 200G module per link end: 640, 320 fibres.
+    # nic-eth-400: 8 x 400G per server, as the uplink-speed test: 4 leaves of 10 servers, 40 up, 160 links on the
+    # same 2 spines, twin-port 2 x 400G modules: 4 x 20 at the leaves + 2 x 40 at the spines = 160, 160 fibres.
+    # Servers: leaf i holds servers 10i..10i+9 in the rack of server 10i+4 (4 per rack): 4+4+4+2 = 14 servers in
+    # their leaf's rack (DAC), 18 next door (active copper): 224 + 288 cables at 200G (x16 ports) -> 112 + 144 at
+    # 400G (x8 ports). 256 NICs (32 servers x 8) replaced; servers keep their leaf.
+    d = preset_design("fat-tree", 256).replace(oversubscription=(2.0, 1.0), switch_model="eth-51t-64x800",
+                                               nic_model="nic-2x200-dual", transport="roce")
+    res = upgrade_front(installed_from_design(d), mixtral, UpgradeLimits(resale={"nic": 0.5}), moves=["nic"],
+                        samples=16, qps=(1,))
+    assert {u.design.nic_model for u in res.upgrades if u.moves == ("nic",)} == {"nic-eth-400"}
+    u = _only_move(res, "nic")
+    assert res.baseline.switches == u.switches == {"leaf": 4, "spine": 2}
+    assert u.delta.added() == {"nic-eth-400": 256, "osfp-2x400-sr8-switch": 160, "dac-400-2m": 112,
+                               "acc-400-5m": 144}
+    assert u.delta.removed() == {"nic-2x200-dual": 256, "qsfp56-200-sr4": 640, "mmf-50m": 160, "dac-200-3m": 224,
+                                 "acc-200-5m": 288}
+    assert u.delta.kept() == {"eth-51t-64x800": 6, "mmf-50m": 160}    # every switch, half the fibres
+    hand = (256 * _price("nic", "nic-eth-400") + 160 * _price("transceiver", "osfp-2x400-sr8-switch")
+            + 112 * _price("cable", "dac-400-2m") + 144 * _price("cable", "acc-400-5m"))
+    assert u.added_usd == pytest.approx(hand)                            # $900,000
+    assert u.delta.resale_usd == pytest.approx(0.5 * 256 * _price("nic", "nic-2x200-dual"))
+    assert u.recabled_server_links == 0 and u.rack_units_added == 0
+
+
+def test_spine_uplinks_move_adds_spine_core_links_and_cores(mixtral):
+    # 512 GPUs (64 servers of 8 x 400G) on 64-port NDR, forced to 3 tiers at 2:1 leaves and 2:1 spines. Leaves:
+    # 42 down (5 servers), 20 up, 13 leaves (64 / 5), 260 links, one pod (a 2:1 spine has 42 ports down >= 13).
+    # Spines: ceil(260 / 42) = 7, 10 divides 20 (260 x 2 >= 10 x 42): 10 spines of 26 down, ceil(26 / 2) = 13
+    # up; 130 spine-core links on ceil(130 / 64) = 3 cores (44, 43, 43 links). At 1:1 a spine has 32 ports down:
+    # ceil(260 / 32) = 9 -> 10 spines again, 26 up; 260 links on ceil(260 / 64) = 5 cores (52 each). At 1.25:1
+    # (35 down, ceil(26 / 1.25) = 21 up) 210 links, 4 cores; at 1.5:1 (38 down, 18 up) 180 links, 3 cores.
+    # 1:1 buys 2 cores, 130 single-mode fibres (300 m) and twin-port DR8 modules: before 10 x ceil(13 / 2) + 3 x 22
+    # = 136, after 10 x 13 + 5 x 26 = 260, 124 more. Leaves, spines and leaf-spine links are untouched.
+    d = preset_design("fat-tree", 512).replace(oversubscription=(2.0, 2.0), tiers=3)
+    res = upgrade_front(installed_from_design(d), mixtral, UpgradeLimits(), moves=["spine_uplinks"], samples=16,
+                        qps=(1,))
+    assert res.baseline.switches == {"leaf": 13, "spine": 10, "core": 3}
+    ups = {u.design.oversub(1): u for u in res.upgrades if u.moves == ("spine_uplinks",)}
+    assert {o: u.switches["core"] for o, u in ups.items()} == {1.0: 5, 1.25: 4, 1.5: 3}
+    u = ups[1.0]
+    assert u.switches == {"leaf": 13, "spine": 10, "core": 5}
+    assert u.design.oversub(0) == 2.0
+    assert u.delta.added() == {"ib-ndr-64x400": 2, "osfp-2x400-dr8-switch": 124, "smf-500m": 130}
+    assert u.delta.removed() == {}
+    kept = u.delta.kept()
+    assert kept["ib-ndr-64x400"] == 13 + 10 + 3 and kept["nic-cx7-400"] == 512
+    assert kept["osfp-2x400-sr8-switch"] == 130 + 130 and kept["mmf-50m"] == 260     # leaf-spine links stay
+    hand = (2 * _price("switch", "ib-ndr-64x400") + 124 * _price("transceiver", "osfp-2x400-dr8-switch")
+            + 130 * _price("cable", "smf-500m"))
+    assert u.added_usd == pytest.approx(hand)                            # $296,600
+    assert u.recabled_server_links == 0
+
+
+def test_storage_network_move_adds_a_nic_a_port_and_a_dac_per_server(mixtral):
+    # 512 GPUs = 64 servers on a 2:1 NDR fabric (42 ports down: 5 servers per leaf, 20 up; 13 leaves, 260 links,
+    # ceil(260 / 64) = 5 spines, 5 divides 20) get a separate Ethernet storage network (fabric/cost/bom.py): per
+    # server one NIC of the cheapest Ethernet model (nic-2x200-dual, $2,200, below nic-eth-400 and nic-cx8-4x200),
+    # a port on the cheapest Ethernet switch (eth-12t-32x400: 32 x 400G = 64 x 200G, half of them down: 32
+    # servers per switch -> 2 switches) and a 200G DAC of at least 3 m (dac-200-3m). The compute fabric is
+    # untouched: nothing removed, no server moved.
+    from fabric.brownfield.site import switch_rack_units
+
+    d = preset_design("fat-tree", 512).replace(oversubscription=(2.0, 1.0))
+    res = upgrade_front(installed_from_design(d), mixtral, UpgradeLimits(), moves=["storage_network"], samples=16,
+                        qps=(1,))
+    u = _only_move(res, "storage_network")
+    assert u.design.storage_isolation and not res.baseline.design.storage_isolation
+    assert res.baseline.switches == u.switches == {"leaf": 13, "spine": 5}
+    assert u.delta.added() == {"nic-2x200-dual": 64, "eth-12t-32x400": 2, "dac-200-3m": 64}
+    assert u.delta.removed() == {}
+    kept = u.delta.kept()
+    assert kept["ib-ndr-64x400"] == 18 and kept["nic-cx7-400"] == 512
+    hand = (64 * _price("nic", "nic-2x200-dual") + 2 * _price("switch", "eth-12t-32x400")
+            + 64 * _price("cable", "dac-200-3m"))
+    assert u.added_usd == pytest.approx(hand)                            # $184,480
+    assert u.rack_units_added == 2 * switch_rack_units("eth-12t-32x400")     # the storage switches need room
+    assert u.recabled_server_links == 0 and "a separate storage network" in u.changes
+
+
 # ------------------------------------------------------------------------------------------------ free ports
 
 
