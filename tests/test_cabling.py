@@ -120,3 +120,32 @@ def test_forced_optics_are_optics_everywhere():
     assert endpoint_media(f) == {"optics": 768}
     assert {i.model: i.count for i in bill_of_materials(f).items
             if i.where == "nic-leaf (NIC end)"} == {"osfp-400-sr4-nic": 768}
+
+
+def test_switch_modules_fit_the_switch_cage():
+    """A twin-port 2 x 400G module needs an 800G OSFP cage: QM9700-class NDR switches (32 cages of two 400G ports)
+    take it, a Tomahawk 4-class 64 x 400G QSFP-DD switch (one port per cage) does not, so each of its optical link
+    ends takes a single-port 400G module. 256 GPUs at 2:1 on 64 x 400G switches: a leaf has 40 ports down
+    (5 servers) and 20 up, 7 leaves (32 servers / 5), 140 leaf-spine fibres on 4 spines: 140 modules at each end
+    on QSFP-DD, 70 twin-port ones at the leaves on NDR (10 per leaf) and 72 at the spines (35 links each: 18)."""
+    cat = default_catalog()
+    base = preset_design("fat-tree", 256).replace(oversubscription=(2.0, 1.0), nic_model="nic-eth-400",
+                                                  transport="roce")
+
+    def switch_modules(design):
+        bom = bill_of_materials(build_fabric(design, cat), cat)
+        assert bom.switches == {"leaf": 7, "spine": 4} and bom.links["leaf-spine"] == 140
+        return {(i.model, i.where): i.count for i in bom.items
+                if i.category == "transceiver" and "leaf-spine" in i.where}
+
+    qsfpdd = switch_modules(base.replace(switch_model="eth-25t-64x400"))
+    assert qsfpdd == {("qsfpdd-400-sr8", "leaf-spine (leaf end)"): 140,
+                      ("qsfpdd-400-sr8", "leaf-spine (spine end)"): 140}
+    ndr = switch_modules(base.replace(switch_model="ib-ndr-64x400", nic_model="nic-cx7-400",
+                                      transport="infiniband"))
+    assert ndr == {("osfp-2x400-sr8-switch", "leaf-spine (leaf end)"): 70,
+                   ("osfp-2x400-sr8-switch", "leaf-spine (spine end)"): 72}
+    # the cage is what decides: the twin-port module is the cheaper per port, and is refused only by the cage
+    twin, single = cat.transceiver("osfp-2x400-sr8-switch"), cat.transceiver("qsfpdd-400-sr8")
+    assert twin.price_per_port_usd < single.price_per_port_usd
+    assert cat.switch("eth-25t-64x400").cage_bps == 400e9 and cat.switch("ib-ndr-64x400").cage_bps == 800e9

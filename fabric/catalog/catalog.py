@@ -75,12 +75,15 @@ class Catalog:
 
     # -- selection -----------------------------------------------------------------------------------------
 
-    def transceiver_for(self, speed_bps: float, reach_m: float, side: str) -> Transceiver:
+    def transceiver_for(self, speed_bps: float, reach_m: float, side: str, cage_bps: float | None = None
+                        ) -> Transceiver:
         """The cheapest module for one port of ``speed_bps`` over ``reach_m`` metres on ``side`` ("nic"/"switch").
 
         On the switch side modules are compared by price per port, so a twin-port module wins when it is cheaper
         per port; on the NIC side each port takes a module of its own, so they are compared by module price.
-        Modules whose ``side`` is "any" fit both sides. Ties go to the lower power, then the model id.
+        Modules whose ``side`` is "any" fit both sides. ``cage_bps``: the switch cage's bandwidth
+        (:attr:`SwitchModel.cage_bps`); a module carrying more (a twin-port 2 x 400G module in a 400G QSFP-DD
+        cage) does not fit. Ties go to the lower power, then the model id.
         """
         if side not in ("nic", "switch", "any"):
             raise CatalogError(f"transceiver side must be 'nic', 'switch' or 'any', got {side!r}")
@@ -88,6 +91,7 @@ class Catalog:
             t for t in self.transceivers.values()
             if math.isclose(t.speed_bps, speed_bps, rel_tol=1e-9) and t.reach_m >= reach_m
             and (t.side == "any" or side == "any" or t.side == side)
+            and (cage_bps is None or t.speed_bps * t.ports_per_module <= cage_bps * (1 + 1e-9))
         ]
         if not fits:
             same_speed = [
@@ -95,8 +99,9 @@ class Catalog:
                 if math.isclose(t.speed_bps, speed_bps, rel_tol=1e-9)
             ]
             have = f"at that speed the catalog has: {', '.join(same_speed)}" if same_speed else "none at that speed"
+            cage = "" if cage_bps is None else f" that fits a {bps_to_gbps(cage_bps):g} Gb/s switch cage"
             raise CatalogError(
-                f"no transceiver for {bps_to_gbps(speed_bps):g} Gb/s over {reach_m:g} m on the {side} side "
+                f"no transceiver for {bps_to_gbps(speed_bps):g} Gb/s over {reach_m:g} m on the {side} side{cage} "
                 f"({have}); add one to the catalog or shorten the link"
             )
         per_port = side == "switch"

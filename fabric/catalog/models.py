@@ -32,6 +32,13 @@ class SwitchModel:
     power_w: float
     latency_s: float
     source: str
+    #: ports one physical cage holds (2: an OSFP cage of two NDR or XDR ports, taking twin-port modules); None: 1
+    ports_per_cage: int | None = None
+
+    @property
+    def cage_bps(self) -> float:
+        """Bandwidth of one cage: the most a switch-side optical module may carry in it."""
+        return self.port_speed_bps * (self.ports_per_cage or 1)
 
     def radix_at(self, link_speed_bps: float) -> int:
         """Number of links of ``link_speed_bps`` this switch can terminate, using port breakout.

@@ -204,7 +204,7 @@ def _bill_of_materials(fabric: Fabric, cat) -> BillOfMaterials:
                 items.append(BomItem("transceiver", tx.model, f"{kind} (NIC end)", optical.size, tx.price_usd,
                                      tx.power_w, tx.source))
                 transceivers[tx.model] = transceivers.get(tx.model, 0) + int(optical.size)
-            tx = cat.transceiver_for(speed, reach, "switch")
+            tx = cat.transceiver_for(speed, reach, "switch", cage_bps=sw.cage_bps)
             for tier, modules in _switch_end_modules(fabric, optical, tx.ports_per_module).items():
                 if modules:
                     items.append(BomItem("transceiver", tx.model, f"{kind} ({tier} end)", modules,
