@@ -98,5 +98,7 @@ def test_cli_prints_the_table_and_names_bad_flags(capsys):
     assert "lost: bubble" in out and "1,536" in out
     assert main(["scale", "-d", "fat-tree", "--plan", "llama3-70b", "--gpus", "768,x"]) == 2
     assert "--gpus: 'x' is not a whole number" in capsys.readouterr().err
+    assert main(["scale", "-d", "fat-tree", "--plan", "llama3-70b", "--gpus", "768,²"]) == 2   # isdigit() but not int
+    assert "--gpus: '²' is not a whole number" in capsys.readouterr().err
     assert main(["scale", "-d", "fat-tree", "--plan", "llama3-70b", "--gpus", "768,1536", "--set", "tp"]) == 2
     assert "expected KEY=VALUE" in capsys.readouterr().err

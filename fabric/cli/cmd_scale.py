@@ -55,7 +55,7 @@ def _counts(text: str) -> list[int]:
     out = []
     for part in str(text).split(","):
         part = part.strip().replace("_", "")
-        if not part.isdigit() or int(part) < 1:
+        if not (part.isascii() and part.isdigit()) or int(part) < 1:
             raise FabricError(f"--gpus: {part!r} is not a whole number of GPUs; give e.g. 768,1536,3584")
         out.append(int(part))
     return out

@@ -336,7 +336,7 @@ def sniff(head: bytes, name: str) -> bool:
         return False
     first = lines[0].split()
     second = lines[1].split()
-    return bool(first) and first[0] in POLICIES and len(second) == 1 and second[0].isdigit()
+    return bool(first) and first[0] in POLICIES and len(second) == 1 and second[0].isascii() and second[0].isdigit()
 
 
 def parse(files: list[tuple[str, bytes]], *, clock_hz: float = DEFAULT_CLOCK_HZ, world_size: int | None = None,

@@ -343,7 +343,7 @@ def _int_attr(v) -> int | None:
         return v
     if isinstance(v, float) and math.isfinite(v) and v.is_integer():
         return int(v)
-    if isinstance(v, str) and v.strip().isdigit():
+    if isinstance(v, str) and v.strip().isascii() and v.strip().isdigit():     # not '²' or other digit forms
         return int(v.strip())
     return None
 

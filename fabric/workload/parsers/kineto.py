@@ -218,7 +218,7 @@ def _as_int(v, *, lo: int = 0) -> int | None:
         return v if v >= lo else None
     if isinstance(v, float) and math.isfinite(v) and v.is_integer():
         return int(v) if v >= lo else None
-    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+    if isinstance(v, str) and v.strip().isascii() and v.strip().lstrip("-").isdigit():
         i = int(v.strip())
         return i if i >= lo else None
     return None
