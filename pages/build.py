@@ -52,7 +52,8 @@ with right:
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Network capex", charts.money_text(bom["cost_usd"]))
     c2.metric("Per GPU", f"${bom['cost_per_gpu_usd']:,.0f}")
-    c3.metric("Network power", f"{bom['power_w'] / 1e3:,.1f} kW")
+    c3.metric("Network power", f"{bom['power_w'] / 1e6:,.2f} MW" if bom["power_w"] >= 1e6
+              else f"{bom['power_w'] / 1e3:,.1f} kW")
     c4.metric("Share of cluster capex", f"{bom['network_share_of_capex']:.1%}")
     st.caption(f"{design.name}: {structure['tiers']} switch tier(s), radix {structure['radix']} at "
                f"{structure['link_speed_gbps']:g} Gb/s, {structure['planes']} plane(s).")
@@ -61,11 +62,13 @@ a, b = st.columns(2)
 with a:
     st.subheader("Switches per tier")
     st.dataframe(pd.DataFrame({"tier": list(bom["switches"]), "switches": list(bom["switches"].values())}),
+                 column_config={"switches": st.column_config.NumberColumn(format="localized")},
                  hide_index=True)
     st.caption("Switch count in each tier of the design (leaf = first tier above the NICs).")
 with b:
     st.subheader("Links per tier pair")
-    st.dataframe(pd.DataFrame({"links": list(bom["links"]), "count": list(bom["links"].values())}), hide_index=True)
+    st.dataframe(pd.DataFrame({"links": list(bom["links"]), "count": list(bom["links"].values())}), hide_index=True,
+                 column_config={"count": st.column_config.NumberColumn(format="localized")})
     st.caption("Physical links (one cable each) between the tiers named.")
 
 st.subheader("Bill of materials")
