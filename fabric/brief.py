@@ -35,14 +35,14 @@ def _runner_up(front: list[dict], chosen: dict) -> tuple[dict | None, str]:
     return (dearer[0], "faster") if dearer else (None, "")
 
 
-def review_brief(front: list[dict], baselines: list[dict], workload, constraints, *, catalog=None, samples: int = 128,
+def review_brief(front: list[dict], baselines: list[dict], workload, constraints, *, catalog=None, samples: int | None = None,
                  seed: int = 0, transport_overrides=None) -> dict:
     """Everything the brief says, as numbers and sentences (see the module docstring). Raises FabricError when the
     front is empty."""
     from fabric.advisor import advise
     from fabric.economics import economics
     from fabric.errors import FabricError
-    from fabric.evaluate import SCENARIO_PRESETS, evaluate
+    from fabric.evaluate import DEFAULT_SAMPLES, SCENARIO_PRESETS, evaluate
     from fabric.evaluate.explain import explain_step
     from fabric.resilience import resilience
     from fabric.search.recommend import recommend
@@ -51,6 +51,7 @@ def review_brief(front: list[dict], baselines: list[dict], workload, constraints
     if advice.record is None:
         raise FabricError("no brief: the search found no design that meets every constraint")
     rec = advice.record
+    samples = DEFAULT_SAMPLES if samples is None else samples   # the Design page's and the search's samples
     design = _design(rec, constraints)
     kw = dict(catalog=catalog, seed=seed, samples=samples, transport_overrides=transport_overrides)
     ev = evaluate(design, workload, **kw)
@@ -77,7 +78,7 @@ def review_brief(front: list[dict], baselines: list[dict], workload, constraints
             whatifs.append({"scenario": name, "p99_s": None, "change": None, "error": " ".join(str(err).split())})
     out["what_ifs"] = whatifs
     adv = advise(design, workload, **kw)
-    out["fixes"] = {"answer": adv["answer"], "top": adv["advice"][:3]}
+    out["fixes"] = {"answer": adv["answer"], "top": adv["advice"][:3], "best_free_policy": adv["best_free_policy"]}
     out["economics"] = economics(ev, design, catalog=catalog, params=constraints.economics())
     out["explanation"] = explain_step(ev)
     return out
@@ -102,8 +103,9 @@ def _serving_text(m: dict) -> str:
 
 
 def _t(s: float) -> str:
-    a = abs(s)
-    return f"{s:,.3g} s" if a >= 1 else f"{s * 1e3:,.3g} ms" if a >= 1e-3 else f"{s * 1e6:,.3g} us"
+    from fabric.units import time_text
+
+    return time_text(s)
 
 
 def brief_sections(b: dict) -> list[tuple[str, list[str]]]:
@@ -154,6 +156,9 @@ def brief_sections(b: dict) -> list[tuple[str, list[str]]]:
                                                         if w["p99_s"] is not None else w.get("error", "n/a"))
                                  for w in b["what_ifs"]]))
     fixes = [b["fixes"]["answer"][0].upper() + b["fixes"]["answer"][1:] + "."]
+    free = (b["fixes"].get("best_free_policy") or {}).get("sentence")
+    if free:
+        fixes.append(free[0].upper() + free[1:] + ".")
     for a in b["fixes"]["top"]:
         cost = "no hardware" if a["kind"] == "free" else f"${a['delta_cost_usd']:+,.0f}"
         fixes.append(f"{a['change']}: {a['delta_p99_s'] * 1e3:+,.1f} ms p99, {cost}.")

@@ -333,6 +333,8 @@ except FabricError as err:
     adv = None
 if adv is not None:
     st.markdown(C.md_text(adv["answer"][0].upper() + adv["answer"][1:] + "."))
+    free = adv["best_free_policy"]["sentence"]       # the same function and sentence as Compare's "Free first"
+    st.markdown(C.md_text(free[0].upper() + free[1:] + f" ({adv['best_free_policy']['tried']} policies tried)."))
     if adv["advice"]:
         scale_a, unit_a = charts.time_unit([abs(a["delta_p99_s"]) for a in adv["advice"]])
         fix_df = pd.DataFrame([{"change": a["change"], "kind": a["kind"],

@@ -9,7 +9,9 @@ import streamlit as st
 
 from pages import _common as C
 from fabric.ui_support import charts, robust_view, serving_front
+from fabric.design.policy import TIE_RULE
 from fabric.search.recommend import recommend
+from fabric.search.ties import ties_text
 from fabric.search.robust import RobustObjective
 from fabric.errors import FabricError
 from fabric.ui_support.jobs import SearchAllowance, SearchJob, live_job, recent_job
@@ -124,6 +126,9 @@ def on_chart_select() -> None:
         getattr(getattr(ev, "selection", None), "points", [])
     snap = C.search_snapshot()
     if pts and snap is not None:
+        front_keys = {r.get("key") for r in snap.front}
+        # a click on overlapping markers reports every one: the front's design first (what its row opens)
+        pts = sorted(pts, key=lambda p: (p.get("customdata") or [None])[0] not in front_keys)
         cd = pts[0].get("customdata")
         if cd:
             res = snap.result
@@ -269,7 +274,9 @@ def draw(snap, *, live: bool) -> None:
         rec = advice.record
         lines = res.summary_lines()
         if rec is not None:
-            lines.insert(1, f"★ recommended: '{rec['design']}', {advice.rule}.")
+            tie = ties_text(rec, res.ties().get(rec.get("key"), []))
+            lines.insert(1, f"★ recommended: '{rec['design']}', {advice.rule}"
+                            + (f"; it {tie}, and the tie rule keeps {TIE_RULE}" if tie else "") + ".")
         if robust:
             ref_name, _ = robust_view.case_references(res.baselines)
             n_cases = len({c for r in res.front for c in (r.get("p99_by_case") or {})})
@@ -280,7 +287,7 @@ def draw(snap, *, live: bool) -> None:
         front = res.front_frame()
         serving_cols = [c for c in serving_front.SERVING_COLUMNS if c in front.columns]
         table = front[["design", "cost_usd", "p99_s", "p50_s", *serving_cols, "power_w", "family", "switch_model",
-                       "nic_model", "transport", "policy", "free_upgrade_of"]].copy()
+                       "nic_model", "transport", "policy", "free_upgrade_of", "ties"]].copy()
         for c in serving_cols:     # ms and %, like the Design page; a service above capacity has no finite latency
             table[c] = [None if v >= 1e8 else v * 1e3 for v in table[c]] if c.endswith("_s") else table[c] * 100
         table.insert(0, "recommended", ["★" if rec is not None and n == rec["design"] else "" for n in table["design"]])
@@ -328,6 +335,9 @@ def draw(snap, *, live: bool) -> None:
                            "free_upgrade_of": st.column_config.TextColumn(
                                "free upgrade of", help="baselines whose hardware this design is, run with a "
                                                        "better free policy: the same cost, a shorter p99"),
+                           "ties": st.column_config.TextColumn(
+                               "ties", help="Other evaluated designs with exactly this cost and p99 (the network does "
+                                            "not set the pace there); the front keeps the plainest by the tie rule"),
                            "brittle": st.column_config.TextColumn("brittle", width="medium"),
                            "robust slowdown": st.column_config.NumberColumn(format="%.3f"),
                            "spread across cases": st.column_config.NumberColumn(format="%.2fx"),

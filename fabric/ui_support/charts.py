@@ -14,6 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from fabric import units as _units
 from fabric.workload.summary import size_label
 
 __all__ = ["FAMILY_COLORS", "FONT_SIZE", "time_unit", "time_text", "axis_unit", "money_text", "style", "pareto_figure",
@@ -34,20 +35,14 @@ _PALETTE = ("#1f5fbf", "#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e")
 
 
 def time_unit(values) -> tuple[float, str]:
-    """(factor, unit) to show seconds ``values`` in, from the largest: s from 1 s up, ms from 1 ms, us below."""
-    arr = np.asarray([v for v in np.ravel(np.asarray(values, dtype=float)) if np.isfinite(v)], dtype=float)
-    ref = float(np.max(np.abs(arr))) if arr.size else 1.0
-    if ref >= 1.0:
-        return 1.0, "s"
-    if ref >= 1e-3:
-        return 1e3, "ms"
-    return 1e6, "us"
+    """(factor, unit) to show seconds ``values`` in, from the largest: s from 1 s up, ms from 1 ms, us below
+    (:func:`fabric.units.time_unit`)."""
+    return _units.time_unit(np.ravel(np.asarray(values, dtype=float)))
 
 
 def time_text(seconds: float) -> str:
-    """A duration in the unit that suits it: ``3.96 s``, ``412 ms``, ``248 us``."""
-    scale, unit = time_unit([seconds])
-    return f"{seconds * scale:,.3g} {unit}"
+    """A duration in the unit that suits it (:func:`fabric.units.time_text`, the one formatter of durations)."""
+    return _units.time_text(seconds)
 
 
 def axis_unit(fig: go.Figure, axis: str = "xaxis") -> str:
@@ -172,7 +167,11 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
                                                                                    color="#9a9a9a"),
                                  hoverinfo="skip"))
     if others:
-        o = [r for r in others if r.get("feasible") and r.get("buildable", True)]
+        # designs tying with a front design sit exactly under its dot: drawn there, a click would open one of them
+        # instead of the front's (the tie rule's) design; the front table names them
+        at_front = {(r["cost_usd"], r[y_col]) for r in front}
+        o = [r for r in others if r.get("feasible") and r.get("buildable", True)
+             and (r["cost_usd"], r[y_col]) not in at_front]
         if o:
             fig.add_trace(go.Scatter(
                 x=[r["cost_usd"] for r in o], y=[r[y_col] * scale for r in o], mode="markers",
