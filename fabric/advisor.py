@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from fabric.design.policy import POLICY, best_free_policy, edit_kind
 from fabric.design.schema import PLACEMENTS as PLACEMENT_RULES
 from fabric.errors import FabricError
+from fabric.units import time_text
 
 __all__ = ["Advice", "advise", "candidate_changes", "free_policy_summary", "FREE", "HARDWARE"]
 
@@ -162,10 +163,10 @@ def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samp
     ranked = free + paid
     if ranked:
         top = ranked[0]
-        answer = (f"best single change: {top.change} ({top.delta_p99_s * 1e3:+,.1f} ms p99, "
+        answer = (f"best single change: {top.change} (p99 {time_text(p0)} -> {time_text(top.p99_s)}, "
                   + ("no hardware" if top.kind == FREE else f"${top.delta_cost_usd:+,.0f}") + ")")
     else:
-        answer = (f"no single change shortens the p99 step ({p0 * 1e3:,.1f} ms) by {min_gain:.1%} or more: the "
+        answer = (f"no single change shortens the p99 step ({time_text(p0)}) by {min_gain:.1%} or more: the "
                   f"network is not what sets this step's pace, or it needs more than one change")
     out = {"design": design.name, "p99_s": p0, "cost_usd": c0, "advice": [a.to_dict() for a in ranked],
            "not_helping": [a.to_dict() for a in others], "not_possible": impossible, "answer": answer,

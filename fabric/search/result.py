@@ -160,6 +160,28 @@ class SearchResult:
 
         return front_ties(self.front, self.records, self.objectives)
 
+    def beyond_target(self) -> list[dict]:
+        """With a p99 target: the trade-off it hides, the Pareto front of the evaluated designs that meet every
+        limit but the p99 target (cheaper and slower than the front's), plainest first among ties; [] without a
+        target. The Search page draws them greyed beside the front, the brief takes its runner-up from them when
+        the front holds one design."""
+        if (self.constraints or {}).get("p99_target_s") is None:
+            return []
+        from fabric.search.ties import front_order
+
+        def only_target(r) -> bool:
+            v = r.get("violations") or {}
+            return (r.get("buildable", True) and not r.get("feasible") and v.get("p99_target", 0) > 0
+                    and all(x <= 0 for k, x in v.items() if k != "p99_target"))
+
+        keys = {r.get("key") for r in self.front} | {r.get("key") for r in self.baselines}
+        cand = front_order([r for r in self.records if only_target(r) and r.get("key") not in keys],
+                           self.objectives)
+        if not cand:
+            return []
+        F = np.array([record_objectives(r, self.objectives) for r in cand])
+        return [r for r, k in zip(cand, pareto_mask(F)) if k]
+
     def baseline_frame(self) -> pd.DataFrame:
         return _frame(self.baselines)
 

@@ -59,7 +59,8 @@ def plain_variants(front: list[dict], space, known: set) -> list:
         if g is None or key in known or key in seen:
             continue
         seen.add(key)
-        out.append((plain, g, ()))
+        named, repairs = space.decode(g)        # the space's own name for it (policy_options keeps the old one)
+        out.append((named, g, repairs))
     return out
 
 
