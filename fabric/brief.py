@@ -132,6 +132,7 @@ def review_brief(front: list[dict], baselines: list[dict], workload, constraints
     from fabric.errors import FabricError
     from fabric.evaluate import DEFAULT_SAMPLES, SCENARIO_PRESETS, evaluate
     from fabric.evaluate.explain import explain_step
+    from fabric.figures import design_figures
     from fabric.rackpower import rack_report
     from fabric.resilience import resilience
     from fabric.search.recommend import recommend
@@ -198,6 +199,7 @@ def review_brief(front: list[dict], baselines: list[dict], workload, constraints
     out["fixes"] = {"answer": adv["answer"], "top": adv["advice"][:3], "best_free_policy": adv["best_free_policy"]}
     out["economics"] = economics(ev, design, catalog=catalog, params=eco_params)
     out["explanation"] = explain_step(ev)
+    out["figures"] = design_figures(ev, design, catalog=catalog, economics_params=eco_params, racks=out["racks"])
     return out
 
 
@@ -230,10 +232,12 @@ def _pct(x: float) -> str:
 
 
 def _buy_lines(b: dict) -> list[str]:
+    from fabric.figures import figure_texts
+
     kind = "robust" if b.get("robust") else None
-    buy = [f"Buy '{b['design']}': network capex ${b['cost_usd']:,.0f} (${b['bom']['cost_per_gpu_usd']:,.0f} per GPU), "
-           f"p99 step {_t(b['p99_s'])} on {b['workload']} (p50 {_t(b['p50_s'])}), network power "
-           f"{b['power_w'] / 1e3:,.1f} kW.",
+    f = figure_texts(b["figures"])          # the one definition and format of each figure (fabric.figures)
+    buy = [f"Buy '{b['design']}': network capex {f['network_capex_usd']} ({f['capex_per_gpu_usd']} per GPU), "
+           f"p99 step {f['p99_s']} on {b['workload']} (p50 {f['p50_s']}), network power {f['network_power_w']}.",
            f"Cluster: {b['gpus']:,} {b['gpu_model']} GPUs, {b['gpus_per_node']} per server; figures from {b['samples']} "
            f"Monte Carlo samples, seed {b['seed']}, as on every page.",
            f"Why: {b['rule']}."]
@@ -278,13 +282,15 @@ def _bom_lines(b: dict) -> list[str]:
     opt = sum(m["transceivers"].values())
     cats = ", ".join(f"{c} ${v['cost_usd']:,.0f}" for c, v in m["by_category"].items())
     r = b["racks"]
+    from fabric.figures import figure_texts
+
+    f = figure_texts(b["figures"])
     return [f"Switches: {sw}; {m['nics']:,} NICs; {opt:,} transceivers; {cab:,} cables "
             f"({', '.join(f'{n:,} {k}' for k, n in m['cables'].items())}).",
-            f"Network capex ${m['cost_usd']:,.0f}: {cats}; network power {m['power_w'] / 1e3:,.1f} kW.",
-            f"Racks and power: {r['compute_racks']:,} compute racks, busiest rack {r['max_rack_power_w'] / 1e3:,.1f} kW"
+            f"Network capex {f['network_capex_usd']}: {cats}; network power {f['network_power_w']}.",
+            f"Racks and power: {r['compute_racks']:,} compute racks, busiest rack {f['max_rack_power_w']}"
             + (f" (limit {r['rack_power_limit_w'] / 1e3:,.1f} kW)" if r.get("rack_power_limit_w") else "")
-            + f"; IT power {r['it_power_w'] / 1e6:,.2f} MW, facility power {r['facility_power_w'] / 1e6:,.2f} MW at "
-              f"PUE {r['pue']:g}."]
+            + f"; IT power {f['it_power_w']}, facility power {f['facility_power_w']} (IT x PUE {r['pue']:g})."]
 
 
 def brief_sections(b: dict) -> list[tuple[str, list[str]]]:
@@ -345,11 +351,14 @@ def brief_sections(b: dict) -> list[tuple[str, list[str]]]:
                      f" p99, {cost}.")
     sections.append(("Cheapest fixes", fixes))
     e = b["economics"]
+    from fabric.figures import figure_texts
+
+    f = figure_texts(b["figures"])
     sections.append(("Cost per step", [
-        f"${e['usd_per_step']:,.2f} per p99 step (${e['usd_per_hour']:,.0f} per hour for the cluster over "
+        f"{f['usd_per_step']} per p99 step ({f['usd_per_hour']} per hour for the cluster over "
         f"{e['params']['life_years']:g} years, PUE {e['params']['pue']:g}, ${e['params']['electricity_usd_per_kwh']:g}"
         f"/kWh); the network is {e['network_usd_per_step'] / e['usd_per_step']:.1%} of it; GPUs wait on the network "
-        f"{e['gpu_idle_fraction_network']:.1%} of the step (${e['idle_usd_per_step']:,.2f} per step)."]))
+        f"{f['gpu_idle_fraction_network']} of the step (${e['idle_usd_per_step']:,.2f} per step)."]))
     if b.get("serving_only"):      # a serving-only workload has no step: its "step" is one unloaded request
         sections = [(h, [_unloaded(x) for x in lines]) for h, lines in sections]
         sections = [("Cost per unloaded request" if h == "Cost per step" else h, lines) for h, lines in sections]

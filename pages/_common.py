@@ -672,6 +672,14 @@ def strong_scaling_rows(design: Design, counts: tuple, global_batch: int | None,
                    global_batch, virtual_stages, cb.catalog, _overrides_json())
 
 
+def figures_of(design: Design, ev) -> dict:
+    """The design's headline figures (fabric.figures.design_figures) for this session's catalog and economics."""
+    from fabric.figures import design_figures
+
+    return design_figures(ev, design, catalog=catalog_bundle().catalog, economics_params=constraints().economics(),
+                          racks=racks_of(design))
+
+
 def racks_of(design: Design, *, rack_limit_w: float | None = None, pue: float | None = None) -> dict:
     """fabric.rackpower.rack_report of ``design`` (cached); the limit and PUE default to the constraints'."""
     cb, c = catalog_bundle(), constraints()

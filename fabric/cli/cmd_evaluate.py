@@ -74,9 +74,15 @@ def run(args) -> int:
     res = resilience(design, workload, catalog=catalog, seed=args.seed, samples=args.samples,
                      transport_overrides=overrides, scenario=scenario, healthy_p99_s=ev.step_time_s["p99"])
     if args.json:
+        from fabric.figures import design_figures, figure_texts
+
         out = ev.to_dict()
         out["economics"] = eco
         out["resilience"] = res
+        # the headline figures as every page, the brief and the report show them (fabric.figures)
+        out["figures"] = design_figures(ev, design, catalog=catalog, economics_params=EconomicsParams(
+            life_years=args.life_years, electricity_usd_per_kwh=args.usd_per_kwh, pue=args.pue))
+        out["figure_texts"] = figure_texts(out["figures"])
         from fabric.evaluate.explain import explain_step
 
         out["explanation"] = explain_step(ev)

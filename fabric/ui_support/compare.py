@@ -24,18 +24,21 @@ def metrics_frame(rows: Sequence[Mapping]) -> pd.DataFrame:
     attainment follow (:func:`fabric.ui_support.serving_front.serving_rows`), and ``serving_only`` calls the step
     what it is for a serving-only workload: one unloaded request.
     """
+    from fabric.figures import figure_text
     from fabric.ui_support.serving_front import serving_rows
 
     data = {}
     for r in rows:
         st = r["step_time_s"]
         what = "unloaded request" if r.get("serving_only") else "step time"
-        data[r["name"]] = {"network capex (USD)": f"${r['cost_usd']:,.0f}",
-                           "network power (kW)": f"{r['power_w'] / 1e3:,.1f}",
+        # written as every page and the brief write them (fabric.figures)
+        data[r["name"]] = {"network capex": figure_text(r["cost_usd"], "usd"),
+                           "network power": figure_text(r["power_w"], "power"),
                            **serving_rows(r.get("serving") or {}),
-                           f"p50 {what} (s)": f"{st['p50']:.4f}", f"p95 {what} (s)": f"{st['p95']:.4f}",
-                           f"p99 {what} (s)": f"{st['p99']:.4f}",
-                           "lower bound (s)": f"{r['lower_bound_s']:.4f}"}
+                           f"p50 {what}": figure_text(st["p50"], "time"),
+                           f"p95 {what}": figure_text(st["p95"], "time"),
+                           f"p99 {what}": figure_text(st["p99"], "time"),
+                           "lower bound": figure_text(r["lower_bound_s"], "time")}
     return pd.DataFrame(data)
 
 
