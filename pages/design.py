@@ -123,7 +123,7 @@ with right:
 st.subheader("Bill of materials")
 items = C.bom_table(bom)
 st.caption(f"One row per item and place; totals are count x catalog unit price (USD), power in W excludes the "
-           f"servers. Total {charts.money_text(bom['cost_usd'])}, {bom['power_w'] / 1e3:,.1f} kW.")
+           f"servers. Total {fig_text['network_capex_usd']}, {fig_text['network_power_w']}.")
 
 st.subheader("Racks and power")
 C.rack_section(design, C.racks_of(design))
