@@ -792,7 +792,8 @@ def page_link(name: str, label: str) -> None:
 
 def design_downloads(design: Design, bom: dict, key: str) -> None:
     """The export buttons every page showing a design has: the design file, its bill of materials as CSV, and
-    both as one JSON document."""
+    both as one JSON document (the ``fabric build --json`` one, which the Upgrade page and ``fabric upgrade
+    --existing`` read as an installed fabric)."""
     from fabric.design import dump_design
     from fabric.ui_support.exports import bom_csv_text, design_bom_json_text
 
@@ -801,7 +802,11 @@ def design_downloads(design: Design, bom: dict, key: str) -> None:
                       mime="application/json", key=f"{key}_design", on_click="ignore", width="stretch")
     y.download_button("Bill of materials (CSV)", bom_csv_text(bom).encode(), file_name="bill_of_materials.csv",
                       mime="text/csv", key=f"{key}_bom_csv", on_click="ignore", width="stretch")
-    z.download_button("Design and bill of materials (JSON)", design_bom_json_text(design, bom).encode(),
+    try:
+        racks = racks_of(design)
+    except FabricError:
+        racks = None
+    z.download_button("Design and bill of materials (JSON)", design_bom_json_text(design, bom, racks).encode(),
                       file_name="design_and_bom.json", mime="application/json", key=f"{key}_bom_json",
                       on_click="ignore", width="stretch")
 
