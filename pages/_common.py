@@ -317,7 +317,13 @@ def workload_bundle() -> WorkloadBundle:
 
 
 def set_workload_choice(choice: dict) -> None:
-    """Switch the session to another workload; the cluster size follows it."""
+    """Switch the session to another workload; the cluster size follows it. The workload heads the job mix (its
+    first row, :func:`mix_follows_primary`)."""
+    old = ss.get("wl_choice")
+    if old is not None and old != choice:
+        mix_follows_primary(old, choice)
+        if choice.get("kind") == "upload" and old.get("kind") != "upload":
+            ss["_before_upload"] = old                  # where removing the uploads goes back to
     ss["wl_choice"] = choice
     ss.pop("wl_error", None)
     c = ss["constraints"]
@@ -493,6 +499,47 @@ def add_to_mix(choice: dict, workload=None) -> None:
     mix_workload(entry)
     ss["robust_mix"] = list(ss.get("robust_mix", [])) + [entry]
     grow_cluster()
+
+
+def mix_follows_primary(old: dict, new: dict) -> None:
+    """The job mix when the workload above it (its first row) changes from ``old`` to ``new``: ``new`` takes the
+    first row and ``old`` leaves the mix; a ``new`` already further down the mix moves up (listed once, with the
+    weight it had there). Each change is said (:func:`pop_workload_notices`). Nothing to say when there is no mix
+    (robust mode off and no other workload)."""
+    mix = list(ss.get("robust_mix", []))
+    if not mix and not robust_on():
+        return
+    same = [e for e in mix if e["choice"] == new and new.get("kind") != "upload"]
+    if same:
+        ss["robust_mix"] = [e for e in mix if not any(e is x for x in same)]
+        ss["robust_weight"] = float(same[0]["weight"])
+        ss.pop("mix_w_0", None)                 # the first row's weight field shows the weight it brings
+        _notice(f"{mix_label(new)} was already in the mix: it is now its first workload (the one above, "
+                     f"weight {float(same[0]['weight']):g}) and is listed once.")
+    _notice(f"{mix_label(old)} is no longer in the mix: the workload above is always its first one. Add it "
+                 f"under Several workloads to keep it in the robust search.")
+
+
+def forget_uploads() -> None:
+    """The user removed the uploaded traces: nothing uses them any more. The session drops them (files, what ingest
+    made of them, their scaling); when they were the workload, the workload goes back to the one in use before them
+    (else the built-in sample), which the Workload page says, and so do the job mix and the link."""
+    for k in ("uploads", "upload_result", "upload_sig", "upload_scale"):
+        ss.pop(k, None)
+    if (ss.get("wl_choice") or {}).get("kind") == "upload":
+        back = ss.pop("_before_upload", None) or {"kind": "sample", "name": DEFAULT_SAMPLE}
+        set_workload_choice(back)
+        ss.setdefault("_wl_notices", []).insert(0, f"The uploaded files were removed and are no longer used: the "
+                                                   f"workload is {mix_label(back)} again.")
+
+
+def _notice(text: str) -> None:
+    ss.setdefault("_wl_notices", []).append(text)
+
+
+def pop_workload_notices() -> list[str]:
+    """What the last change of the workload did (removed uploads, the job mix): sentences, each said once."""
+    return list(ss.pop("_wl_notices", []) or [])
 
 
 def remove_from_mix(entry: dict) -> None:
