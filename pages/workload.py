@@ -12,7 +12,8 @@ from pages import _common as C
 from fabric.errors import FabricError
 from fabric.ui_support import charts, robust_view
 from fabric.ui_support.workload_view import (comm_split, compute_comm_rows, files_table, gpus_needed, groups_table,
-                                             jobs_table, ops_table, plan_degrees, unparsed_table)
+                                             jobs_table, ops_table, parallelism_text, plan_degrees,
+                                             unparsed_table)
 from fabric.workload.ingest import ingest
 from fabric.workload.presets import get_preset
 from fabric.workload.summary import size_label, summarize
@@ -236,9 +237,7 @@ m5.metric("Compute per step (first job)", charts.time_text(train[0]["compute_tim
 st.caption(f"Traffic per step (nccl-tests size convention) split by where the ops' process groups run with ranks "
            f"packed on {gpn}-GPU servers: groups inside one server stay on NVLink; groups spanning servers cross the "
            f"network (their hierarchical algorithms still move part of those bytes over NVLink).")
-deg = plan_degrees(wl)
-st.caption("Parallelism inferred from the process groups of the first job: "
-           + ", ".join(f"{k.upper()} {v}" for k, v in deg.items() if v > 1 or k == "dp") + ".")
+st.caption(f"Parallelism inferred from the process groups of the first job: {parallelism_text(wl)}.")
 
 st.subheader("Jobs")
 st.dataframe(jobs_table(summary), hide_index=True, width="stretch",
