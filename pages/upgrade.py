@@ -223,9 +223,11 @@ if "up_stages" not in ss or ss.get("_up_stages_for") != design.gpus:   # stages 
     ss["up_stages"] = f"{design.gpus},{design.gpus * 4},{design.gpus * 16}"
     ss["_up_stages_for"] = design.gpus
 g1, g3, g2 = st.columns([2, 2, 1])
-stages_text = g1.text_input("Stages (GPUs)", key="up_stages")
+# persist_state: both keep what was typed while another source of the installed fabric hides them (a page run
+# that stops before them would otherwise leave them empty when they come back)
+stages_text = g1.text_input("Stages (GPUs)", key="up_stages", persist_state="page")
 targets_text = g3.text_input("p99 target per stage (ms, optional)", value="", key="up_stage_targets",
-                             placeholder="e.g. 900,950,1000; empty: full bisection + 2 %")
+                             placeholder="e.g. 900,950,1000; empty: full bisection + 2 %", persist_state="page")
 if g2.button("Plan growth", key="up_plan"):
     ss["up_plan_stages"] = (stages_text, targets_text)
 if ss.get("up_plan_stages"):
