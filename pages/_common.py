@@ -316,12 +316,13 @@ def workload_bundle() -> WorkloadBundle:
     return wb
 
 
-def set_workload_choice(choice: dict) -> None:
+def set_workload_choice(choice: dict, *, say_old_left: bool = True) -> None:
     """Switch the session to another workload; the cluster size follows it. The workload heads the job mix (its
-    first row, :func:`mix_follows_primary`)."""
+    first row, :func:`mix_follows_primary`; ``say_old_left=False``: the old one leaving the mix goes unsaid, as for
+    uploads the user removed)."""
     old = ss.get("wl_choice")
     if old is not None and old != choice:
-        mix_follows_primary(old, choice)
+        mix_follows_primary(old, choice, say_old_left=say_old_left)
         if choice.get("kind") == "upload" and old.get("kind") != "upload":
             ss["_before_upload"] = old                  # where removing the uploads goes back to
     ss["wl_choice"] = choice
@@ -501,7 +502,7 @@ def add_to_mix(choice: dict, workload=None) -> None:
     grow_cluster()
 
 
-def mix_follows_primary(old: dict, new: dict) -> None:
+def mix_follows_primary(old: dict, new: dict, *, say_old_left: bool = True) -> None:
     """The job mix when the workload above it (its first row) changes from ``old`` to ``new``: ``new`` takes the
     first row and ``old`` leaves the mix; a ``new`` already further down the mix moves up (listed once, with the
     weight it had there). Each change is said (:func:`pop_workload_notices`). Nothing to say when there is no mix
@@ -514,10 +515,11 @@ def mix_follows_primary(old: dict, new: dict) -> None:
         ss["robust_mix"] = [e for e in mix if not any(e is x for x in same)]
         ss["robust_weight"] = float(same[0]["weight"])
         ss.pop("mix_w_0", None)                 # the first row's weight field shows the weight it brings
-        _notice(f"{mix_label(new)} was already in the mix: it is now its first workload (the one above, "
-                     f"weight {float(same[0]['weight']):g}) and is listed once.")
-    _notice(f"{mix_label(old)} is no longer in the mix: the workload above is always its first one. Add it "
-                 f"under Several workloads to keep it in the robust search.")
+        _notice(f"{_capital(mix_label(new))} was already in the mix: it is now its first workload (the one above, "
+                f"weight {float(same[0]['weight']):g}) and is listed once.")
+    if say_old_left:
+        _notice(f"{_capital(mix_label(old))} is no longer in the mix: the workload above is always its first one. "
+                f"Add it under Several workloads to keep it in the robust search.")
 
 
 def forget_uploads() -> None:
@@ -528,9 +530,13 @@ def forget_uploads() -> None:
         ss.pop(k, None)
     if (ss.get("wl_choice") or {}).get("kind") == "upload":
         back = ss.pop("_before_upload", None) or {"kind": "sample", "name": DEFAULT_SAMPLE}
-        set_workload_choice(back)
+        set_workload_choice(back, say_old_left=False)
         ss.setdefault("_wl_notices", []).insert(0, f"The uploaded files were removed and are no longer used: the "
                                                    f"workload is {mix_label(back)} again.")
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _notice(text: str) -> None:

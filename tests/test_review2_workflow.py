@@ -117,9 +117,9 @@ def test_a_new_primary_already_in_the_mix_is_not_listed_twice_and_the_page_says_
     rows = [e["choice"] for e in [{"choice": at.session_state["wl_choice"]}] + at.session_state["robust_mix"]]
     assert len({json.dumps(r, sort_keys=True) for r in rows}) == len(rows) == 2
     notice = texts(at.info)
-    assert "plan llama3-70b-online on 1,024 GPUs was already in the mix" in notice
+    assert "Plan llama3-70b-online on 1,024 GPUs was already in the mix" in notice
     # the workload it replaced is named, not dropped in silence
-    assert "plan mixtral-8x7b on 1,024 GPUs is no longer in the mix" in notice
+    assert "Plan mixtral-8x7b on 1,024 GPUs is no longer in the mix" in notice
     assert "over llama3-70b-online@1024, dlrm-dcnv2 × baseline: 2 cases" in texts(at.success)
     q = dict(at.query_params)
     assert q["wl"] == "plan:llama3-70b-online:1024" and q["mix"] == "sample:dlrm-dcnv2.json"
@@ -129,13 +129,13 @@ def test_a_new_primary_takes_the_first_row_and_the_old_one_leaving_is_said():
     at = _with_online_in_the_mix()
     at.radio(key="wl_source").set_value("sample").run()           # the built-in sample source: its default sample
     ok(at)
-    assert "plan mixtral-8x7b on 1,024 GPUs is no longer in the mix" in texts(at.info)
+    assert "Plan mixtral-8x7b on 1,024 GPUs is no longer in the mix" in texts(at.info)
     at.selectbox(key="wl_sample").set_value("llama3-70b.json").run()
     ok(at)
     assert "sample llama3-70b.json" in at.header[0].value
     assert _mix(at) == [{"kind": "plan", "preset": "llama3-70b-online", "gpus": 1024},
                         {"kind": "sample", "name": "dlrm-dcnv2.json"}]            # nothing else dropped
-    assert "sample mixtral-8x7b.json is no longer in the mix" in texts(at.info)
+    assert "Sample mixtral-8x7b.json is no longer in the mix" in texts(at.info)
     assert "no longer in the mix" not in texts(at.run().info)                    # said once, not on every run
     # the robust search's cases: the new primary first, each workload once
     assert "over llama3-70b, llama3-70b-online@1024, dlrm-dcnv2 × baseline: 3 cases" in texts(at.success)
@@ -163,6 +163,7 @@ def test_removed_uploads_are_no_longer_the_workload_the_mix_or_the_link():
            "GPUs again." in texts(at.info)
     assert "llama-upload" not in json.dumps(dict(at.query_params))
     assert "llama-upload" not in texts(at.success)                    # the robust search's cases
+    assert "llama-upload.json is no longer in the mix" not in texts(at.info)     # removed, not to be added back
     assert at.session_state["constraints"].gpus == 1024
     # and another page: the file is not used there either
     at.switch_page("pages/design.py").run()
