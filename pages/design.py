@@ -11,6 +11,7 @@ import streamlit as st
 from pages import _common as C
 from fabric.errors import FabricError
 from fabric.figures import figure_texts
+from fabric.tradeoff import usd_per_ms_text
 from fabric.ui_support import charts, serving_front, serving_view
 from fabric.ui_support.designs import short_label
 from fabric.ui_support.report import Section, cell_text, report_html
@@ -343,11 +344,11 @@ if adv is not None:
         fix_df = pd.DataFrame([{"change": a["change"], "kind": a["kind"],
                                 f"p99 change ({unit_a})": a["delta_p99_s"] * scale_a,
                                 "cost change (USD)": a["delta_cost_usd"],
-                                "USD per ms saved": a["usd_per_ms_saved"]} for a in adv["advice"]])
+                                "price of the p99 saved": usd_per_ms_text(a["delta_cost_usd"], a["delta_p99_s"],
+                                                                          adv["p99_s"])} for a in adv["advice"]])
         st.dataframe(fix_df, hide_index=True, width="stretch",
                      column_config={f"p99 change ({unit_a})": st.column_config.NumberColumn(format="%+.4g"),
                                     "cost change (USD)": st.column_config.NumberColumn(format="dollar"),
-                                    "USD per ms saved": st.column_config.NumberColumn(format="dollar"),
                                     "change": st.column_config.TextColumn(width="large")})
     st.caption("Every single change of this design evaluated on the same workload and seed: free policy changes "
                "(routing, queue pairs, placement rule, PXN) first, by p99 saved; then hardware (lower "
