@@ -134,8 +134,9 @@ except FabricError as err:
     st.caption(f"Not available: {C.public_message(err)}")
 else:
     st.dataframe(pd.DataFrame(traffic_rows(split)), hide_index=True, width="stretch")
-    st.caption(C.md_text(traffic_summary(split)) + " Bytes each op moves in one step, all GPUs together: over "
-               "NVLink inside the scale-up domain, or over the network (docs/evaluator.md).")
+    st.caption(C.md_text(traffic_summary(split)) + " Bytes each op moves in one step of its job (a serving job: one "
+               "request, its decode ops once per token step), all GPUs together: over NVLink inside the scale-up "
+               "domain, or over the network (docs/evaluator.md, docs/serving.md).")
 
 # ------------------------------------------------------------------ step time
 a, b = st.columns(2)
