@@ -44,6 +44,7 @@ def review_brief(front: list[dict], baselines: list[dict], workload, constraints
     from fabric.errors import FabricError
     from fabric.evaluate import SCENARIO_PRESETS, evaluate
     from fabric.evaluate.explain import explain_step
+    from fabric.evaluate.gpu_compute import basis_notes
     from fabric.resilience import resilience
     from fabric.search.recommend import recommend
 
@@ -80,6 +81,7 @@ def review_brief(front: list[dict], baselines: list[dict], workload, constraints
     out["fixes"] = {"answer": adv["answer"], "top": adv["advice"][:3]}
     out["economics"] = economics(ev, design, catalog=catalog, params=constraints.economics())
     out["explanation"] = explain_step(ev)
+    out["compute_notes"] = [note for _, note in basis_notes(ev)]
     return out
 
 
@@ -110,7 +112,7 @@ def brief_sections(b: dict) -> list[tuple[str, list[str]]]:
     """The brief as (heading, sentences) pairs, in reading order."""
     buy = [f"Buy '{b['design']}': network capex ${b['cost_usd']:,.0f}, p99 step {_t(b['p99_s'])} "
            f"(p50 {_t(b['p50_s'])}), network power {b['power_w'] / 1e3:,.1f} kW.",
-           f"Why: {b['rule']}.", b["explanation"]["sentence"]]
+           f"Why: {b['rule']}.", b["explanation"]["sentence"], *b.get("compute_notes", ())]
     if b.get("reference"):
         r = b["reference"]
         d = r["cost_usd"] - b["cost_usd"]

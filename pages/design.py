@@ -10,6 +10,7 @@ import streamlit as st
 
 from pages import _common as C
 from fabric.errors import FabricError
+from fabric.evaluate.gpu_compute import basis_notes
 from fabric.ui_support import charts, serving_front, serving_view
 from fabric.ui_support.designs import short_label
 from fabric.ui_support.report import Section, cell_text, report_html
@@ -58,6 +59,8 @@ except FabricError as err:
 st.caption(f"Genes: {short_label(entry['genes'])} · {design.gpus:,} GPUs, {design.gpus_per_node} per server.")
 C.calibration_line("clear_cal_design", design=design)
 C.robust_design_note(entry["genes"])
+for status, note in basis_notes(ev):          # compute scaled to this design's GPU, or kept (unknown source GPU)
+    (st.warning if status == "kept" else st.info)(C.md_text(note))
 st_ = ev.step_time_s
 scale, unit = charts.time_unit([st_["p50"]])
 serving_only = bool(ev.serving) and all(j.get("kind") != "training" for j in ev.jobs.values())
@@ -458,6 +461,7 @@ def _report() -> str:
              explained["sentence"],
              f"Network capex {cell_text(ev.cost_usd, 'usd')} ({cell_text(ev.cost_usd / design.gpus, 'usd')} per "
              f"GPU), power {ev.power_w / 1e3:,.1f} kW",
+             *(note for _, note in basis_notes(ev)),
              f"{'One unloaded request (critical path, no queueing)' if serving_only else 'Step time'} p50 "
              f"{charts.time_text(st_['p50'])}, p95 {charts.time_text(st_['p95'])}, p99 "
              f"{charts.time_text(st_['p99'])}; lower bound {charts.time_text(ev.lower_bound_s)} ({ev.samples} "

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, replace
 
 from fabric.workload.model import Job, Workload
 
-__all__ = ["ComputeBasis", "compute_basis", "scaled_job", "on_gpu"]
+__all__ = ["ComputeBasis", "compute_basis", "scaled_job", "on_gpu", "basis_notes"]
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def compute_basis(job: Job, gpu_model: str, catalog=None) -> ComputeBasis:
         why = (f"it was measured on {src}, which has no row in the catalog (no BF16 rate to scale by)" if src else
                "the input does not name the GPU it ran on")
         note = (f"{job.name}: compute kept as in the workload ({_t(before)} per {unit}): {why}, so it is not scaled "
-                f"to the design's {gpu_model} ({target:,.4g} TFLOPS BF16); if it ran on another GPU, the compute is "
+                f"to the cluster's {gpu_model} ({target:,.4g} TFLOPS BF16); if it ran on another GPU, the compute is "
                 f"off by the ratio of their BF16 rates")
         return ComputeBasis(job.name, src, None, gpu_model, target, 1.0, "kept", before, before, unit, note)
     factor = src_rate / target
@@ -94,7 +94,7 @@ def compute_basis(job: Job, gpu_model: str, catalog=None) -> ComputeBasis:
         return ComputeBasis(job.name, src, src_rate, gpu_model, target, 1.0, "same", before, before, unit, None)
     after = before * factor
     what = f"{src} ({src_rate:,.4g} TFLOPS BF16)" if src else f"a GPU of {src_rate:,.4g} TFLOPS BF16"
-    note = (f"{job.name}: compute scaled from {what} to the design's {gpu_model} ({target:,.4g} TFLOPS): x "
+    note = (f"{job.name}: compute scaled from {what} to the cluster's {gpu_model} ({target:,.4g} TFLOPS): x "
             f"{src_rate:,.4g} / {target:,.4g} = {factor:.4g}, {_t(before)} -> {_t(after)} per {unit} (compute and "
             f"its jitter; communication is timed on the fabric)")
     return ComputeBasis(job.name, src, src_rate, gpu_model, target, factor, "scaled", before, after, unit, note)
@@ -123,3 +123,14 @@ def on_gpu(workload: Workload, gpu_model: str, catalog=None) -> tuple[Workload, 
         bases.append(b)
         jobs.append(scaled_job(job, b))
     return workload.with_jobs(jobs), tuple(bases)
+
+
+def basis_notes(evaluation) -> list[tuple[str, str]]:
+    """``(status, note)`` of every job of an evaluation whose compute was scaled or kept (the notes the Design,
+    Compare and Brief pages, the HTML reports and ``fabric evaluate`` show)."""
+    out = []
+    for j in evaluation.jobs.values():
+        b = j.get("compute_basis") or {}
+        if b.get("note"):
+            out.append((b["status"], b["note"]))
+    return out

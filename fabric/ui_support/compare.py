@@ -22,7 +22,8 @@ def metrics_frame(rows: Sequence[Mapping]) -> pd.DataFrame:
     Each row of ``rows`` has ``name``, ``cost_usd``, ``power_w`` and ``step_time_s`` (p50/p95/p99) and
     ``lower_bound_s``; with ``serving`` (``Evaluation.serving``) each serving job's p99 TTFT, p99 TPOT and SLO
     attainment follow (:func:`fabric.ui_support.serving_front.serving_rows`), and ``serving_only`` calls the step
-    what it is for a serving-only workload: one unloaded request.
+    what it is for a serving-only workload: one unloaded request. ``compute_s`` (``Evaluation.compute_s``: on the
+    design's GPU, :mod:`fabric.evaluate.gpu_compute`) adds a row of the compute per step.
     """
     from fabric.ui_support.serving_front import serving_rows
 
@@ -36,6 +37,9 @@ def metrics_frame(rows: Sequence[Mapping]) -> pd.DataFrame:
                            f"p50 {what} (s)": f"{st['p50']:.4f}", f"p95 {what} (s)": f"{st['p95']:.4f}",
                            f"p99 {what} (s)": f"{st['p99']:.4f}",
                            "lower bound (s)": f"{r['lower_bound_s']:.4f}"}
+        if r.get("compute_s") is not None:        # on the design's GPU (fabric.evaluate.gpu_compute)
+            data[r["name"]][f"compute per {'request' if r.get('serving_only') else 'step'} (s)"] = \
+                f"{r['compute_s']:.4f}"
     return pd.DataFrame(data)
 
 
