@@ -139,7 +139,9 @@ else:
     st.dataframe(pd.DataFrame(traffic_rows(split)), hide_index=True, width="stretch")
     st.caption(C.md_text(traffic_summary(split)) + " Bytes each op moves in one step of its job (a serving job: one "
                "request, its decode ops once per token step), all GPUs together: over NVLink inside the scale-up "
-               "domain, or over the network (docs/evaluator.md, docs/serving.md).")
+               "domain, or over the network (docs/evaluator.md, docs/serving.md). These are bytes moved, which can "
+               "exceed the message sizes the Workload page adds up (an NVLS all-reduce of S bytes moves (1 + 1/g) "
+               "x S per GPU through the NVSwitch).")
 
 # ------------------------------------------------------------------ step time
 a, b = st.columns(2)
