@@ -183,8 +183,11 @@ class Job:
 
     @property
     def comm_bytes_per_step(self) -> float:
-        """Total bytes of all ops per step (nccl-tests size convention)."""
-        return float(sum(op.bytes_per_step for op in self.ops))
+        """Total bytes of all ops per step of the job (nccl-tests size convention; a serving job's step is one
+        request, its decode ops once per token step: :func:`fabric.workload.accounting.step_ops`)."""
+        from fabric.workload.accounting import step_ops
+
+        return float(sum(op.bytes_per_step for op in step_ops(self)))
 
 
 @dataclass(frozen=True)
