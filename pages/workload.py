@@ -206,7 +206,11 @@ train = [j for j in jobs if j["kind"] != "storage"]
 gpn = C.constraints().gpus_per_node
 bases = C.baselines()
 gpu = bases[0].gpu_model if bases else C.constraints().gpu_model     # the reference fabric's GPU
-figs = workload_figures(wl, gpn, gpu, C.catalog_bundle().catalog)
+try:
+    figs = workload_figures(wl, gpn, gpu, C.catalog_bundle().catalog)
+except FabricError as err:          # the cluster's GPU is not in the (edited) catalog
+    st.error(f"Compute on the cluster's GPU cannot be shown: {C.public_message(err)}")
+    figs = None
 m1, m2, m3, m4, m5 = st.columns(5)
 m1.metric("Jobs", f"{len(jobs)}")
 m2.metric("GPUs needed", f"{gpus_needed(wl):,}")
@@ -224,6 +228,8 @@ if figs is not None:
     for b in figs["bases"].values():
         if b.note:
             (st.warning if b.status == "kept" else st.info)(C.md_text(b.note))
+else:
+    m5.metric("Compute per step", "n/a", help="No training or inference job, or no catalog row for the cluster's GPU.")
 deg = plan_degrees(wl)
 st.caption("Parallelism inferred from the process groups of the first job: "
            + ", ".join(f"{k.upper()} {v}" for k, v in deg.items() if v > 1 or k == "dp") + ".")

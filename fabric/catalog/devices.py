@@ -11,8 +11,8 @@ from __future__ import annotations
 __all__ = ["DEVICE_NAMES", "gpu_model_for"]
 
 #: catalog GPU -> the device name CUDA (nvidia-smi, nccl-tests, a Kineto trace's ``deviceProperties``) prints
-DEVICE_NAMES = {"h100-sxm": "NVIDIA H100 80GB HBM3", "h200-sxm": "NVIDIA H200", "a100-sxm-80gb": "NVIDIA A100-SXM4-80GB",
-                "b200": "NVIDIA B200"}
+DEVICE_NAMES = {"h100-sxm": "NVIDIA H100 80GB HBM3", "h200-sxm": "NVIDIA H200",
+                "a100-sxm-80gb": "NVIDIA A100-SXM4-80GB", "b200": "NVIDIA B200"}
 
 
 def gpu_model_for(device_name: str) -> str | None:

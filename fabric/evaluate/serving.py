@@ -44,7 +44,8 @@ import numpy as np
 from fabric.workload.model import Job, ServingSpec
 
 __all__ = ["Competitor", "PhaseTimes", "lindley_waits", "poisson_arrivals", "bursty_arrivals", "fifo_multi_server",
-           "decode_end_times", "simulate", "serving_metrics", "capacity_rps", "latency_vs_load", "REQUESTS_PER_LAUNCH", "MAX_LAUNCHES"]
+           "decode_end_times", "simulate", "serving_metrics", "capacity_rps", "latency_vs_load", "REQUESTS_PER_LAUNCH",
+           "MAX_LAUNCHES"]
 
 #: Requests simulated per launch and launches used (at most): 32 x 512 = 16,384 requests, enough for a p99.
 REQUESTS_PER_LAUNCH = 512

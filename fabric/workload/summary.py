@@ -69,6 +69,8 @@ def _job_summary(job: Job) -> dict:
         "steps_observed": job.steps_observed,
         "compute_time_s": job.compute_time_s,
         "compute_cv": job.compute_cv,
+        "compute_gpu": job.compute_gpu,
+        "compute_gpu_tflops": job.compute_gpu_tflops,
         "groups": [{"name": g.name, "size": g.size, "role": g.role, "role_source": g.role_source,
                     "ranks": _ranks_text(g)} for g in job.groups],
         "step": step_text(job),
@@ -136,7 +138,9 @@ def format_summary(summary: dict) -> str:
         if j["kind"] == "storage":
             out.append(f"  writes {size_label(j['burst_bytes'] or 0)} every {_t(j['burst_period_s'] or 0)}")
         unit = "request" if j["kind"] == "inference" else "step"
-        out.append(f"  compute per {unit}: {_t(j['compute_time_s'])} (cv {j['compute_cv']:.3f})")
+        gpu = j.get("compute_gpu") or ("a GPU of {:g} TFLOPS BF16".format(j["compute_gpu_tflops"])
+                                      if j.get("compute_gpu_tflops") else "an unknown GPU")
+        out.append(f"  compute per {unit}: {_t(j['compute_time_s'])} (cv {j['compute_cv']:.3f}) on {gpu}")
         out.append(f"  communication per {unit}: {size_label(j['comm_bytes_per_step'])} in "
                    f"{_count(j['comm_calls_per_step'])} call(s); bytes-weighted overlap with compute "
                    f"{j['overlap_fraction_bytes_weighted']:.0%}")
