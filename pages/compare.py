@@ -9,7 +9,9 @@ from pages import _common as C
 from fabric.errors import FabricError
 from fabric.evaluate.gpu_compute import basis_notes
 from fabric.ui_support import charts, serving_front
-from fabric.ui_support.compare import best_free_policy, gene_frame, metrics_frame, money_deltas, money_split
+from fabric.advisor import free_policy_summary
+from fabric.design.policy import best_free_policy
+from fabric.ui_support.compare import gene_frame, metrics_frame, money_deltas, money_split
 from fabric.ui_support.designs import design_genes, short_label
 
 ss = st.session_state
@@ -65,12 +67,13 @@ if len(rows) < 2:
 
 st.subheader("Side by side")
 st.dataframe(metrics_frame(rows), width="stretch")
-st.caption("One column per design (full names), network capex (USD), network power (kW), "
+st.caption("One column per design (full names), network capex, network power, "
            + ("each serving job's p99 time to first token (TTFT) and per output token (TPOT) in ms at its offered "
               "load and its SLO attainment in %, " if serving else "")
            + ("the unloaded request's percentiles (one request's critical path, no queueing) and the lower bound "
               if serving_only else "step-time percentiles and the lower bound ")
-           + "(seconds), from the same workload and seed; compute per step on each design's GPU.")
+           + "(each in its unit), from the same workload, seed and samples as every page (fabric.figures); compute "
+             "per step on each design's GPU.")
 for status, note in dict.fromkeys(n for r in rows for n in r["compute_notes"]):
     (st.warning if status == "kept" else st.info)(C.md_text(note))
 st.subheader("Unloaded request CDFs" if serving_only else "Step-time CDFs")
@@ -97,15 +100,10 @@ try:
 except FabricError as err:
     st.error(f"The free-policy split could not be evaluated: {C.public_message(err)}")
     best, splits = None, {}
-if best is not None:
-    if best["changes"]:
-        st.markdown(f"- **Free first**: on the hardware of '{C.md_text(ref_name)}', the best free policy "
-                    f"({C.md_text(', '.join(best['changes']))}) makes the {_words('p99 step')} "
-                    f"{-best['delta_p99_s'] * 1e3:,.1f} ms ({-best['delta_p99_s'] / best['own_p99_s']:.1%}) shorter, "
-                    f"at no cost.")
-    else:
-        st.markdown(f"- **Free first**: '{C.md_text(ref_name)}' already runs the best free policy for its hardware "
-                    f"({C.md_text(best['policy'])}; {best['tried']} policies tried).")
+if best is not None:      # the same function and sentence as the Design page's cheapest fixes for this design
+    summary = free_policy_summary(best)
+    st.markdown(f"- **Free first** ('{C.md_text(ref_name)}', {best['tried']} policies tried): "
+                f"{C.md_text(_words(summary['sentence']))}.")
 for d in money_deltas(rows):
     parts = [f"- {C.md_text(_words(d['sentence']))}"]
     parts += [f"    - {C.md_text(_words(line[0].upper() + line[1:]))}"

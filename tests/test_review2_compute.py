@@ -19,6 +19,7 @@ from fabric.catalog import default_catalog
 from fabric.design.presets import preset_design
 from fabric.design.schema import design_to_dict
 from fabric.evaluate import evaluate
+from fabric.units import time_text
 from fabric.workload.ingest import ingest
 from fabric.workload.model import CommOp, Job, ProcessGroup, Workload, load_workload_json
 
@@ -159,7 +160,7 @@ def test_pages_show_the_b200_compute_with_the_note():
     _ok(at)
     expected = job.compute_time_s * RATIO                     # 1.619 s x 989 / 2,250 = 712 ms
     metrics = {m.label: m for m in at.metric}
-    assert metrics["Compute per request"].value == f"{expected * 1e3:.3g} ms"
+    assert metrics["Compute per request"].value == time_text(expected) == "711.7 ms"
     infos = "\n".join(i.value for i in at.info)
     assert "compute scaled from h100-sxm (989 TFLOPS BF16) to the cluster's b200 (2,250 TFLOPS)" in infos
     assert "989 / 2,250 = 0.4396" in metrics["Compute per request"].help
@@ -171,7 +172,7 @@ def test_pages_show_the_b200_compute_with_the_note():
     _ok(at)
     assert "989 / 2,250 = 0.4396" in "\n".join(i.value for i in at.info)
     frame = at.dataframe[0].value
-    assert set(frame.loc["compute per request (s)"]) == {f"{expected:.4f}"}
+    assert set(frame.loc["compute per request"]) == {"711.7 ms"}
 
 
 def test_brief_carries_the_compute_note():

@@ -117,7 +117,7 @@ def test_workload_page_shows_one_accounting(online):
     m = {x.label: x.value for x in at.metric}
     assert m["NVLink traffic per request"] == f"{BYTES / GIB:.1f} GiB" == "42.3 GiB"
     assert m["Network traffic per request"] == "0 B"
-    assert m["Compute per request"] == "1.62 s"
+    assert m["Compute per request"] == "1.619 s"
     jobs = at.dataframe[0].value
     assert jobs["step"].iloc[0] == "request: prefill + 255 token steps"
     assert jobs["communication per step"].iloc[0] == "42.3 GiB" and jobs["calls per step"].iloc[0] == CALLS

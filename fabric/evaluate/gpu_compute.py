@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
+from fabric.units import time_text as _t
 from fabric.workload.model import Job, Workload
 
 __all__ = ["ComputeBasis", "compute_basis", "scaled_job", "on_gpu", "basis_notes"]
@@ -56,11 +57,6 @@ class ComputeBasis:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def _t(s: float) -> str:
-    a = abs(s)
-    return f"{s:,.4g} s" if a >= 1 else f"{s * 1e3:,.4g} ms" if a >= 1e-3 else f"{s * 1e6:,.4g} us"
 
 
 def _rate(cat, model: str | None) -> float | None:
