@@ -4,7 +4,8 @@ Run: python benchmarks/bench_serving.py [--repeats N]
 For each serving preset on a 1:1 fat tree: the warm evaluation time (median of the repeats, 256 samples) of the
 job without its request structure (the op times only), with it (TTFT/TPOT from 16,384 simulated requests: what a
 search pays per design), and with the latency-versus-load curve as well (what the Design page and ``fabric
-evaluate`` pay), plus the p99s.
+evaluate`` pay), plus the p99s; then the cost of the colocated prefill timeline alone
+(``fabric.evaluate.serving.decode_end_times`` over 32 launches of 512 requests, what the TPOT tail adds).
 """
 
 from __future__ import annotations
@@ -52,6 +53,15 @@ def main() -> None:
         m = evaluate(design, wl).serving[wl.jobs[0].name]
         print(f"{name:24s} {gpus:5d} {t_bare * 1e3:12.1f} {t_req * 1e3:14.1f} {t_curve * 1e3:11.1f} "
               f"{m['ttft_s']['p99'] * 1e3:12.1f} {m['tpot_s']['p99'] * 1e3:12.2f}")
+    import numpy as np
+
+    from fabric.evaluate.serving import MAX_LAUNCHES, REQUESTS_PER_LAUNCH, decode_end_times
+
+    rng = np.random.default_rng(0)        # llama3-70b-online's replica: 7.2 requests/s, 56 ms prefills, 1.8 s decodes
+    arr = np.cumsum(rng.exponential(1 / 7.2, size=(MAX_LAUNCHES, REQUESTS_PER_LAUNCH)), axis=1)
+    work = np.full(REQUESTS_PER_LAUNCH, 1.81)
+    t_tl = _median(lambda: [decode_end_times(a + 0.056, work, a, a + 0.056, 0.4) for a in arr], args.repeats)
+    print(f"colocated prefill timeline ({MAX_LAUNCHES} x {REQUESTS_PER_LAUNCH} requests): {t_tl * 1e3:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -132,6 +132,7 @@ def review_brief(front: list[dict], baselines: list[dict], workload, constraints
     from fabric.errors import FabricError
     from fabric.evaluate import DEFAULT_SAMPLES, SCENARIO_PRESETS, evaluate
     from fabric.evaluate.explain import explain_step
+    from fabric.evaluate.gpu_compute import basis_notes
     from fabric.figures import design_figures
     from fabric.rackpower import rack_report
     from fabric.resilience import resilience
@@ -199,6 +200,7 @@ def review_brief(front: list[dict], baselines: list[dict], workload, constraints
     out["fixes"] = {"answer": adv["answer"], "top": adv["advice"][:3], "best_free_policy": adv["best_free_policy"]}
     out["economics"] = economics(ev, design, catalog=catalog, params=eco_params)
     out["explanation"] = explain_step(ev)
+    out["compute_notes"] = [note for _, note in basis_notes(ev)]
     out["figures"] = design_figures(ev, design, catalog=catalog, economics_params=eco_params, racks=out["racks"])
     return out
 
@@ -252,6 +254,7 @@ def _buy_lines(b: dict) -> list[str]:
         buy.append(f"{n} other evaluated design{'s tie' if n != 1 else ' ties'} with it at the same cost and p99 (e.g. "
                    f"'{b['ties'][0]}'): the network does not set the pace there; the tie rule keeps {TIE_RULE}.")
     buy.append(b["explanation"]["sentence"])
+    buy += list(b.get("compute_notes", ()))     # compute scaled to the cluster's GPU, or kept (gpu_compute)
     return buy
 
 

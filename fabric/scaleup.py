@@ -7,7 +7,8 @@ patterns, so a design review can see what a larger scale-up domain takes off the
 a 64-GPU expert-parallel group sits inside one rack (:func:`fabric.evaluate.placement.domain_layout`) and its
 all-to-all never reaches a NIC, while on 8-GPU HGX nodes 56 of every 64 bytes cross the network.
 
-Counting (per step, all GPUs of the job together, bytes each GPU sends):
+Counting (per step of the job, all GPUs of the job together, bytes each GPU sends; a serving job's step is one
+request, its decode ops once per token step: :mod:`fabric.workload.accounting`):
 
 - network bytes: the op's network flows (each rank's share of the buffer to each member outside its domain; a
   two-level collective's per-rail flows), times the op's size and its count per step;
@@ -22,6 +23,7 @@ import numpy as np
 from fabric.evaluate.collectives import NCCL_ALGOS, CollectiveHardware
 from fabric.evaluate.flows import _flat_phases, algorithm_for, group_shape, op_traffic
 from fabric.evaluate.placement import domain_block, group_instances, place_jobs
+from fabric.workload.accounting import step_ops, step_unit
 
 __all__ = ["traffic_split"]
 
@@ -81,7 +83,7 @@ def traffic_split(design, workload, *, catalog=None, seed: int = 0) -> dict:
     for job, gpus_of_rank in zip(jobs, placements):
         shapes: dict = {}
         nv_job = net_job = 0.0
-        for op in job.ops:
+        for op in step_ops(job):
             kind = "all_to_all" if op.kind == "all_to_allv" else op.kind
             group = job.group(op.group)
             if op.group not in shapes:
@@ -97,14 +99,15 @@ def traffic_split(design, workload, *, catalog=None, seed: int = 0) -> dict:
             else:
                 nv = tr.scaleup_bytes_per_byte * sh.size * sh.instances
             scale = float(op.bytes) * float(op.count_per_step)
-            ops.append({"job": job.name, "op": op.name or op.kind, "kind": op.kind, "group": op.group,
+            ops.append({"job": job.name, "unit": step_unit(job), "op": op.name or op.kind, "kind": op.kind,
+                        "group": op.group,
                         "group_size": sh.size, "instances": sh.instances, "domains_per_group": sh.domains,
                         "gpus_per_domain": sh.per_domain, "bytes": int(op.bytes),
                         "count_per_step": float(op.count_per_step), "algorithm": tr.algorithm,
                         "nvlink_bytes_per_step": nv * scale, "network_bytes_per_step": net * scale})
             nv_job += nv * scale
             net_job += net * scale
-        per_job[job.name] = {"gpus": int(job.world_size), "nvlink_bytes_per_step": nv_job,
+        per_job[job.name] = {"gpus": int(job.world_size), "unit": step_unit(job), "nvlink_bytes_per_step": nv_job,
                              "network_bytes_per_step": net_job,
                              "network_bytes_per_gpu_per_step": net_job / max(job.world_size, 1),
                              "inner_group_block": domain_block(job, design.domain_size)}

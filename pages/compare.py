@@ -7,6 +7,7 @@ import streamlit as st
 
 from pages import _common as C
 from fabric.errors import FabricError
+from fabric.evaluate.gpu_compute import basis_notes
 from fabric.ui_support import charts, serving_front
 from fabric.advisor import free_policy_summary
 from fabric.design.policy import best_free_policy
@@ -59,7 +60,8 @@ for p in picked:
     designs[name] = d
     samples[name] = ev.step_samples_s
     rows.append({"name": name, "cost_usd": ev.cost_usd, "power_w": ev.power_w, "step_time_s": ev.step_time_s,
-                 "lower_bound_s": ev.lower_bound_s, "serving": ev.serving, "serving_only": serving_only})
+                 "lower_bound_s": ev.lower_bound_s, "serving": ev.serving, "serving_only": serving_only,
+                 "compute_s": ev.compute_s, "compute_notes": basis_notes(ev)})
 if len(rows) < 2:
     C.stop()
 
@@ -70,7 +72,10 @@ st.caption("One column per design (full names), network capex, network power, "
               "load and its SLO attainment in %, " if serving else "")
            + ("the unloaded request's percentiles (one request's critical path, no queueing) and the lower bound "
               if serving_only else "step-time percentiles and the lower bound ")
-           + "(each in its unit), from the same workload, seed and samples as every page (fabric.figures).")
+           + "(each in its unit), from the same workload, seed and samples as every page (fabric.figures); compute "
+             "per step on each design's GPU.")
+for status, note in dict.fromkeys(n for r in rows for n in r["compute_notes"]):
+    (st.warning if status == "kept" else st.info)(C.md_text(note))
 st.subheader("Unloaded request CDFs" if serving_only else "Step-time CDFs")
 st.plotly_chart(charts.cdf_overlay_figure(samples, height=360 + 24 * len(samples),
                                           what="unloaded request" if serving_only else "step"),

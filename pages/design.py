@@ -10,6 +10,7 @@ import streamlit as st
 
 from pages import _common as C
 from fabric.errors import FabricError
+from fabric.evaluate.gpu_compute import basis_notes
 from fabric.figures import figure_texts
 from fabric.tradeoff import usd_per_ms_text
 from fabric.ui_support import charts, serving_front, serving_view
@@ -60,6 +61,8 @@ except FabricError as err:
 st.caption(f"Genes: {short_label(entry['genes'])} · {design.gpus:,} GPUs, {design.gpus_per_node} per server.")
 C.calibration_line("clear_cal_design", design=design)
 C.robust_design_note(entry["genes"])
+for status, note in basis_notes(ev):          # compute scaled to this design's GPU, or kept (unknown source GPU)
+    (st.warning if status == "kept" else st.info)(C.md_text(note))
 st_ = ev.step_time_s
 scale, unit = charts.time_unit([st_["p50"]])
 serving_only = bool(ev.serving) and all(j.get("kind") != "training" for j in ev.jobs.values())
@@ -138,8 +141,11 @@ except FabricError as err:
     st.caption(f"Not available: {C.public_message(err)}")
 else:
     st.dataframe(pd.DataFrame(traffic_rows(split)), hide_index=True, width="stretch")
-    st.caption(C.md_text(traffic_summary(split)) + " Bytes each op moves in one step, all GPUs together: over "
-               "NVLink inside the scale-up domain, or over the network (docs/evaluator.md).")
+    st.caption(C.md_text(traffic_summary(split)) + " Bytes each op moves in one step of its job (a serving job: one "
+               "request, its decode ops once per token step), all GPUs together: over NVLink inside the scale-up "
+               "domain, or over the network (docs/evaluator.md, docs/serving.md). These are bytes moved, which can "
+               "exceed the message sizes the Workload page adds up (an NVLS all-reduce of S bytes moves (1 + 1/g) "
+               "x S per GPU through the NVSwitch).")
 
 # ------------------------------------------------------------------ step time
 a, b = st.columns(2)
@@ -463,6 +469,7 @@ def _report() -> str:
              explained["sentence"],
              f"Network capex {fig_text['network_capex_usd']} ({fig_text['capex_per_gpu_usd']} per GPU), power "
              f"{fig_text['network_power_w']}",
+             *(note for _, note in basis_notes(ev)),
              f"{'One unloaded request (critical path, no queueing)' if serving_only else 'Step time'} p50 "
              f"{fig_text['p50_s']}, p95 {fig_text['p95_s']}, p99 {fig_text['p99_s']}; lower bound "
              f"{fig_text['lower_bound_s']} ({ev.samples} samples, seed {ev.seed})",

@@ -11,9 +11,9 @@ import streamlit as st
 from pages import _common as C
 from fabric.errors import FabricError
 from fabric.ui_support import charts, robust_view
-from fabric.ui_support.workload_view import (comm_split, compute_comm_rows, files_table, gpus_needed, groups_table,
-                                             jobs_table, ops_table, parallelism_text, plan_degrees,
-                                             unparsed_table)
+from fabric.ui_support.workload_view import (compute_comm_rows, figures_caption, files_table, gpus_needed,
+                                             groups_table, jobs_table, ops_table, parallelism_text, plan_degrees, unparsed_table,
+                                             workload_figures)
 from fabric.workload.ingest import ingest
 from fabric.workload.presets import get_preset
 from fabric.workload.summary import size_label, summarize
@@ -225,26 +225,42 @@ st.header(f"What fabric understood: {wb.label}")
 jobs = summary["jobs"]
 train = [j for j in jobs if j["kind"] != "storage"]
 gpn = C.constraints().gpus_per_node
-split = comm_split(wl, gpn)
+bases = C.baselines()
+gpu = bases[0].gpu_model if bases else C.constraints().gpu_model     # the reference fabric's GPU
+try:
+    figs = workload_figures(wl, gpn, gpu, C.catalog_bundle().catalog)
+except FabricError as err:          # the cluster's GPU is not in the (edited) catalog
+    st.error(f"Compute on the cluster's GPU cannot be shown: {C.public_message(err)}")
+    figs = None
 m1, m2, m3, m4, m5 = st.columns(5)
 m1.metric("Jobs", f"{len(jobs)}")
 m2.metric("GPUs needed", f"{gpus_needed(wl):,}")
-m3.metric("Network traffic per step", size_label(split["network_bytes"]),
-          help="Bytes per step of the ops whose process groups span servers, so they cross the scale-out network.")
-m4.metric("NVLink traffic per step", size_label(split["nvlink_bytes"]),
-          help="Bytes per step of the ops whose process groups stay inside one server (scale-up domain).")
-m5.metric("Compute per step (first job)", charts.time_text(train[0]["compute_time_s"]) if train else "n/a")
-st.caption(f"Traffic per step (nccl-tests size convention) split by where the ops' process groups run with ranks "
-           f"packed on {gpn}-GPU servers: groups inside one server stay on NVLink; groups spanning servers cross the "
-           f"network (their hierarchical algorithms still move part of those bytes over NVLink).")
+if figs is not None:
+    acc = figs["account"]
+    per = f"per {acc.unit}" + (" (first job)" if figs["jobs"] > 1 else "")
+    m3.metric(f"Network traffic {per}", size_label(acc.network_bytes_per_step),
+              help=f"Bytes per {acc.unit} of the ops whose process groups span servers, so they cross the scale-out "
+                   "network.")
+    m4.metric(f"NVLink traffic {per}", size_label(acc.nvlink_bytes_per_step),
+              help=f"Bytes per {acc.unit} of the ops whose process groups stay inside one server (scale-up domain).")
+    m5.metric(f"Compute {per}", charts.time_text(acc.compute_s),
+              help=figs["basis"].note or f"On the cluster's {gpu}, the GPU the workload's compute is for.")
+    st.caption(C.md_text(figures_caption(figs, gpn)))
+    for b in figs["bases"].values():
+        if b.note:
+            (st.warning if b.status == "kept" else st.info)(C.md_text(b.note))
+else:
+    m5.metric("Compute per step", "n/a", help="No training or inference job, or no catalog row for the cluster's GPU.")
 st.caption(f"Parallelism inferred from the process groups of the first job: {parallelism_text(wl)}.")
 
 st.subheader("Jobs")
-st.dataframe(jobs_table(summary), hide_index=True, width="stretch",
+st.dataframe(jobs_table(summary, {n: b.compute_s for n, b in (figs or {}).get("bases", {}).items()}),
+             hide_index=True, width="stretch",
              column_config={"compute per step (s)": st.column_config.NumberColumn(format="%.4g"),
                             "calls per step": st.column_config.NumberColumn(format="%.4g")})
-st.caption("One row per job: ranks it runs on, compute time per step from the trace, bytes communicated per step "
-           "(nccl-tests size convention) and the share of those bytes that overlaps compute.")
+st.caption(f"One row per job: ranks it runs on, what its step is (a training step, or one request of a serving job), "
+           f"compute time per step on the cluster's {gpu}, bytes communicated per step (nccl-tests size convention) "
+           "and the share of those bytes that overlaps compute.")
 
 st.subheader("Process groups and inferred parallelism")
 st.dataframe(groups_table(summary), hide_index=True, width="stretch")
@@ -264,7 +280,6 @@ with b:
                "it); small messages are latency-bound, large ones bandwidth-bound.")
 
 st.subheader("Compute vs communication")
-bases = C.baselines()
 if bases:
     try:
         ev = C.evaluate_design(bases[0])
@@ -273,17 +288,19 @@ if bases:
     else:
         st.plotly_chart(charts.compute_comm_figure(compute_comm_rows(wl, ev)), width="stretch", theme=None,
                         key="wl_cc")
-        st.caption(f"Per job, time per step on the reference fabric '{bases[0].name}' ({C.constraints().gpus:,} "
-                   "GPUs): compute from the trace, all communication run back to back (p50 op times), and the "
-                   "communication left exposed (not hidden behind compute) in the p99 step.")
+        st.caption(f"Per job, time per step (a serving job: per request) on the reference fabric '{bases[0].name}' "
+                   f"({C.constraints().gpus:,} GPUs of {gpu}): compute, and in the p99 step all the job's calls "
+                   "run back to back, and the part of that communication left exposed (not hidden behind compute); "
+                   "both from the same sample, so exposed never exceeds back to back.")
 else:
     st.info("No reference fabric can be built from the allowed hardware (see the Constraints page).")
 
 with st.expander(f"Every operation ({sum(len(j['ops']) for j in jobs)})"):
     st.dataframe(ops_table(summary), hide_index=True, width="stretch",
                  column_config={"calls per step": st.column_config.NumberColumn(format="%.4g")})
-    st.caption("Each communication op of a step: collective, message size (per rank, nccl-tests convention), "
-               "process group, calls per step and the share hidden behind compute.")
+    st.caption("Each communication op of a step (a serving job: of one request, its decode ops once per token "
+               "step): collective, message size (per rank, nccl-tests convention), process group, calls and bytes "
+               "per step and the share hidden behind compute. The bytes add up to the traffic figures above.")
 
 st.subheader("Not understood")
 unp = unparsed_table(summary)

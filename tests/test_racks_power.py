@@ -70,7 +70,7 @@ def test_search_over_hgx8_and_nvl72_for_16384_gpus_keeps_both_kinds_on_the_front
     """An MoE plan (EP 64) for 16,384 GPUs: B200 HGX-8 nodes, GB200 NVL72 racks or NVL36x2 rack pairs, with a
     100 kW rack limit. NVL72's 120 kW racks break the limit (the constraint is active), NVL36x2 gives the same
     72-GPU NVLink domain in 66 kW racks: the front keeps HGX-8 at the cheap end and a 72-GPU domain at the fast end,
-    and the 72-GPU domain lets a 4:1 oversubscribed scale-out fabric run as fast as a 1:1 one."""
+    and the 72-GPU domain lets a 4:1 oversubscribed scale-out fabric run nearly as fast as a 1:1 one."""
     wl = preset_workload("mixtral-8x7b", gpus=16384, experts=64, ffn_hidden=1792, tp=1, ep=64)
     space = dict(gpus=16384, gpu_models=("b200", "gb200-nvl72", "gb200-nvl36x2"),
                  switch_models=("eth-51t-64x800",), nic_models=("nic-eth-400",), families=("rail_optimized",),
@@ -87,15 +87,17 @@ def test_search_over_hgx8_and_nvl72_for_16384_gpus_keeps_both_kinds_on_the_front
     nvl72 = [r for r in res.records if r["gpu_model"] == "gb200-nvl72" and r["buildable"]]
     assert nvl72 and all(r["violations"]["rack_power"] > 0 and not r["feasible"] for r in nvl72)
     assert all(v <= 0 for r in nvl72 for k, v in r["violations"].items() if k != "rack_power")
-    # a larger domain buys a smaller scale-out fabric: on the 72-GPU domain a 4:1 leaf tier costs < 5 % of p99
-    # against 1:1, and the 4:1 72-GPU design beats every HGX-8 design, however much network those buy
+    # a larger domain buys a smaller scale-out fabric: on the 72-GPU domain a 4:1 leaf tier costs < 10 % of p99
+    # against 1:1 (7.3 %; 3.3 % while every GPU computed at the preset's H100 rate: on GB200 the compute is now
+    # 989 / 2,500 of it, docs/evaluator.md step 0, so the network weighs more), and the 4:1 72-GPU design beats
+    # every HGX-8 design, however much network those buy
     nvl = [r for r in res.records if r["gpu_model"] == "gb200-nvl36x2" and r["feasible"]]
     hgx = [r for r in res.records if r["gpu_model"] == "b200" and r["feasible"]]
 
     def best(rows, leaf):
         return min(r["p99_s"] for r in rows if r["oversub_leaf"] == leaf and r["oversub_spine"] == 1)
 
-    assert best(nvl, 4) < 1.05 * best(nvl, 1)
+    assert best(nvl, 4) < 1.10 * best(nvl, 1)
     assert best(nvl, 4) < 0.8 * min(r["p99_s"] for r in hgx)
     # without the limit the fast end holds NVL72 racks (same network, cheaper servers than two NVL36 racks)
     free = run_search(wl, Constraints(**space), budget_evals=48, pop_size=16, samples=32)

@@ -537,16 +537,20 @@ def test_hypervolume_chart_reads_in_percent_of_the_final_value():
 
 
 def test_traffic_split_by_where_the_groups_run():
-    from fabric.ui_support.workload_view import comm_split
-    from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
+    from fabric.workload.accounting import job_account
+    from fabric.workload.model import CommOp, Job, ProcessGroup
 
     # 16 ranks: TP groups of 8 (contiguous), DP groups of 2 (stride 8); 1 MiB TP all-reduce x 10, 4 MiB DP x 1
     job = Job(name="t", world_size=16, groups=(ProcessGroup("tp", 8, "tp"), ProcessGroup("dp", 2, "dp")),
               ops=(CommOp("all_reduce", 2 ** 20, "tp", count_per_step=10), CommOp("all_reduce", 4 * 2 ** 20, "dp")))
-    wl = Workload(jobs=(job,))
-    assert comm_split(wl, 8) == {"nvlink_bytes": 10 * 2 ** 20, "network_bytes": 4 * 2 ** 20}
-    assert comm_split(wl, 4) == {"nvlink_bytes": 0.0, "network_bytes": 14 * 2 ** 20}   # TP 8 spans 4-GPU servers
-    assert comm_split(wl, 16) == {"nvlink_bytes": 14 * 2 ** 20, "network_bytes": 0.0}
+
+    def split(gpn):
+        a = job_account(job, gpn)
+        return {"nvlink_bytes": a.nvlink_bytes_per_step, "network_bytes": a.network_bytes_per_step}
+
+    assert split(8) == {"nvlink_bytes": 10 * 2 ** 20, "network_bytes": 4 * 2 ** 20}
+    assert split(4) == {"nvlink_bytes": 0.0, "network_bytes": 14 * 2 ** 20}   # TP 8 spans 4-GPU servers
+    assert split(16) == {"nvlink_bytes": 14 * 2 ** 20, "network_bytes": 0.0}
 
 
 def test_steps_observed_says_why_there_is_no_count(mixtral):

@@ -21,6 +21,7 @@ import sys
 
 import numpy as np
 
+from fabric.catalog.devices import DEVICE_NAMES
 from fabric.errors import FabricError
 
 __all__ = ["DEFAULT_TRUTH", "DEFAULT_SIZES", "DEVICE_NAMES", "synthetic_times", "render_nccl_tests",
@@ -31,9 +32,6 @@ __all__ = ["DEFAULT_TRUTH", "DEFAULT_SIZES", "DEVICE_NAMES", "synthetic_times", 
 DEFAULT_TRUTH = {"nvlink_efficiency": 0.70, "nvlink_alpha_s": 2e-6, "op_overhead_s": 12e-6}
 #: 8 B to 1 GiB, doubling (nccl-tests ``-b 8 -e 1G -f 2``): at least 3 sizes in each of calibrate's regimes.
 DEFAULT_SIZES = tuple(2 ** k for k in range(3, 31))
-#: catalog GPU -> the device name nccl-tests prints (``fabric.calibrate.gpu_model_for`` maps it back)
-DEVICE_NAMES = {"h100-sxm": "NVIDIA H100 80GB HBM3", "h200-sxm": "NVIDIA H200", "a100-sxm-80gb": "NVIDIA A100-SXM4-80GB",
-                "b200": "NVIDIA B200"}
 #: nccl-tests columns per kind: (elements per size: 1 or ranks, redop)
 _KINDS = {"all_reduce": (False, "sum"), "all_gather": (True, "none"), "reduce_scatter": (True, "sum"),
           "all_to_all": (True, "none")}

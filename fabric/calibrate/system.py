@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
+from fabric.catalog.devices import gpu_model_for
 from fabric.errors import FabricError
 
 __all__ = ["CalibrationError", "SystemSpec", "KNOWN_NETWORKS", "gpu_model_for", "infer_system", "system_design"]
@@ -114,18 +115,6 @@ class SystemSpec:
         keep = {k: d[k] for k in ("ranks", "gpus_per_node", "gpu_model", "gpu_name", "network", "nic_gbps",
                                   "nics_per_node") if k in d}
         return cls(**keep, basis=tuple(d.get("basis", ())))
-
-
-def gpu_model_for(device_name: str) -> str | None:
-    """The catalog GPU row for an NCCL device name, or None when the name does not say (see the module doc)."""
-    n = device_name.upper().replace(" ", "")
-    if any(tag in n for tag in ("PCIE", "NVL")) and "NVL72" not in n or any(tag in n for tag in ("A800", "H800")):
-        return None
-    for tag, model in (("GB200", "gb200-nvl72"), ("B200", "b200"), ("H200", "h200-sxm"), ("H100", "h100-sxm"),
-                       ("A100", "a100-sxm-80gb")):
-        if tag in n:
-            return model
-    return None
 
 
 def _facts(facts) -> dict:

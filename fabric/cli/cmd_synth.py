@@ -188,11 +188,14 @@ def run(args) -> int:
         Path(args.out).write_text(text, encoding="utf-8")
     except OSError as err:
         raise FabricError(f"cannot write {args.out}: {err.strerror or err}") from err
+    from fabric.workload.accounting import step_unit
+
     for job in wl.jobs:
         if job.kind == "storage":
             print(f"  + {job.name}: {job.burst_bytes / 1e9:,.1f} GB every {job.burst_period_s:g} s")
             continue
+        unit = step_unit(job)
         print(f"wrote {args.out}: {job.name} ({job.kind}), {job.world_size:,} GPUs, {len(job.ops)} ops, "
               f"{job.comm_bytes_per_step / 1e9:,.2f} GB of communication and {job.compute_time_s:.4g} s of compute "
-              f"per step per rank")
+              f"per {unit} per rank" + (" (prefill + the request's token steps)" if job.serving else ""))
     return 0

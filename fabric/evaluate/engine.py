@@ -34,13 +34,15 @@ from fabric.errors import WorkloadError
 from fabric.evaluate.bounds import RESOURCES, cut_bound_per_byte
 from fabric.evaluate.collectives import NCCL_ALGOS, CollectiveHardware, bandwidth_factor, lower_bound_time
 from fabric.evaluate.flows import algorithm_for, group_shape, op_traffic
+from fabric.evaluate.gpu_compute import on_gpu
 from fabric.evaluate.network import NetworkModel, phase_load, sample_phase_factor
 from fabric.evaluate.placement import group_instances, place_jobs
 from fabric.evaluate.scenario import Scenario
-from fabric.evaluate.serving import per_request_ops, serving_for_job
+from fabric.evaluate.serving import serving_for_job
 from fabric.evaluate.transport import profile_for, small_message_floor_s
 from fabric.topology import build_fabric
 from fabric.topology.fabric import LINK_KINDS
+from fabric.workload.accounting import step_ops
 from fabric.workload.model import CommOp, Job, Workload
 
 __all__ = ["Evaluation", "OpResult", "evaluate", "scale_workload", "scaling_efficiency", "DEFAULT_SAMPLES"]
@@ -51,7 +53,9 @@ _PERCENTILES = (50, 95, 99)
 
 @dataclass(frozen=True)
 class OpResult:
-    """One op of a job: its time distribution and its part of the p99 sample."""
+    """One op of a job: its time distribution and its part of the p99 sample. ``count_per_step`` is per step of
+    the job (per request for a serving job: :func:`fabric.workload.accounting.step_ops`), ``time_in_p99_sample_s``
+    one call's time in the p99 sample, so ``exposed_in_p99_sample_s <= count_per_step x time_in_p99_sample_s``."""
 
     job: str
     name: str
@@ -68,6 +72,7 @@ class OpResult:
     #: the resource whose line rate sets ``lower_bound_s``: "nic", "nvlink", "leaf uplinks", "pod uplinks",
     #: "router links" (dragonfly), or "none" (a group of one)
     bound_by: str = "none"
+    time_in_p99_sample_s: float = 0.0
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -388,6 +393,7 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
         design = design.replace(gpus=design.gpus * scenario.gpu_scale)
         workload = scale_workload(workload, scenario.gpu_scale)
     workload = _shift_job_mix(workload, scenario)
+    workload, bases = on_gpu(workload, design.gpu_model, catalog)       # compute on the design's GPU
     slot = _reuse_slot(reuse, design, catalog, transport_overrides, samples)
     if slot is not None and "fabric" in slot:
         fabric, bom = slot["fabric"], slot["bom"]
@@ -403,7 +409,7 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     compute_jobs = [j for j in workload.jobs if j.kind != "storage"]
     if not compute_jobs:
         raise WorkloadError("the workload has no training or inference job to evaluate")
-    notes: list = []
+    notes: list = [b.note for b in bases if b.note]
     placements = place_jobs(compute_jobs, fabric, design.placement, np.random.default_rng(s_place),
                             fragmentation=scenario.fragmentation, notes=notes)
     storage = [j for j in workload.jobs if j.kind == "storage"]
@@ -439,19 +445,22 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
         label = "latency_s" if job.kind == "inference" else "step_time_s"
         job_results[job.name] = {"kind": job.kind, label: _stats(step), "lower_bound_s": r["lower"],
                                  "lower_bound_by": r["lower_by"], "gpus": int(job.world_size),
-                                 "compute_s": job.compute_time_s}
+                                 "compute_s": job.compute_time_s,
+                                 "compute_basis": next(b.to_dict() for b in bases if b.job == job.name)}
         if primary is None or (job.kind == "training" and (primary[0].kind != "training"
                                                            or job.world_size > primary[0].world_size)):
             primary = (job, r)
-        for t, lb, ex, (op, ts, _) in zip(r["op_times"], r["op_lb"], r["exposed"], r["op_meta"]):
+        for t, lb, ex, op, (_, ts, _) in zip(r["op_times"], r["op_lb"], r["exposed"], r["ops"], r["op_meta"]):
             ex = np.broadcast_to(ex, (samples,))
+            t = np.broadcast_to(t, (samples,))
             t50, t99 = np.percentile(t, (50, 99))
             all_ops.append(OpResult(
                 job=job.name, name=op.name, kind=op.kind, group=op.group, group_size=ts.group_size,
                 bytes=int(op.bytes), count_per_step=float(op.count_per_step), algorithm=ts.algorithm,
                 time_p50_s=float(t50), time_p99_s=float(t99),
-                lower_bound_s=float(lb), exposed_in_p99_sample_s=float(ex[i99]), bound_by=ts.bound_by))
-        _accumulate_hot(hot, job, r["op_meta"], i99, step, fabric, model)
+                lower_bound_s=float(lb), exposed_in_p99_sample_s=float(ex[i99]), bound_by=ts.bound_by,
+                time_in_p99_sample_s=float(t[i99])))
+        _accumulate_hot(hot, job, r["ops"], r["op_meta"], i99, step, fabric, model)
     serving = {}
     for i, job in enumerate(compute_jobs):
         if job.serving is not None:      # request-level latency (fabric.evaluate.serving)
@@ -539,7 +548,7 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
         op_lb.append(size * ts.lb_per_byte)
         op_meta.append((op, ts, key))
         nv_shares.append(_nvlink_share(ts, size, eff_scale, alpha_scale, samples))
-    ops = [op for op, _, _ in op_meta] if job.serving is None else per_request_ops(job)
+    ops = step_ops(job)                 # counted per step of the job (a serving job: per request)
     compute = _compute_samples(job, rng_compute, samples, memo)
     exposed, comm = _exposed(op_times, ops, compute, samples)
     interference = _checkpoint_interference(job, storage, design, fabric, prof, comm, compute, rng_burst, samples)
@@ -553,7 +562,8 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
     lower_by = _binding(comm_split) if comm_split else "compute"
     order = np.argsort(step, kind="stable")
     i99 = int(order[min(samples - 1, int(math.ceil(0.99 * samples)) - 1)])
-    return {"op_times": op_times, "op_lb": op_lb, "op_meta": op_meta, "compute": compute, "exposed": exposed,
+    return {"op_times": op_times, "op_lb": op_lb, "op_meta": op_meta, "ops": ops, "compute": compute,
+            "exposed": exposed,
             "interference": interference, "step": step, "lower": job.compute_time_s + float(lb_comm[0]),
             "lower_by": lower_by, "lower_split": split, "i99": i99, "nv_shares": nv_shares}
 
@@ -579,7 +589,7 @@ def _link_usage(run: dict, model) -> dict:
     usage: dict = {}
     if step <= 0:
         return usage
-    for op, ts, _ in run["op_meta"]:
+    for op, (_, ts, _) in zip(run["ops"], run["op_meta"]):
         per_step = float(op.bytes) * op.count_per_step
         for cls, _busiest, _pi in ts.link_loads:
             d = usage.setdefault(cls.kind, {})
@@ -848,10 +858,10 @@ def _burst_duration(per_nic: float, design, fabric, prof) -> float:
     return duration
 
 
-def _accumulate_hot(hot: dict, job, op_meta, i99: int, step: np.ndarray, fabric, model) -> None:
+def _accumulate_hot(hot: dict, job, ops, op_meta, i99: int, step: np.ndarray, fabric, model) -> None:
     mean_step = float(step.mean())
     p99_step = float(step[i99])
-    for op, ts, _ in op_meta:
+    for op, (_, ts, _) in zip(ops, op_meta):
         size = float(op.bytes) * op.count_per_step
         for cls, busiest, _pi in ts.link_loads:
             member = int(cls.member_ids[0])

@@ -15,9 +15,12 @@ op of the serving job; :func:`serving_metrics` turns those into request latencie
 - **decode**: up to ``decode_batch`` sequences per replica per iteration; a sequence needs ``output_tokens - 1``
   iterations after its first token, each the decode compute plus the network time of one token step (its
   fan-out waits for its slowest flow: the evaluator's op time). Colocated, prefills take the GPUs ahead of decode
-  iterations, so iterations stretch by ``1 / (1 - rho_prefill)`` (time lost to prefills: counted as queueing).
-  A request waits for a free decode slot (a ``decode_batch``-server FIFO queue); disaggregated, its KV cache
-  crosses the network first. Time per output token (TPOT) = (completion - first token) / (output_tokens - 1);
+  iterations: a request's decode pauses for every prefill its replica runs while it decodes, the prefills of the
+  same simulated timeline (:func:`decode_end_times`), so a request that meets more prefills has a longer TPOT (its
+  tail; time lost to prefills: counted as queueing). A request waits for a free decode slot (a
+  ``decode_batch``-server FIFO queue, its service the decode time stretched by ``1 / (1 - rho_prefill)`` on
+  average); disaggregated, its KV cache crosses the network first and no prefill interrupts its decode.
+  Time per output token (TPOT) = (completion - first token) / (output_tokens - 1);
 - **competing classes** on shared links: a training job's collectives (active for the share of time it uses the
   link groups it shares with the service, with the slowdown the evaluator computes when both are active) and
   checkpoint bursts (active for burst duration / period, halving the network bandwidth: the evaluator's
@@ -41,7 +44,8 @@ import numpy as np
 from fabric.workload.model import Job, ServingSpec
 
 __all__ = ["Competitor", "PhaseTimes", "lindley_waits", "poisson_arrivals", "bursty_arrivals", "fifo_multi_server",
-           "simulate", "serving_metrics", "capacity_rps", "latency_vs_load", "REQUESTS_PER_LAUNCH", "MAX_LAUNCHES"]
+           "decode_end_times", "simulate", "serving_metrics", "capacity_rps", "latency_vs_load", "REQUESTS_PER_LAUNCH",
+           "MAX_LAUNCHES"]
 
 #: Requests simulated per launch and launches used (at most): 32 x 512 = 16,384 requests, enough for a p99.
 REQUESTS_PER_LAUNCH = 512
@@ -138,6 +142,38 @@ def fifo_multi_server(ready: np.ndarray, service: np.ndarray, servers: int) -> n
         waits[i] = start - ready[i]
         heapq.heappush(free, start + service[i])
     return waits
+
+
+def decode_end_times(start: np.ndarray, work: np.ndarray, prefill_start: np.ndarray, prefill_end: np.ndarray,
+                     rho: float) -> np.ndarray:
+    """When decodes that start at ``start`` and need ``work`` seconds of the replica's GPUs finish, if every
+    prefill on the replica (busy from ``prefill_start`` to ``prefill_end``: one FIFO server, so the intervals are
+    sorted and do not overlap) takes the GPUs ahead of them.
+
+    With ``A(t)`` the time up to ``t`` the GPUs are free of prefills (slope 1 between prefills, flat during them),
+    a decode ends at the first ``t`` with ``A(t) = A(start) + work``: its own work plus every prefill that begins
+    before it is done. Past the last simulated prefill the GPUs stay free ``1 - rho`` of the time on average (the
+    mean prefill share), so a decode running beyond the timeline is stretched by ``1 / (1 - rho)`` there."""
+    ps = np.asarray(prefill_start, float)
+    pe = np.asarray(prefill_end, float)
+    start = np.asarray(start, float)
+    if ps.size == 0:
+        return start + work
+    busy = pe - ps
+    done = np.cumsum(busy)                            # prefill time up to the end of each prefill
+    before = done - busy                              # ... up to its start
+    a_start = ps - before                             # A at each prefill's start (non-decreasing)
+    k = np.searchsorted(ps, start, side="right") - 1  # the last prefill started by ``start``
+    kk = np.maximum(k, 0)
+    in_prefill = (k >= 0) & (start < pe[kk])
+    a0 = np.where(k < 0, start, np.where(in_prefill, a_start[kk], start - done[kk]))
+    a1 = a0 + work
+    m = np.searchsorted(a_start, a1, side="left")     # prefills that begin before the decode is done
+    end = a1 + np.where(m > 0, done[np.maximum(m - 1, 0)], 0.0)
+    a_last = pe[-1] - done[-1]                        # A at the end of the last prefill
+    beyond = a1 > a_last
+    free = max(1.0 - rho, 1e-3)
+    return np.where(beyond, np.maximum(pe[-1], start) + (a1 - np.maximum(a_last, a0)) / free, end)
 
 
 def _on(t: np.ndarray, period: float, frac: float, phase: np.ndarray) -> np.ndarray:
@@ -253,13 +289,20 @@ def simulate(spec: ServingSpec, rate_per_s: float, times: PhaseTimes, competitor
         for i in range(L):
             o = order[i]
             w_d[i, o] = fifo_multi_server(ready[i, o], d_service[i, o], spec.decode_batch)
+    if spec.mode == "colocated" and steps:
+        # each request's decode pauses for the prefills its replica runs meanwhile (the same timeline's)
+        # (colocated, first token = the end of the request's own prefill: the same numbers, so no rounding makes a
+        # decode start inside its own prefill)
+        t0 = ready + w_d
+        d_service = np.stack([decode_end_times(t0[i], busy_d[i], first[i] - s_p[i], first[i], rho_p)
+                              for i in range(L)]) - t0
     after_first = net_kv + w_d + d_service
     tpot = after_first / steps if steps else np.zeros((L, n))
     sim = _Sim(ttft=ttft.ravel(), tpot=tpot.ravel())
     sim.parts_ttft = {"queueing_s": w_p.ravel(), "compute_s": comp_p.ravel(), "nvlink_s": np.broadcast_to(
         nv_p, (L, n)).ravel(), "network_s": net_p.ravel()}
     div = steps or 1
-    sim.parts_tpot = {"queueing_s": ((w_d + busy_d * (stretch - 1.0)) / div).ravel(),
+    sim.parts_tpot = {"queueing_s": ((w_d + d_service - busy_d) / div).ravel(),
                       "compute_s": (comp_d / div).ravel(),
                       "nvlink_s": (np.broadcast_to(steps * nv_d + g("nvlink", "kv_transfer"), (L, n)) / div).ravel(),
                       "network_s": ((net_d + net_kv - g("nvlink", "kv_transfer")) / div).ravel()}
@@ -342,11 +385,10 @@ def latency_vs_load(job: Job, times: PhaseTimes, competitors=(), *, loads=(0.1, 
 
 def per_request_ops(job: Job) -> list:
     """The job's ops with their counts per request: decode ops run ``output_tokens - 1`` times (the first token
-    comes from prefill), the others once per request as counted."""
-    from dataclasses import replace
+    comes from prefill), the others once per request as counted (:func:`fabric.workload.accounting.step_ops`)."""
+    from fabric.workload.accounting import step_ops
 
-    steps = max(job.serving.output_tokens - 1, 0)
-    return [replace(op, count_per_step=op.count_per_step * steps) if op.phase == "decode" else op for op in job.ops]
+    return step_ops(job)
 
 
 def _phase_times(job: Job, run: dict, launches: int) -> PhaseTimes:

@@ -460,6 +460,11 @@ def cdf_overlay_figure(series: Mapping[str, Sequence[float]], *, height: int = 3
 # ------------------------------------------------------------------ workload
 
 
+def _unit(job_summary: Mapping) -> str:
+    """A job's step in the summaries (:mod:`fabric.workload.accounting`): a request for inference, else a step."""
+    return "request" if job_summary.get("kind") == "inference" else "step"
+
+
 def collectives_figure(job_summaries: Sequence[Mapping], *, height: int = 340) -> go.Figure:
     """Per collective kind: bytes per step (left) and calls per step (right), one colour per job."""
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.06, shared_yaxes=True)
@@ -471,12 +476,12 @@ def collectives_figure(job_summaries: Sequence[Mapping], *, height: int = 340) -
         name = short_text(j["name"], 30)
         fig.add_trace(go.Bar(y=kinds, x=[j["per_kind"][k]["bytes_per_step"] / 2 ** 30 for k in kinds],
                              orientation="h", name=name, marker_color=color, legendgroup=name,
-                             hovertext=[f"{name}: {k} {size_label(j['per_kind'][k]['bytes_per_step'])} per step"
-                                        for k in kinds], hoverinfo="text"), row=1, col=1)
+                             hovertext=[f"{name}: {k} {size_label(j['per_kind'][k]['bytes_per_step'])} per "
+                                        f"{_unit(j)}" for k in kinds], hoverinfo="text"), row=1, col=1)
         fig.add_trace(go.Bar(y=kinds, x=[j["per_kind"][k]["count_per_step"] for k in kinds], orientation="h",
                              name=name, marker_color=color, legendgroup=name, showlegend=False,
-                             hovertext=[f"{name}: {k} {j['per_kind'][k]['count_per_step']:,.4g} calls per step"
-                                        for k in kinds], hoverinfo="text"), row=1, col=2)
+                             hovertext=[f"{name}: {k} {j['per_kind'][k]['count_per_step']:,.4g} calls per "
+                                        f"{_unit(j)}" for k in kinds], hoverinfo="text"), row=1, col=2)
     fig.update_layout(barmode="group")
     fig.update_xaxes(title_text="bytes per step (GiB)", row=1, col=1)
     fig.update_xaxes(title_text="calls per step", row=1, col=2)
@@ -505,7 +510,7 @@ def message_size_figure(job_summaries: Sequence[Mapping], *, height: int = 320) 
                              marker_color=_PALETTE[i % len(_PALETTE)],
                              hovertext=[f"{name}: {size_label(h['bin_lo_bytes'])} to {size_label(h['bin_hi_bytes'])}"
                                         f"<br>{h['count_per_step']:,.4g} calls, {size_label(h['bytes_per_step'])}"
-                                        f" per step" for h in hist], hoverinfo="text"))
+                                        f" per {_unit(j)}" for h in hist], hoverinfo="text"))
     fig.update_xaxes(title_text="message size (bin start; each bin up to 2x)", type="category",
                      categoryorder="array", categoryarray=[_bin_label(b) for b in bins])
     fig.update_yaxes(title_text="calls per step (log scale)", type="log", dtick=1)
@@ -514,15 +519,15 @@ def message_size_figure(job_summaries: Sequence[Mapping], *, height: int = 320) 
 
 
 def compute_comm_figure(rows: Sequence[Mapping], *, height: int | None = None) -> go.Figure:
-    """Per job: compute per step, communication per step if nothing overlapped, and the communication left
-    exposed in the p99 step, on a reference fabric."""
+    """Per job (rows of :func:`fabric.ui_support.workload_view.compute_comm_rows`): compute per step, and in the
+    p99 step the communication with every op back to back and the part of it left exposed, on a reference fabric."""
     vals = [v for r in rows for v in (r["compute_s"], r["comm_s"], r["exposed_s"]) if v > 0]
     scale, unit = time_unit(vals or [1.0])
     names = [short_text(r["job"], 28) for r in rows]
     fig = go.Figure()
     for key, label, color in (("compute_s", "compute", "#bdbdbd"),
-                              ("comm_s", "communication, all ops back to back", "#9ecae1"),
-                              ("exposed_s", "communication exposed in the p99 step", "#08519c")):
+                              ("comm_s", "communication in the p99 step, all ops back to back", "#9ecae1"),
+                              ("exposed_s", "of which exposed (not hidden behind compute)", "#08519c")):
         fig.add_trace(go.Bar(y=names, x=[r[key] * scale for r in rows], orientation="h", name=label,
                              marker_color=color, text=[num_text(r[key] * scale) for r in rows],
                              textposition="auto"))

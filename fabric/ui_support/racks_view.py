@@ -42,8 +42,10 @@ def rack_summary(report: dict, domain_gpus: int) -> str:
 
 
 def traffic_rows(split: dict) -> list[dict]:
-    """One row per op: where its bytes go in one step (GiB, all GPUs together)."""
-    return [{"op": o["op"], "group": f"{o['group']} ({o['group_size']} GPUs over {o['domains_per_group']} domain(s))",
+    """One row per op: where its bytes go in one step of its job (a serving job: one request; GiB, all GPUs
+    together)."""
+    return [{"op": o["op"], "step": "one request" if o.get("unit") == "request" else "training step",
+             "group": f"{o['group']} ({o['group_size']} GPUs over {o['domains_per_group']} domain(s))",
              "NVLink GiB per step": round(o["nvlink_bytes_per_step"] / GIB, 2),
              "network GiB per step": round(o["network_bytes_per_step"] / GIB, 2)} for o in split["ops"]]
 
@@ -53,7 +55,8 @@ def traffic_summary(split: dict) -> str:
     out = []
     for name, j in split["jobs"].items():
         gpus = max(j["gpus"], 1)
-        out.append(f"{name}: {j['network_bytes_per_step'] / gpus / GIB:,.2f} GiB per GPU per step on the network, "
+        out.append(f"{name}: {j['network_bytes_per_step'] / gpus / GIB:,.2f} GiB per GPU per {j.get('unit', 'step')} "
+                   f"on the network, "
                    f"{j['nvlink_bytes_per_step'] / gpus / GIB:,.2f} GiB over NVLink ({split['domain_gpus']}-GPU "
                    f"domains)")
     return "; ".join(out) + "." + (" " + " ".join(split["notes"]) if split["notes"] else "")

@@ -10,7 +10,7 @@ import pandas as pd
 from fabric.workload.summary import size_label
 
 __all__ = ["files_table", "jobs_table", "groups_table", "ops_table", "unparsed_table", "gpus_needed",
-           "cluster_gpus", "plan_degrees", "parallelism_text", "compute_comm_rows", "comm_split",
+           "cluster_gpus", "plan_degrees", "parallelism_text", "compute_comm_rows", "workload_figures", "figures_caption",
            "steps_observed_text"]
 
 
@@ -21,12 +21,15 @@ def files_table(reports) -> pd.DataFrame:
                         columns=["file", "format", "parsed", "jobs or error"])
 
 
-def jobs_table(summary: Mapping) -> pd.DataFrame:
-    """One row per job: kind, ranks, compute and communication per step, overlap."""
+def jobs_table(summary: Mapping, compute_s: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """One row per job: kind, ranks, what its step is, compute and communication per step, overlap.
+    ``compute_s`` (job name -> seconds) replaces the workload's compute per step, e.g. on the cluster's GPU
+    (:func:`fabric.evaluate.gpu_compute.compute_basis`)."""
     rows = []
     for j in summary["jobs"]:
         rows.append({"job": j["name"], "kind": j["kind"], "ranks (GPUs)": j["world_size"],
-                     "compute per step (s)": j["compute_time_s"],
+                     "step": j.get("step", "training step"),
+                     "compute per step (s)": (compute_s or {}).get(j["name"], j["compute_time_s"]),
                      "communication per step": size_label(j["comm_bytes_per_step"]),
                      "calls per step": j["comm_calls_per_step"],
                      "bytes hidden behind compute": f"{j['overlap_fraction_bytes_weighted']:.0%}",
@@ -45,35 +48,37 @@ def steps_observed_text(job_summary: Mapping) -> str:
     return "none marked in the input"
 
 
-def comm_split(workload, gpus_per_node: int) -> dict[str, float]:
-    """Bytes per step of the non-storage jobs (nccl-tests size convention) split by where the op's process groups
-    run, with ranks placed on consecutive GPUs from a server boundary (fabric's ``packed`` placement of one job):
+def workload_figures(workload, gpus_per_node: int, gpu_model: str, catalog=None) -> dict | None:
+    """The Workload page's headline figures: the first training/inference job per step of its own
+    (:func:`fabric.workload.accounting.job_account`: a training step, or one request of a serving job) with its
+    compute on ``gpu_model``, and every such job's compute basis on it
+    (:func:`fabric.evaluate.gpu_compute.compute_basis`). ``{"account", "basis", "bases": {job name: basis},
+    "jobs"}`` (``jobs``: how many training/inference jobs), or None when the workload has none."""
+    from fabric.evaluate.gpu_compute import compute_basis
+    from fabric.workload.accounting import job_account
 
-    - ``nvlink_bytes``: ops whose every group instance lies inside one server (scale-up domain, NVLink only);
-    - ``network_bytes``: ops whose groups span servers, so they cross the scale-out network (a hierarchical
-      algorithm still moves part of these bytes over NVLink).
+    jobs = [j for j in workload.jobs if j.kind != "storage"]
+    if not jobs:
+        return None
+    bases = {j.name: compute_basis(j, gpu_model, catalog) for j in jobs}
+    first = bases[jobs[0].name]
+    return {"account": job_account(jobs[0], gpus_per_node, compute_s=first.compute_s), "basis": first,
+            "bases": bases, "jobs": len(jobs)}
 
-    A group whose instances cannot be derived counts as spanning servers when it is larger than a server.
-    """
-    from fabric.errors import WorkloadError
-    from fabric.evaluate.placement import group_instances
 
-    gpn = max(1, int(gpus_per_node))
-    out = {"nvlink_bytes": 0.0, "network_bytes": 0.0}
-    for job in workload.jobs:
-        if job.kind == "storage":
-            continue
-        inside: dict[str, bool] = {}
-        for g in job.groups:
-            try:
-                inst = group_instances(g, job.world_size)
-                inside[g.name] = bool(((inst // gpn) == (inst[:, :1] // gpn)).all())
-            except WorkloadError:
-                inside[g.name] = g.size <= 1
-        for op in job.ops:
-            where = "nvlink_bytes" if inside.get(op.group, False) else "network_bytes"
-            out[where] += float(op.bytes_per_step)
-    return out
+def figures_caption(figs: Mapping, gpus_per_node: int) -> str:
+    """What the headline figures of :func:`workload_figures` count: the step, bytes convention, NVLink vs network."""
+    acc = figs["account"]
+    job = f"{acc.job}'s" if figs["jobs"] > 1 else "the job's"
+    if acc.unit == "request":
+        what = (f"Per request ({acc.unit_text}; each token step is one decode iteration of the whole batch, so these "
+                f"are the bytes on a request's path): {job} ")
+    else:
+        what = f"Per training step: {job} "
+    return (what + f"{acc.calls_per_step:,.6g} calls, {size_label(acc.bytes_per_step)} per rank (nccl-tests size "
+            f"convention), split by where the ops' process groups run with ranks packed on {gpus_per_node}-GPU "
+            "servers: groups inside one server stay on NVLink; groups spanning servers cross the network (their "
+            "hierarchical algorithms still move part of those bytes over NVLink). docs/serving.md has the hand count.")
 
 
 def groups_table(summary: Mapping) -> pd.DataFrame:
@@ -87,13 +92,15 @@ def groups_table(summary: Mapping) -> pd.DataFrame:
 
 
 def ops_table(summary: Mapping) -> pd.DataFrame:
-    """One row per op: job, kind, message size, group, calls per step, bytes per step, overlap, label."""
+    """One row per op: job, kind, message size, group, calls and bytes per step of its job (a serving job's: per
+    request, its decode ops once per token step), overlap, label."""
     rows = []
     for j in summary["jobs"]:
         for op in j["ops"]:
+            calls = op.get("calls_per_step", op["count_per_step"])
             rows.append({"job": j["name"], "collective": op["kind"], "message size": size_label(op["bytes"]),
-                         "group": op["group"], "calls per step": op["count_per_step"],
-                         "bytes per step": size_label(op["bytes"] * op["count_per_step"]),
+                         "group": op["group"], "calls per step": calls,
+                         "bytes per step": size_label(op["bytes"] * calls),
                          "hidden behind compute": f"{op['overlap_fraction']:.0%}", "label": op["name"]})
     return pd.DataFrame(rows, columns=["job", "collective", "message size", "group", "calls per step",
                                        "bytes per step", "hidden behind compute", "label"])
@@ -159,14 +166,16 @@ def _first_job(workload):
 
 
 def compute_comm_rows(workload, evaluation) -> list[dict]:
-    """Per job: compute per step, communication per step if every op ran back to back (p50 times on the
-    evaluated fabric), and communication exposed in the p99 step."""
+    """Per job, per step of its own (a serving job: one request), all from the evaluation: compute (on the
+    design's GPU), and in the p99 sample the communication if every op ran back to back (calls x each call's time
+    in that sample) and the part of it left exposed. Both communication figures come from the same sample, and
+    exposed time is what compute does not hide of the same calls, so ``exposed_s <= comm_s``."""
     rows = []
     for j in workload.jobs:
-        if j.kind == "storage":
+        if j.kind == "storage" or j.name not in evaluation.jobs:
             continue
         ops = [o for o in evaluation.ops if o.job == j.name]
-        rows.append({"job": j.name, "compute_s": float(j.compute_time_s),
-                     "comm_s": float(sum(o.time_p50_s * o.count_per_step for o in ops)),
+        rows.append({"job": j.name, "compute_s": float(evaluation.jobs[j.name]["compute_s"]),
+                     "comm_s": float(sum(o.time_in_p99_sample_s * o.count_per_step for o in ops)),
                      "exposed_s": float(sum(o.exposed_in_p99_sample_s for o in ops))})
     return rows

@@ -158,12 +158,16 @@ def kineto_header(job: Job, rank: int) -> dict:
             continue
         pg_config.append({"pg_name": str(i), "pg_desc": g.name, "backend_config": "cuda:nccl",
                           "pg_size": len(members), "ranks": list(members)})
+    from fabric.catalog.devices import DEVICE_NAMES
+
+    device = {"id": 0, "totalGlobalMem": 85_045_870_592, "computeMajor": 9, "computeMinor": 0,
+              "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536, "warpSize": 32,
+              "sharedMemPerBlock": 49152, "numSms": 132}
+    if job.compute_gpu:         # the GPU the job's compute is for; a job of unknown GPU names none
+        device = {"id": 0, "name": f"{DEVICE_NAMES.get(job.compute_gpu, job.compute_gpu)} (synthetic)", **device}
     return {
         "schemaVersion": 1,
-        "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3 (synthetic)", "totalGlobalMem": 85_045_870_592,
-                              "computeMajor": 9, "computeMinor": 0, "maxThreadsPerBlock": 1024,
-                              "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536, "warpSize": 32,
-                              "sharedMemPerBlock": 49152, "numSms": 132}],
+        "deviceProperties": [device],
         "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": job.world_size,
                             "pg_count": len(pg_config), "pg_config": pg_config, "nccl_version": "2.21.5"},
         "record_shapes": 1,

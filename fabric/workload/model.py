@@ -167,6 +167,12 @@ class Job:
     notes: tuple[str, ...] = ()
     #: serving jobs: the request structure (None: the job's step is one request's critical path, no queueing)
     serving: ServingSpec | None = None
+    #: the GPU the compute times were measured on (a trace) or synthesized for: a catalog GPU model ("h100-sxm"), or
+    #: the device name a trace gives when no catalog row matches it; None: unknown. The evaluator scales compute to
+    #: the design's GPU by their BF16 rates (:mod:`fabric.evaluate.gpu_compute`)
+    compute_gpu: str | None = None
+    #: the dense BF16 rate the compute was synthesized at (TFLOPS); None: the catalog row of ``compute_gpu``
+    compute_gpu_tflops: float | None = None
 
     def group(self, name: str) -> ProcessGroup:
         """The process group called ``name``."""
@@ -177,8 +183,11 @@ class Job:
 
     @property
     def comm_bytes_per_step(self) -> float:
-        """Total bytes of all ops per step (nccl-tests size convention)."""
-        return float(sum(op.bytes_per_step for op in self.ops))
+        """Total bytes of all ops per step of the job (nccl-tests size convention; a serving job's step is one
+        request, its decode ops once per token step: :func:`fabric.workload.accounting.step_ops`)."""
+        from fabric.workload.accounting import step_ops
+
+        return float(sum(op.bytes_per_step for op in step_ops(self)))
 
 
 @dataclass(frozen=True)
@@ -300,6 +309,10 @@ def validate_job(job: Job, path: str = "job") -> Job:
                 _num(b, f"{op_path}.per_rank_bytes", lo=0, hi=MAX_OP_BYTES, integer=True)
     _num(job.compute_time_s, f"{path}.compute_time_s", lo=0, hi=1e6)
     _num(job.compute_cv, f"{path}.compute_cv", lo=0, hi=10)
+    if job.compute_gpu is not None:
+        _str(job.compute_gpu, f"{path}.compute_gpu")
+    if job.compute_gpu_tflops is not None:
+        _num(job.compute_gpu_tflops, f"{path}.compute_gpu_tflops", lo=1e-6, hi=1e6)
     if job.kind == "storage":
         if job.burst_bytes is None or job.burst_period_s is None:
             _fail(path, "a storage job needs burst_bytes and burst_period_s")
@@ -438,7 +451,8 @@ def _job_from_dict(d, path) -> Job:
     for k in ("world_size", "steps_observed", "gpus_per_node_hint", "burst_bytes"):
         if kw.get(k) is not None:
             kw[k] = _num(kw[k], f"{path}.{k}", lo=0, integer=True)
-    for k in ("compute_time_s", "compute_cv", "request_rate_per_s", "latency_slo_s", "burst_period_s"):
+    for k in ("compute_time_s", "compute_cv", "request_rate_per_s", "latency_slo_s", "burst_period_s",
+              "compute_gpu_tflops"):
         if kw.get(k) is not None:
             kw[k] = _num(kw[k], f"{path}.{k}", lo=0)
     job = Job(

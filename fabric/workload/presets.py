@@ -114,7 +114,10 @@ def _build_transformer(preset: Preset, gpus: int, overrides: dict, *, base_plan:
 
 def _with_sources(wl: Workload, preset: Preset) -> Workload:
     facts = (("preset", preset.name),) + tuple(("source", s) for s in preset.sources) + wl.facts
-    return replace(wl, facts=facts, sources=(f"preset:{preset.name}",))
+    # a preset's compute is for an H100 SXM (its sources), unless gpu_flops is overridden
+    jobs = [replace(j, compute_gpu="h100-sxm") if j.compute_gpu is None and j.compute_gpu_tflops is not None
+            and j.compute_gpu_tflops * 1e12 == H100_BF16_FLOPS else j for j in wl.jobs]
+    return replace(wl.with_jobs(jobs), facts=facts, sources=(f"preset:{preset.name}",))
 
 
 # ---------------------------------------------------------------- the presets

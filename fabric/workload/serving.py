@@ -280,7 +280,7 @@ def synthesize_serving(model: ServingModel, plan: ServingPlan, *, gpu_flops: flo
     job = Job(name=jname, kind="inference", world_size=plan.world_size, groups=tuple(groups.values()),
               ops=tuple(ops), compute_time_s=prefill_s + (plan.output_tokens - 1) * decode_step_s,
               gpus_per_node_hint=plan.gpus_per_node, request_rate_per_s=float(plan.request_rate_per_s),
-              latency_slo_s=None, notes=notes, serving=spec)
+              latency_slo_s=None, notes=notes, serving=spec, compute_gpu_tflops=gpu_flops / 1e12)
     return validate_workload(Workload(jobs=(job,), sources=("synthesized",), name=jname))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from fabric.workload.accounting import step_ops, step_text
 from fabric.workload.model import Job, Workload
 
 __all__ = ["summarize", "format_summary", "size_label", "log2_bin"]
@@ -44,11 +45,7 @@ def _job_summary(job: Job) -> dict:
     per_kind: dict[str, dict] = {}
     hist: dict[int, list[float]] = {}
     ov_w = ov_b = 0.0
-    ops = job.ops
-    if job.serving is not None:         # a serving job's decode ops are counted per token step: per request here
-        from fabric.evaluate.serving import per_request_ops
-
-        ops = per_request_ops(job)
+    ops = step_ops(job)                 # per step of the job: a serving job's per request (decode x token steps)
     for op in ops:
         pk = per_kind.setdefault(op.kind, {"ops": 0, "count_per_step": 0.0, "bytes_per_step": 0.0})
         pk["ops"] += 1
@@ -72,12 +69,18 @@ def _job_summary(job: Job) -> dict:
         "steps_observed": job.steps_observed,
         "compute_time_s": job.compute_time_s,
         "compute_cv": job.compute_cv,
+        "compute_gpu": job.compute_gpu,
+        "compute_gpu_tflops": job.compute_gpu_tflops,
         "groups": [{"name": g.name, "size": g.size, "role": g.role, "role_source": g.role_source,
                     "ranks": _ranks_text(g)} for g in job.groups],
+        "step": step_text(job),
+        # count_per_step as the workload counts it (a serving job's decode ops: per token step); calls_per_step and
+        # bytes_per_step per step of the job (per request: fabric.workload.accounting)
         "ops": [{"kind": op.kind, "bytes": op.bytes, "group": op.group, "count_per_step": op.count_per_step,
+                 "calls_per_step": per.count_per_step, "bytes_per_step": per.bytes_per_step,
                  "dtype": op.dtype, "overlap_fraction": op.overlap_fraction, "name": op.name,
                  "per_rank_bytes": list(op.per_rank_bytes) if op.per_rank_bytes else None, "phase": op.phase}
-                for op in job.ops],
+                for op, per in zip(job.ops, ops)],
         "per_kind": per_kind,
         "comm_bytes_per_step": comm,
         "comm_calls_per_step": sum(op.count_per_step for op in ops),
@@ -135,7 +138,9 @@ def format_summary(summary: dict) -> str:
         if j["kind"] == "storage":
             out.append(f"  writes {size_label(j['burst_bytes'] or 0)} every {_t(j['burst_period_s'] or 0)}")
         unit = "request" if j["kind"] == "inference" else "step"
-        out.append(f"  compute per {unit}: {_t(j['compute_time_s'])} (cv {j['compute_cv']:.3f})")
+        gpu = j.get("compute_gpu") or ("a GPU of {:g} TFLOPS BF16".format(j["compute_gpu_tflops"])
+                                      if j.get("compute_gpu_tflops") else "an unknown GPU")
+        out.append(f"  compute per {unit}: {_t(j['compute_time_s'])} (cv {j['compute_cv']:.3f}) on {gpu}")
         out.append(f"  communication per {unit}: {size_label(j['comm_bytes_per_step'])} in "
                    f"{_count(j['comm_calls_per_step'])} call(s); bytes-weighted overlap with compute "
                    f"{j['overlap_fraction_bytes_weighted']:.0%}")

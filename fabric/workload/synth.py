@@ -496,7 +496,7 @@ def synthesize(model: ModelSpec, plan: ParallelPlan, *, gpu_flops: float, mfu: f
     )
     job = Job(name=jname, kind="training", world_size=plan.world_size, groups=tuple(groups.values()),
               ops=tuple(ops), compute_time_s=compute, compute_cv=compute_cv, gpus_per_node_hint=plan.gpus_per_node,
-              notes=notes)
+              notes=notes, compute_gpu_tflops=gpu_flops / 1e12)
     jobs = [job]
     if checkpoint_period_s is not None:
         jobs.append(checkpoint_job(model, world_size=plan.world_size, period_s=checkpoint_period_s,
@@ -584,6 +584,7 @@ def synthesize_inference(model: ModelSpec, plan: InferencePlan, *, gpu_flops: fl
     jname = name or f"{model.name}-serving"
     job = Job(name=jname, kind="inference", world_size=plan.world_size, groups=tuple(groups.values()),
               ops=tuple(ops), compute_time_s=compute, gpus_per_node_hint=plan.gpus_per_node,
+              compute_gpu_tflops=gpu_flops / 1e12,
               request_rate_per_s=plan.request_rate_per_s, latency_slo_s=plan.latency_slo_s,
               notes=(f"serving {model.name}: {plan.replicas} replicas of tp {plan.tp} x pp {plan.pp}; a step is "
                      f"one request ({plan.prompt_tokens} prompt + {plan.output_tokens} output tokens, decode batch "
@@ -625,7 +626,7 @@ def synthesize_dlrm(model: RecSpec, *, gpus: int, global_batch: int, gpu_flops: 
     compute = 6.0 * model.dense_parameters * global_batch / (gpus * gpu_flops * mfu)
     jname = name or model.name
     job = Job(name=jname, kind="training", world_size=gpus, groups=(group,), ops=tuple(ops), compute_time_s=compute,
-              compute_cv=compute_cv, gpus_per_node_hint=gpus_per_node,
+              compute_cv=compute_cv, gpus_per_node_hint=gpus_per_node, compute_gpu_tflops=gpu_flops / 1e12,
               notes=(f"DLRM-style: {model.embedding_tables} tables x dim {model.embedding_dim} sharded over {gpus} "
                      f"ranks, {model.dense_parameters:.3g} dense parameters replicated; global batch {global_batch}",))
     return _checked(Workload(jobs=(job,), sources=("synthesized",), name=jname))

@@ -325,6 +325,7 @@ class RankTrace:
     window_len_us: list[float] = field(default_factory=list)
     window_orphans: list[list] = field(default_factory=list)
     compute_iv: dict = field(default_factory=dict)      # device -> merged compute-kernel intervals
+    device_name: str | None = None      # the GPU the trace names (deviceProperties), when it names one
 
 
 def _hk(v):
@@ -753,7 +754,17 @@ def _analyse(name, col, header, rank, world, backend, pgs, calls, unparsed, warn
     return RankTrace(name=name, rank=rank, world_size=world, backend=backend, pg_config=pgs, steps=steps,
                      calls=calls, compute_us=compute_us, busy_us=busy, window_us=window, unparsed=unparsed,
                      warnings=warnings, trace_name=tn if isinstance(tn, str) else None,
-                     window_len_us=window_len, window_orphans=orphans_by_step, compute_iv=compute_merged)
+                     window_len_us=window_len, window_orphans=orphans_by_step, compute_iv=compute_merged,
+                     device_name=_device_name(header.get("deviceProperties")))
+
+
+def _device_name(props) -> str | None:
+    """The GPU a Kineto trace's ``deviceProperties`` names: the one name every listed device has, else None."""
+    if not isinstance(props, list):
+        return None
+    names = {p["name"].strip() for p in props if isinstance(p, dict) and isinstance(p.get("name"), str)
+             and p["name"].strip()}
+    return names.pop()[:200] if len(names) == 1 else None
 
 
 def _exposed(spans, compute_merged) -> float:
@@ -1176,10 +1187,11 @@ def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | N
     ranks_present = sorted(t.rank for t in traces if t.rank is not None)
     if len(traces) > 1 or (world and world > 1):
         notes.append(f"ranks traced: {_ranges(ranks_present) or 'unknown'} of world size {world}")
+    gpu = _compute_gpu(traces, notes)
     job = Job(
         name=job_name, kind="training" if has_steps else "inference", world_size=world, groups=tuple(groups),
         ops=tuple(ops), compute_time_s=compute, compute_cv=min(cv, 10.0), steps_observed=steps_obs if has_steps else 0,
-        notes=tuple(notes))
+        notes=tuple(notes), compute_gpu=gpu)
     try:
         validate_job(job, f"job {job_name!r}")
     except FabricError as err:
@@ -1192,6 +1204,24 @@ def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | N
         facts.append((MEASURED_STEP_FACT, f"{statistics.fmean(durations):.9g}"))
     return Workload(jobs=(job,), sources=tuple(names), unparsed=tuple(unparsed), warnings=tuple(warnings),
                     facts=tuple(facts), name=job_name)
+
+
+def _compute_gpu(traces, notes: list) -> str | None:
+    """The GPU the traces' compute ran on (``Job.compute_gpu``): the catalog row of the device name every trace
+    gives (:func:`fabric.catalog.devices.gpu_model_for`), else that name, else None (unknown); noted."""
+    from fabric.catalog.devices import gpu_model_for
+
+    names = {getattr(t, "device_name", None) for t in traces}
+    if len(names) != 1 or None in names:
+        if any(n for n in names):
+            notes.append("the rank files name different GPUs (" + ", ".join(sorted(n for n in names if n))
+                         + "): the GPU the compute ran on is taken as unknown")
+        return None
+    name = names.pop()
+    model = gpu_model_for(name)
+    notes.append(f"compute measured on {name}" + (f" (catalog GPU {model})" if model else
+                                                  " (no catalog GPU row: its compute cannot be scaled to another GPU)"))
+    return model or name
 
 
 def _round_count(x: float) -> float:
