@@ -60,8 +60,24 @@ _SWITCH_LINK = np.array([i not in _ENDPOINT_KINDS for i in range(len(LINK_KINDS)
 _LEAF_SPINE = LINK_KINDS.index("leaf-spine")
 
 
+_GRAPHS: dict = {}
+
+
 def _switch_graph(fabric):
-    """Distinct switch-to-switch pairs (local switch ids, lo < hi), their cable counts, and the link kind of each."""
+    """Distinct switch-to-switch pairs (local switch ids, lo < hi) and their cable counts; kept for the last few
+    cablings (by ``fabric.cache_key``), as :func:`fabric.resilience.resilience` asks for it twice."""
+    key = fabric.cache_key
+    if key and key in _GRAPHS:
+        return _GRAPHS[key]
+    out = _switch_graph_of(fabric)
+    if key:
+        if len(_GRAPHS) >= 4:
+            _GRAPHS.pop(next(iter(_GRAPHS)))
+        _GRAPHS[key] = out
+    return out
+
+
+def _switch_graph_of(fabric):
     ns, sb = fabric.n_switches, fabric.switch_base
     sel = _SWITCH_LINK[fabric.link_kind]
     u = fabric.link_a[sel].astype(np.int64) - sb
@@ -79,12 +95,25 @@ def _switch_graph(fabric):
 
 
 def _labels(n: int, pairs: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
+    """Connected-component label of each of ``n`` nodes (the smallest node id of its component) under the edges
+    ``pairs[keep]``: union by hooking roots onto the smaller root, then pointer jumping (numpy only; a handful of
+    rounds on a layered fabric, no scipy import on the CLI's path)."""
     p = pairs if keep is None else pairs[keep]
-    m = coo_matrix((np.ones(len(p)), (p[:, 0], p[:, 1])), shape=(n, n))
-    return connected_components(m, directed=False)[1]
+    lab = np.arange(n)
+    u, v = p[:, 0], p[:, 1]
+    while u.size:
+        lu, lv = lab[u], lab[v]                  # roots: ``lab`` is kept fully compressed
+        diff = lu != lv
+        if not diff.any():
+            break
+        u, v, lu, lv = u[diff], v[diff], lu[diff], lv[diff]
+        np.minimum.at(lab, np.maximum(lu, lv), np.minimum(lu, lv))
+        while True:
+            nxt = lab[lab]
+            if np.array_equal(nxt, lab):
+                break
+            lab = nxt
+    return lab
 
 
 class _Endpoints:
