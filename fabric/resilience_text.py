@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-__all__ = ["RULE_TEXT", "verdict_text", "uplinks_text", "uplinks_value", "gpus_out_value", "evaluated_failures",
-           "resilience_lines"]
+__all__ = ["RULE_TEXT", "verdict_text", "uplinks_text", "uplinks_value", "evaluated_failures", "resilience_lines"]
 
 #: The rule in one paragraph (the Constraints page's help, the Design page's caption).
 RULE_TEXT = ("Counts every switch (leaves and rail switches too), every switch-to-switch cable and every NIC cable, "
@@ -81,11 +80,6 @@ def uplinks_text(r: dict) -> str:
     if fam == "rail_only":
         return "no uplinks: one tier of switches, each rail is one switch"
     return "no uplinks: one tier of switches (one switch per plane)"
-
-
-def gpus_out_value(r: dict) -> str:
-    """GPUs out of the job after the worst single switch failure, of the cluster's GPUs."""
-    return f"{_n(r['gpus_lost_on_worst_switch_failure'])} of {_n(r['gpus'])}"
 
 
 def evaluated_failures(r: dict) -> list[dict]:

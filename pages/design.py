@@ -297,27 +297,31 @@ with a:
         st.info(f"Failures cannot be evaluated on this design: {C.public_message(err)}")
         res_ = None
     if res_ is not None:
-        from fabric.resilience_text import (RULE_TEXT, evaluated_failures, gpus_out_value, uplinks_text,
-                                            uplinks_value, verdict_text)
+        from fabric.resilience_text import RULE_TEXT, evaluated_failures, uplinks_text, uplinks_value, verdict_text
 
         (st.success if res_["survives_single_failure"] else st.error)(C.md_text(
             verdict_text(res_) + ("" if res_["survives_single_failure"] else
                                   " The search rejects such designs unless survive_single_failure is off.")))
-        r1, r2, r3, r4 = st.columns(4)
+        r1, r2 = st.columns(2)
+        r3, r4 = st.columns(2)
         for col, f in zip((r1, r2), evaluated_failures(res_)):
-            label = f"p99, worst {f['what']} failure above the leaves ({unit})"
+            label = f"p99, worst {f['what']} failure ({unit})"
+            above = f"A {f['what']} above the leaves (spine, core or between them), the worst of those tried"
             if f["state"] == "evaluated":
                 col.metric(label, f"{f['p99_s'] * scale:,.4g}", delta=f"{f['p99_s'] / st_['p99'] - 1:+.1%}",
-                           delta_color="inverse", help=f"Failing {f['failed']}, evaluated with the same seed")
+                           delta_color="inverse", help=f"{above}: failing {f['failed']}, evaluated with the same seed.")
             else:
                 col.metric(label, "partitions" if f["state"] == "partitions" else "none",
-                           help=f"Failing {f['failed']}" if f["failed"] else f"This design has {f['none_text']}.")
+                           help=f"{above}: failing {f['failed']}." if f["failed"] else
+                           f"This design has {f['none_text']}.")
         r3.metric("Uplink switches per leaf", uplinks_value(res_),
                   help=uplinks_text(res_)[0].upper() + uplinks_text(res_)[1:] + " (N of N+1 redundancy).")
-        r4.metric("GPUs out of the job, worst single failure", gpus_out_value(res_),
-                  help=(f"Failing {res_['worst_switch_out']}: {res_['gpus_cut_off_on_worst_switch_failure']:,} GPUs "
-                        f"lose every NIC port, so {res_['servers_out_on_worst_switch_failure']:,} servers leave the "
-                        "job." if res_["worst_switch_out"] else "No single switch cuts a GPU off the network."))
+        r4.metric(f"GPUs out of the job (of {res_['gpus']:,})",
+                  f"{res_['gpus_lost_on_worst_switch_failure']:,}",
+                  help=(f"After the worst single failure, {res_['worst_switch_out']}: "
+                        f"{res_['gpus_cut_off_on_worst_switch_failure']:,} GPUs lose every NIC port, so "
+                        f"{res_['servers_out_on_worst_switch_failure']:,} servers leave the job." if
+                        res_["worst_switch_out"] else "No single switch cuts a GPU off the network."))
         st.caption(f"Switch failures above the leaves are evaluated, not guessed: each is applied to the cabling and "
                    f"the workload evaluated again (same seed). {RULE_TEXT}")
 with b:

@@ -275,20 +275,24 @@ def test_design_page_shows_the_constraint_verdict():
     from fabric.ui_support.urlstate import encode_genes
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.query_params.update({"evals": "60", "wl": "sample:llama3-70b-online.json", "gpus": "1024",
+    # the dashboard's serving sample (the review's Llama-3-70B online serving on 1,024 GPUs)
+    at.query_params.update({"evals": "60", "wl": "sample:llama3-70b-serving.json", "gpus": "1024",
                             "design": encode_genes(design_genes(RAIL_ONLY))})
     at.run()
     at.switch_page("pages/design.py").run()
     assert not at.exception, [e.value for e in at.exception]
+    assert not at.warning, [w.value for w in at.warning]                # the link was read as it is
+    assert "sample llama3-70b-serving.json" in " ".join(c.value for c in at.caption)
     errors = " ".join(e.value for e in at.error)
     assert "Does not survive a single failure" in errors and "1,024 of 1,024 GPUs" in errors
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["GPUs out of the job, worst single failure"] == "1,024 of 1,024"
+    assert metrics["GPUs out of the job (of 1,024)"] == "1,024"
     assert metrics["Uplink switches per leaf"] == "none"
     assert all(v != "partitions" for k, v in metrics.items() if k.startswith("p99, worst"))
     infos = " ".join(i.value for i in at.info)
     assert "fail-spine: not applicable: this design has no spines" in infos
     assert "slow-switch: not applicable" in infos
+    assert "checkpoint-burst: not applicable: the workload has no training job" in infos
     tables = [d.value for d in at.dataframe]
     assert not any("fail-spine" in set(t.get("scenario", [])) for t in tables)
 

@@ -98,7 +98,8 @@ def run(args) -> int:
         return 0
     st = ev.step_time_s
     ms = lambda x: f"{x * 1e3:,.2f} ms"  # noqa: E731
-    scen = f"scenario {ev.scenario}" + (f" (not applicable: {why}; the figures are the healthy fabric's)" if why else "")
+    scen = f"scenario {ev.scenario}" + (f" (not applicable: {why}; the figures are the healthy fabric's)"
+                                        if why else "")
     print(f"{design.name} | {workload.name} | {scen} | {ev.samples} samples, seed {ev.seed}")
     serving_only = all(j.get("kind") != "training" for j in ev.jobs.values())
     label = "one request unloaded (critical path, no queueing)" if serving_only else "step time"
