@@ -181,7 +181,9 @@ def _resilience_line(r: dict) -> str:
     """The single-failure findings (fabric.resilience_text, as the Design page and the brief say them)."""
     from fabric.resilience_text import resilience_lines
 
-    return "\n".join(f"resilience: {line}" for line in resilience_lines(r, lambda x: f"{x * 1e3:,.2f} ms"))
+    from fabric.units import time_text
+
+    return "\n".join(f"resilience: {line}" for line in resilience_lines(r, time_text))
 
 
 #: Scaling efficiency below this from N to the largest size tested is flagged (practitioners' alarm at 4x growth:
