@@ -188,7 +188,14 @@ def review_brief(front: list[dict], baselines: list[dict], workload, constraints
     out["racks"] = rack_report(design, catalog=catalog, rack_limit_w=constraints.rack_power_w, pue=eco_params.pue)
     out["resilience"] = resilience(design, workload, healthy_p99_s=p99, **kw)
     whatifs = []
+    from fabric.evaluate.whatif import not_applicable
+
     for name in WHAT_IFS:
+        why = not_applicable(SCENARIO_PRESETS[name], fab, workload)
+        if why:
+            whatifs.append({"scenario": name, "p99_s": None, "change": None, "not_applicable": why,
+                            "error": f"not applicable: {why}"})
+            continue
         try:
             e2 = evaluate(design, workload, SCENARIO_PRESETS[name], **kw)
             whatifs.append({"scenario": name, "p99_s": float(e2.step_time_s["p99"]),
@@ -323,22 +330,9 @@ def brief_sections(b: dict) -> list[tuple[str, list[str]]]:
     else:
         sections.append(("The runner-up", ["The search evaluated no other design that meets every limit but the "
                                            "p99 target: the front holds this one only."]))
-    r = b["resilience"]
-    res = []
-    if r["partitions_on_single_failure"]:
-        res.append("One switch or link failure partitions this fabric: not deployable as it is.")
-    else:
-        res.append(f"No single switch or link failure partitions it; every leaf reaches {r['min_uplink_switches']} "
-                   f"upper switches.")
-    for what, key, name in (("switch", "worst_switch_failure_p99_s", "worst_switch"),
-                            ("link", "worst_link_failure_p99_s", "worst_link")):
-        if r.get(name):
-            v = r[key]
-            res.append(f"Worst single {what} failure ({r[name]}): "
-                       + ("partitions the fabric." if v is None else f"p99 {_t(v)} ({v / b['p99_s'] - 1:+.1%})."))
-    if r["gpus_lost_on_worst_switch_failure"]:
-        res.append(f"A leaf failure takes {r['gpus_lost_on_worst_switch_failure']:,} GPUs out of the job.")
-    sections.append(("Resilience", res))
+    from fabric.resilience_text import resilience_lines
+
+    sections.append(("Resilience", resilience_lines(b["resilience"], _t, b["p99_s"])))
     sections.append(("What if", [f"{w['scenario']}: " + (f"p99 step {_t(w['p99_s'])} ({w['change']:+.1%})"
                                                         + "".join(f"; '{n}' {_serving_text(m)}"
                                                                   for n, m in (w.get("serving") or {}).items())

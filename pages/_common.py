@@ -707,6 +707,14 @@ def resilience_of(design: Design, healthy_p99_s: float, scenario: str = "baselin
                        _overrides_json())
 
 
+def scenario_not_applicable(design: Design, scenario: str) -> str | None:
+    """Why the what-if ``scenario`` cannot apply to ``design`` on the session's workload (None when it can)."""
+    from fabric.evaluate.whatif import not_applicable
+
+    wb, cb = workload_bundle(), catalog_bundle()
+    return not_applicable(SCENARIO_PRESETS[scenario], build_fabric(design, cb.catalog), wb.workload)
+
+
 def advice(design: Design, scenario: str = "baseline") -> dict:
     """The advisor's ranked single changes of ``design`` on the session's workload (cached)."""
     wb, cb = workload_bundle(), catalog_bundle()

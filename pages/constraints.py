@@ -11,6 +11,7 @@ from pages import _common as C
 from fabric.catalog import Catalog, compatible_nics
 from fabric.design import FAMILIES, PLACEMENTS, ROUTING_POLICIES, TRANSPORTS
 from fabric.errors import FabricError
+from fabric.resilience_text import RULE_TEXT
 from fabric.search import Constraints, DesignSpace
 from fabric.ui_support.workload_view import gpus_needed
 
@@ -147,7 +148,8 @@ facility_mw = b.number_input("Facility power (MW)", min_value=0.0, step=1.0, key
                              help="Servers and network times the PUE below.")
 a, b, c, d = st.columns(4)
 survive = a.toggle("Survive any single failure", key="con_survive",
-                   help="Designs that one switch or link failure partitions are infeasible (facts.md section 8).")
+                   help="Designs that do not survive every single switch or cable failure are infeasible "
+                        "(facts.md section 8; docs/constraints.md). " + RULE_TEXT)
 p99_fail = b.number_input("p99 under the worst failure (s)", min_value=0.0, step=0.1, key="con_p99_fail",
                           placeholder="no limit", format="%.3f",
                           help="Each design is also evaluated with its worst switch and link failure.")

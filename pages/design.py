@@ -252,8 +252,12 @@ with b:
     st.subheader("What if")
     scen = st.multiselect("Scenarios", list(SCENARIOS), default=DEFAULT_SCENARIOS, key="scenarios",
                           help="; ".join(f"{k}: {v}" for k, v in SCENARIOS.items()))
-    srows = []
+    srows, skipped = [], []
     for s in scen:
+        why = C.scenario_not_applicable(design, s)
+        if why:
+            skipped.append(f"{s}: not applicable: {why}.")
+            continue
         try:
             e2 = C.evaluate_design(design, s)
         except FabricError as err:
@@ -271,6 +275,8 @@ with b:
         st.plotly_chart(scen_fig, width="stretch", theme=None, key="scen_chart")
         st.caption("Change of the p99 step time under each scenario against the healthy fabric, in % (red: "
                    "slower, green: faster, grey: unchanged).")
+    if skipped:
+        st.info(C.md_text(" ".join(skipped)))
 report_scenario_table = None
 if srows:
     # the same unit as the step-time charts above, so the table, the charts and the captions agree
@@ -297,28 +303,33 @@ with a:
         st.info(f"Failures cannot be evaluated on this design: {C.public_message(err)}")
         res_ = None
     if res_ is not None:
-        if res_["partitions_on_single_failure"]:
-            what = ", ".join(res_["partitioning_switches"] + res_["partitioning_links"]) or "its only switch"
-            st.error(C.md_text(f"Not deployable: one failure partitions this fabric ({what}). The search rejects "
-                               "such designs unless survive_single_failure is off."))
-        r1, r2, r3 = st.columns(3)
+        from fabric.resilience_text import RULE_TEXT, evaluated_failures, uplinks_text, uplinks_value, verdict_text
 
-        def _fail(v):
-            return "partitions" if v is None else f"{v * scale:,.4g}"
-
-        r1.metric(f"p99, worst switch failure ({unit})", _fail(res_["worst_switch_failure_p99_s"]),
-                  delta=None if res_["worst_switch_failure_p99_s"] is None else
-                  f"{res_['worst_switch_failure_p99_s'] / st_['p99'] - 1:+.1%}", delta_color="inverse",
-                  help=f"Failing {res_['worst_switch'] or 'no switch (none above the leaves)'}")
-        r2.metric(f"p99, worst link failure ({unit})", _fail(res_["worst_link_failure_p99_s"]),
-                  delta=None if res_["worst_link_failure_p99_s"] is None else
-                  f"{res_['worst_link_failure_p99_s'] / st_['p99'] - 1:+.1%}", delta_color="inverse",
-                  help=f"Failing the cable {res_['worst_link'] or '(no switch-to-switch cable)'}")
-        r3.metric("Uplink switches per leaf", f"{res_['min_uplink_switches']}",
-                  help="The fewest distinct switches any leaf's uplinks reach (N of N+1); 0: one tier")
-        st.caption(f"Evaluated, not guessed: each failure is applied to the cabling and the workload evaluated again "
-                   f"(same seed). A leaf failure takes its servers out of the job "
-                   f"({res_['gpus_lost_on_worst_switch_failure']:,} GPUs at most) rather than slowing it.")
+        (st.success if res_["survives_single_failure"] else st.error)(C.md_text(
+            verdict_text(res_) + ("" if res_["survives_single_failure"] else
+                                  " The search rejects such designs unless survive_single_failure is off.")))
+        r1, r2 = st.columns(2)
+        r3, r4 = st.columns(2)
+        for col, f in zip((r1, r2), evaluated_failures(res_)):
+            label = f"p99, worst {f['what']} failure ({unit})"
+            above = f"A {f['what']} above the leaves (spine, core or between them), the worst of those tried"
+            if f["state"] == "evaluated":
+                col.metric(label, f"{f['p99_s'] * scale:,.4g}", delta=f"{f['p99_s'] / st_['p99'] - 1:+.1%}",
+                           delta_color="inverse", help=f"{above}: failing {f['failed']}, evaluated with the same seed.")
+            else:
+                col.metric(label, "partitions" if f["state"] == "partitions" else "none",
+                           help=f"{above}: failing {f['failed']}." if f["failed"] else
+                           f"This design has {f['none_text']}.")
+        r3.metric("Uplink switches per leaf", uplinks_value(res_),
+                  help=uplinks_text(res_)[0].upper() + uplinks_text(res_)[1:] + " (N of N+1 redundancy).")
+        r4.metric(f"GPUs out of the job (of {res_['gpus']:,})",
+                  f"{res_['gpus_lost_on_worst_switch_failure']:,}",
+                  help=(f"After the worst single failure, {res_['worst_switch_out']}: "
+                        f"{res_['gpus_cut_off_on_worst_switch_failure']:,} GPUs lose every NIC port, so "
+                        f"{res_['servers_out_on_worst_switch_failure']:,} servers leave the job." if
+                        res_["worst_switch_out"] else "No single switch cuts a GPU off the network."))
+        st.caption(f"Switch failures above the leaves are evaluated, not guessed: each is applied to the cabling and "
+                   f"the workload evaluated again (same seed). {RULE_TEXT}")
 with b:
     st.subheader("Cost per step")
     eco = economics(ev, design, catalog=C.catalog_bundle().catalog, params=C.constraints().economics())
@@ -498,6 +509,12 @@ def _report() -> str:
         sections.append(Section("What if", f"Change of p99 step time under each scenario ({unit} in the table).",
                                 scen_fig))
         sections.append(Section("What if: step times", f"Before and after, in {unit}.", report_scenario_table))
+    if skipped:
+        sections.append(Section("What if: not applicable", "Scenarios that change nothing this design has.", skipped))
+    if res_ is not None:
+        from fabric.resilience_text import RULE_TEXT, resilience_lines
+
+        sections.append(Section("Single failures", RULE_TEXT, resilience_lines(res_, charts.time_text, st_["p99"])))
     return report_html(f"fabric design report: {design.name}", facts, sections)
 
 

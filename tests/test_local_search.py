@@ -43,7 +43,9 @@ def test_the_exact_front_is_one_opt_at_once(truth):
 
 def test_from_a_poor_design_the_result_is_one_opt_by_the_ground_truth(truth):
     ex, by_genome = truth
-    feas = [r for r in ex.records if r["feasible"] and r.get("genome") is not None]
+    # a design its genome describes whole (a baseline drawn with a fixed number of tiers is not: its genome builds
+    # the one-switch design, which does not survive a single failure)
+    feas = [r for r in ex.records if r["feasible"] and r.get("genome") is not None and not r.get("design_tiers")]
     worst = max(feas, key=lambda r: (r["cost_usd"], r["p99_s"]))          # the most expensive design
     res = pareto_local_search(_workload(), Constraints(**SMALL), [worst["genome"]], samples=64)
     assert res.stopped_because.startswith("1-opt")

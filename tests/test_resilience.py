@@ -1,16 +1,16 @@
-"""Single points of failure on the actual cabling, against brute force on the full graph."""
+"""Single points of failure on the actual cabling, against brute force on the full cabling (the rule:
+fabric.single_failure; its own checks: tests/test_review2_resilience.py)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-import networkx as nx
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
 import fabric.resilience as R
+import fabric.single_failure as SF
 from fabric.design import Design
 from fabric.errors import DesignError
 from fabric.topology import build_fabric
@@ -18,37 +18,12 @@ from fabric.topology.fabric import LINK_KINDS
 
 
 def brute_force(fab) -> tuple[bool, int]:
-    """(does some single switch or link failure split the GPUs that keep a network port, most GPUs a single
-    switch failure cuts off) by removing each element from the full graph (GPUs, NICs, NVLink, switches)."""
-    g = nx.MultiGraph()
-    g.add_nodes_from(range(fab.n_nodes))
-    for i, (a, b) in enumerate(zip(fab.link_a.tolist(), fab.link_b.tolist())):
-        g.add_edge(a, b, key=i)
-    gpus = range(fab.n_gpus)
-    sw = range(fab.switch_base, fab.switch_base + fab.n_switches)
-    net = [i for i, k in enumerate(fab.link_kind.tolist()) if LINK_KINDS[k] not in ("nvlink", "pcie")]
+    """(does the design fail the single-failure rule, most GPUs one switch failure takes out of the job), by
+    removing every switch and cable one at a time (tests/test_review2_resilience.py)."""
+    from test_review2_resilience import brute_force as rule
 
-    def split(h) -> bool:
-        reach = {c for comp in nx.connected_components(h) for c in [frozenset(comp)]}
-        with_switch = [c for c in reach if any(x in c for x in sw)]
-        groups = [c for c in with_switch if any(x in c for x in gpus)]
-        return len(groups) > 1
-
-    worst_lost, splits = 0, False
-    for s in sw:
-        h = g.copy()
-        h.remove_node(s)
-        comps = list(nx.connected_components(h))
-        lost = sum(1 for c in comps if not any(x in c for x in sw) for x in c if x < fab.n_gpus)
-        worst_lost = max(worst_lost, lost)
-        splits |= split(h)
-    for i in net:
-        h = g.copy()
-        h.remove_edge(int(fab.link_a[i]), int(fab.link_b[i]), key=i)
-        splits |= split(h)
-    if fab.n_switches == 1:
-        splits, worst_lost = True, fab.n_gpus
-    return splits, worst_lost
+    got = rule(fab)
+    return not got["survives"], got["gpus_out"]
 
 
 CASES = [Design(gpus=64, gpus_per_node=1, tiers=2), Design(gpus=256), Design(gpus=64, family="rail_optimized"),
@@ -62,8 +37,8 @@ CASES = [Design(gpus=64, gpus_per_node=1, tiers=2), Design(gpus=256), Design(gpu
 def test_against_brute_force(design):
     fab = build_fabric(design)
     got = R.failure_analysis(fab)
-    splits, lost = brute_force(fab)
-    assert got["partitions_on_single_failure"] == splits
+    fails, lost = brute_force(fab)
+    assert (not got["survives_single_failure"]) == fails
     assert got["gpus_lost_on_worst_switch_failure"] == lost
 
 
@@ -81,13 +56,15 @@ def test_a_leaf_with_a_single_spine_is_found():
     assert got["partitions_on_single_failure"] and got["partitioning_switches"] == ["spine0"]
     assert got["min_uplink_switches"] == 1 and brute_force(cut)[0]
     # the structural check used for large fabrics finds the same
-    n, nd, pairs, mult = R._graph(cut)
-    assert R._structural(cut, n, nd, pairs, mult, 10)["partitioning_switches"] == ["spine0"]
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(SF, "EXACT_MAX_PAIRS", 0)
+        fast = R.failure_analysis(cut)
+    assert fast["method"] == "structural" and fast["partitioning_switches"] == ["spine0"]
 
 
 def test_one_switch_fabric_is_a_single_point():
     got = R.failure_analysis(build_fabric(Design(gpus=256, switch_model="ib-xdr-144x800", tiers=1)))
-    assert got["partitions_on_single_failure"] and got["gpus_lost_on_worst_switch_failure"] == 256
+    assert not got["survives_single_failure"] and got["gpus_lost_on_worst_switch_failure"] == 256
 
 
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -99,10 +76,11 @@ def test_structural_check_agrees_with_the_exact_one(fam, nodes, over, tiers):
     except DesignError:
         return
     exact = R.failure_analysis(fab)
-    n, nd, pairs, mult = R._graph(fab)
-    fast = R._structural(fab, n, nd, pairs, mult, 10)
-    for k in ("partitions_on_single_failure", "partitioning_switch_count", "gpus_lost_on_worst_switch_failure",
-              "min_uplink_switches"):
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(SF, "EXACT_MAX_PAIRS", 0)
+        fast = R.failure_analysis(fab)
+    for k in ("survives_single_failure", "partitions_on_single_failure", "partitioning_switch_count",
+              "partitioning_link_count", "gpus_lost_on_worst_switch_failure", "min_uplink_switches"):
         assert exact[k] == fast[k], k
 
 
@@ -123,13 +101,13 @@ def test_failure_p99s_are_evaluated_under_the_named_failure():
     wl = _mixtral()
     d = Design(gpus=256, oversubscription=(2.0, 1.0))
     r = R.resilience(d, wl, samples=64)
-    assert not r["partitions_on_single_failure"] and r["worst_switch"].startswith("spine")
+    assert r["survives_single_failure"] and r["worst_switch"].startswith("spine")
     direct = evaluate(d, wl, Scenario(name="x", fail_switches=(r["worst_switch"],)), samples=64)
     assert r["worst_switch_failure_p99_s"] == pytest.approx(max(direct.step_time_s["p99"], r["healthy_p99_s"]))
     assert r["worst_link_failure_p99_s"] >= r["healthy_p99_s"]
     # a one-switch cluster: no switch above the leaves to fail, and the one switch partitions everything
     one = R.resilience(Design(gpus=256, switch_model="ib-xdr-144x800", tiers=1), wl, samples=32)
-    assert one["partitions_on_single_failure"] and one["worst_switch"] is None
+    assert not one["survives_single_failure"] and one["worst_switch"] is None
 
 
 def test_named_failures_are_checked():
@@ -155,12 +133,12 @@ def test_no_front_design_has_a_single_point_of_failure_by_default(which):
     for r in res.front:
         d = Design(**{**_design_kwargs(r), "gpus": gpus})
         got = R.failure_analysis(build_fabric(d))
-        assert not got["partitions_on_single_failure"], r["design"]
+        assert got["survives_single_failure"], r["design"]
         assert got["min_uplink_switches"] != 1, r["design"]            # no leaf hangs off one spine
     if which == "sample":     # 256 GPUs fit one 288-port switch: with the check off such designs are feasible again
         off = run_search(wl, Constraints(gpus=gpus, survive_single_failure=False), budget_evals=200, seed=0,
                          samples=32)
-        assert any(r["partitions_on_single_failure"] for r in off.records if r["feasible"])
+        assert any(not r["survives_single_failure"] for r in off.records if r["feasible"])
 
 
 def _design_kwargs(rec):
@@ -201,11 +179,11 @@ def test_dragonflies_of_several_groups_take_the_structural_check_and_it_agrees_w
     # what it finds matches removing every switch and every link one at a time
     fab = build_fabric(Design(family="dragonfly", **kw))
     assert fab.structure["groups"] >= 2 and fab.structure["routers_per_group"] >= 2
-    monkeypatch.setattr(R, "EXACT_MAX_PAIRS", 0)
+    monkeypatch.setattr(SF, "EXACT_MAX_PAIRS", 0)
     got = R.failure_analysis(fab)
-    splits, lost = brute_force(fab)
+    fails, lost = brute_force(fab)
     assert got["method"] == "structural"
-    assert got["partitions_on_single_failure"] == splits is False
+    assert (not got["survives_single_failure"]) == fails is False
     assert got["gpus_lost_on_worst_switch_failure"] == lost
 
 
@@ -214,7 +192,7 @@ def test_a_one_group_dragonfly_keeps_the_exact_check(monkeypatch):
     fab = build_fabric(Design(family="dragonfly", gpus=16, gpus_per_node=4, dragonfly_terminals=4,
                               dragonfly_routers=4, dragonfly_globals=1))
     assert fab.structure["groups"] == 1
-    monkeypatch.setattr(R, "EXACT_MAX_PAIRS", 0)
+    monkeypatch.setattr(SF, "EXACT_MAX_PAIRS", 0)
     assert R.failure_analysis(fab)["method"] == "exact"
 
 
@@ -227,10 +205,8 @@ def test_dragonfly_structural_check_agrees_with_brute_force(p, a, h, gpn, nodes)
                                   dragonfly_terminals=p, dragonfly_routers=a, dragonfly_globals=h))
     except DesignError:
         return
-    n, nd, pairs, mult = R._graph(fab)
-    if fab.structure["groups"] >= 2:          # where failure_analysis takes the structural check above the limit
-        got = R._structural(fab, n, nd, pairs, mult, 10)
-    else:
+    with pytest.MonkeyPatch.context() as m:       # the structural check where failure_analysis takes it
+        m.setattr(SF, "EXACT_MAX_PAIRS", 0)
         got = R.failure_analysis(fab)
-    splits, lost = brute_force(fab)
-    assert (got["partitions_on_single_failure"], got["gpus_lost_on_worst_switch_failure"]) == (splits, lost)
+    fails, lost = brute_force(fab)
+    assert (not got["survives_single_failure"], got["gpus_lost_on_worst_switch_failure"]) == (fails, lost)

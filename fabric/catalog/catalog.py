@@ -5,14 +5,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
-
-import pandas as pd
+from typing import TYPE_CHECKING, Mapping
 
 from fabric.catalog.models import Cable, GpuModel, NicModel, SwitchModel, Transceiver
 from fabric.catalog.schema import TABLE_NAMES, TABLES, build_table
 from fabric.errors import CatalogError
 from fabric.units import bps_to_gbps
+
+if TYPE_CHECKING:            # pandas is imported where the tables are used: every CLI command pays ~0.4 s else
+    import pandas as pd
 
 __all__ = ["Catalog"]
 
@@ -135,6 +136,8 @@ class Catalog:
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """Every table as a DataFrame in edge units (``port_speed_gbps``, ``latency_ns``...), one row per model."""
+        import pandas as pd
+
         return {
             name: pd.DataFrame(self.rows(name), columns=list(TABLES[name].column_names)) for name in TABLE_NAMES
         }
@@ -170,6 +173,8 @@ def _plain(value):
     """A pandas/numpy cell as a plain Python value; NaN, None and pd.NA become None (a blank cell)."""
     if isinstance(value, str):
         return value
+    import pandas as pd
+
     if pd.api.types.is_scalar(value) and pd.isna(value):
         return None
     return value.item() if hasattr(value, "item") else value

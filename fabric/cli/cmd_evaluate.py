@@ -73,10 +73,15 @@ def run(args) -> int:
 
     res = resilience(design, workload, catalog=catalog, seed=args.seed, samples=args.samples,
                      transport_overrides=overrides, scenario=scenario, healthy_p99_s=ev.step_time_s["p99"])
+    from fabric.evaluate.whatif import not_applicable
+    from fabric.topology import build_fabric
+
+    why = not_applicable(scenario, build_fabric(design, catalog), workload)
     if args.json:
         from fabric.figures import design_figures, figure_texts
 
         out = ev.to_dict()
+        out["scenario_not_applicable"] = why
         out["economics"] = eco
         out["resilience"] = res
         # the headline figures as every page, the brief and the report show them (fabric.figures)
@@ -93,7 +98,9 @@ def run(args) -> int:
         return 0
     st = ev.step_time_s
     ms = lambda x: f"{x * 1e3:,.2f} ms"  # noqa: E731
-    print(f"{design.name} | {workload.name} | scenario {ev.scenario} | {ev.samples} samples, seed {ev.seed}")
+    scen = f"scenario {ev.scenario}" + (f" (not applicable: {why}; the figures are the healthy fabric's)"
+                                        if why else "")
+    print(f"{design.name} | {workload.name} | {scen} | {ev.samples} samples, seed {ev.seed}")
     serving_only = all(j.get("kind") != "training" for j in ev.jobs.values())
     label = "one request unloaded (critical path, no queueing)" if serving_only else "step time"
     print(f"{label}  p50 {ms(st['p50'])}  p95 {ms(st['p95'])}  p99 {ms(st['p99'])}  mean {ms(st['mean'])}")
@@ -171,22 +178,12 @@ def serving_lines(name: str, m: dict) -> list[str]:
 
 
 def _resilience_line(r: dict) -> str:
-    """One line on single failures (fabric.resilience)."""
-    ms = lambda x: "partitions the fabric" if x is None else f"p99 {x * 1e3:,.2f} ms"  # noqa: E731
-    if r["partitions_on_single_failure"]:
-        what = ", ".join(r["partitioning_switches"] + r["partitioning_links"]) or "one switch"
-        head = f"resilience: NOT deployable, one failure partitions the fabric ({what})"
-    else:
-        head = (f"resilience: no single switch or link failure partitions the fabric; every leaf reaches "
-                f"{r['min_uplink_switches']} upper switches")
-    tail = []
-    if r.get("worst_switch"):
-        tail.append(f"worst switch failure ({r['worst_switch']}): {ms(r['worst_switch_failure_p99_s'])}")
-    if r.get("worst_link"):
-        tail.append(f"worst link failure ({r['worst_link']}): {ms(r['worst_link_failure_p99_s'])}")
-    if r["gpus_lost_on_worst_switch_failure"]:
-        tail.append(f"a leaf failure takes {r['gpus_lost_on_worst_switch_failure']} GPUs out of the job")
-    return head + ("; " + "; ".join(tail) if tail else "")
+    """The single-failure findings (fabric.resilience_text, as the Design page and the brief say them)."""
+    from fabric.resilience_text import resilience_lines
+
+    from fabric.units import time_text
+
+    return "\n".join(f"resilience: {line}" for line in resilience_lines(r, time_text))
 
 
 #: Scaling efficiency below this from N to the largest size tested is flagged (practitioners' alarm at 4x growth:

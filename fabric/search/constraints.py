@@ -72,7 +72,8 @@ class Constraints:
     optimize_power: bool = False
     #: what the search minimizes beside p99: "network_capex" (USD), or "cost_per_step" (servers and network
     #: amortized over ``life_years`` plus power x PUE x electricity price, times the p99 step: fabric.economics)
-    #: designs that one switch or link failure partitions are infeasible (facts.md section 8: not deployable)
+    #: designs that do not survive every single switch or cable failure are infeasible (fabric.single_failure:
+    #: a failure that partitions the GPUs still in the job or takes more than half of the servers out)
     survive_single_failure: bool = True
     #: the p99 step under the worst single switch or link failure may not exceed this (seconds; None: no limit)
     max_p99_under_failure_s: float | None = None

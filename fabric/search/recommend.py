@@ -35,7 +35,7 @@ def violation_text(rec: dict) -> str:
         return f"it cannot be built ({rec['error']})" if rec.get("error") else "it cannot be built"
     parts = []
     if (rec.get("violations") or {}).get("partition", 0) > 0:
-        parts.append("one switch or link failure partitions it")
+        parts.append("it does not survive a single switch or cable failure")
     for name, v in (rec.get("violations") or {}).items():
         if name in _LIMIT_WORDS and v > 0:
             parts.append(f"{_LIMIT_WORDS[name]} by {v:.1%}")

@@ -66,7 +66,9 @@ def violations(rec: dict, constraints) -> dict:
     if c.p99_target_s is not None:
         v["p99_target"] = rec["p99_s"] / c.p99_target_s - 1.0
     if c.survive_single_failure:
-        v["partition"] = 1.0 if rec.get("partitions_on_single_failure") else 0.0
+        # records saved before the rule had its own field carry only whether a failure partitions them
+        survives = rec.get("survives_single_failure", not rec.get("partitions_on_single_failure", False))
+        v["partition"] = 0.0 if survives else 1.0
     if c.max_p99_under_failure_s is not None:
         v["p99_failure"] = rec.get("p99_failure_s", INFEASIBLE_P99) / c.max_p99_under_failure_s - 1.0
     if c.inference_ttft_p99_s is not None:
@@ -147,14 +149,16 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
         from fabric.resilience import resilience, structural_failures
 
         sf = _reused(reuse, ("structural", design, id(catalog)), lambda: structural_failures(design, catalog))
-        rec.update({"partitions_on_single_failure": bool(sf["partitions_on_single_failure"]),
-                    "min_uplink_switches": int(sf["min_uplink_switches"])})
+        rec.update({"survives_single_failure": bool(sf["survives_single_failure"]),
+                    "partitions_on_single_failure": bool(sf["partitions_on_single_failure"]),
+                    "gpus_lost_on_worst_switch_failure": int(sf["gpus_lost_on_worst_switch_failure"]),
+                    "min_uplink_switches": sf["min_uplink_switches"]})
         if constraints.needs_failure_p99:
             r = resilience(design, workload, catalog=catalog, seed=seed, samples=samples,
                            transport_overrides=transport_overrides, scenario=scenario,
                            healthy_p99_s=float(ev.step_time_s["p99"]))
             worst = [x for x in (r["worst_switch_failure_p99_s"], r["worst_link_failure_p99_s"]) if x is not None]
-            rec["p99_failure_s"] = (INFEASIBLE_P99 if r["partitions_on_single_failure"] else
+            rec["p99_failure_s"] = (INFEASIBLE_P99 if not r["survives_single_failure"] else
                                     max(worst + [float(ev.step_time_s["p99"])]))
         from fabric.rackpower import rack_report
 

@@ -319,5 +319,8 @@ def _frame(records: list) -> pd.DataFrame:
         return pd.DataFrame(columns=cols + ["violations"])
     df = pd.DataFrame(records)
     df["violations"] = df["violations"].apply(lambda v: json.dumps(v, sort_keys=True))
+    for c in ("min_uplink_switches", "gpus_lost_on_worst_switch_failure"):     # blank: no uplinks (one tier)
+        if c in df.columns:
+            df[c] = df[c].astype("Int64")
     rest = [c for c in df.columns if c not in cols and c not in ("genome", "key")]
     return df[[c for c in cols if c in df.columns] + rest]

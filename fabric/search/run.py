@@ -276,9 +276,12 @@ def _infeasible_reason(records: list[dict], constraints: Constraints) -> str:
         if best > c.p99_target_s:
             parts.append(f"the fastest design's p99 is {best * 1e3:,.1f} ms, above the target "
                          f"{c.p99_target_s * 1e3:,.1f} ms")
-    if c.survive_single_failure and all(r.get("partitions_on_single_failure") for r in built):
-        parts.append("every buildable design can be partitioned by one switch or link failure (a single spine, or "
-                     "one switch for the whole cluster); allow more switches or set survive_single_failure false")
+    if c.survive_single_failure and not any(r.get("survives_single_failure", not r.get("partitions_on_single_failure"))
+                                          for r in built):
+        parts.append("no buildable design survives every single switch or cable failure (a failure partitions it, "
+                     "or takes more than half of the servers out: a single spine, one switch per rail, one switch "
+                     "for the whole cluster); allow more switches, two NICs or two planes per GPU, or set "
+                     "survive_single_failure false")
     if c.rack_power_w is not None:
         low = min(r.get("max_rack_power_w", float("inf")) for r in built)
         if low > c.rack_power_w:
