@@ -185,7 +185,8 @@ def _place_power(fabric, bom, cat) -> Placement:
         sw_plane = fabric.node_plane[fabric.switch_base:fabric.switch_base + n_sw]
         for p in range(fabric.planes):
             ids = np.flatnonzero((tier_of == 0) & (sw_plane == p))
-            sw_rack[ids] = leaf_rack[: ids.size]
+            n = min(ids.size, leaf_rack.size)     # a dragonfly group's routers beyond its servers: network racks
+            sw_rack[ids[:n]] = leaf_rack[:n]
     tor = sw_rack >= 0
     rack_w += np.bincount(sw_rack[tor], weights=sw_w[tor], minlength=n_racks)[:n_racks]
     rack_sw = np.bincount(sw_rack[tor], minlength=n_racks)[:n_racks]
