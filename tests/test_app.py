@@ -532,12 +532,16 @@ def test_build_page_changes_size_and_reports_errors():
     at.number_input(key="gpus").set_value(12).run()       # not a whole number of 8-GPU nodes
     ok(at)
     assert "8-GPU nodes" in at.error[0].value
-    # a newly picked reference design starts at its own size: the 100K multi-plane preset at 131,072 GPUs
-    # (4 planes of 256-port 200G switches, 3 tiers), not the 12 GPUs typed for the previous one
+    # a newly picked reference design starts at the session's cluster size (256 GPUs for the sample), not the 12
+    # GPUs typed for the previous one; one that cannot be built there at its own size, saying why
     at.selectbox(key="preset").set_value("hyperscale-multiplane").run()
     ok(at)
-    assert at.number_input(key="gpus").value == 131_072
-    assert "131,072 GPUs, 4 planes" in " ".join(c.value for c in at.caption)
+    assert at.number_input(key="gpus").value == 256
+    assert "256 GPUs, 4 planes" in " ".join(c.value for c in at.caption)
+    at.selectbox(key="preset").set_value("gb200-nvl72-superpod").run()
+    ok(at)
+    assert at.number_input(key="gpus").value == 576
+    assert "cannot be built at the session's 256 GPUs" in " ".join(c.value for c in at.caption)
 
 
 def test_every_page_is_titled_as_its_navigation_entry_and_design_pages_export():

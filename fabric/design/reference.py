@@ -123,8 +123,8 @@ def scalable_unit_note(design: Design, catalog=None) -> str:
     sus = math.ceil(slots / nps)
     in_last = slots - (sus - 1) * nps
     gpn = design.gpus_per_node
-    reserved = (f" and {design.reserved_node_slots} reserved slot{'s' if design.reserved_node_slots != 1 else ''} "
-                f"(the UFM management node)" if design.reserved_node_slots else "")
+    reserved = (f" and the UFM management node's slot" if design.reserved_node_slots == 1 else
+                f" and {design.reserved_node_slots} reserved slots" if design.reserved_node_slots else "")
     head = (f"{design.gpus:,} GPUs are {design.nodes:,} servers{reserved}: {slots:,} node slots in {sus} scalable "
             f"unit{'s' if sus != 1 else ''} of {nps} slots")
     if in_last == nps or sus == 1:
@@ -140,7 +140,17 @@ def scalable_unit_note(design: Design, catalog=None) -> str:
     before = pf.switch_counts()
     pcost = bill_of_materials(pf, catalog).cost_usd
     changes = ", ".join(f"{t} {before.get(t, 0):,} -> {n:,}" for t, n in now.items() if before.get(t, 0) != n)
-    tiers = "" if pf.tiers == fab.tiers else f" and a {('', '', 'spine', 'core')[fab.tiers]} tier starts"
-    return (f"{head}; the last holds {in_last} of its {nps} slots. {sus - 1} full unit{'s' if sus != 2 else ''} hold "
-            f"{prev_gpus:,} GPUs for ${pcost / 1e6:,.2f}M; the unit started here adds its rail leaves and, for a "
-            f"1:1 fabric, the spines their uplinks need{tiers} ({changes}): ${cost / 1e6:,.2f}M.")
+    why = []
+    if before.get("spine", 0) != now.get("spine", 0) and fab.tiers == pf.tiers == 2:
+        why.append("spine counts split every leaf's uplinks into equal bundles, as NVIDIA's tables round 12 spines "
+                   "up to 16")
+    if pf.tiers != fab.tiers:
+        why.append(f"a {('', '', 'spine', 'core')[fab.tiers]} tier starts: the spines of two tiers cannot take "
+                   f"every rail leaf's uplinks")
+    nth = {1: "st", 2: "nd", 3: "rd"}.get(sus % 10 if sus % 100 not in (11, 12, 13) else 0, "th")
+    return (f"A {sus}{nth} scalable unit starts above {prev_gpus:,} GPUs. {head}; the last holds {in_last} of its "
+            f"{nps}, and a partly "
+            f"filled unit is cabled as a full one: "
+            f"{changes}" + (f" ({'; '.join(why)})" if why else "") + f". {sus - 1} full unit{'s' if sus != 2 else ''} "
+            f"({prev_gpus:,} GPUs) cost{'s' if sus == 2 else ''} ${pcost / 1e6:,.2f}M; {design.gpus:,} GPUs cost "
+            f"${cost / 1e6:,.2f}M.")
