@@ -498,11 +498,12 @@ def test_compare_page_defaults_and_deltas():
     ok(at)
     picked = at.multiselect(key="compare_pick").value
     # a fat-tree baseline against the recommended design: the 1:1 fat tree, or the 2:1 one when the search
-    # recommends the 1:1 fat tree itself (its "fastest links" are 400G since H100 hosts cannot run 800G NICs)
+    # recommends the 1:1 fat tree itself (400G links on the NDR switches of the ConnectX-7's generation, since H100
+    # hosts cannot run 800G NICs)
     assert len(picked) == 2 and picked[1].startswith("recommended: ")
     rec = picked[1].removeprefix("recommended: ")
-    ref = "fat tree 2:1, fastest links" if rec == "baseline: fat tree 1:1, fastest links" else \
-        "fat tree 1:1, fastest links"
+    ref = "fat tree 2:1, 400G on ib-ndr-64x400" if rec == "baseline: fat tree 1:1, 400G on ib-ndr-64x400" else \
+        "fat tree 1:1, 400G on ib-ndr-64x400"
     assert picked[0] == f"baseline: {ref}"
     # the deltas sentence names the reference ("costs the same as '...'" when both are one design at 256 GPUs)
     assert f"than '{ref}'" in texts(at.markdown).replace("\\", "") or \
