@@ -94,6 +94,7 @@ class Placement:
     network_rack_w: float
     server_w: float
     it_w: float
+    compute_groups: tuple = ()
 
 
 _PLACEMENT_CACHE: dict = {}
@@ -165,13 +166,14 @@ def _place_power(fabric, bom, cat) -> Placement:
     n_sw = fabric.n_switches
     sw_w = np.full(n_sw, cat.switch(d.switch_model).power_w)
     tier_of = fabric.node_tier[fabric.switch_base:fabric.switch_base + n_sw]
+    optical = np.flatnonzero((fabric.link_medium == _OPTICS) & _NETWORK_KIND[fabric.link_kind])
+    opt_kind, opt_cap = fabric.link_kind[optical], fabric.link_capacity_bps[optical]
     for item in bom.items:
         m = _END.match(item.where) if item.category == "transceiver" else None
         if not m or m.group("tier") == "NIC":
             continue
         tx = cat.transceiver(item.model)
-        ids = np.flatnonzero((fabric.link_kind == _K[m.group("kind")]) & (fabric.link_medium == _OPTICS)
-                             & np.isclose(fabric.link_capacity_bps, tx.speed_bps, rtol=1e-9))
+        ids = optical[(opt_kind == _K[m.group("kind")]) & (np.abs(opt_cap - tx.speed_bps) <= 1e-9 * tx.speed_bps)]
         ends = np.concatenate([fabric.link_a[ids], fabric.link_b[ids]])
         ends = ends[(ends >= fabric.switch_base) & (ends < fabric.switch_base + n_sw)] - fabric.switch_base
         if ends.size:
@@ -200,7 +202,8 @@ def _place_power(fabric, bom, cat) -> Placement:
     network_rack_w = float(sw_w[~tor].sum()) + (float(bom.power_w) - nic_power_w(bom) - placed)
     rack_reserved = np.bincount(np.arange(reserved) // per_rack, minlength=n_racks)[:n_racks]
     return Placement(rack_w, rack_gpus, rack_sw, rack_reserved, sw_w, sw_rack, int(storage_n), float(storage_each),
-                     network_rack_w, server_w, it_w)
+                     network_rack_w, server_w, it_w,
+                     tuple(_compute_groups(rack_w, rack_gpus, rack_sw, rack_reserved)))
 
 
 #: per built fabric (its cache key): the network cables per reach class, kept for the search
@@ -226,17 +229,17 @@ def _reach_counts(fabric) -> np.ndarray:
     return hit[1]
 
 
-def _compute_groups(place: Placement) -> list[dict]:
+def _compute_groups(rack_w, rack_gpus, rack_sw, rack_reserved) -> list[dict]:
     """Compute racks grouped by what they hold: ``racks``, ``gpus``, ``switches``, ``reserved`` (node slots),
     ``power_w`` (the most of the group) and ``power_min_w``; racks with switches first, then by GPUs."""
-    keys = np.stack([place.compute_rack_gpus, place.compute_rack_switches, place.compute_rack_reserved], axis=1)
+    keys = np.stack([rack_gpus, rack_sw, rack_reserved], axis=1)
     if not keys.size:
         return []
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)
     inv = np.asarray(inv).ravel()
     rows = []
     for g, (gpus, sws, res) in enumerate(uniq.tolist()):
-        w = place.compute_rack_w[inv == g]
+        w = rack_w[inv == g]
         rows.append({"racks": int(w.size), "gpus": int(gpus), "switches": int(sws), "reserved": int(res),
                      "power_w": float(w.max()), "power_min_w": float(w.min())})
     return sorted(rows, key=lambda r: (-r["switches"], -r["gpus"]))
@@ -292,7 +295,7 @@ def rack_report(design, *, catalog=None, fabric=None, bom=None, rack_limit_w: fl
         "compute_racks": int(power.size), "nodes_per_rack": per_rack, "gpus_per_rack": int(per_rack * gpn),
         "servers_per_rack": max(1, per_rack * gpn // gpu.server_gpus) if gpu.server_gpus >= gpn else per_rack,
         "compute_rack_power_w": compute_max, "compute_rack_power_mean_w": float(power.mean()) if power.size else 0.0,
-        "compute_rack_groups": _compute_groups(place),
+        "compute_rack_groups": [dict(g) for g in place.compute_groups],
         "tor_switches_per_rack": int(place.compute_rack_switches.max()) if power.size else 0,
         "tor_switches": int(tor.sum()), "leaves_in_compute_racks": tor_family,
         "tor_switch_kind": "router" if design.family == "dragonfly" else "leaf switch",
