@@ -1,35 +1,43 @@
-"""Racks and power of a built design: switches and GPUs per rack, power per rack against a limit, the facility's
-power, and the cables by reach class.
+"""Racks and power of a built design: where every watt sits (compute racks, network racks), GPUs and switches per
+rack, power per rack against a limit, the IT and facility power, and the cables by reach class.
 
-Rack layout (the builder's, :mod:`fabric.topology.racks`): compute racks hold as many servers as the design's rack
-power (``Design.rack_power_w``, default 40.8 kW) feeds, a rack-scale system (GB200 NVL72, ~120 kW; an NVL36x2 half,
-~66 kW) is a rack of its own; a top-of-rack leaf (``clos``) or a dragonfly router sits in the rack of its middle
-node and adds its power there (a design with an explicit ``rack_power_w`` keeps room for it; the default 40.8 kW is
-the servers', NVIDIA's four DGX H100 per rack). Every other switch (rail leaves, spines, cores) sits in network
-racks of at most :data:`NETWORK_RACK_SWITCHES` switches (a 42U rack of 2U switches with room for patch panels; an
-assumption) and at most the rack power. A switch counts its catalog power in its rack; transceivers and active
-cables count in the facility's power.
+One definition of each figure, used by every page, the CLI (``fabric build``, ``fabric upgrade``) and the search:
 
-Power: IT power = servers (GPUs, CPUs, NVLink switches: the catalog server's rated power) + network (switches,
-switch- and NIC-side optics, active cables) without the NICs, which are inside the servers' rated power; facility
-power = IT power x PUE (facts.md section 11: 1.1-1.5).
+- **where the power sits** (:func:`place_power`): node slots fill compute racks in order (the builder's layout,
+  :mod:`fabric.topology.racks`: as many servers as the design's rack power feeds, default 40.8 kW; a rack-scale
+  system is a rack of its own). A compute rack holds its servers at the catalog's server power, which covers their
+  NICs (DGX H100: 10.2 kW max with its eight ConnectX-7; a GB200 NVL72 rack's ~120 kW with its trays' NICs), plus the
+  NIC-side transceivers and the powered server cables (active copper, AOC) of their links, bought apart; a
+  top-of-rack leaf (``clos``) or a dragonfly router sits in the rack of its middle server, with the switch-side
+  modules of all its optical ports.
+  Every other switch (rail leaves, spines, cores, a storage network's switches) sits, with its modules, in network
+  racks of at most :data:`NETWORK_RACK_SWITCHES` switches (a 42U rack of 1-2U switches with room for patch panels; an
+  assumption) and at most the rack power;
+- **IT power** (:func:`it_power_w`) = servers + the network's bill of materials without its NICs (switches, optics,
+  powered cables: what the servers' rating does not cover). The bill of materials' "network power" keeps the NICs
+  (it is what the search minimizes); the two are named apart everywhere;
+- **facility power** (:func:`facility_power_w`) = IT power x PUE (facts.md section 11: 1.1-1.5; default
+  :data:`DEFAULT_PUE`).
 
-Cables by reach class (facts.md section 10): in the rack (passive copper reaches ~2-3 m), the neighbouring rack
-(active copper, ~5-7 m), the row or hall (AOC or multimode optics, up to ~100 m), across halls (single-mode
-optics, 500 m and more).
+Compute racks plus network racks add up to the IT power exactly. Cables by reach class (facts.md section 10): in the
+rack (passive copper reaches ~2-3 m), the neighbouring rack (active copper, ~5-7 m), the row or hall (AOC or
+multimode optics, up to ~100 m), across halls (single-mode optics, 500 m and more).
 """
 
 from __future__ import annotations
 
 import math
+import re
 import weakref
+from dataclasses import dataclass
 
 import numpy as np
 
 from fabric.topology import racks
-from fabric.topology.fabric import LINK_KINDS, SWITCH
+from fabric.topology.fabric import LINK_KINDS, MEDIA
 
-__all__ = ["rack_report", "NETWORK_RACK_SWITCHES", "REACH_CLASSES", "DEFAULT_PUE"]
+__all__ = ["rack_report", "place_power", "Placement", "it_power_w", "nic_power_w", "facility_power_w", "NETWORK_RACK_SWITCHES",
+           "REACH_CLASSES", "DEFAULT_PUE"]
 
 #: Switches in one network rack at most (2U switches in a 42U rack beside patch panels and cable management).
 NETWORK_RACK_SWITCHES = 16
@@ -42,45 +50,169 @@ DEFAULT_PUE = 1.3
 _NETWORK = [LINK_KINDS.index(k) for k in LINK_KINDS if k not in ("nvlink", "pcie")]
 #: link kind -> network link or not (a lookup: faster than ``np.isin`` over a million links)
 _NETWORK_KIND = np.isin(np.arange(len(LINK_KINDS)), _NETWORK)
+_K = {k: i for i, k in enumerate(LINK_KINDS)}
+_OPTICS = MEDIA.index("optics")
+_CABLE_KIND = {"copper": "dac", "active_copper": "acc", "aoc": "aoc"}
+_END = re.compile(r"^(?P<kind>[\w-]+) \((?P<tier>\w+) end\)$")
 
 
-def _switch_power(fabric, bom) -> np.ndarray:
-    """Catalog power of each switch (index: node id - switch_base)."""
-    tiers = fabric.node_tier[fabric.switch_base:fabric.switch_base + fabric.n_switches].astype(np.int64)
-    out = np.zeros(fabric.n_switches)
-    per_tier = {i.where: i.unit_power_w for i in bom.items if i.category == "switch" and i.where in fabric.tier_names}
-    for t, name in enumerate(fabric.tier_names):
-        out[tiers == t] = per_tier.get(name, 0.0)
+def nic_power_w(bom) -> float:
+    """Power of the bill of materials' NICs, in watts (inside the servers' rated power)."""
+    return float(sum(i.power_w for i in bom.items if i.category == "nic"))
+
+
+def it_power_w(bom) -> float:
+    """IT power of a bill of materials, in watts: the servers plus the network items outside them (every item but
+    the NICs; module docstring)."""
+    return float(bom.compute_power_w + bom.power_w - nic_power_w(bom))
+
+
+def facility_power_w(it_w: float, pue: float = DEFAULT_PUE) -> float:
+    """Facility power, in watts: IT power x PUE."""
+    return float(it_w) * float(pue)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a fabric's power sits (see the module docstring), in watts.
+
+    ``compute_rack_w[r]``, ``compute_rack_gpus[r]``, ``compute_rack_switches[r]`` and ``compute_rack_reserved[r]``
+    (reserved node slots, e.g. a SuperPOD's UFM node) per compute rack;
+    ``switch_w[s]`` each fabric switch with its switch-side modules and ``switch_rack[s]`` its compute rack (-1: a
+    network rack); ``storage_switches`` / ``storage_switch_w`` a storage network's switches (network racks);
+    ``network_rack_w`` all that sits in network racks; ``server_w`` the servers; ``it_w`` servers plus network.
+    """
+
+    compute_rack_w: np.ndarray
+    compute_rack_gpus: np.ndarray
+    compute_rack_switches: np.ndarray
+    compute_rack_reserved: np.ndarray
+    switch_w: np.ndarray
+    switch_rack: np.ndarray
+    storage_switches: int
+    storage_switch_w: float
+    network_rack_w: float
+    server_w: float
+    it_w: float
+    compute_groups: tuple = ()
+
+
+_PLACEMENT_CACHE: dict = {}
+
+
+def place_power(fabric, bom, catalog=None) -> Placement:
+    """Where every watt of ``fabric`` (with its bill of materials ``bom``) sits: the module docstring's rules.
+
+    Kept per built fabric and bill of materials (the search reports many designs of one cabling)."""
+    from fabric.catalog import default_catalog
+
+    cat = catalog or default_catalog()
+    key = (fabric.cache_key, id(cat)) if fabric.cache_key else None
+    hit = _PLACEMENT_CACHE.get(key) if key is not None else None
+    if hit is not None and hit[0]() is bom and hit[1]() is fabric.link_reach_m:
+        return hit[2]
+    out = _place_power(fabric, bom, cat)
+    if key is not None:
+        if len(_PLACEMENT_CACHE) > 256:
+            _PLACEMENT_CACHE.clear()
+        # weak references: the cache must not keep a dropped fabric's arrays or bill of materials alive
+        _PLACEMENT_CACHE[key] = (weakref.ref(bom), weakref.ref(fabric.link_reach_m), out)
     return out
 
 
-def _leaf_racks(fabric, per_rack: int) -> np.ndarray:
-    """Compute rack of each top-of-rack leaf / router (index: switch index; -1 for switches in network racks):
-    the rack of the middle node cabled to it."""
-    design = fabric.design
-    out = np.full(fabric.n_switches, -1, np.int64)
-    if design.family not in racks.TOP_OF_RACK_FAMILIES:
-        return out
-    npn = design.nics_per_node
-    nic_node = np.arange(fabric.n_nics) // max(npn, 1)
-    sw = fabric.nic_ports.ravel() - fabric.switch_base
-    node = np.repeat(nic_node, fabric.nic_ports.shape[1])
-    order = np.lexsort((node, sw))
-    sw, node = sw[order], node[order]
-    uniq, start, count = np.unique(sw, return_index=True, return_counts=True)
-    mid = node[start + (count - 1) // 2] + design.reserved_node_slots
-    out[uniq] = mid // per_rack
-    return out
+def _place_power(fabric, bom, cat) -> Placement:
+    d = fabric.design
+    gpu = cat.gpu(d.gpu_model)
+    nodes, npn, reserved = d.nodes, d.nics_per_node, d.reserved_node_slots
+    per_rack = int(fabric.structure.get("nodes_per_rack") or racks.nodes_per_rack(gpu, d.gpus_per_node))
+    slots = nodes + reserved
+    n_racks = math.ceil(slots / per_rack)
+    node_rack = (np.arange(nodes) + reserved) // per_rack
+    per_node_w = gpu.server_power_w * d.gpus_per_node / gpu.server_gpus
+    rack_w = np.bincount(node_rack, weights=np.full(nodes, per_node_w), minlength=n_racks).astype(float)
+    rack_gpus = np.bincount(node_rack, minlength=n_racks) * d.gpus_per_node
+    placed = 0.0
+
+    def in_racks(node_ids, watts_each):
+        return np.bincount(node_rack[node_ids], minlength=n_racks)[:n_racks] * watts_each
+
+    def node_of_nic(nic_node):
+        return (np.asarray(nic_node) - fabric.nic_base) // npn
+
+    every_node = np.arange(nodes)
+    for item in bom.items:          # NICs are inside the servers' rated power
+        if item.category == "cable" and item.where == "storage network":
+            rack_w += in_racks(every_node, item.unit_power_w)
+            placed += item.power_w
+    sel = np.flatnonzero(fabric.link_kind == _K["nic-leaf"])
+    nic_end = [i for i in bom.items if i.category == "transceiver" and i.where == "nic-leaf (NIC end)"]
+    if nic_end:
+        optical = sel[fabric.link_medium[sel] == _OPTICS]
+        rack_w += in_racks(node_of_nic(fabric.link_a[optical]), nic_end[0].unit_power_w)
+        placed += sum(i.power_w for i in nic_end)
+    # powered server cables (ACC, AOC): the model the bill of materials chose for each medium and length
+    for code in np.unique(fabric.link_medium[sel]).tolist():
+        medium = MEDIA[code]
+        if medium not in _CABLE_KIND:
+            continue
+        links = sel[fabric.link_medium[sel] == code]
+        for reach in np.unique(fabric.link_reach_m[links]).tolist():
+            grp = links[fabric.link_reach_m[links] == reach]
+            cable = cat.cable_for(_CABLE_KIND[medium], fabric.link_speed_bps, reach)
+            if cable.power_w:
+                rack_w += in_racks(node_of_nic(fabric.link_a[grp]), cable.power_w)
+                placed += cable.power_w * grp.size
+    # switches and their switch-side modules
+    n_sw = fabric.n_switches
+    sw_w = np.full(n_sw, cat.switch(d.switch_model).power_w)
+    tier_of = fabric.node_tier[fabric.switch_base:fabric.switch_base + n_sw]
+    optical = np.flatnonzero((fabric.link_medium == _OPTICS) & _NETWORK_KIND[fabric.link_kind])
+    opt_kind, opt_cap = fabric.link_kind[optical], fabric.link_capacity_bps[optical]
+    for item in bom.items:
+        m = _END.match(item.where) if item.category == "transceiver" else None
+        if not m or m.group("tier") == "NIC":
+            continue
+        tx = cat.transceiver(item.model)
+        ids = optical[(opt_kind == _K[m.group("kind")]) & (np.abs(opt_cap - tx.speed_bps) <= 1e-9 * tx.speed_bps)]
+        ends = np.concatenate([fabric.link_a[ids], fabric.link_b[ids]])
+        ends = ends[(ends >= fabric.switch_base) & (ends < fabric.switch_base + n_sw)] - fabric.switch_base
+        if ends.size:
+            ends = ends[np.asarray(fabric.tier_names)[tier_of[ends]] == m.group("tier")]
+        sw_w += -(-np.bincount(ends, minlength=n_sw) // tx.ports_per_module) * tx.power_w
+    placed += float(sw_w.sum())
+    sw_rack = np.full(n_sw, -1, np.int64)
+    if d.family in racks.TOP_OF_RACK_FAMILIES:
+        held = int(fabric.structure.get("nodes_per_leaf") or fabric.structure.get("nodes_per_router") or slots)
+        leaf_rack = racks.leaf_racks(np.arange(slots) // max(held, 1), per_rack)
+        sw_plane = fabric.node_plane[fabric.switch_base:fabric.switch_base + n_sw]
+        for p in range(fabric.planes):
+            ids = np.flatnonzero((tier_of == 0) & (sw_plane == p))
+            n = min(ids.size, leaf_rack.size)     # a dragonfly group's routers beyond its servers: network racks
+            sw_rack[ids[:n]] = leaf_rack[:n]
+    tor = sw_rack >= 0
+    rack_w += np.bincount(sw_rack[tor], weights=sw_w[tor], minlength=n_racks)[:n_racks]
+    rack_sw = np.bincount(sw_rack[tor], minlength=n_racks)[:n_racks]
+    storage = [i for i in bom.items if i.category == "switch" and i.where == "storage network"]
+    storage_n = sum(i.count for i in storage)
+    storage_each = max((i.unit_power_w for i in storage), default=0.0)
+    # what sits in network racks: the other switches with their modules, a storage network's switches, and anything
+    # not placed above
+    it_w = it_power_w(bom)
+    server_w = float(per_node_w * nodes)
+    network_rack_w = float(sw_w[~tor].sum()) + (float(bom.power_w) - nic_power_w(bom) - placed)
+    rack_reserved = np.bincount(np.arange(reserved) // per_rack, minlength=n_racks)[:n_racks]
+    return Placement(rack_w, rack_gpus, rack_sw, rack_reserved, sw_w, sw_rack, int(storage_n), float(storage_each),
+                     network_rack_w, server_w, it_w,
+                     tuple(_compute_groups(rack_w, rack_gpus, rack_sw, rack_reserved)))
 
 
-#: per built fabric (its cache key): what the rack report reads from the cabling alone, kept for the search, which
-#: reports many designs of one cabling (leaf racks by nodes per rack, cables by reach class)
+#: per built fabric (its cache key): the network cables per reach class, kept for the search
 _CABLING_CACHE: dict = {}
 
 
-def _cabling_facts(fabric, per_rack: int) -> tuple[np.ndarray, np.ndarray]:
-    """(compute rack of each top-of-rack switch, network cables per reach class) of ``fabric``, cached."""
-    key = (fabric.cache_key, per_rack) if fabric.cache_key else None
+def _reach_counts(fabric) -> np.ndarray:
+    """Network cables per reach class of ``fabric``, cached per cabling."""
+    key = fabric.cache_key or None
     hit = _CABLING_CACHE.get(key) if key is not None else None
     if hit is not None and hit[0]() is not fabric.link_reach_m:      # another build of that cabling (catalog)
         hit = None
@@ -89,18 +221,33 @@ def _cabling_facts(fabric, per_rack: int) -> tuple[np.ndarray, np.ndarray]:
         bounds = np.array([r for _, r in REACH_CLASSES[:-1]])
         cls = np.searchsorted(bounds, fabric.link_reach_m[net], side="left")
         # a weak reference: the cache must not keep a dropped fabric's link arrays alive
-        hit = (weakref.ref(fabric.link_reach_m), _leaf_racks(fabric, per_rack),
-               np.bincount(cls, minlength=len(REACH_CLASSES)))
+        hit = (weakref.ref(fabric.link_reach_m), np.bincount(cls, minlength=len(REACH_CLASSES)))
         if key is not None:
             if len(_CABLING_CACHE) > 256:
                 _CABLING_CACHE.clear()
             _CABLING_CACHE[key] = hit
-    return hit[1], hit[2]
+    return hit[1]
+
+
+def _compute_groups(rack_w, rack_gpus, rack_sw, rack_reserved) -> list[dict]:
+    """Compute racks grouped by what they hold: ``racks``, ``gpus``, ``switches``, ``reserved`` (node slots),
+    ``power_w`` (the most of the group) and ``power_min_w``; racks with switches first, then by GPUs."""
+    keys = np.stack([rack_gpus, rack_sw, rack_reserved], axis=1)
+    if not keys.size:
+        return []
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = np.asarray(inv).ravel()
+    rows = []
+    for g, (gpus, sws, res) in enumerate(uniq.tolist()):
+        w = rack_w[inv == g]
+        rows.append({"racks": int(w.size), "gpus": int(gpus), "switches": int(sws), "reserved": int(res),
+                     "power_w": float(w.max()), "power_min_w": float(w.min())})
+    return sorted(rows, key=lambda r: (-r["switches"], -r["gpus"]))
 
 
 def rack_report(design, *, catalog=None, fabric=None, bom=None, rack_limit_w: float | None = None,
                 pue: float = DEFAULT_PUE) -> dict:
-    """Racks, their contents and power, the facility's power and the cables by reach class (module docstring).
+    """Racks, their contents and power, the IT and facility power and the cables by reach class (module docstring).
 
     ``rack_limit_w``: the most power a rack may draw (default: the design's ``rack_power_w`` when it sets one, else
     no limit); racks above it are counted in ``racks_over_limit``. All power in watts.
@@ -118,26 +265,20 @@ def rack_report(design, *, catalog=None, fabric=None, bom=None, rack_limit_w: fl
     limit = float(rack_limit_w) if rack_limit_w is not None else (
         float(design.rack_power_w) if design.rack_power_w is not None else math.inf)
     per_rack = int(fabric.structure.get("nodes_per_rack") or racks.nodes_per_rack(gpu, gpn, design.rack_power_w))
-    slots = design.nodes + design.reserved_node_slots
-    n_compute = math.ceil(slots / per_rack)
-    node_power = gpu.server_power_w * gpn / gpu.server_gpus
-    slot_rack = np.arange(slots) // per_rack
-    gpus_in = np.bincount(slot_rack[design.reserved_node_slots:], minlength=n_compute) * gpn
-    power = gpus_in / gpn * node_power
-    sw_power = _switch_power(fabric, bom)
-    leaf_rack, counts = _cabling_facts(fabric, per_rack)
-    tor = leaf_rack >= 0
-    switches_in = np.bincount(leaf_rack[tor], minlength=n_compute)
-    power = power + np.bincount(leaf_rack[tor], weights=sw_power[tor], minlength=n_compute)
+    place = place_power(fabric, bom, cat)
+    power = place.compute_rack_w
+    tor = place.switch_rack >= 0
     # network racks: the other switches, tier by tier, as many per rack as space and the rack power allow
     net_rows = []
     tiers = fabric.node_tier[fabric.switch_base:fabric.switch_base + fabric.n_switches]
-    for t, name in enumerate(fabric.tier_names):
-        sel = (tiers == t) & ~tor
-        n = int(sel.sum())
+    groups = [(name, place.switch_w[(tiers == t) & ~tor]) for t, name in enumerate(fabric.tier_names)]
+    if place.storage_switches:
+        groups.append(("storage network", np.full(place.storage_switches, place.storage_switch_w)))
+    for name, watts in groups:
+        n = int(watts.size)
         if not n:
             continue
-        each = float(sw_power[sel].max())
+        each = float(watts.max())
         fit = NETWORK_RACK_SWITCHES if each <= 0 else max(1, min(NETWORK_RACK_SWITCHES, int(budget // each)))
         k = math.ceil(n / fit)
         net_rows.append({"tier": name, "switches": n, "racks": k, "switches_per_rack": fit,
@@ -146,24 +287,25 @@ def rack_report(design, *, catalog=None, fabric=None, bom=None, rack_limit_w: fl
     net_max = max([r["power_per_rack_w"] for r in net_rows], default=0.0)
     over = int((power > limit * (1 + 1e-9)).sum()) + sum(r["racks"] for r in net_rows
                                                           if r["power_per_rack_w"] > limit * (1 + 1e-9))
-    # facility power: servers + network without the NICs (inside the servers' rated power)
-    server_w = float(design.gpus * gpu.server_power_w / gpu.server_gpus)
-    nic_w = sum(i.power_w for i in bom.items if i.category == "nic")
-    network_w = float(bom.power_w - nic_w)
-    it_w = server_w + network_w
-    # cables by reach class (network links; NVLink and PCIe are inside the servers): ``counts`` above
     domain = design.domain_size
     racks_per_domain = max(1, math.ceil(domain / (per_rack * gpn))) if domain > gpn else 0
+    tor_family = design.family in racks.TOP_OF_RACK_FAMILIES
+    held = int(fabric.structure.get("nodes_per_leaf") or fabric.structure.get("nodes_per_router") or 0)
     return {
-        "compute_racks": int(n_compute), "nodes_per_rack": per_rack, "gpus_per_rack": int(per_rack * gpn),
+        "compute_racks": int(power.size), "nodes_per_rack": per_rack, "gpus_per_rack": int(per_rack * gpn),
         "servers_per_rack": max(1, per_rack * gpn // gpu.server_gpus) if gpu.server_gpus >= gpn else per_rack,
         "compute_rack_power_w": compute_max, "compute_rack_power_mean_w": float(power.mean()) if power.size else 0.0,
-        "tor_switches_per_rack": int(switches_in.max()) if switches_in.size else 0,
+        "compute_rack_groups": [dict(g) for g in place.compute_groups],
+        "tor_switches_per_rack": int(place.compute_rack_switches.max()) if power.size else 0,
+        "tor_switches": int(tor.sum()), "leaves_in_compute_racks": tor_family,
+        "tor_switch_kind": "router" if design.family == "dragonfly" else "leaf switch",
+        "servers_per_leaf": held if tor_family else 0,
         "network_racks": sum(r["racks"] for r in net_rows), "network_rack_rows": net_rows,
         "max_rack_power_w": max(compute_max, net_max),
         "rack_power_limit_w": None if math.isinf(limit) else limit, "racks_over_limit": over,
         "rack_power_budget_w": budget, "racks_per_scale_up_domain": racks_per_domain,
-        "server_power_w": server_w, "network_power_w": network_w, "it_power_w": it_w, "pue": float(pue),
-        "facility_power_w": it_w * float(pue),
-        "cables_by_reach": {name: int(c) for (name, _), c in zip(REACH_CLASSES, counts.tolist())},
+        "server_power_w": place.server_w, "network_power_w": float(bom.power_w), "nic_power_w": nic_power_w(bom),
+        "network_outside_servers_w": float(bom.power_w) - nic_power_w(bom), "it_power_w": place.it_w,
+        "pue": float(pue), "facility_power_w": facility_power_w(place.it_w, pue),
+        "cables_by_reach": {name: int(c) for (name, _), c in zip(REACH_CLASSES, _reach_counts(fabric).tolist())},
     }

@@ -664,6 +664,9 @@ def genes_of_record(rec: dict) -> dict:
         g[k] = float(g[k] or 0.0)
     if rec.get("design_tiers"):              # a baseline drawn with a fixed number of tiers keeps it
         g["design_tiers"] = int(rec["design_tiers"])
+    for k in ("design_nodes_per_su", "design_reserved_slots"):     # a SuperPOD-style baseline keeps its units
+        if rec.get(k):
+            g[k] = int(rec[k])
     if rec.get("serving_class"):             # serving traffic in a class of its own (free policy)
         g["serving_class"] = True
     c = ss.get("constraints")

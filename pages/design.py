@@ -16,7 +16,7 @@ from fabric.tradeoff import usd_per_ms_text
 from fabric.ui_support import charts, serving_front, serving_view
 from fabric.ui_support.designs import short_label
 from fabric.ui_support.report import Section, cell_text, report_html
-from fabric.ui_support.topology_view import topology_figure
+from fabric.ui_support.topology_view import MAX_PER_ROW, topology_figure
 
 ss = st.session_state
 C.require_entry()
@@ -112,8 +112,9 @@ with left:
     view = C.topology(design, ev.hot_links)
     topo_fig = topology_figure(view)
     st.plotly_chart(topo_fig, width="stretch", theme=None, key="topo")
-    st.caption(f"{view.title}. Rows: NIC groups (the NICs of one leaf), then switch tiers"
-               + (", large rows drawn as ranges of switches" if view.aggregated else "")
+    st.caption(f"{view.title}. Rows: NIC groups (the NICs of one leaf), then switch tiers, each switch a square"
+               + (f"; a row of more than {MAX_PER_ROW} is drawn as boxes of ranges of switches, the number above a "
+                  f"box saying how many it stands for" if view.aggregated else "")
                + ". Line width grows with the cables it stands for; colour: busiest link's utilization in the p99 "
                  "step for link groups the evaluation found hot (grey: not reported).")
 with right:

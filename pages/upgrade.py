@@ -13,6 +13,7 @@ from fabric.design.presets import PRESETS
 from fabric.design.schema import ROUTING_POLICIES
 from fabric.errors import FabricError
 from fabric.ui_support import charts
+from fabric.ui_support.racks_view import power_text
 from fabric.ui_support.upgrade_view import (LEAF_RATIO_CHOICES, growth_rows, installed_design, upgrade_figure,
                                             upgrade_rows)
 
@@ -119,7 +120,9 @@ budget = l1.slider("Upgrade budget (USD)", min_value=0, max_value=int(max(100_00
 rack_kw = l2.number_input("Power per compute rack (kW, 0: no limit)", min_value=0.0, value=0.0, step=1.0,
                           key="up_rack_kw")
 facility_kw = l3.number_input("Facility power (kW, 0: no limit)", min_value=0.0, value=0.0, step=10.0,
-                              key="up_facility_kw")
+                              key="up_facility_kw",
+                              help=f"IT power (servers plus network) x PUE {C.constraints().pue:g} (the PUE set on "
+                                   f"the Constraints page).")
 resale = l4.slider("Resale value of removed items", 0.0, 1.0, 0.0, 0.05, key="up_resale", format="percent",
                    help="Share of the price paid a removed item brings back.")
 free_reserve = st.number_input(
@@ -151,7 +154,7 @@ elif target_kind == "a number" and target_ms > 0:
 
 limits = {"budget_usd": float(budget), "rack_power_w": rack_kw * 1e3 or None,
           "facility_power_w": facility_kw * 1e3 or None, "p99_target_s": target_s, "resale": float(resale),
-          "min_free_ports": int(free_reserve) or None}
+          "min_free_ports": int(free_reserve) or None, "pue": float(C.constraints().pue)}
 from fabric.design import design_to_dict  # noqa: E402
 
 try:
@@ -165,8 +168,9 @@ inst = res["installed"]
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Installed network", charts.money_text(inst["value_usd"]))
 m2.metric("Installed p99", charts.time_text(inst["p99_s"]))
-m3.metric("Most power of a compute rack", f"{inst['max_compute_rack_w'] / 1e3:,.1f} kW")
-m4.metric("Facility power", f"{inst['facility_power_w'] / 1e3:,.0f} kW")
+m3.metric("Most power of a compute rack", power_text(inst["max_compute_rack_w"]))
+m4.metric(f"Facility power (PUE {limits['pue']:g})", power_text(inst["facility_power_w"]),
+          help=f"IT power {power_text(inst['it_power_w'])} (servers plus network) x PUE {limits['pue']:g}.")
 st.caption(f"{design.name}: " + ", ".join(f"{n:,} {t}" for t, n in inst["switches"].items()) + ". Free switch "
            "ports: " + "; ".join(f"{t} {v['free']:,} of {v['ports']:,} (fewest on one switch {v['fewest_free']})"
                                  for t, v in inst["free_ports"].items())

@@ -272,7 +272,8 @@ def test_search_runs_in_the_background_and_opens_a_design():
     at.button(key="open_design").click().run()
     ok(at)
     assert at.title[0].value == "Design"
-    assert at.selectbox(key="design_pick").value == f"selected: {pick}"
+    # (labelled "recommended: " when the picked design is the recommended one)
+    assert at.selectbox(key="design_pick").value in (f"selected: {pick}", f"recommended: {pick}")
     assert "design" in at.query_params
 
 
@@ -499,11 +500,12 @@ def test_compare_page_defaults_and_deltas():
     ok(at)
     picked = at.multiselect(key="compare_pick").value
     # a fat-tree baseline against the recommended design: the 1:1 fat tree, or the 2:1 one when the search
-    # recommends the 1:1 fat tree itself (its "fastest links" are 400G since H100 hosts cannot run 800G NICs)
+    # recommends the 1:1 fat tree itself (400G links on the NDR switches of the ConnectX-7's generation, since H100
+    # hosts cannot run 800G NICs)
     assert len(picked) == 2 and picked[1].startswith("recommended: ")
     rec = picked[1].removeprefix("recommended: ")
-    ref = "fat tree 2:1, fastest links" if rec == "baseline: fat tree 1:1, fastest links" else \
-        "fat tree 1:1, fastest links"
+    ref = "fat tree 2:1, 400G on ib-ndr-64x400" if rec == "baseline: fat tree 1:1, 400G on ib-ndr-64x400" else \
+        "fat tree 1:1, 400G on ib-ndr-64x400"
     assert picked[0] == f"baseline: {ref}"
     # the deltas sentence names the reference ("costs the same as '...'" when both are one design at 256 GPUs)
     assert f"than '{ref}'" in texts(at.markdown).replace("\\", "") or \
@@ -533,12 +535,16 @@ def test_build_page_changes_size_and_reports_errors():
     at.number_input(key="gpus").set_value(12).run()       # not a whole number of 8-GPU nodes
     ok(at)
     assert "8-GPU nodes" in at.error[0].value
-    # a newly picked reference design starts at its own size: the 100K multi-plane preset at 131,072 GPUs
-    # (4 planes of 256-port 200G switches, 3 tiers), not the 12 GPUs typed for the previous one
+    # a newly picked reference design starts at the session's cluster size (256 GPUs for the sample), not the 12
+    # GPUs typed for the previous one; one that cannot be built there at its own size, saying why
     at.selectbox(key="preset").set_value("hyperscale-multiplane").run()
     ok(at)
-    assert at.number_input(key="gpus").value == 131_072
-    assert "131,072 GPUs, 4 planes" in " ".join(c.value for c in at.caption)
+    assert at.number_input(key="gpus").value == 256
+    assert "256 GPUs, 4 planes" in " ".join(c.value for c in at.caption)
+    at.selectbox(key="preset").set_value("gb200-nvl72-superpod").run()
+    ok(at)
+    assert at.number_input(key="gpus").value == 576
+    assert "cannot be built at the session's 256 GPUs" in " ".join(c.value for c in at.caption)
 
 
 def test_every_page_is_titled_as_its_navigation_entry_and_design_pages_export():

@@ -127,14 +127,16 @@ def test_site_power_of_a_top_of_rack_rack_by_hand(clos_1024):
     gpu, nic, sw = CAT.gpu("h100-sxm"), CAT.nic("nic-cx7-400"), CAT.switch("ib-ndr-64x400")
     tx = CAT.transceiver("osfp-2x400-sr8-switch")
     # 40.8 kW rack budget / 10.2 kW per 8-GPU server = 4 servers per rack, one leaf of 4 servers (32 down, 32 up)
-    # per rack: 4 servers, their 32 NICs (in-rack DAC: 0 W), the leaf and its 32 uplinks' 16 twin-port modules
-    rack = 4 * gpu.server_power_w + 32 * nic.power_w + sw.power_w + 16 * tx.power_w
+    # per rack: 4 servers (their rated 10.2 kW covers their 32 NICs; in-rack DAC: 0 W), the leaf and its 32
+    # uplinks' 16 twin-port modules
+    rack = 4 * gpu.server_power_w + sw.power_w + 16 * tx.power_w
     assert site.racks == 32
     assert np.allclose(site.compute_rack_w, rack)
     # network racks: the 16 spines, each with 64 downlinks in 32 twin-port modules
     assert math.isclose(site.network_w, 16 * (sw.power_w + 32 * tx.power_w))
     assert math.isclose(site.compute_rack_w.sum() + site.network_w, site.total_w)
-    assert math.isclose(site.total_w, bom.compute_power_w + bom.power_w)
+    # IT power: servers plus the network outside them (the bill of materials without its 1,024 NICs)
+    assert math.isclose(site.total_w, bom.compute_power_w + bom.power_w - 1024 * nic.power_w)
 
 
 # ------------------------------------------------------------------------------------------------ cabling
@@ -237,7 +239,7 @@ def test_every_upgrade_respects_budget_and_power(mixtral, gpus, oversub, family,
     bom = bill_of_materials(fab)
     base = site_power(fab, bom)
     limits = UpgradeLimits(budget_usd=budget_share * bom.cost_usd, rack_power_w=rack_slack * base.max_rack_w,
-                           facility_power_w=facility_slack * base.total_w)
+                           facility_power_w=facility_slack * base.facility_w(1.3))
     res = upgrade_front(inst, mixtral, limits, samples=32, qps=(1, 4))
     shown = res.front + res.offers() + ([res.best] if res.best else [])
     for u in shown:
@@ -249,8 +251,9 @@ def test_every_upgrade_respects_budget_and_power(mixtral, gpus, oversub, family,
         f = build_fabric(u.design)
         b = bill_of_materials(f)
         sp = site_power(f, b)
-        assert sp.total_w == pytest.approx(b.compute_power_w + b.power_w)
-        assert sp.total_w <= limits.facility_power_w * (1 + 1e-9), u.label()
+        nics_w = sum(i.count * CAT.nic(i.model).power_w for i in b.items if i.category == "nic")  # inside the servers
+        assert sp.total_w == pytest.approx(b.compute_power_w + b.power_w - nics_w)
+        assert sp.total_w * limits.pue <= limits.facility_power_w * (1 + 1e-9), u.label()
         assert sp.max_rack_w <= limits.rack_power_w * (1 + 1e-9), u.label()
     # and what was left out for a limit really breaks it
     for u in res.upgrades:

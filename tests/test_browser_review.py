@@ -106,8 +106,8 @@ def test_with_a_budget_the_recommendation_names_the_baseline_it_used(server, bro
     page.goto(server + f"/search?wl=sample%3Allama3-70b.json&evals=140&budget_usd={budget}")
     wait_for_search(page)
     main = page.get_by_test_id("stMain")
-    expect(main).to_contain_text("as the baseline 'fat tree 2:1, fastest links'", timeout=15_000)
-    expect(main).to_contain_text("'fat tree 1:1, fastest links' was not used: over the budget by", timeout=15_000)
+    expect(main).to_contain_text("as the baseline 'fat tree 2:1, 400G on ib-ndr-64x400'", timeout=15_000)
+    expect(main).to_contain_text("'fat tree 1:1, 400G on ib-ndr-64x400' was not used: over the budget by", timeout=15_000)
     assert "as fast as the fat-tree baseline" not in main.inner_text()
     # the hypervolume reads in % of the run's final value: the last point is at 100 %
     hv = page.locator(".js-plotly-plot").nth(1)

@@ -51,6 +51,8 @@ def test_nvl72_superpod_preset():
     assert f.switch_counts() == {"leaf": 8, "spine": 4}
     assert f.link_speeds_gbps()["nic-leaf"] == 800
     r = rack_report(d, fabric=f)
-    assert (r["compute_racks"], r["gpus_per_rack"], r["compute_rack_power_w"]) == (8, 72, 120_000)
+    # a rack: the NVL72's ~120 kW (NICs inside) and its 72 NIC-side 800G SR8 modules (16 W) to the rail leaves
+    assert (r["compute_racks"], r["gpus_per_rack"]) == (8, 72)
+    assert r["compute_rack_power_w"] == pytest.approx(120_000 + 72 * 16.0)
     with pytest.raises(Exception, match="use a multiple of 72, e.g. 1,008"):
         preset_design("gb200-nvl72-superpod", 1000)

@@ -13,19 +13,27 @@ from fabric.workload.presets import preset_workload
 
 DGX_W = 10_200.0
 QM9700_W = 750.0
+NIC_SR4_W = 8.5              # 400G OSFP SR4, NIC side
+TWIN_SR8_W = 15.0            # twin-port 2 x 400G OSFP SR8, switch side (two ports per module)
+ACC_W = 1.4                  # 400G active copper, 5 m (to the next rack)
 
 
 def test_superpod_racks_hold_four_dgx_and_the_switches_sit_in_network_racks():
     r = rack_report(preset_design("dgx-h100-superpod", 1016))
     # 127 DGX H100 + the UFM slot = 128 slots, 4 per 40.8 kW rack
     assert (r["compute_racks"], r["nodes_per_rack"], r["gpus_per_rack"]) == (32, 4, 32)
-    assert r["compute_rack_power_w"] == 4 * DGX_W
+    # a full compute rack: 4 DGX H100 (their 10.2 kW covers their NICs) and the 32 NIC-side optics of the rail links
+    # (the rail leaves sit in the row's network racks)
+    assert r["compute_rack_power_w"] == pytest.approx(4 * DGX_W + 32 * NIC_SR4_W)
+    # the first rack holds the UFM slot and 3 DGX
+    assert [(g["racks"], g["gpus"], g["reserved"]) for g in r["compute_rack_groups"]] == [(31, 32, 0), (1, 24, 1)]
     assert r["tor_switches_per_rack"] == 0                       # rail leaves are not in the server racks
-    # 32 leaves and 16 spines (NVIDIA's table for 4 SUs), 16 switches per network rack
+    # 32 leaves and 16 spines (NVIDIA's table for 4 SUs), 16 switches per network rack, each switch with its 64
+    # optical ports in 32 twin-port modules
     rows = {row["tier"]: row for row in r["network_rack_rows"]}
     assert (rows["leaf"]["switches"], rows["leaf"]["racks"]) == (32, 2)
     assert (rows["spine"]["switches"], rows["spine"]["racks"]) == (16, 1)
-    assert rows["spine"]["power_per_rack_w"] == NETWORK_RACK_SWITCHES * QM9700_W
+    assert rows["spine"]["power_per_rack_w"] == pytest.approx(NETWORK_RACK_SWITCHES * (QM9700_W + 32 * TWIN_SR8_W))
     assert r["server_power_w"] == 127 * DGX_W
     # every cable is optics in the row: 1,016 NIC-leaf + 32 leaves x 32 uplinks
     assert r["cables_by_reach"]["row or hall (AOC or multimode, <= 100 m)"] == 1016 + 32 * 32
@@ -36,14 +44,20 @@ def test_superpod_racks_hold_four_dgx_and_the_switches_sit_in_network_racks():
 def test_a_top_of_rack_leaf_adds_its_power_to_the_rack_and_an_explicit_budget_keeps_room_for_it():
     ft = preset_design("fat-tree", 1024)
     r = rack_report(ft)
-    assert r["compute_rack_power_w"] == 4 * DGX_W + QM9700_W   # the default 40.8 kW is the servers'
+    # the default 40.8 kW is the servers': 4 DGX (NICs inside), their 32 links on in-rack DAC (0 W) and the leaf
+    # with its 32 uplinks in 16 twin-port modules
+    assert r["compute_rack_power_w"] == pytest.approx(4 * DGX_W + QM9700_W + 16 * TWIN_SR8_W)
     assert r["cables_by_reach"]["in rack (copper, <= 3 m)"] == 1024       # a leaf per rack of 4 x 8 NICs
     assert r["rack_power_limit_w"] is None and r["racks_over_limit"] == 0
     over = rack_report(ft, rack_limit_w=40_800)
     assert over["racks_over_limit"] == 32
     budget = rack_report(ft.replace(rack_power_w=40_800))
     # 40.8 kW - 750 W for the leaf = 40.05 kW: three 10.2 kW servers
-    assert budget["nodes_per_rack"] == 3 and budget["compute_rack_power_w"] == 3 * DGX_W + QM9700_W
+    # leaves of 4 servers over racks of 3: leaf 1 (servers 4-7) sits in rack 1 (servers 3-5, its middle server 5),
+    # where server 3 reaches leaf 0 next door over 8 active copper cables (1.4 W each): the busiest rack holds 3
+    # servers, leaf 1 with its 16 uplink modules and those 8 cables
+    assert budget["nodes_per_rack"] == 3
+    assert budget["compute_rack_power_w"] == pytest.approx(3 * DGX_W + QM9700_W + 16 * TWIN_SR8_W + 8 * ACC_W)
     assert budget["racks_over_limit"] == 0
 
 
@@ -52,10 +66,11 @@ def test_rack_scale_systems_are_racks_of_their_own():
                  switch_model="ib-xdr-144x800", nic_model="nic-cx8-800")
     r = rack_report(nvl, rack_limit_w=100_000)
     assert (r["compute_racks"], r["gpus_per_rack"], r["racks_per_scale_up_domain"]) == (2, 72, 1)
-    assert r["compute_rack_power_w"] == 120_000 and r["racks_over_limit"] == 2
+    # the NVL72 rack's ~120 kW (NICs inside) and the 72 NIC-side 800G SR8 modules (16 W) of its rail links
+    assert r["compute_rack_power_w"] == pytest.approx(120_000 + 72 * 16.0) and r["racks_over_limit"] == 2
     half = rack_report(nvl.replace(gpu_model="gb200-nvl36x2"), rack_limit_w=100_000)
     assert (half["compute_racks"], half["gpus_per_rack"], half["racks_per_scale_up_domain"]) == (4, 36, 2)
-    assert half["compute_rack_power_w"] == 66_000 and half["racks_over_limit"] == 0
+    assert half["compute_rack_power_w"] == pytest.approx(66_000 + 36 * 16.0) and half["racks_over_limit"] == 0
 
 
 def test_rack_and_facility_limits_are_constraints():

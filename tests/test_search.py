@@ -90,9 +90,10 @@ def test_same_seed_same_front_and_process_workers_agree():
 
 
 def test_baselines_are_reported_and_dominated_or_matched(exhaustive):
+    # 400G NICs on the switch their generation calls for (NDR 64 x 400G), InfiniBand first
     assert [b["design"] for b in exhaustive.baselines] == [
-        "baseline: fat tree 1:1, fastest links", "baseline: fat tree 2:1, fastest links",
-        "baseline: rail-optimized SuperPOD-like"]
+        "baseline: fat tree 1:1, 400G on ib-ndr-64x400", "baseline: fat tree 2:1, 400G on ib-ndr-64x400",
+        "baseline: rail-optimized SuperPOD-style (SUs of 32 servers, 1:1, 400G on ib-ndr-64x400)"]
     for b in exhaustive.baselines:
         if b["feasible"]:
             assert any(r["cost_usd"] <= b["cost_usd"] and r["p99_s"] <= b["p99_s"] for r in exhaustive.front)
@@ -268,7 +269,7 @@ def test_cached_designs_are_judged_by_the_current_constraints():
 def test_baselines_outside_the_allowed_families_stay_off_the_front():
     cons = Constraints(**{**SMALL, "families": ("rail_optimized",)})
     res = run_search(_workload(), cons, budget_evals=32, seed=2, pop_size=16, samples=32)
-    assert {b["design"] for b in res.baselines if not b["in_space"]} >= {"baseline: fat tree 1:1, fastest links"}
+    assert {b["design"] for b in res.baselines if not b["in_space"]} >= {"baseline: fat tree 1:1, 400G on ib-ndr-64x400"}
     assert all(r["family"] == "rail_optimized" for r in res.front)
     assert len(res.comparisons()) == 3                                  # still reported beside the front
 

@@ -98,7 +98,8 @@ class UpgradeLimits:
     """What an upgrade must respect (``None``: no limit).
 
     ``budget_usd`` capex of what is added (before any resale credit); ``rack_power_w`` most power of any compute
-    rack after the upgrade and ``facility_power_w`` servers plus network after it (:mod:`fabric.brownfield.site`);
+    rack after the upgrade and ``facility_power_w`` the facility's power after it: IT power (servers plus network,
+    :mod:`fabric.brownfield.site`) x ``pue``, as the search's facility limit counts it;
     ``free_rack_units`` rack units free for new switches (those added minus those taken out); ``cable_count``
     most cables after the upgrade; ``max_recabled_server_links`` most server links moved to another leaf (0: only
     the installed switches' free ports are used for new links); ``p99_target_s`` the p99 step to reach and
@@ -120,6 +121,7 @@ class UpgradeLimits:
     min_free_ports: int | None = None
     resale: float | dict = 0.0
     switch_rack_units: dict | None = None
+    pue: float = 1.3
 
     def __post_init__(self):
         for name in ("budget_usd", "free_rack_units", "cable_count", "max_recabled_server_links",
@@ -131,6 +133,9 @@ class UpgradeLimits:
         for name in ("rack_power_w", "facility_power_w", "p99_target_s", "max_p99_under_failure_s"):
             _positive(name, getattr(self, name))
         resale_fractions(self.resale)
+        if isinstance(self.pue, bool) or not isinstance(self.pue, (int, float)) or not 1.0 <= self.pue <= 3.0:
+            raise FabricError(f"upgrade limit 'pue': expected a number between 1 and 3 (facility power / IT "
+                              f"power), got {self.pue!r}")
         for model, ru in (self.switch_rack_units or {}).items():
             switch_rack_units(model, self.switch_rack_units)
 
@@ -200,13 +205,15 @@ class Upgrade:
     def label(self) -> str:
         return "; ".join(self.changes) if self.changes else "no change"
 
-    def to_dict(self) -> dict:
+    def to_dict(self, pue: float = 1.3) -> dict:
+        """The upgrade as JSON; ``facility_power_w`` is its IT power x ``pue``."""
         from fabric.design import design_to_dict
 
         return {"changes": list(self.changes), "kind": self.kind, "moves": list(self.moves),
                 "policy": policy_text(self.design), "added_usd": self.added_usd, "resale_usd": self.delta.resale_usd,
                 "net_usd": self.net_usd, "p99_s": self.p99_s, "p99_under_failure_s": self.p99_under_failure_s,
-                "switches": dict(self.switches), "facility_power_w": self.site.total_w,
+                "switches": dict(self.switches), "it_power_w": self.site.total_w,
+                "facility_power_w": self.site.facility_w(pue),
                 "max_compute_rack_w": self.site.max_rack_w, "rack_units_added": self.rack_units_added,
                 "cables": self.cables, "new_cables": self.new_cables,
                 "recabled_server_links": self.recabled_server_links, "violations": dict(self.violations),
@@ -239,18 +246,20 @@ class UpgradeResult:
     def to_dict(self) -> dict:
         from fabric.design import design_to_dict
 
+        pue = self.limits.pue
         return {"installed": {"design": design_to_dict(self.installed.design), "source": self.installed.source,
                               "items": self.installed.inventory.to_items(),
                               "value_usd": self.installed.inventory.cost_usd, "p99_s": self.baseline.p99_s,
                               "p99_under_failure_s": self.baseline.p99_under_failure_s,
                               "switches": self.baseline.switches, "free_ports": self.free_ports,
-                              "facility_power_w": self.baseline.site.total_w,
+                              "it_power_w": self.baseline.site.total_w,
+                              "facility_power_w": self.baseline.site.facility_w(self.limits.pue),
                               "max_compute_rack_w": self.baseline.site.max_rack_w},
                 "limits": self.limits.to_dict(), "answer": self.answer,
-                "best": self.best.to_dict() if self.best else None,
-                "front": [u.to_dict() for u in self.front],
-                "failure_front": [u.to_dict() for u in self.failure_front],
-                "offers": [u.to_dict() for u in self.offers()[:20]],
+                "best": self.best.to_dict(pue) if self.best else None,
+                "front": [u.to_dict(pue) for u in self.front],
+                "failure_front": [u.to_dict(pue) for u in self.failure_front],
+                "offers": [u.to_dict(pue) for u in self.offers()[:20]],
                 "counts": dict(self.counts)}
 
 
@@ -507,9 +516,10 @@ def _violations(up: Upgrade, limits: UpgradeLimits) -> dict:
     if limits.rack_power_w is not None and up.site.max_rack_w > limits.rack_power_w * (1 + 1e-12):
         v["rack_power_w"] = (f"{up.site.racks_over(limits.rack_power_w)} compute rack(s) over "
                              f"{limits.rack_power_w / 1e3:,.1f} kW (up to {up.site.max_rack_w / 1e3:,.1f} kW)")
-    if limits.facility_power_w is not None and up.site.total_w > limits.facility_power_w * (1 + 1e-12):
-        v["facility_power_w"] = (f"{up.site.total_w / 1e3:,.1f} kW, over the facility's "
-                                 f"{limits.facility_power_w / 1e3:,.1f} kW")
+    facility = up.site.facility_w(limits.pue)
+    if limits.facility_power_w is not None and facility > limits.facility_power_w * (1 + 1e-12):
+        v["facility_power_w"] = (f"facility power {facility / 1e3:,.1f} kW (IT {up.site.total_w / 1e3:,.1f} kW x PUE "
+                                 f"{limits.pue:g}), over the facility's {limits.facility_power_w / 1e3:,.1f} kW")
     if limits.free_rack_units is not None and up.rack_units_added > limits.free_rack_units + 1e-9:
         v["free_rack_units"] = f"needs {up.rack_units_added:g} U for new switches, {limits.free_rack_units:g} U free"
     if limits.cable_count is not None and up.cables > limits.cable_count:

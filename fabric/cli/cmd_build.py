@@ -112,18 +112,10 @@ def run(args) -> int:
 
 
 def _rack_lines(r: dict, design) -> str:
-    rows = [["compute", f"{r['compute_racks']:,}", f"{r['gpus_per_rack']:,} GPUs, {r['tor_switches_per_rack']} switch(es)",
-             f"{r['compute_rack_power_w'] / 1e3:,.1f}"]]
-    rows += [[f"network ({x['tier']})", f"{x['racks']:,}", f"{x['switches_per_rack']} switches",
-              f"{x['power_per_rack_w'] / 1e3:,.1f}"] for x in r["network_rack_rows"]]
-    out = [_table(rows, ["racks", "count", "each holds up to", "kW per rack (max)"])]
-    limit = r["rack_power_limit_w"]
-    over = f"; {r['racks_over_limit']:,} rack(s) above the {limit / 1e3:,.1f} kW limit" if limit else ""
-    dom = (f"; one {design.domain_size}-GPU NVLink domain spans {r['racks_per_scale_up_domain']} rack(s)"
-           if r["racks_per_scale_up_domain"] else "")
-    out.append(f"busiest rack {r['max_rack_power_w'] / 1e3:,.1f} kW{over}{dom}")
-    out.append(f"IT power {r['it_power_w'] / 1e6:,.2f} MW (servers {r['server_power_w'] / 1e6:,.2f} MW, network "
-               f"{r['network_power_w'] / 1e6:,.2f} MW without the NICs, which the servers' rating includes); "
-               f"facility {r['facility_power_w'] / 1e6:,.2f} MW at PUE {r['pue']:g}")
+    from fabric.ui_support.racks_view import rack_rows, rack_summary
+
+    rows = [[x["racks"], f"{x['count']:,}", x["holds"], f"{x['kW per rack']:,.1f}"] for x in rack_rows(r)]
+    out = [_table(rows, ["racks", "count", "each holds", "kW per rack (max)"])]
+    out.append(rack_summary(r, design.domain_size))
     out.append("cables by reach: " + "; ".join(f"{k} {v:,}" for k, v in r["cables_by_reach"].items() if v))
     return "\n".join(out)

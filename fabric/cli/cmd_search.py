@@ -18,8 +18,8 @@ def register(sub) -> None:
             "Search the design space (hardware: topology family, switch and NIC models, NICs per GPU, "
             "oversubscription, planes, transport, storage isolation, in-network reduction, uplink speed; free "
             "policy: routing and queue pairs, placement rule, PXN) with NSGA-II for the Pareto front of network "
-            "capex versus p99 step time, under the given constraints. The human baselines (fat tree 1:1 and 2:1 at "
-            "the fastest links, a rail-optimized SuperPOD-like design) are always evaluated and compared; a front "
+            "capex versus p99 step time, under the given constraints. The human baselines (fat tree 1:1 and 2:1 of "
+            "the fastest NIC on the switch of its generation, a rail-optimized SuperPOD-style design) are always evaluated and compared; a front "
             "design that is a baseline's hardware with a better free policy is named a free upgrade. A fragmented "
             "cluster is a condition, not a choice: --scenario fragmented."
         ),

@@ -43,7 +43,10 @@ def register(sub) -> None:
     p.add_argument("--max-p99-under-failure-ms", type=float,
                    help="most p99 under the worst single switch or link failure (ms); evaluates failures")
     p.add_argument("--rack-power-kw", type=float, help="most power of any compute rack after the upgrade (kW)")
-    p.add_argument("--facility-power-kw", type=float, help="most power of servers plus network after it (kW)")
+    p.add_argument("--facility-power-kw", type=float,
+                   help="most facility power after it (kW): IT power (servers plus network) x --pue")
+    p.add_argument("--pue", type=float, default=1.3,
+                   help="facility power / IT power for the facility limit and total (default 1.3)")
     p.add_argument("--free-rack-units", type=float, help="rack units free for new switches")
     p.add_argument("--max-cables", type=int, help="most cables after the upgrade")
     p.add_argument("--min-free-ports", type=int,
@@ -111,7 +114,7 @@ def run(args) -> int:
                            cable_count=args.max_cables, min_free_ports=args.min_free_ports,
                            max_recabled_server_links=args.max_recabled_links,
                            p99_target_s=target_s, max_p99_under_failure_s=_ms(args.max_p99_under_failure_ms),
-                           resale=args.resale)
+                           resale=args.resale, pue=args.pue)
     res = upgrade_front(installed, workload, limits, scenario=scenario, catalog=catalog, seed=args.seed,
                         samples=args.samples, moves=moves, policies=args.policies, failures=args.failures,
                         transport_overrides=overrides)
@@ -126,7 +129,8 @@ def run(args) -> int:
     print(f"installed: {d.name} [{installed.source}], {d.gpus:,} GPUs: "
           + ", ".join(f"{n:,} {t}" for t, n in b.switches.items())
           + f"; items worth ${installed.inventory.cost_usd:,.0f}; p99 {step_time_text(b.p99_s)}; "
-            f"{b.site.total_w / 1e3:,.1f} kW, up to {b.site.max_rack_w / 1e3:,.1f} kW per compute rack")
+            f"IT power {b.site.total_w / 1e3:,.1f} kW, facility {b.site.facility_w(args.pue) / 1e3:,.1f} kW at PUE "
+            f"{args.pue:g}, up to {b.site.max_rack_w / 1e3:,.1f} kW per compute rack")
     print("free switch ports: " + "; ".join(f"{t} {v['free']:,} of {v['ports']:,} (fewest on one switch "
                                             f"{v['fewest_free']})" for t, v in res.free_ports.items()))
     if match:

@@ -25,12 +25,28 @@ class Preset:
         return self.make(self.default_gpus if gpus is None else gpus)
 
 
+def _h100_system(gpus: int) -> dict:
+    return {"gpus": gpus, "gpu_model": "h100-sxm", "gpus_per_node": 8}
+
+
+def _infiniband_switches(catalog) -> list[str]:
+    return [m for m, s in catalog.switches.items() if s.fabric == "infiniband"]
+
+
 def _superpod(gpus: int) -> Design:
-    # 32-node scalable units, one node slot taken by the UFM management node, 8 rails, 1:1, QM9700-class switches.
-    return Design(name=f"DGX H100 SuperPOD ({gpus:,} GPUs)", family="rail_optimized", gpus=gpus,
-                  gpu_model="h100-sxm", gpus_per_node=8, nic_model="nic-cx7-400", switch_model="ib-ndr-64x400",
-                  oversubscription=(1.0, 1.0), nodes_per_su=32, reserved_node_slots=1, routing="adaptive",
-                  transport="infiniband", placement="rail_aligned")
+    # NVIDIA's SuperPOD rule (fabric.design.reference.superpod): 32-slot scalable units, the UFM slot, 8 rails, 1:1,
+    # on the switch the ConnectX-7's generation calls for (QM9700-class NDR, 64 x 400G), the search's SuperPOD baseline
+    from fabric.catalog import default_catalog
+    from fabric.design.reference import superpod
+
+    cat = default_catalog()
+
+    def name(sw) -> str:
+        on = "" if sw.model == "ib-ndr-64x400" else (f", on {sw.model} as {sw.radix_at(400e9)} x 400G: 3 tiers of "
+                                                     f"64-port NDR switches do not reach it")
+        return f"DGX H100 SuperPOD ({gpus:,} GPUs{on})"
+
+    return superpod(_h100_system(gpus), cat, "nic-cx7-400", _infiniband_switches(cat), name=name)
 
 
 def _meta_zone(gpus: int) -> Design:
@@ -57,10 +73,16 @@ def _rail_only(gpus: int) -> Design:
 
 
 def _fat_tree(gpus: int) -> Design:
-    # The design a person draws first: a full-bisection top-of-rack Clos.
-    return Design(name=f"Full-bisection fat tree ({gpus:,} GPUs)", family="clos", gpus=gpus, gpu_model="h100-sxm",
-                  gpus_per_node=8, nic_model="nic-cx7-400", switch_model="ib-ndr-64x400",
-                  oversubscription=(1.0, 1.0), routing="ecmp", transport="infiniband", placement="packed")
+    # The design a person draws first: a full-bisection top-of-rack Clos on the switch the ConnectX-7's generation
+    # calls for, the search's "fat tree 1:1" baseline (fabric.design.reference.fat_tree)
+    from fabric.catalog import default_catalog
+    from fabric.design.reference import fat_tree, generation_switch
+
+    cat = default_catalog()
+    nic = cat.nic("nic-cx7-400")
+    sw, _ = generation_switch(cat, nic, _infiniband_switches(cat), lambda s: fat_tree(_h100_system(gpus), s, nic, 1.0))
+    on = "" if sw.model == "ib-ndr-64x400" else f", on {sw.model} as {sw.radix_at(400e9)} x 400G"
+    return fat_tree(_h100_system(gpus), sw, nic, 1.0, name=f"Full-bisection fat tree ({gpus:,} GPUs{on})")
 
 
 def _nvl72_superpod(gpus: int) -> Design:

@@ -114,6 +114,7 @@ def design_from_record(record: Mapping[str, Any], *, gpus: int, gpus_per_node: i
         in_network_reduction=_as_bool(record["in_network_reduction"], "in_network_reduction"),
         uplink_gbps=_uplinks(record),
         tiers=_as_int(record["design_tiers"], "design_tiers") or None if record.get("design_tiers") else None,
+        **_layout(record),
         serving_class=_as_bool(record.get("serving_class") or False, "serving_class"),
     )
 
@@ -145,6 +146,17 @@ def _system(record: Mapping[str, Any], gpus: int, gpus_per_node: int, gpu_model:
     return {"gpus": n, "gpu_model": gm, "gpus_per_node": gpn, "scale_up_size": dom if dom != gpn else None}
 
 
+def _layout(record: Mapping[str, Any]) -> dict:
+    """``nodes_per_su`` and ``reserved_node_slots`` of a design a search did not choose (a SuperPOD-style baseline:
+    record columns ``design_nodes_per_su``, ``design_reserved_slots``; 0 or missing: the builder's default)."""
+    out = {}
+    if not _blank(record.get("design_nodes_per_su")) and _as_int(record["design_nodes_per_su"], "design_nodes_per_su"):
+        out["nodes_per_su"] = _as_int(record["design_nodes_per_su"], "design_nodes_per_su")
+    if not _blank(record.get("design_reserved_slots")):
+        out["reserved_node_slots"] = _as_int(record["design_reserved_slots"], "design_reserved_slots")
+    return out
+
+
 def _uplinks(record: Mapping[str, Any]):
     """``Design.uplink_gbps`` from the two uplink gene columns (0, empty or missing: the NIC port speed)."""
     speeds = []
@@ -169,6 +181,8 @@ def design_genes(design: Design) -> dict[str, Any]:
         "uplink_leaf_gbps": float(design.uplink_speed_gbps(0) or 0.0),
         "uplink_spine_gbps": float(design.uplink_speed_gbps(1) or 0.0),
         **({"design_tiers": int(design.tiers)} if design.tiers else {}),
+        **({"design_nodes_per_su": int(design.nodes_per_su)} if design.nodes_per_su else {}),
+        **({"design_reserved_slots": int(design.reserved_node_slots)} if design.reserved_node_slots else {}),
         **({"serving_class": True} if design.serving_class else {}),
     }
 

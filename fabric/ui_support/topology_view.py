@@ -1,9 +1,11 @@
 """A tiered drawing of a built fabric that stays small whatever the size of the cluster.
 
 Rows bottom to top: NIC groups (the NICs cabled to one leaf), leaves (or dragonfly routers), spines, cores; planes
-side by side. A row with more than ``max_per_row`` switches is drawn as ``max_per_row`` boxes, each standing for a
-contiguous range of switches, and links between two boxes are drawn as one line whose width grows with the number
-of cables it stands for. A 3-tier fabric of several pods draws its leaves and spines by pod (one box per pod and
+side by side. Every switch is drawn while a row has at most ``max_per_row`` (:data:`MAX_PER_ROW`, 48; shared
+by the planes, at least 8 each) of them; a larger row is drawn as ``max_per_row`` boxes, each standing for a contiguous range of switches and
+labelled with how many it stands for, and the row's axis label gives the count and the boxes ("leaves: 4,096 in 48
+boxes"), so a box never silently stands for several switches. Links between two boxes are drawn as one line whose
+width grows with the number of cables it stands for. A 3-tier fabric of several pods draws its leaves and spines by pod (one box per pod and
 plane, or per range of pods when there are more than ``max_per_row``), so a multi-plane 131,072-GPU fabric reads as
 planes x pods. So a 131,072-GPU fabric is a few hundred shapes, never 100k nodes. Link groups that the
 evaluation reported as hot are coloured by their busiest link's utilization in the p99 step.
@@ -19,7 +21,11 @@ import plotly.graph_objects as go
 
 from fabric.topology.fabric import LINK_KINDS, NIC, SWITCH
 
-__all__ = ["TopologyView", "topology_view", "topology_figure", "HOT_KIND_TO_LINK_KIND"]
+__all__ = ["TopologyView", "topology_view", "topology_figure", "row_label", "HOT_KIND_TO_LINK_KIND", "MAX_PER_ROW"]
+
+#: Switches of one tier and plane drawn one box each; a larger row is drawn as this many boxes (each labelled with
+#: its count). 48 boxes fit the Design page's topology column at 1,280 px (squares shrink from 16 to 8 px).
+MAX_PER_ROW = 48
 
 #: Link group names of ``Evaluation.hot_links`` -> the cable kind they run on.
 HOT_KIND_TO_LINK_KIND = {
@@ -58,7 +64,7 @@ def _range_label(name: str, lo: int, hi: int) -> str:
     return f"{name} {lo}" if lo == hi else f"{name} {lo}-{hi}"
 
 
-def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int = 16) -> TopologyView:
+def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int = MAX_PER_ROW) -> TopologyView:
     """The aggregated drawing data of ``fabric`` with ``hot_links`` (``Evaluation.hot_links``) coloured."""
     kinds = fabric.node_kind
     n_nodes = kinds.shape[0]
@@ -66,6 +72,7 @@ def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int
     nodes: list[dict] = []
     rows: list[str] = []
     planes = max(1, fabric.planes)
+    max_per_row = max(8, max_per_row // planes)        # planes share the row's width
     sw_ids = np.flatnonzero(kinds == SWITCH)
     tiers = sorted(set(fabric.node_tier[sw_ids].tolist()))
     tier_name = {t: ("router" if fabric.family == "dragonfly" and t == 0 else fabric.tier_names[t]) for t in tiers}
@@ -151,6 +158,20 @@ def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int
     return TopologyView(nodes=nodes, edges=edges, rows=rows, title=title, aggregated=aggregated)
 
 
+def row_label(view: TopologyView, row: str) -> str:
+    """The axis label of a row: ``leaves: 22`` when every switch is drawn, ``leaves: 4,096 in 48 boxes`` when boxes
+    stand for ranges of switches, ``NICs: 1,024 in 22 groups`` (a NIC circle is the NICs of one drawn leaf)."""
+    plural = {"nic": "NICs", "leaf": "leaves", "spine": "spines", "core": "cores", "router": "routers"}
+    ns = [n for n in view.nodes if n["row"] == row]
+    total = sum(n["members"] for n in ns)
+    name = plural.get(row, row)
+    if row == "nic":
+        return f"{name}: {total:,} in {len(ns):,} group{'s' if len(ns) != 1 else ''}"
+    if total == len(ns):
+        return f"{name}: {total:,}"
+    return f"{name}: {total:,} in {len(ns):,} boxes"
+
+
 def _bin(u: float | None) -> int:
     if u is None:
         return 0
@@ -205,16 +226,19 @@ def topology_figure(view: TopologyView, *, height: int = 420) -> go.Figure:
             hoverinfo="text"))
     for row in dict.fromkeys(n["row"] for n in view.nodes):
         ns = [n for n in view.nodes if n["row"] == row]
+        size = float(np.clip(400 / len(ns), 8, 16 if row != "nic" else 11))
+        boxes = row != "nic" and any(n["members"] > 1 for n in ns)       # a box standing for several switches
         fig.add_trace(go.Scatter(
-            x=[n["x"] for n in ns], y=[n["y"] for n in ns], mode="markers",
-            marker=dict(symbol="square" if row != "nic" else "circle", size=16 if row != "nic" else 11,
+            x=[n["x"] for n in ns], y=[n["y"] for n in ns], mode="markers+text" if boxes else "markers",
+            text=[f"{n['members']:,}" if n["members"] > 1 else "" for n in ns] if boxes else None,
+            textposition="top center", textfont=dict(size=9, color=_ROW_COLORS.get(row, "#333")),
+            marker=dict(symbol="square" if row != "nic" else "circle", size=size,
                         color=_ROW_COLORS.get(row, "#333"), line=dict(color="white", width=1)),
-            name=f"{row} switches" if row != "nic" else "NIC groups", hovertext=[n["hover"] for n in ns],
-            hoverinfo="text"))
+            name=(f"{row} switches" + (" (a box: the number above it)" if boxes else "")) if row != "nic"
+            else "NIC groups", hovertext=[n["hover"] for n in ns], hoverinfo="text"))
     n_rows = max([n["y"] for n in view.nodes] + [0]) + 1
     planes = max([n["plane"] for n in view.nodes] + [0]) + 1
-    plural = {"nic": "NICs", "leaf": "leaves", "spine": "spines", "core": "cores", "router": "routers"}
-    tick_text = [plural.get(r, r) for r in view.rows]
+    tick_text = [row_label(view, r) for r in view.rows]
     fig.update_yaxes(tickvals=list(range(len(view.rows))), ticktext=tick_text, range=[-0.5, n_rows - 0.3],
                      showgrid=False, zeroline=False, title_text="")
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, range=[-0.02, planes + 0.02],

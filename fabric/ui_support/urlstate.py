@@ -162,6 +162,8 @@ def encode_genes(genes: Mapping[str, Any]) -> str:
             out.append(str(v))
     if genes.get("design_tiers"):          # a design drawn with a fixed number of tiers (a baseline)
         out.append(f"t{int(genes['design_tiers'])}")
+    if genes.get("design_nodes_per_su") or genes.get("design_reserved_slots"):   # scalable units (a SuperPOD)
+        out.append(f"u{int(genes.get('design_nodes_per_su') or 0)}r{int(genes.get('design_reserved_slots') or 0)}")
     if genes.get("gpu_model"):             # a search over GPU systems: the system and the GPUs it installs
         out.append(f"s{genes['gpu_model']}@{int(genes.get('gpus') or 0)}")
     if genes.get("serving_class"):         # serving traffic in a class of its own (free policy; off: no token)
@@ -178,6 +180,10 @@ def decode_genes(text: str) -> dict:
     system = None
     if parts and (m := re.fullmatch(r"s([a-z0-9][a-z0-9._-]*)@(\d+)", parts[-1])):
         system = (m.group(1), int(m.group(2)))
+        parts.pop()
+    layout = None
+    if parts and (m := re.fullmatch(r"u(\d{1,4})r(\d{1,4})", parts[-1])):
+        layout = (int(m.group(1)), int(m.group(2)))
         parts.pop()
     if parts and re.fullmatch(r"t[123]", parts[-1]):
         tiers = int(parts.pop()[1:])
@@ -204,6 +210,11 @@ def decode_genes(text: str) -> dict:
         g[k] = g[k] == "1"
     if tiers:
         g["design_tiers"] = tiers
+    if layout is not None:
+        if layout[0]:
+            g["design_nodes_per_su"] = layout[0]
+        if layout[1]:
+            g["design_reserved_slots"] = layout[1]
     if serving_class:
         g["serving_class"] = True
     if system is not None:
