@@ -35,7 +35,7 @@ from fabric.evaluate.collectives import (ALL_TO_ALL_STEPS, CollectiveHardware, b
                                          resolve_algorithm)
 
 __all__ = ["NetPhase", "Traffic", "GroupShape", "group_shape", "algorithm_for", "op_traffic", "dtree_parents",
-           "HIERARCHICAL_KINDS"]
+           "HIERARCHICAL_KINDS", "rail_rows"]
 
 HIERARCHICAL_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
 
@@ -308,9 +308,16 @@ def op_traffic(kind: str, size_bytes: float, instances_gpus: np.ndarray, gpu_dom
                    network_algorithm=alg, peers=n - 1 if kind in ("all_to_all", "all_to_allv") else 0)
 
 
+def rail_rows(members: np.ndarray, N: int, g: int) -> np.ndarray:
+    """The rails of a two-level group: row ``i g + j`` holds the ``j``-th member of every domain of instance ``i``
+    (one GPU per node, the same local index: what crosses the network on one rail)."""
+    I = members.shape[0]
+    return members.reshape(I, N, g).transpose(0, 2, 1).reshape(I * g, N)
+
+
 def _two_level(kind, alg, size_bytes, members, I, n, N, g, gpu_domain, hardware) -> Traffic:
     """An op of a group with ``g`` members in each of ``N`` domains (module doc)."""
-    rails = members.reshape(I, N, g).transpose(0, 2, 1).reshape(I * g, N)
+    rails = rail_rows(members, N, g)
     ring_up = bandwidth_factor(kind if kind != "reduce" else "broadcast", "ring", g)
     if kind == "all_reduce":
         ring_up = 2.0 * (g - 1) / g             # reduce-scatter in, all-gather out
