@@ -10,6 +10,7 @@ import streamlit as st
 
 from pages import _common as C
 from fabric.errors import FabricError
+from fabric.evaluate.innetwork import in_network_lines
 from fabric.ui_support import charts, serving_front, serving_view
 from fabric.ui_support.designs import short_label
 from fabric.ui_support.report import Section, cell_text, report_html
@@ -182,6 +183,11 @@ if hot:
 else:
     st.info("No switch-to-switch link group carries this workload's traffic (it stays inside leaves, rails or "
             "NVLink), so there are no hot spots to show.")
+sharp_lines = in_network_lines(ev.ops)
+if sharp_lines:
+    st.caption(C.md_text("In-network reduction (SHARP): each aggregation tree holds one uplink of each leaf it "
+                         "spans, which carries the leaf's share once up and the result once down. "
+                         + " ".join(f"{line}." for line in sharp_lines)))
 
 # ------------------------------------------------------------------ scaling and what-if
 a, b = st.columns(2)
@@ -460,7 +466,8 @@ def _report() -> str:
              f"{'One unloaded request (critical path, no queueing)' if serving_only else 'Step time'} p50 "
              f"{charts.time_text(st_['p50'])}, p95 {charts.time_text(st_['p95'])}, p99 "
              f"{charts.time_text(st_['p99'])}; lower bound {charts.time_text(ev.lower_bound_s)} ({ev.samples} "
-             f"samples, seed {ev.seed})", *serving_front.serving_lines(ev.serving)]
+             f"samples, seed {ev.seed})", *serving_front.serving_lines(ev.serving),
+             *(f"In-network reduction (SHARP): {line}" for line in sharp_lines)]
     money = {"unit price (USD)": "usd", "total (USD)": "usd", "count": "count", "power (W)": "count"}
     sections = [Section("Topology", view.title, topo_fig),
                 Section("Bill of materials", "Count x catalog unit price (USD); power in W.", items, money),

@@ -480,7 +480,7 @@ def tree_traffic(run, *, kind: str, size_bytes: float, algorithm: str, requested
     fb_alg, _ = algorithm_for(kind, requested, size_bytes, fb_shape, plain)
     if notes is not None:
         note = (f"{label}: in-network reduction: {placement.fallback} of {placement.instances} instance(s) found "
-                f"no aggregation tree ({placement.reason}) and ran {fb_alg} over the network"
+                f"no aggregation tree ({placement.reason}) and ran the {fb_alg} algorithm over the network"
                 + (f" beside the others' {placement.trees} tree(s)" if placement.trees else ""))
         if note not in notes:
             notes.append(note)
@@ -517,6 +517,6 @@ def in_network_lines(ops) -> list[str]:
         text += (f"reduced in the switches on {g['trees']:,} aggregation tree(s)" if g["trees"] else
                  "no aggregation tree found")
         if g["fb"]:
-            text += f"; {g['fb']:,} instance(s) without a tree ran {g['alg']} over the network"
+            text += f"; {g['fb']:,} instance(s) without a tree ran the {g['alg']} algorithm over the network"
         out.append(text)
     return out
