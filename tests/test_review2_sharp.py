@@ -191,3 +191,26 @@ def test_design_page_lists_the_tree_uplinks_and_says_what_ran_in_network():
     assert len(uplinks) and uplinks["ops crossing"].str.contains("dp gradient all-reduce").any()
     captions = "\n".join(str(c.value) for c in at.caption)
     assert "In-network reduction (SHARP)" in captions and "aggregation tree" in captions
+
+
+def test_search_reuse_keeps_sharp_evaluations_identical(mixtral, clos22, one_tree_catalog):
+    """The search shares network models, tree placements and loads between the scenarios of one design
+    (``evaluate(reuse=...)``, fabric.search.robust); each evaluation must equal evaluating alone, with the trees
+    moved or fallen back under fail-spine (the 16-tree expert-DP op loses 2 trees) and, on switches that take one
+    tree each, the fallback path too."""
+    from fabric.evaluate.scenario import SCENARIO_PRESETS
+
+    reuse: dict = {}
+    cases = [(clos22, None, n) for n in ("baseline", "fail-spine", "slow-switch", "job-mix-shift", "fail-spine")]
+    one = clos22.replace(switch_model="ib-one-tree-64x400")
+    cases += [(one, one_tree_catalog, n) for n in ("baseline", "fail-spine", "baseline")]
+    got = {}
+    for design, cat, name in cases:
+        alone = evaluate(design, mixtral, SCENARIO_PRESETS[name], seed=3, samples=32, catalog=cat)
+        shared = evaluate(design, mixtral, SCENARIO_PRESETS[name], seed=3, samples=32, catalog=cat, reuse=reuse)
+        assert shared.to_dict(include_samples=True) == alone.to_dict(include_samples=True), (design.name, name)
+        got[(design.switch_model, name)] = shared
+    assert got[("ib-ndr-64x400", "fail-spine")].step_time_s["p99"] > \
+        1.01 * got[("ib-ndr-64x400", "baseline")].step_time_s["p99"]
+    edp = [o for o in got[("ib-one-tree-64x400", "baseline")].ops if o.group == "edp"]
+    assert all(o.fallback_instances > 0 for o in edp)

@@ -12,7 +12,8 @@ topology. With ``g`` members per scale-up domain in ``N`` domains (:func:`group_
   ``tree``: a chain inside the node (2 S per GPU over NVLink) and NCCL's double binary tree across nodes on each
   rail (two trees, each half the data: S/g per rail on 2 nodes, ~2 S/g per rail on more);
   ``nvls_tree``: NVLS inside the node, the double binary tree across nodes;
-  ``in_network`` (CollNet) / ``nvls`` across nodes: the switches reduce, each rail sends and receives S/g once;
+  ``in_network`` (CollNet) / ``nvls`` across nodes: the switches reduce, each rail sends and receives S/g once
+  (the aggregation trees' switch links: :mod:`fabric.evaluate.innetwork`);
   ``hierarchical`` (explicit): reduce-scatter in, all-reduce across, all-gather out, one after the other.
   NCCL streams chunks through both levels at once, so except for ``hierarchical`` the slower level sets the
   pace (``pipelined``);
@@ -45,7 +46,8 @@ class NetPhase:
     """One bulk-synchronous round of network flows. ``bytes_per_byte`` scales with the op's size.
 
     ``injection_only`` marks in-network reduction: every member sends/receives its share once through its NIC and
-    the switches aggregate, so only NIC links bound the phase.
+    the switches aggregate; the evaluator adds the aggregation trees' switch links
+    (:func:`fabric.evaluate.innetwork.tree_phase_load`).
     """
 
     src_gpu: np.ndarray
