@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fabric.design.policy import POLICY, edit_kind
+from fabric.design.policy import POLICY, best_free_policy, edit_kind
 from fabric.design.schema import PLACEMENTS as PLACEMENT_RULES
 from fabric.errors import FabricError
+from fabric.units import time_text
 
-__all__ = ["Advice", "advise", "candidate_changes", "FREE", "HARDWARE"]
+__all__ = ["Advice", "advise", "candidate_changes", "free_policy_summary", "FREE", "HARDWARE"]
 
 #: The advice's ``kind`` values (JSON): a free policy change, or hardware (fabric.design.policy decides which).
 FREE, HARDWARE = "free", "hardware"
@@ -114,19 +115,27 @@ def _worst_serving(ev) -> tuple[float, float]:
     return ttft, tpot
 
 
-def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samples: int = 128,
+def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samples: int | None = None,
            min_gain: float = 0.005, transport_overrides: dict | None = None) -> dict:
     """Rank single changes of ``design`` (see the module docstring).
 
     Returns ``{"design", "p99_s", "cost_usd", "advice": [Advice.to_dict()...], "not_helping": [...],
     "not_possible": [{"change", "reason"}...], "answer": sentence}``.
     """
-    from fabric.evaluate import evaluate
+    from fabric.evaluate import DEFAULT_SAMPLES, evaluate
 
+    samples = DEFAULT_SAMPLES if samples is None else samples   # the same samples as every page's evaluation
     if not 0 <= min_gain < 1:
         raise FabricError(f"advisor: min_gain must be a share in [0, 1), got {min_gain!r}")
     kw = dict(catalog=catalog, seed=seed, samples=samples, transport_overrides=transport_overrides)
-    base = evaluate(design, workload, scenario, **kw)
+    seen: dict = {}
+
+    def run(d):          # each design evaluated once, for the single changes and the best free policy alike
+        if d not in seen:
+            seen[d] = evaluate(d, workload, scenario, **kw)
+        return seen[d]
+
+    base = run(design)
     p0, c0 = base.step_time_s["p99"], base.cost_usd
     helping, others, impossible = [], [], []
     serving = []
@@ -134,7 +143,7 @@ def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samp
     for sentence, kind, edit in candidate_changes(design, catalog, serving=s0 is not None):
         try:
             d = design.replace(**edit)
-            ev = evaluate(d, workload, scenario, **kw)
+            ev = run(d)
         except FabricError as err:
             impossible.append({"change": sentence, "reason": " ".join(str(err).split())})
             continue
@@ -154,13 +163,14 @@ def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samp
     ranked = free + paid
     if ranked:
         top = ranked[0]
-        answer = (f"best single change: {top.change} ({top.delta_p99_s * 1e3:+,.1f} ms p99, "
+        answer = (f"best single change: {top.change} (p99 {time_text(p0)} -> {time_text(top.p99_s)}, "
                   + ("no hardware" if top.kind == FREE else f"${top.delta_cost_usd:+,.0f}") + ")")
     else:
-        answer = (f"no single change shortens the p99 step ({p0 * 1e3:,.1f} ms) by {min_gain:.1%} or more: the "
+        answer = (f"no single change shortens the p99 step ({time_text(p0)}) by {min_gain:.1%} or more: the "
                   f"network is not what sets this step's pace, or it needs more than one change")
     out = {"design": design.name, "p99_s": p0, "cost_usd": c0, "advice": [a.to_dict() for a in ranked],
-           "not_helping": [a.to_dict() for a in others], "not_possible": impossible, "answer": answer}
+           "not_helping": [a.to_dict() for a in others], "not_possible": impossible, "answer": answer,
+           "best_free_policy": free_policy_summary(best_free_policy(design, run))}
     if s0 is not None:
         # the serving jobs' tail: free changes first, then by the p99 TPOT (then TTFT) they reach
         serving.sort(key=lambda r: (r["kind"] != FREE and r["delta_cost_usd"] > 0, r["tpot_p99_s"], r["ttft_p99_s"]))
@@ -174,3 +184,24 @@ def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samp
         else:
             out["serving_answer"] = "no single change shortens the serving jobs' p99 TTFT or TPOT"
     return out
+
+
+def free_policy_summary(best: dict) -> dict:
+    """:func:`fabric.design.policy.best_free_policy`'s answer as plain numbers and one sentence (JSON-ready): the
+    one wording of "the best free fix" on the Design page, Compare, the brief and ``fabric advise``."""
+    from fabric.design.policy import TIE_RULE
+    from fabric.units import time_text
+
+    gain = -best["delta_p99_s"]
+    if best["changes"] and gain > 0:
+        sentence = (f"best free policy on this hardware: {', '.join(best['changes'])} (p99 {time_text(best['own_p99_s'])}"
+                    f" -> {time_text(best['p99_s'])}, {gain / best['own_p99_s']:.1%} shorter, at no cost)")
+    else:
+        sentence = f"best free policy on this hardware: its own ({best['policy']}); no free policy shortens the p99"
+    if best["ties"]:
+        shown = ", ".join(best["ties"][:3]) + (f" and {len(best['ties']) - 3} more" if len(best["ties"]) > 3 else "")
+        sentence += (f"; {len(best['ties'])} other polic{'y' if len(best['ties']) == 1 else 'ies'} tie at the same "
+                     f"p99 ({shown}), so by the tie rule ({TIE_RULE.split(':')[0]}) '{best['policy']}'")
+    return {"policy": best["policy"], "changes": list(best["changes"]), "p99_s": best["p99_s"],
+            "own_p99_s": best["own_p99_s"], "delta_p99_s": best["delta_p99_s"], "ties": list(best["ties"]),
+            "tried": best["tried"], "sentence": sentence}

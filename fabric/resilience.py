@@ -259,7 +259,7 @@ def _critical_links(fabric, n_dom, pairs, mult) -> list[tuple[int, int]]:
     return out
 
 
-def resilience(design, workload, *, catalog=None, seed: int = 0, samples: int = 128, transport_overrides=None,
+def resilience(design, workload, *, catalog=None, seed: int = 0, samples: int | None = None, transport_overrides=None,
                scenario=None, healthy_p99_s: float | None = None) -> dict:
     """Evaluated resilience of ``design`` for ``workload``: :func:`failure_analysis` plus the p99 step under the
     worst single switch failure above the leaves and the worst single link failure between switches.
@@ -272,8 +272,10 @@ def resilience(design, workload, *, catalog=None, seed: int = 0, samples: int = 
     from dataclasses import replace as _replace
 
     from fabric.errors import DesignError
-    from fabric.evaluate import Scenario, evaluate
+    from fabric.evaluate import DEFAULT_SAMPLES, Scenario, evaluate
     from fabric.topology import build_fabric
+
+    samples = DEFAULT_SAMPLES if samples is None else samples   # the same samples as every page's evaluation
 
     fab = build_fabric(design, catalog)
     out = failure_analysis(fab)

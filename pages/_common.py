@@ -127,7 +127,7 @@ def _resilience(design_json: str, wl_key: str, cat_key: str, scenario: str, heal
                 _catalog, overrides_json: str = "null") -> dict:
     from fabric.resilience import resilience
 
-    return resilience(design_from_dict(json.loads(design_json)), _workload, catalog=_catalog, samples=256,
+    return resilience(design_from_dict(json.loads(design_json)), _workload, catalog=_catalog,
                       transport_overrides=json.loads(overrides_json), scenario=SCENARIO_PRESETS[scenario],
                       healthy_p99_s=healthy_p99_s)
 
@@ -138,7 +138,7 @@ def _advice(design_json: str, wl_key: str, cat_key: str, scenario: str, _workloa
     from fabric.advisor import advise
 
     return advise(design_from_dict(json.loads(design_json)), _workload, SCENARIO_PRESETS[scenario], catalog=_catalog,
-                  samples=128, transport_overrides=json.loads(overrides_json))
+                  transport_overrides=json.loads(overrides_json))
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
@@ -670,6 +670,14 @@ def strong_scaling_rows(design: Design, counts: tuple, global_batch: int | None,
     cb = catalog_bundle()
     return _strong(_design_json(design), cb.key, choice["preset"], tuple(counts), json.dumps(over, sort_keys=True),
                    global_batch, virtual_stages, cb.catalog, _overrides_json())
+
+
+def figures_of(design: Design, ev) -> dict:
+    """The design's headline figures (fabric.figures.design_figures) for this session's catalog and economics."""
+    from fabric.figures import design_figures
+
+    return design_figures(ev, design, catalog=catalog_bundle().catalog, economics_params=constraints().economics(),
+                          racks=racks_of(design))
 
 
 def racks_of(design: Design, *, rack_limit_w: float | None = None, pue: float | None = None) -> dict:

@@ -8,7 +8,9 @@ import streamlit as st
 from pages import _common as C
 from fabric.errors import FabricError
 from fabric.ui_support import charts, serving_front
-from fabric.ui_support.compare import best_free_policy, gene_frame, metrics_frame, money_deltas, money_split
+from fabric.advisor import free_policy_summary
+from fabric.design.policy import best_free_policy
+from fabric.ui_support.compare import gene_frame, metrics_frame, money_deltas, money_split
 from fabric.ui_support.designs import design_genes, short_label
 
 ss = st.session_state
@@ -93,15 +95,10 @@ try:
 except FabricError as err:
     st.error(f"The free-policy split could not be evaluated: {C.public_message(err)}")
     best, splits = None, {}
-if best is not None:
-    if best["changes"]:
-        st.markdown(f"- **Free first**: on the hardware of '{C.md_text(ref_name)}', the best free policy "
-                    f"({C.md_text(', '.join(best['changes']))}) makes the {_words('p99 step')} "
-                    f"{-best['delta_p99_s'] * 1e3:,.1f} ms ({-best['delta_p99_s'] / best['own_p99_s']:.1%}) shorter, "
-                    f"at no cost.")
-    else:
-        st.markdown(f"- **Free first**: '{C.md_text(ref_name)}' already runs the best free policy for its hardware "
-                    f"({C.md_text(best['policy'])}; {best['tried']} policies tried).")
+if best is not None:      # the same function and sentence as the Design page's cheapest fixes for this design
+    summary = free_policy_summary(best)
+    st.markdown(f"- **Free first** ('{C.md_text(ref_name)}', {best['tried']} policies tried): "
+                f"{C.md_text(_words(summary['sentence']))}.")
 for d in money_deltas(rows):
     parts = [f"- {C.md_text(_words(d['sentence']))}"]
     parts += [f"    - {C.md_text(_words(line[0].upper() + line[1:]))}"

@@ -11,6 +11,7 @@ import streamlit as st
 from pages import _common as C
 from fabric.errors import FabricError
 from fabric.evaluate.innetwork import in_network_lines
+from fabric.figures import figure_texts
 from fabric.ui_support import charts, serving_front, serving_view
 from fabric.ui_support.designs import short_label
 from fabric.ui_support.report import Section, cell_text, report_html
@@ -62,19 +63,21 @@ C.robust_design_note(entry["genes"])
 st_ = ev.step_time_s
 scale, unit = charts.time_unit([st_["p50"]])
 serving_only = bool(ev.serving) and all(j.get("kind") != "training" for j in ev.jobs.values())
+# the headline figures, from the one definition every page, the brief, the report and the CLI use (fabric.figures)
+fig_text = figure_texts(C.figures_of(design, ev))
 m = st.columns(6)
-m[0].metric("Network capex", charts.money_text(ev.cost_usd))
-m[1].metric("Per GPU", f"${ev.cost_usd / design.gpus:,.0f}")
-m[2].metric("Network power", f"{ev.power_w / 1e3:,.1f} kW")
+m[0].metric("Network capex", fig_text["network_capex_usd"])
+m[1].metric("Per GPU", fig_text["capex_per_gpu_usd"])
+m[2].metric("Network power", fig_text["network_power_w"])
 if serving_only:      # a service is judged by its request latency, not by a step time
     first = next(iter(ev.serving.values()))
     for col, (label, value, help_) in zip(m[3:], serving_view.serving_metrics_row(first)[:3]):
         col.metric(label, value, help=help_)
 else:
-    m[3].metric(f"p50 step ({unit})", f"{st_['p50'] * scale:,.4g}")
-    m[4].metric(f"p99 step ({unit})", f"{st_['p99'] * scale:,.4g}",
+    m[3].metric("p50 step", fig_text["p50_s"])
+    m[4].metric("p99 step", fig_text["p99_s"],
                 delta=f"{st_['p99'] / st_['p50'] - 1:+.1%} vs p50", delta_color="off")
-    m[5].metric(f"Lower bound ({unit})", f"{ev.lower_bound_s * scale:,.4g}",
+    m[5].metric("Lower bound", fig_text["lower_bound_s"],
                 help=f"Bandwidth-optimal step time at line rate; bound by {ev.lower_bound_by}")
 
 # ------------------------------------------------------------------ serving latency
@@ -319,10 +322,10 @@ with b:
     st.subheader("Cost per step")
     eco = economics(ev, design, catalog=C.catalog_bundle().catalog, params=C.constraints().economics())
     e1, e2, e3 = st.columns(3)
-    e1.metric("Cost per p99 step", f"${eco['usd_per_step']:,.2f}",
+    e1.metric("Cost per p99 step", fig_text["usd_per_step"],
               help="Servers and network amortized, plus power x PUE x electricity, times the p99 step")
-    e2.metric("Cluster cost per hour", charts.money_text(eco["usd_per_hour"]))
-    e3.metric("GPU time waiting on the network", f"{eco['gpu_idle_fraction_network']:.1%}",
+    e2.metric("Cluster cost per hour", fig_text["usd_per_hour"])
+    e3.metric("GPU time waiting on the network", fig_text["gpu_idle_fraction_network"],
               help="Exposed scale-out communication and checkpoint interference in the p99 step")
     p = eco["params"]
     st.caption(f"{p['life_years']:g}-year life, ${p['electricity_usd_per_kwh']:g} per kWh, PUE {p['pue']:g} (set on "
@@ -339,6 +342,8 @@ except FabricError as err:
     adv = None
 if adv is not None:
     st.markdown(C.md_text(adv["answer"][0].upper() + adv["answer"][1:] + "."))
+    free = adv["best_free_policy"]["sentence"]       # the same function and sentence as Compare's "Free first"
+    st.markdown(C.md_text(free[0].upper() + free[1:] + f" ({adv['best_free_policy']['tried']} policies tried)."))
     if adv["advice"]:
         scale_a, unit_a = charts.time_unit([abs(a["delta_p99_s"]) for a in adv["advice"]])
         fix_df = pd.DataFrame([{"change": a["change"], "kind": a["kind"],
@@ -461,12 +466,15 @@ report_genes = short_label(entry["genes"])
 def _report() -> str:
     facts = [f"Workload: {report_workload}", f"Cluster: {report_cluster}", f"Genes: {report_genes}",
              explained["sentence"],
-             f"Network capex {cell_text(ev.cost_usd, 'usd')} ({cell_text(ev.cost_usd / design.gpus, 'usd')} per "
-             f"GPU), power {ev.power_w / 1e3:,.1f} kW",
+             f"Network capex {fig_text['network_capex_usd']} ({fig_text['capex_per_gpu_usd']} per GPU), power "
+             f"{fig_text['network_power_w']}",
              f"{'One unloaded request (critical path, no queueing)' if serving_only else 'Step time'} p50 "
-             f"{charts.time_text(st_['p50'])}, p95 {charts.time_text(st_['p95'])}, p99 "
-             f"{charts.time_text(st_['p99'])}; lower bound {charts.time_text(ev.lower_bound_s)} ({ev.samples} "
-             f"samples, seed {ev.seed})", *serving_front.serving_lines(ev.serving),
+             f"{fig_text['p50_s']}, p95 {fig_text['p95_s']}, p99 {fig_text['p99_s']}; lower bound "
+             f"{fig_text['lower_bound_s']} ({ev.samples} samples, seed {ev.seed})",
+             f"Cost per p99 step {fig_text['usd_per_step']}; GPUs wait on the network "
+             f"{fig_text['gpu_idle_fraction_network']} of it",
+             f"Busiest rack {fig_text['max_rack_power_w']}; IT power {fig_text['it_power_w']}; facility power "
+             f"{fig_text['facility_power_w']}", *serving_front.serving_lines(ev.serving),
              *(f"In-network reduction (SHARP): {line}" for line in sharp_lines)]
     money = {"unit price (USD)": "usd", "total (USD)": "usd", "count": "count", "power (W)": "count"}
     sections = [Section("Topology", view.title, topo_fig),

@@ -9,7 +9,10 @@ import streamlit as st
 
 from pages import _common as C
 from fabric.ui_support import charts, robust_view, serving_front
+from fabric.design.policy import TIE_RULE
 from fabric.search.recommend import recommend
+from fabric.search.ties import ties_text
+from fabric.units import time_text
 from fabric.search.robust import RobustObjective
 from fabric.errors import FabricError
 from fabric.ui_support.jobs import SearchAllowance, SearchJob, live_job, recent_job
@@ -124,6 +127,9 @@ def on_chart_select() -> None:
         getattr(getattr(ev, "selection", None), "points", [])
     snap = C.search_snapshot()
     if pts and snap is not None:
+        front_keys = {r.get("key") for r in snap.front}
+        # a click on overlapping markers reports every one: the front's design first (what its row opens)
+        pts = sorted(pts, key=lambda p: (p.get("customdata") or [None])[0] not in front_keys)
         cd = pts[0].get("customdata")
         if cd:
             res = snap.result
@@ -227,7 +233,9 @@ def draw(snap, *, live: bool) -> None:
     with left:
         st.subheader("Pareto front: network capex vs robust p99 across the job mix" if robust and y_col == "p99_s"
                      else f"Pareto front: network capex vs {y_title}")
+        beyond = [] if live or res is None else res.beyond_target()
         fig = charts.pareto_figure(snap.front, snap.baselines, others=others, p99_target_s=cons.p99_target_s,
+                                   beyond=beyond,
                                    budget_usd=cons.budget_usd, height=470 if robust else 400, y_col=y_col,
                                    y_title=y_title, step_word="unloaded request" if only else "step", **extra)
         if live:
@@ -247,8 +255,11 @@ def draw(snap, *, live: bool) -> None:
                 "design."))
         else:
             st.caption("Each dot is a design; " + serving_front.front_caption(cons, y_col, only) + " Coloured: the "
-                       "front by topology family; grey: other feasible designs; black symbols: the baselines; dashed "
-                       "lines: p99 target and budget. Click a dot to open the design.")
+                       "front by topology family; grey: other feasible designs; "
+                       + ("hollow grey: designs that meet every limit but the p99 target (the trade-off the target "
+                          "cuts off); " if beyond else "")
+                       + "black symbols: the baselines; dashed lines: p99 target and budget. Click a dot to open the "
+                         "design.")
     with right:
         st.subheader("Search progress")
         st.plotly_chart(charts.hypervolume_figure(snap.hv_history, finished=not snap.running, height=330),
@@ -269,7 +280,15 @@ def draw(snap, *, live: bool) -> None:
         rec = advice.record
         lines = res.summary_lines()
         if rec is not None:
-            lines.insert(1, f"★ recommended: '{rec['design']}', {advice.rule}.")
+            tie = ties_text(rec, res.ties().get(rec.get("key"), []))
+            lines.insert(1, f"★ recommended: '{rec['design']}', {advice.rule}"
+                            + (f"; it {tie}, and the tie rule keeps {TIE_RULE}" if tie else "") + ".")
+        if beyond:
+            cheap = min(beyond, key=lambda r: r["cost_usd"])
+            lines.insert(2, f"{len(beyond)} more design{'s' if len(beyond) != 1 else ''} meet every limit but the "
+                            f"p99 target of {time_text(cons.p99_target_s)} (hollow grey on the chart): the "
+                            f"cheapest, '{cheap['design']}', costs ${cheap['cost_usd']:,.0f} at p99 "
+                            f"{time_text(cheap['p99_s'])}.")
         if robust:
             ref_name, _ = robust_view.case_references(res.baselines)
             n_cases = len({c for r in res.front for c in (r.get("p99_by_case") or {})})
@@ -280,7 +299,7 @@ def draw(snap, *, live: bool) -> None:
         front = res.front_frame()
         serving_cols = [c for c in serving_front.SERVING_COLUMNS if c in front.columns]
         table = front[["design", "cost_usd", "p99_s", "p50_s", *serving_cols, "power_w", "family", "switch_model",
-                       "nic_model", "transport", "policy", "free_upgrade_of"]].copy()
+                       "nic_model", "transport", "policy", "free_upgrade_of", "ties"]].copy()
         for c in serving_cols:     # ms and %, like the Design page; a service above capacity has no finite latency
             table[c] = [None if v >= 1e8 else v * 1e3 for v in table[c]] if c.endswith("_s") else table[c] * 100
         table.insert(0, "recommended", ["★" if rec is not None and n == rec["design"] else "" for n in table["design"]])
@@ -328,6 +347,9 @@ def draw(snap, *, live: bool) -> None:
                            "free_upgrade_of": st.column_config.TextColumn(
                                "free upgrade of", help="baselines whose hardware this design is, run with a "
                                                        "better free policy: the same cost, a shorter p99"),
+                           "ties": st.column_config.TextColumn(
+                               "ties", help="Other evaluated designs with exactly this cost and p99 (the network does "
+                                            "not set the pace there); the front keeps the plainest by the tie rule"),
                            "brittle": st.column_config.TextColumn("brittle", width="medium"),
                            "robust slowdown": st.column_config.NumberColumn(format="%.3f"),
                            "spread across cases": st.column_config.NumberColumn(format="%.2fx"),

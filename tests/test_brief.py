@@ -42,7 +42,7 @@ def test_brief_names_the_recommended_design_and_its_runner_up(searched):
     assert [w["scenario"] for w in b["what_ifs"]] == ["fail-spine", "slow-switch", "checkpoint-burst",
                                                       "job-mix-shift"]
     heads = [h for h, _ in brief_sections(b)]
-    assert heads == ["The design to buy", "The runner-up", "Resilience", "What if", "Cheapest fixes",
-                     "Cost per step"]
+    assert heads == ["The design to buy", "Against the baselines", "Constraints", "Bill of materials",
+                     "The runner-up", "Resilience", "What if", "Cheapest fixes", "Cost per step"]
     text = " ".join(line for _, lines in brief_sections(b) for line in lines)
     assert f"Buy '{b['design']}'" in text and "per p99 step" in text

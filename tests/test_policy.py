@@ -27,7 +27,8 @@ from fabric.search.result import SearchResult
 from fabric.search.run import random_search
 from fabric.search.space import DesignSpace
 from fabric.topology import build_fabric
-from fabric.ui_support.compare import best_free_policy, money_split
+from fabric.design.policy import best_free_policy
+from fabric.ui_support.compare import money_split
 from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
 
 GIB = 2 ** 30

@@ -48,8 +48,10 @@ def test_brief_of_a_serving_only_workload_gives_request_latency_and_no_step(disa
                   samples=32, seed=0)
     m = ev.serving["llama3-70b-disagg"]
     line = sections["Serving latency"][0]
-    assert f"p99 TTFT {m['ttft_s']['p99'] * 1e3:,.3g} ms" in line
-    assert f"p99 TPOT {m['tpot_s']['p99'] * 1e3:,.3g} ms" in line and "SLO attainment" in line
+    from fabric.units import time_text      # the one formatter of durations
+
+    assert f"p99 TTFT {time_text(m['ttft_s']['p99'])}" in line
+    assert f"p99 TPOT {time_text(m['tpot_s']['p99'])}" in line and "SLO attainment" in line
     # each what-if says what it does to the service too
     ran = [w for w in sections["What if"] if "p99 unloaded request" in w]
     assert ran and all("'llama3-70b-disagg' p99 TTFT" in w or "'llama3-70b-disagg' load" in w for w in ran)

@@ -666,8 +666,10 @@ def upgrade_front(installed: Installed, workload, limits: UpgradeLimits | None =
 
 
 def step_time_text(seconds: float) -> str:
-    """A step time in words: ``5.24 s`` from 1 s up, ``812.3 ms`` below."""
-    return f"{seconds:,.2f} s" if seconds >= 1 else f"{seconds * 1e3:,.1f} ms"
+    """A step time in words: ``5.243 s``, ``812.3 ms`` (:func:`fabric.units.time_text`)."""
+    from fabric.units import time_text
+
+    return time_text(seconds)
 
 
 #: A p99 gain below this share of the p99 is called negligible in the answer (the advisor's default min_gain)

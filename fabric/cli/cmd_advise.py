@@ -6,6 +6,7 @@ import argparse
 import json
 
 from fabric.cli.common import catalog_arg, check_samples
+from fabric.evaluate.engine import DEFAULT_SAMPLES
 
 __all__ = ["register", "run"]
 
@@ -29,7 +30,8 @@ def register(sub) -> None:
     p.add_argument("--design", "-d", required=True, metavar="FILE|PRESET", help="design file or preset name")
     p.add_argument("--gpus", type=int, help="resize the design to this many GPUs")
     p.add_argument("--scenario", "-s", default="baseline", help="scenario preset, file or inline JSON")
-    p.add_argument("--samples", type=int, default=128, help="Monte Carlo samples per evaluation (default 128)")
+    p.add_argument("--samples", type=int, default=DEFAULT_SAMPLES,
+                   help=f"Monte Carlo samples per evaluation (default {DEFAULT_SAMPLES}, as fabric evaluate)")
     p.add_argument("--seed", type=int, default=0, help="random seed (the same for every change)")
     p.add_argument("--min-gain", type=float, default=0.005,
                    help="smallest p99 gain, as a share of the p99, that counts as advice (default 0.005)")

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from fabric.cli.common import catalog_arg, check_samples
+from fabric.evaluate.engine import DEFAULT_SAMPLES
 
 __all__ = ["register", "run"]
 
@@ -32,7 +33,8 @@ def register(sub) -> None:
                    help="scenario preset (baseline, fail-spine, fail-link, slow-switch, checkpoint-burst, "
                         "background-30, job-mix-shift, bigger-cluster, flaky-links, fragmented: the job's nodes "
                         "drawn at random, a fragmented cluster), a JSON/YAML file or inline JSON")
-    p.add_argument("--samples", type=int, default=256, help="Monte Carlo samples (default 256)")
+    p.add_argument("--samples", type=int, default=DEFAULT_SAMPLES,
+                   help=f"Monte Carlo samples (default {DEFAULT_SAMPLES}, as every page of the dashboard)")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same result)")
     p.add_argument("--catalog", metavar="FILE", help="hardware catalog override file")
     p.add_argument("--calibration", metavar="FILE",
@@ -73,9 +75,15 @@ def run(args) -> int:
     res = resilience(design, workload, catalog=catalog, seed=args.seed, samples=args.samples,
                      transport_overrides=overrides, scenario=scenario, healthy_p99_s=ev.step_time_s["p99"])
     if args.json:
+        from fabric.figures import design_figures, figure_texts
+
         out = ev.to_dict()
         out["economics"] = eco
         out["resilience"] = res
+        # the headline figures as every page, the brief and the report show them (fabric.figures)
+        out["figures"] = design_figures(ev, design, catalog=catalog, economics_params=EconomicsParams(
+            life_years=args.life_years, electricity_usd_per_kwh=args.usd_per_kwh, pue=args.pue))
+        out["figure_texts"] = figure_texts(out["figures"])
         from fabric.evaluate.explain import explain_step
 
         out["explanation"] = explain_step(ev)

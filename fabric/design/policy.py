@@ -22,7 +22,8 @@ from fabric.design.schema import Design
 __all__ = ["POLICY", "HARDWARE", "POLICY_FIELDS", "HARDWARE_FIELDS", "GENE_FIELDS", "field_kind", "gene_kind",
            "edit_kind", "policy_of", "hardware_of", "same_hardware", "with_policy", "policy_changes",
            "hardware_changes", "policy_options", "policy_text", "DEFAULT_POLICY", "RECORD_POLICY_COLUMNS",
-           "RECORD_HARDWARE_COLUMNS", "record_policy_changes", "same_record_hardware"]
+           "RECORD_HARDWARE_COLUMNS", "record_policy_changes", "same_record_hardware", "plainness", "TIE_RULE",
+           "best_free_policy"]
 
 POLICY, HARDWARE = "free policy", "hardware"
 
@@ -210,3 +211,65 @@ def record_policy_changes(a, b) -> list[str]:
 
 def _plain(v):
     return v.item() if hasattr(v, "item") else v
+
+
+#: The stated rule that picks one of several designs tying on every objective (equal cost, equal p99): the
+#: plainest configuration, the one that departs least from what a cluster runs when nobody tunes it.
+TIE_RULE = ("the plainest configuration: ECMP before adaptive before spraying, fewer queue pairs, packed before "
+            "rail-aligned, PXN off, no serving class, then without in-network reduction or a storage network, "
+            "then the lowest oversubscription and uplinks at the NIC speed")
+_ROUTING_ORDER = {"ecmp": 0, "adaptive": 1, "spray": 2}
+_PLACEMENT_ORDER = {"packed": 0, "rail_aligned": 1}
+
+
+def _truthy(v) -> bool:
+    return v in (True, 1, "True", "true", "1")
+
+
+def plainness(item) -> tuple:
+    """Sort key of :data:`TIE_RULE` for a :class:`Design` or a search record (smaller is plainer). Used wherever
+    designs tie on every objective: the search's front, the best free policy of a design, the recommendation."""
+    if isinstance(item, Design):
+        g = {"routing": item.routing, "qps_per_connection": item.qps_per_connection, "placement": item.placement,
+             "pxn": item.pxn, "serving_class": item.serving_class,
+             "in_network_reduction": item.in_network_reduction, "storage_isolation": item.storage_isolation,
+             "oversub_leaf": item.oversub(0), "oversub_spine": item.oversub(1),
+             "uplink_leaf_gbps": item.uplink_speed_gbps(0) or 0.0, "uplink_spine_gbps": item.uplink_speed_gbps(1) or 0.0}
+    else:
+        g = item
+    return (_ROUTING_ORDER.get(str(g.get("routing")), 9), int(g.get("qps_per_connection") or 1),
+            _PLACEMENT_ORDER.get(str(g.get("placement")), 9), _truthy(g.get("pxn")), _truthy(g.get("serving_class")),
+            _truthy(g.get("in_network_reduction")), _truthy(g.get("storage_isolation")),
+            float(g.get("oversub_leaf") or 1.0), float(g.get("oversub_spine") or 1.0),
+            float(g.get("uplink_leaf_gbps") or 0.0), float(g.get("uplink_spine_gbps") or 0.0))
+
+
+def best_free_policy(design: Design, evaluate) -> dict:
+    """The fastest free policy on ``design``'s hardware: every canonical routing, queue-pair, placement-rule and PXN
+    choice (:func:`policy_options`), by the p99 ``evaluate(design)`` returns; among policies with the same p99 the
+    plainest (:data:`TIE_RULE`). The one definition of "the best free fix" the Design page (advisor), Compare and the
+    brief show.
+
+    Returns ``{"design", "policy", "p99_s", "own_p99_s", "delta_p99_s", "changes", "ties", "tried",
+    "not_possible"}``: ``delta_p99_s`` is the best p99 minus the design's own (<= 0; 0 when the design's own policy
+    is already the best or ties with it), ``ties`` the other policies reaching the same p99 (texts).
+    """
+    from fabric.errors import FabricError
+
+    own = float(evaluate(design).step_time_s["p99"])
+    results, impossible = [(design, own)], []
+    for d in policy_options(design):
+        if d == design:
+            continue
+        try:
+            results.append((d, float(evaluate(d).step_time_s["p99"])))
+        except FabricError as err:
+            impossible.append({"policy": policy_text(d), "reason": " ".join(str(err).split())})
+    best_p99 = min(p for _, p in results)
+    tied = [d for d, p in results if p <= best_p99]
+    # the design's own policy stays when it ties with the best (nothing to change), else the plainest of the best
+    best = design if design in tied else min(tied, key=plainness)
+    return {"design": best, "policy": policy_text(best), "p99_s": best_p99, "own_p99_s": own,
+            "delta_p99_s": best_p99 - own, "changes": policy_changes(design, best),
+            "ties": [policy_text(d) for d in sorted(tied, key=plainness) if d != best],
+            "tried": len(results), "not_possible": impossible}

@@ -127,7 +127,10 @@ class Evaluation:
 
 
 def _stats(x: np.ndarray) -> dict:
-    p = np.percentile(x, _PERCENTILES)
+    # nearest-rank percentiles (numpy's "inverted_cdf"): each is one of the samples, so the p99 step is exactly the
+    # sample the p99 breakdown describes (the ceil(0.99 n)-th smallest, as ``i99`` below), and every page that shows
+    # the p99 and its parts shows one number
+    p = np.percentile(x, _PERCENTILES, method="inverted_cdf")
     return {"p50": float(p[0]), "p95": float(p[1]), "p99": float(p[2]), "mean": float(x.mean())}
 
 

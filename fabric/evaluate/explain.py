@@ -24,12 +24,9 @@ _WORDS = {"compute": "compute", "stragglers": "stragglers (the slowest rank's ex
 
 
 def _t(seconds: float) -> str:
-    a = abs(seconds)
-    if a >= 1.0:
-        return f"{seconds:,.3g} s"
-    if a >= 1e-3:
-        return f"{seconds * 1e3:,.3g} ms"
-    return f"{seconds * 1e6:,.3g} us"
+    from fabric.units import time_text
+
+    return time_text(seconds)
 
 
 def explain_step(evaluation) -> dict:

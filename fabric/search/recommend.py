@@ -23,13 +23,10 @@ _LIMIT_WORDS = {
 
 
 def seconds_text(seconds: float) -> str:
-    """A step time for a sentence: ``4.68 s``, ``412 ms``, ``248 us``."""
-    a = abs(seconds)
-    if a >= 1.0:
-        return f"{seconds:,.3g} s" if a < 1000 else f"{seconds:,.0f} s"
-    if a >= 1e-3:
-        return f"{seconds * 1e3:,.3g} ms"
-    return f"{seconds * 1e6:,.3g} us"
+    """A step time for a sentence: ``4.68 s``, ``412.3 ms`` (:func:`fabric.units.time_text`)."""
+    from fabric.units import time_text
+
+    return time_text(seconds)
 
 
 def violation_text(rec: dict) -> str:

@@ -12,7 +12,8 @@ import pandas as pd
 from fabric.design.policy import RECORD_HARDWARE_COLUMNS, RECORD_POLICY_COLUMNS, record_policy_changes, \
     same_record_hardware
 
-__all__ = ["SearchResult", "pareto_mask", "hypervolume", "POLICY_COLUMNS", "HARDWARE_COLUMNS", "free_upgrades"]
+__all__ = ["SearchResult", "pareto_mask", "hypervolume", "POLICY_COLUMNS", "HARDWARE_COLUMNS", "free_upgrades",
+           "policy_text_of_record"]
 
 KEY_COLUMNS = ["design", "family", "switch_model", "nic_model", "nics_per_gpu", "oversub_leaf", "oversub_spine",
                "planes", "routing", "qps_per_connection", "transport", "placement", "pxn", "storage_isolation",
@@ -43,6 +44,24 @@ def free_upgrades(front: list, baselines: list) -> dict:
                     {"baseline": b["design"], "speedup": b["p99_s"] / r["p99_s"],
                      "changes": record_policy_changes(b, r)})
     return out
+
+
+def record_objectives(rec: dict, keys) -> list[float]:
+    """A record's objective values in the search's order: ``keys`` the objective columns (a tuple) or their count
+    (cost, p99, power); the cost and p99 are ``objective_cost`` / ``objective_p99`` when the search minimises
+    cost per step (records.objective_cost)."""
+    from fabric.search.records import INFEASIBLE_P99
+
+    keys = keys if isinstance(keys, tuple) else ("cost_usd", "p99_s", "power_w")[:keys]
+    f = [rec.get("objective_cost", rec["cost_usd"]), rec.get("objective_p99", rec["p99_s"])]
+    for k in keys[2:]:
+        if k == "power_w":
+            f.append(rec["power_w"])
+        elif k == "serving_slo_miss":
+            f.append(1.0 - rec.get("serving_slo_attainment", 0.0))
+        else:
+            f.append(rec.get(k, INFEASIBLE_P99))
+    return f
 
 
 def pareto_mask(F: np.ndarray) -> np.ndarray:
@@ -124,11 +143,44 @@ class SearchResult:
     def front_frame(self) -> pd.DataFrame:
         """The front, cheapest first; ``free_upgrade_of`` names the baselines whose hardware it is (with a better
         free policy), ``policy`` sums up its free policy."""
+        from fabric.search.ties import ties_text
+
         df = _frame(self.front)
         up = free_upgrades(self.front, self.baselines)
         df["free_upgrade_of"] = ["; ".join(u["baseline"] for u in up.get(r.get("key"), [])) for r in self.front]
-        df["policy"] = [_policy_text(r) for r in self.front]
+        df["policy"] = [policy_text_of_record(r) for r in self.front]
+        ties = self.ties()
+        df["ties"] = [ties_text(r, ties.get(r.get("key"), [])) for r in self.front]
         return df.sort_values("cost_usd").reset_index(drop=True)
+
+    def ties(self) -> dict:
+        """Per front design (key): the evaluated feasible designs tying with it on every objective, plainest first
+        (:func:`fabric.search.ties.front_ties`)."""
+        from fabric.search.ties import front_ties
+
+        return front_ties(self.front, self.records, self.objectives)
+
+    def beyond_target(self) -> list[dict]:
+        """With a p99 target: the trade-off it hides, the Pareto front of the evaluated designs that meet every
+        limit but the p99 target (cheaper and slower than the front's), plainest first among ties; [] without a
+        target. The Search page draws them greyed beside the front, the brief takes its runner-up from them when
+        the front holds one design."""
+        if (self.constraints or {}).get("p99_target_s") is None:
+            return []
+        from fabric.search.ties import front_order
+
+        def only_target(r) -> bool:
+            v = r.get("violations") or {}
+            return (r.get("buildable", True) and not r.get("feasible") and v.get("p99_target", 0) > 0
+                    and all(x <= 0 for k, x in v.items() if k != "p99_target"))
+
+        keys = {r.get("key") for r in self.front} | {r.get("key") for r in self.baselines}
+        cand = front_order([r for r in self.records if only_target(r) and r.get("key") not in keys],
+                           self.objectives)
+        if not cand:
+            return []
+        F = np.array([record_objectives(r, self.objectives) for r in cand])
+        return [r for r, k in zip(cand, pareto_mask(F)) if k]
 
     def baseline_frame(self) -> pd.DataFrame:
         return _frame(self.baselines)
@@ -243,7 +295,7 @@ class SearchResult:
         return out
 
 
-def _policy_text(rec: dict) -> str:
+def policy_text_of_record(rec: dict) -> str:
     """A record's free policy in a few words: ``ecmp/4qp packed``, ``adaptive rail_aligned +PXN``."""
     routing = rec.get("routing")
     parts = [f"{routing}/{int(rec.get('qps_per_connection') or 1)}qp" if routing == "ecmp" else str(routing),

@@ -35,9 +35,10 @@ from fabric.limits import current_limits
 from fabric.search.baselines import baseline_designs
 from fabric.search.constraints import Constraints
 from fabric.search.records import INFEASIBLE_P99, EvaluationCache, design_key, workload_key
-from fabric.search.result import SearchResult, hypervolume, pareto_mask
+from fabric.search.result import SearchResult, hypervolume, pareto_mask, record_objectives
 from fabric.search.runners import InProcessRunner
 from fabric.search.space import DesignSpace
+from fabric.search.ties import front_order, plain_variants
 
 __all__ = ["SearchProgress", "run_search", "exhaustive_search", "random_search", "GLOBAL_CACHE"]
 
@@ -109,17 +110,7 @@ def _objective_keys(constraints: Constraints) -> tuple[str, ...]:
 
 
 def _objectives(rec: dict, n_obj) -> list[float]:
-    # objective_cost: network capex or cost per step, as the search's constraints ask (records.objective_cost)
-    keys = n_obj if isinstance(n_obj, tuple) else ("cost_usd", "p99_s", "power_w")[:n_obj]
-    f = [rec.get("objective_cost", rec["cost_usd"]), rec.get("objective_p99", rec["p99_s"])]
-    for k in keys[2:]:
-        if k == "power_w":
-            f.append(rec["power_w"])
-        elif k == "serving_slo_miss":
-            f.append(1.0 - rec.get("serving_slo_attainment", 0.0))
-        else:
-            f.append(rec.get(k, INFEASIBLE_P99))
-    return f
+    return record_objectives(rec, n_obj)
 
 
 def _constraint_vector(rec: dict) -> list[float]:
@@ -249,6 +240,7 @@ def _feasible_front(records: list[dict], n_obj: int, outside=frozenset()) -> lis
     feas = [r for r in records if r["feasible"] and r["key"] not in outside]
     if not feas:
         return []
+    feas = front_order(feas, n_obj)       # ties: the plainest first, whatever the order of evaluation
     F = np.array([_objectives(r, n_obj) for r in feas])
     return [r for r, k in zip(feas, pareto_mask(F)) if k]
 
@@ -469,6 +461,11 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
             if stale >= 10:
                 stopped = "converged (no new designs in 10 generations)"
                 break
+        if stopped != "cancelled":      # the tie rule's choice evaluated, so identical searches recommend alike
+            front = _feasible_front(list(session.records.values()), n_obj, session.outside)
+            extra = plain_variants(front, space, set(session.records))
+            if extra:
+                session.evaluate_designs(extra)
     finally:
         runner.close()
     return _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0)

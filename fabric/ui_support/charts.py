@@ -14,6 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from fabric import units as _units
 from fabric.workload.summary import size_label
 
 __all__ = ["FAMILY_COLORS", "FONT_SIZE", "time_unit", "time_text", "axis_unit", "money_text", "style", "pareto_figure",
@@ -34,20 +35,14 @@ _PALETTE = ("#1f5fbf", "#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e")
 
 
 def time_unit(values) -> tuple[float, str]:
-    """(factor, unit) to show seconds ``values`` in, from the largest: s from 1 s up, ms from 1 ms, us below."""
-    arr = np.asarray([v for v in np.ravel(np.asarray(values, dtype=float)) if np.isfinite(v)], dtype=float)
-    ref = float(np.max(np.abs(arr))) if arr.size else 1.0
-    if ref >= 1.0:
-        return 1.0, "s"
-    if ref >= 1e-3:
-        return 1e3, "ms"
-    return 1e6, "us"
+    """(factor, unit) to show seconds ``values`` in, from the largest: s from 1 s up, ms from 1 ms, us below
+    (:func:`fabric.units.time_unit`)."""
+    return _units.time_unit(np.ravel(np.asarray(values, dtype=float)))
 
 
 def time_text(seconds: float) -> str:
-    """A duration in the unit that suits it: ``3.96 s``, ``412 ms``, ``248 us``."""
-    scale, unit = time_unit([seconds])
-    return f"{seconds * scale:,.3g} {unit}"
+    """A duration in the unit that suits it (:func:`fabric.units.time_text`, the one formatter of durations)."""
+    return _units.time_text(seconds)
 
 
 def axis_unit(fig: go.Figure, axis: str = "xaxis") -> str:
@@ -131,11 +126,17 @@ def _hover_record(r: Mapping, scale: float, unit: str, step_word: str = "step") 
     return out
 
 
+#: A budget line further right than this multiple of the dearest design shown is named at the chart's edge rather
+#: than drawn (the axis would be stretched and the designs squeezed into its left part).
+BUDGET_STRETCH = 1.5
+
+
 def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *, others: Sequence[Mapping] = (),
                   p99_target_s: float | None = None, budget_usd: float | None = None,
                   selected_key: str | None = None, height: int = 440, y_col: str = "p99_s",
                   y_title: str = "p99 step time", step_word: str = "step",
-                  ranges: Mapping | None = None, flagged: Mapping | None = None) -> go.Figure:
+                  ranges: Mapping | None = None, flagged: Mapping | None = None,
+                  beyond: Sequence[Mapping] = ()) -> go.Figure:
     """Network capex (USD) vs p99 step time (or the record column ``y_col``, titled ``y_title``: a time in
     seconds, or ``serving_slo_attainment`` drawn in %): the front coloured by family, other feasible designs in grey,
     the human baselines as black symbols, the p99 target (on the step axis) and the budget as dashed lines.
@@ -143,12 +144,17 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
 
     A robust front (:mod:`fabric.ui_support.robust_view`): ``y_title`` names the y axis, ``ranges`` (key ->
     (low, high) seconds of ``y_col``) draws each front design's spread across cases as a vertical bar, ``flagged``
-    (design name -> note) rings the brittle designs in red."""
+    (design name -> note) rings the brittle designs in red. ``beyond``: designs that meet every limit but the p99
+    target (:meth:`fabric.search.result.SearchResult.beyond_target`), drawn hollow and grey with the target line,
+    so a target that leaves one design on the front does not hide the cost-vs-p99 trade-off. A budget far to the
+    right of every design is named at the edge instead of stretching the axis to it."""
     def drawn(r) -> bool:      # a service above its capacity has no finite latency to draw
         return y_col in r and float(r[y_col]) < _UNBOUNDED_S
 
-    pts = [r for r in list(front) + list(baselines) + list(others) if r.get("buildable", True) and drawn(r)]
+    pts = [r for r in list(front) + list(baselines) + list(others) + list(beyond)
+           if r.get("buildable", True) and drawn(r)]
     front = [r for r in front if drawn(r)]
+    beyond = [r for r in beyond if drawn(r)]
     baselines = [r for r in baselines if drawn(r)]
     others = [r for r in others if drawn(r)]
     if y_col == "serving_slo_attainment":
@@ -172,13 +178,26 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
                                                                                    color="#9a9a9a"),
                                  hoverinfo="skip"))
     if others:
-        o = [r for r in others if r.get("feasible") and r.get("buildable", True)]
+        # designs tying with a front design sit exactly under its dot: drawn there, a click would open one of them
+        # instead of the front's (the tie rule's) design; the front table names them
+        at_front = {(r["cost_usd"], r[y_col]) for r in front}
+        o = [r for r in others if r.get("feasible") and r.get("buildable", True)
+             and (r["cost_usd"], r[y_col]) not in at_front]
         if o:
             fig.add_trace(go.Scatter(
                 x=[r["cost_usd"] for r in o], y=[r[y_col] * scale for r in o], mode="markers",
                 name="other feasible designs", marker=dict(color="#bbbbbb", size=6, opacity=0.6),
                 customdata=[[r.get("key", ""), r["design"]] for r in o],
                 hovertext=[_hover_record(r, scale, unit, step_word) for r in o], hoverinfo="text"))
+    if beyond:
+        line = sorted(beyond, key=lambda r: r["cost_usd"])
+        fig.add_trace(go.Scatter(
+            x=[r["cost_usd"] for r in line], y=[r[y_col] * scale for r in line], mode="lines+markers",
+            name="meets every limit but the p99 target", line=dict(color="#aaaaaa", width=1.2, dash="dot"),
+            marker=dict(color="white", size=10, line=dict(color="#8a8a8a", width=1.8)),
+            customdata=[[r.get("key", ""), r["design"]] for r in line],
+            hovertext=[_hover_record(r, scale, unit, step_word) + "<br><i>misses the p99 target</i>" for r in line],
+            hoverinfo="text"))
     if front:
         line = sorted(front, key=lambda r: r["cost_usd"])
         fig.add_trace(go.Scatter(x=[r["cost_usd"] for r in line], y=[r[y_col] * scale for r in line],
@@ -220,17 +239,23 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
         fig.add_hline(y=p99_target_s * scale, line=dict(color="#d62728", dash="dash", width=2),
                       annotation_text=f"p99 target {p99_target_s * scale:,.3g} {unit}",
                       annotation_position="top right", annotation_font=dict(color="#d62728", size=FONT_SIZE - 1))
-    if budget_usd is not None:
+    focus = [r for r in list(front) + list(beyond) + [b for b in baselines if b.get("buildable", True)]]
+    far_budget = budget_usd is not None and bool(focus) and \
+        budget_usd > BUDGET_STRETCH * max(r["cost_usd"] for r in focus)
+    if budget_usd is not None and not far_budget:
         fig.add_vline(x=budget_usd, line=dict(color="#7f3b08", dash="dash", width=2),
                       annotation_text=f"budget {money_text(budget_usd)}", annotation_position="top left",
                       annotation_font=dict(color="#7f3b08", size=FONT_SIZE - 1))
-    focus = [r for r in list(front) + [b for b in baselines if b.get("buildable", True)]]
+    elif far_budget:       # the axis stays on the designs; the budget is named where it would be
+        fig.add_annotation(x=1, y=1, xref="paper", yref="paper", xanchor="right", yanchor="bottom",
+                           text=f"budget {money_text(budget_usd)} →", showarrow=False,
+                           font=dict(color="#7f3b08", size=FONT_SIZE - 1))
     if focus:  # open on the front and the baselines; far-off designs stay one double-click (autoscale) away
         xmax = max(r["cost_usd"] for r in focus)
         ys = [r[y_col] * scale for r in focus] + [v * scale for lo_hi in ranges.values() for v in lo_hi]
         if p99_target_s is not None:
             ys.append(p99_target_s * scale)
-        if budget_usd is not None:
+        if budget_usd is not None and not far_budget:
             xmax = max(xmax, budget_usd)
         pad = max(max(ys) - min(ys), 0.02 * max(ys))
         fig.update_xaxes(range=[0, xmax * 1.12])

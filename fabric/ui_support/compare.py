@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 import pandas as pd
 
 from fabric.design.policy import (
-    HARDWARE, POLICY, gene_kind, hardware_changes, policy_changes, policy_options, policy_text, with_policy,
+    HARDWARE, POLICY, best_free_policy, gene_kind, hardware_changes, policy_changes, with_policy,
 )
 from fabric.errors import FabricError
 from fabric.ui_support.designs import GENE_COLUMNS, GENE_LABELS, design_genes, gene_value_text
@@ -24,18 +24,21 @@ def metrics_frame(rows: Sequence[Mapping]) -> pd.DataFrame:
     attainment follow (:func:`fabric.ui_support.serving_front.serving_rows`), and ``serving_only`` calls the step
     what it is for a serving-only workload: one unloaded request.
     """
+    from fabric.figures import figure_text
     from fabric.ui_support.serving_front import serving_rows
 
     data = {}
     for r in rows:
         st = r["step_time_s"]
         what = "unloaded request" if r.get("serving_only") else "step time"
-        data[r["name"]] = {"network capex (USD)": f"${r['cost_usd']:,.0f}",
-                           "network power (kW)": f"{r['power_w'] / 1e3:,.1f}",
+        # written as every page and the brief write them (fabric.figures)
+        data[r["name"]] = {"network capex": figure_text(r["cost_usd"], "usd"),
+                           "network power": figure_text(r["power_w"], "power"),
                            **serving_rows(r.get("serving") or {}),
-                           f"p50 {what} (s)": f"{st['p50']:.4f}", f"p95 {what} (s)": f"{st['p95']:.4f}",
-                           f"p99 {what} (s)": f"{st['p99']:.4f}",
-                           "lower bound (s)": f"{r['lower_bound_s']:.4f}"}
+                           f"p50 {what}": figure_text(st["p50"], "time"),
+                           f"p95 {what}": figure_text(st["p95"], "time"),
+                           f"p99 {what}": figure_text(st["p99"], "time"),
+                           "lower bound": figure_text(r["lower_bound_s"], "time")}
     return pd.DataFrame(data)
 
 
@@ -97,29 +100,6 @@ def money_deltas(rows: Sequence[Mapping]) -> list[dict]:
                     "delta_power_w": d_power, "delta_p99_s": d_p99, "delta_p50_s": d_p50,
                     "relative_p99": rel_p99, "usd_per_ms_p99": per_ms, "sentence": sentence})
     return out
-
-
-def best_free_policy(design, evaluate: Callable) -> dict:
-    """The fastest free policy on ``design``'s hardware (every canonical routing, queue-pair, placement-rule and PXN
-    choice: :func:`fabric.design.policy.policy_options`), by the p99 ``evaluate(design)`` returns.
-
-    Returns ``{"design", "policy", "p99_s", "own_p99_s", "delta_p99_s", "changes", "tried", "not_possible"}``;
-    ``delta_p99_s`` is the best p99 minus the design's own (<= 0), ``changes`` the policy edits that reach it.
-    """
-    own = evaluate(design).step_time_s["p99"]
-    best, best_p99, tried, impossible = design, own, 0, []
-    for d in policy_options(design):
-        try:
-            p99 = evaluate(d).step_time_s["p99"]
-        except FabricError as err:
-            impossible.append({"policy": policy_text(d), "reason": " ".join(str(err).split())})
-            continue
-        tried += 1
-        if p99 < best_p99 * (1 - 1e-9):
-            best, best_p99 = d, p99
-    return {"design": best, "policy": policy_text(best), "p99_s": best_p99, "own_p99_s": own,
-            "delta_p99_s": best_p99 - own, "changes": policy_changes(design, best), "tried": tried,
-            "not_possible": impossible}
 
 
 def money_split(designs: Mapping[str, object], evaluate: Callable) -> list[dict]:
