@@ -75,8 +75,9 @@ def runs_on_trees(kind: str, algorithm: str, shape: GroupShape, in_network: bool
 
 @dataclass(frozen=True)
 class TreePlacement:
-    """Where an op's aggregation trees sit. Per-link arrays hold one entry per tree link (the same link id order
-    as the trees); bytes are per op byte, each way."""
+    """Where an op's aggregation trees sit: one entry per tree link in the arrays of its kind (a leaf's link up to
+    its tree's spine, a pod spine's link up to the tree's core, a dragonfly router's flow to the router above it);
+    bytes are per op byte, each way (up, and the result down)."""
 
     instances: int
     served: np.ndarray          # bool per instance: all its trees found a place
