@@ -361,9 +361,9 @@ def _placed(shape: GroupShape, fabric, model: NetworkModel, limit: int) -> TreeP
     hit = model.tree_memo.get(key)
     if hit is None:
         hit = place_trees(shape, fabric, model, limit)
-        kept = [k for k in model.tree_memo if k[0] == "placement"]
+        kept = [k for k in list(model.tree_memo) if k[0] == "placement"]
         if len(kept) >= PLACEMENTS_PER_MODEL:
-            model.tree_memo.pop(kept[0])
+            model.tree_memo.pop(kept[0], None)
         model.tree_memo[key] = hit
     return hit
 
