@@ -551,8 +551,8 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
                                         scenario.background_load, pl, trees)
             cache[key] = tree_traffic(run, kind=kind, size_bytes=size, algorithm=alg, requested=requested,
                                       shape=shape, hardware=hardware, fabric=fabric, model=model,
-                                      limit=tree_limit, plans=plans, notes=notes, label=f"{job.name}, group "
-                                      f"{op.group!r} ({op.name or op.kind})")
+                                      limit=tree_limit, plans=plans, notes=notes,
+                                      label=f"{job.name}, in-network reduction of group {op.group!r}")
         elif key not in cache:
             cache[key] = _traffic_samples(fabric, model, design, prof, shape, kind, size, alg, hardware, rng_hash,
                                           samples, scenario.background_load, plans)

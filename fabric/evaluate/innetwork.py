@@ -52,7 +52,7 @@ _SC = LINK_KINDS.index("spine-core")
 NO_LIMIT = 1 << 30
 #: The all-reduce algorithms that reduce in the network switches (NVLS counts when it spans nodes).
 TREE_ALGORITHMS = ("in_network", "nvls")
-_NO_PORT = "no spine has a free link to every leaf of the tree (one tree per link)"
+_NO_PORT = "no spine has a free link to every leaf of the tree; a link carries one tree"
 
 
 def switch_tree_limit(switch) -> int:
@@ -216,7 +216,7 @@ class _Placer:
     def place(self, t: int, leaves: np.ndarray, tree: int) -> tuple[str, int]:
         """Place tree ``tree`` over the switches ``leaves`` (node ids); ``("", depth)`` or ``(reason, 0)``."""
         u = np.unique(leaves) - self.sb
-        lim = f"{self.limit} per switch (catalog sharp_trees)"
+        lim = f"{self.limit} per switch, catalog sharp_trees"
         if (self.trees_on[u] >= self.limit).any():
             return f"a leaf already takes part in its most trees, {lim}", 0
         if u.size == 1:
@@ -254,14 +254,14 @@ class _Placer:
         links = avail[:, :, None] & (self.sc_core[ub] >= 0) & ~self.sc_used[ub]      # (pods, spines, links)
         rr, jj, mm = np.nonzero(links)
         if rr.size == 0:
-            return "no spine of some pod has a free link towards the cores (one tree per link)", 0
+            return "no spine of some pod has a free link towards the cores; a link carries one tree", 0
         cores = self.cores
         seen = np.zeros((ub.size, cores.size), bool)
         seen[rr, self.loc[self.sc_core[ub][rr, jj, mm]]] = True
         ok = seen.all(axis=0) & (self.trees_on[cores] < self.limit)
         if not ok.any():
             return f"no core is reached over free links from a spine of every pod of the tree, or its tree slots " \
-                   f"are taken ({lim})", 0
+                   f"are taken, {lim}", 0
         core = int(cores[self._choose(ok, self.trees_on[cores], t)])
         hit = links & (self.sc_core[ub] == core)
         sp_ok = hit.any(axis=2)
@@ -480,8 +480,8 @@ def tree_traffic(run, *, kind: str, size_bytes: float, algorithm: str, requested
     fb_shape = shape if not placement.served.any() else _subset(shape, ~placement.served, fabric.gpu_domain)
     fb_alg, _ = algorithm_for(kind, requested, size_bytes, fb_shape, plain)
     if notes is not None:
-        note = (f"{label}: in-network reduction: {placement.fallback} of {placement.instances} instance(s) found "
-                f"no aggregation tree ({placement.reason}) and ran the {fb_alg} algorithm over the network"
+        note = (f"{label}: {placement.fallback} of {placement.instances} instance(s) found no aggregation tree "
+                f"({placement.reason}) and ran the {fb_alg} algorithm over the network"
                 + (f" beside the others' {placement.trees} tree(s)" if placement.trees else ""))
         if note not in notes:
             notes.append(note)
