@@ -3,8 +3,6 @@ URL in step with the view so a link reproduces it. Every page reads input, calls
 
 import streamlit as st
 
-from pages._common import init_state, sync_url
-
 
 @st.fragment(run_every=10)
 def heartbeat() -> None:
@@ -18,6 +16,11 @@ def heartbeat() -> None:
 
 def main() -> None:
     """One run of the dashboard script."""
+    # Imported here, not at the top: a search worker process imports this file as __mp_main__ (see the end of the
+    # file), and pages._common defines a dozen st.cache_data functions, each of which logs "No runtime found,
+    # using MemoryCacheStorageManager" when defined outside a Streamlit server: 12 lines per worker per search.
+    from pages._common import init_state, sync_url
+
     st.set_page_config(page_title="fabric: network design for AI clusters", layout="wide")
     # Less empty space above the title: the page must fit a 1280x720 shared screen.
     st.html("<style>[data-testid='stMainBlockContainer'] {padding-top: 2rem; padding-bottom: 2rem;}"

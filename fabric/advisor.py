@@ -21,11 +21,13 @@ designs use too.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from fabric.design.policy import POLICY, best_free_policy, edit_kind
 from fabric.design.schema import PLACEMENTS as PLACEMENT_RULES
 from fabric.errors import FabricError
+from fabric.tradeoff import usd_per_ms
 from fabric.units import time_text
 
 __all__ = ["Advice", "advise", "candidate_changes", "free_policy_summary", "FREE", "HARDWARE"]
@@ -42,7 +44,8 @@ def _kind(edit: dict) -> str:
 class Advice:
     """One single change: ``change`` (a sentence), ``kind`` (free or hardware), the edited design's fields
     (``edit``), its p99 and cost against the design's (negative ``delta_p99_s`` is faster), and the dollars per
-    millisecond of p99 saved (None when it saves none or costs nothing)."""
+    millisecond of p99 saved (:func:`fabric.tradeoff.usd_per_ms`: None when it saves under 0.5 % of the p99 or
+    costs nothing more; :func:`fabric.tradeoff.usd_per_ms_text` says what it is then)."""
 
     change: str
     kind: str
@@ -148,7 +151,7 @@ def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samp
             impossible.append({"change": sentence, "reason": " ".join(str(err).split())})
             continue
         dp, dc = ev.step_time_s["p99"] - p0, ev.cost_usd - c0
-        per_ms = dc / (-dp * 1e3) if dp < 0 and dc > 0 else None
+        per_ms = usd_per_ms(dc, dp, p0)           # None unless it saves over 0.5 % of the p99 and costs more
         a = Advice(sentence, kind, edit, dp, dc, per_ms, ev.step_time_s["p99"], ev.cost_usd)
         (helping if -dp >= min_gain * p0 else others).append(a)
         if s0 is not None:
@@ -159,7 +162,8 @@ def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samp
                                 "delta_tpot_p99_s": p - s0[1]})
     free = sorted((a for a in helping if a.kind == FREE or a.delta_cost_usd <= 0),
                   key=lambda a: (a.delta_p99_s, a.delta_cost_usd))
-    paid = sorted((a for a in helping if a not in free), key=lambda a: (a.usd_per_ms_saved, a.delta_p99_s))
+    paid = sorted((a for a in helping if a not in free),
+                  key=lambda a: (math.inf if a.usd_per_ms_saved is None else a.usd_per_ms_saved, a.delta_p99_s))
     ranked = free + paid
     if ranked:
         top = ranked[0]

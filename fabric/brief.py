@@ -249,7 +249,7 @@ def _buy_lines(b: dict) -> list[str]:
         from fabric.design.policy import TIE_RULE
 
         n = len(b["ties"])
-        buy.append(f"{n} other evaluated design{'s' if n != 1 else ''} tie with it at the same cost and p99 (e.g. "
+        buy.append(f"{n} other evaluated design{'s tie' if n != 1 else ' ties'} with it at the same cost and p99 (e.g. "
                    f"'{b['ties'][0]}'): the network does not set the pace there; the tie rule keeps {TIE_RULE}.")
     buy.append(b["explanation"]["sentence"])
     return buy

@@ -316,8 +316,15 @@ def workload_bundle() -> WorkloadBundle:
     return wb
 
 
-def set_workload_choice(choice: dict) -> None:
-    """Switch the session to another workload; the cluster size follows it."""
+def set_workload_choice(choice: dict, *, say_old_left: bool = True) -> None:
+    """Switch the session to another workload; the cluster size follows it. The workload heads the job mix (its
+    first row, :func:`mix_follows_primary`; ``say_old_left=False``: the old one leaving the mix goes unsaid, as for
+    uploads the user removed)."""
+    old = ss.get("wl_choice")
+    if old is not None and old != choice:
+        mix_follows_primary(old, choice, say_old_left=say_old_left)
+        if choice.get("kind") == "upload" and old.get("kind") != "upload":
+            ss["_before_upload"] = old                  # where removing the uploads goes back to
     ss["wl_choice"] = choice
     ss.pop("wl_error", None)
     c = ss["constraints"]
@@ -493,6 +500,52 @@ def add_to_mix(choice: dict, workload=None) -> None:
     mix_workload(entry)
     ss["robust_mix"] = list(ss.get("robust_mix", [])) + [entry]
     grow_cluster()
+
+
+def mix_follows_primary(old: dict, new: dict, *, say_old_left: bool = True) -> None:
+    """The job mix when the workload above it (its first row) changes from ``old`` to ``new``: ``new`` takes the
+    first row and ``old`` leaves the mix; a ``new`` already further down the mix moves up (listed once, with the
+    weight it had there). Each change is said (:func:`pop_workload_notices`). Nothing to say when there is no mix
+    (robust mode off and no other workload)."""
+    mix = list(ss.get("robust_mix", []))
+    if not mix and not robust_on():
+        return
+    same = [e for e in mix if e["choice"] == new and new.get("kind") != "upload"]
+    if same:
+        ss["robust_mix"] = [e for e in mix if not any(e is x for x in same)]
+        ss["robust_weight"] = float(same[0]["weight"])
+        ss.pop("mix_w_0", None)                 # the first row's weight field shows the weight it brings
+        _notice(f"{_capital(mix_label(new))} was already in the mix: it is now its first workload (the one above, "
+                f"weight {float(same[0]['weight']):g}) and is listed once.")
+    if say_old_left:
+        _notice(f"{_capital(mix_label(old))} is no longer in the mix: the workload above is always its first one. "
+                f"Add it under Several workloads to keep it in the robust search.")
+
+
+def forget_uploads() -> None:
+    """The user removed the uploaded traces: nothing uses them any more. The session drops them (files, what ingest
+    made of them, their scaling); when they were the workload, the workload goes back to the one in use before them
+    (else the built-in sample), which the Workload page says, and so do the job mix and the link."""
+    for k in ("uploads", "upload_result", "upload_sig", "upload_scale"):
+        ss.pop(k, None)
+    if (ss.get("wl_choice") or {}).get("kind") == "upload":
+        back = ss.pop("_before_upload", None) or {"kind": "sample", "name": DEFAULT_SAMPLE}
+        set_workload_choice(back, say_old_left=False)
+        ss.setdefault("_wl_notices", []).insert(0, f"The uploaded files were removed and are no longer used: the "
+                                                   f"workload is {mix_label(back)} again.")
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _notice(text: str) -> None:
+    ss.setdefault("_wl_notices", []).append(text)
+
+
+def pop_workload_notices() -> list[str]:
+    """What the last change of the workload did (removed uploads, the job mix): sentences, each said once."""
+    return list(ss.pop("_wl_notices", []) or [])
 
 
 def remove_from_mix(entry: dict) -> None:
@@ -800,7 +853,8 @@ def page_link(name: str, label: str) -> None:
 
 def design_downloads(design: Design, bom: dict, key: str) -> None:
     """The export buttons every page showing a design has: the design file, its bill of materials as CSV, and
-    both as one JSON document."""
+    both as one JSON document (the ``fabric build --json`` one, which the Upgrade page and ``fabric upgrade
+    --existing`` read as an installed fabric)."""
     from fabric.design import dump_design
     from fabric.ui_support.exports import bom_csv_text, design_bom_json_text
 
@@ -809,7 +863,11 @@ def design_downloads(design: Design, bom: dict, key: str) -> None:
                       mime="application/json", key=f"{key}_design", on_click="ignore", width="stretch")
     y.download_button("Bill of materials (CSV)", bom_csv_text(bom).encode(), file_name="bill_of_materials.csv",
                       mime="text/csv", key=f"{key}_bom_csv", on_click="ignore", width="stretch")
-    z.download_button("Design and bill of materials (JSON)", design_bom_json_text(design, bom).encode(),
+    try:
+        racks = racks_of(design)
+    except FabricError:
+        racks = None
+    z.download_button("Design and bill of materials (JSON)", design_bom_json_text(design, bom, racks).encode(),
                       file_name="design_and_bom.json", mime="application/json", key=f"{key}_bom_json",
                       on_click="ignore", width="stretch")
 

@@ -59,7 +59,7 @@ for heading, lines in sections:
     st.markdown("\n".join(f"- {C.md_text(line)}" for line in lines))
     for name, (after, caption) in CHART_TITLES.items():
         if after == heading and name in charts:
-            st.image(str(charts[name]), width="stretch")
+            st.image(str(charts[name]), width=760)
             st.caption(caption)
 
 facts = [f"Workload: {wb.label}", f"Cluster: {cons.gpus:,} GPUs ({cons.gpu_model}, {cons.gpus_per_node} per server)"]

@@ -221,7 +221,7 @@ with left:
                  column_config={c: pct for c in ("geomean error (>= 1 MB)", "geomean error (all sizes)",
                                                  "largest error", "target (>= 1 MB)")})
     st.caption("Geometric mean of |predicted/measured - 1| over message sizes; targets: 10 % in sample, 20 % for "
-               "collectives held out of the fit (issue 7).")
+               "collectives held out of the fit (docs/validation.md).")
 with right:
     st.markdown("**Fitted values**")
     params = pd.DataFrame([{"parameter": p["name"], "regime": p["regime"], "value": p["value"], "prior": p["prior"],

@@ -65,12 +65,12 @@ if len(rows) < 2:
 
 st.subheader("Side by side")
 st.dataframe(metrics_frame(rows), width="stretch")
-st.caption("One column per design (full names), network capex (USD), network power (kW), "
+st.caption("One column per design (full names), network capex, network power, "
            + ("each serving job's p99 time to first token (TTFT) and per output token (TPOT) in ms at its offered "
               "load and its SLO attainment in %, " if serving else "")
            + ("the unloaded request's percentiles (one request's critical path, no queueing) and the lower bound "
               if serving_only else "step-time percentiles and the lower bound ")
-           + "(seconds), from the same workload and seed.")
+           + "(each in its unit), from the same workload, seed and samples as every page (fabric.figures).")
 st.subheader("Unloaded request CDFs" if serving_only else "Step-time CDFs")
 st.plotly_chart(charts.cdf_overlay_figure(samples, height=360 + 24 * len(samples),
                                           what="unloaded request" if serving_only else "step"),

@@ -12,6 +12,7 @@ from pages import _common as C
 from fabric.errors import FabricError
 from fabric.evaluate.innetwork import in_network_lines
 from fabric.figures import figure_texts
+from fabric.tradeoff import usd_per_ms_text
 from fabric.ui_support import charts, serving_front, serving_view
 from fabric.ui_support.designs import short_label
 from fabric.ui_support.report import Section, cell_text, report_html
@@ -124,7 +125,7 @@ with right:
 st.subheader("Bill of materials")
 items = C.bom_table(bom)
 st.caption(f"One row per item and place; totals are count x catalog unit price (USD), power in W excludes the "
-           f"servers. Total {charts.money_text(bom['cost_usd'])}, {bom['power_w'] / 1e3:,.1f} kW.")
+           f"servers. Total {fig_text['network_capex_usd']}, {fig_text['network_power_w']}.")
 
 st.subheader("Racks and power")
 C.rack_section(design, C.racks_of(design))
@@ -349,11 +350,11 @@ if adv is not None:
         fix_df = pd.DataFrame([{"change": a["change"], "kind": a["kind"],
                                 f"p99 change ({unit_a})": a["delta_p99_s"] * scale_a,
                                 "cost change (USD)": a["delta_cost_usd"],
-                                "USD per ms saved": a["usd_per_ms_saved"]} for a in adv["advice"]])
+                                "price of the p99 saved": usd_per_ms_text(a["delta_cost_usd"], a["delta_p99_s"],
+                                                                          adv["p99_s"])} for a in adv["advice"]])
         st.dataframe(fix_df, hide_index=True, width="stretch",
                      column_config={f"p99 change ({unit_a})": st.column_config.NumberColumn(format="%+.4g"),
                                     "cost change (USD)": st.column_config.NumberColumn(format="dollar"),
-                                    "USD per ms saved": st.column_config.NumberColumn(format="dollar"),
                                     "change": st.column_config.TextColumn(width="large")})
     st.caption("Every single change of this design evaluated on the same workload and seed: free policy changes "
                "(routing, queue pairs, placement rule, PXN) first, by p99 saved; then hardware (lower "

@@ -208,6 +208,8 @@ def draw(snap, *, live: bool) -> None:
         return
     res = snap.result
     cons = C.constraints()
+    if not live and res is not None and res.feasible:
+        recommendation_box(res, cons)       # first, so a 1280x720 screen shows it without scrolling
     others = [] if live or res is None else [r for r in res.records if r.get("feasible")]
     robust = robust_view.is_robust(snap.front + snap.baselines) or \
         isinstance(getattr(ss.get("search_job"), "workload", None), RobustObjective)   # (also before any record)
@@ -279,13 +281,9 @@ def draw(snap, *, live: bool) -> None:
         advice = recommend(res.front, res.baselines, p99_target_s=cons.p99_target_s)
         rec = advice.record
         lines = res.summary_lines()
-        if rec is not None:
-            tie = ties_text(rec, res.ties().get(rec.get("key"), []))
-            lines.insert(1, f"★ recommended: '{rec['design']}', {advice.rule}"
-                            + (f"; it {tie}, and the tie rule keeps {TIE_RULE}" if tie else "") + ".")
         if beyond:
             cheap = min(beyond, key=lambda r: r["cost_usd"])
-            lines.insert(2, f"{len(beyond)} more design{'s' if len(beyond) != 1 else ''} meet every limit but the "
+            lines.insert(2, f"{len(beyond)} more design{'s meet' if len(beyond) != 1 else ' meets'} every limit but the "
                             f"p99 target of {time_text(cons.p99_target_s)} (hollow grey on the chart): the "
                             f"cheapest, '{cheap['design']}', costs ${cheap['cost_usd']:,.0f} at p99 "
                             f"{time_text(cheap['p99_s'])}.")
@@ -386,6 +384,25 @@ def draw(snap, *, live: bool) -> None:
                           mime="text/csv", key="dl_front", on_click="ignore", width="stretch")
         if robust:
             draw_case_fronts(res)
+
+
+def recommendation_box(res, cons) -> None:
+    """The recommended design, the rule that chose it and its ties, with a button to open it."""
+    advice = recommend(res.front, res.baselines, p99_target_s=cons.p99_target_s)
+    rec = advice.record
+    if rec is None:
+        return
+    tie = ties_text(rec, res.ties().get(rec.get("key"), []))
+    box = st.container(border=True)
+    left, right = box.columns([6, 1])
+    left.markdown(f"**★ Recommended: {C.md_text(repr(rec['design']))}**: " + C.md_text(
+        f"network capex ${rec['cost_usd']:,.0f}, {'robust ' if rec.get('p99_by_case') else ''}p99 "
+        f"{time_text(rec['p99_s'])}; {advice.rule}"
+        + (f"; it {tie}, and the tie rule keeps {TIE_RULE.split(':')[0]} (column 'ties')" if tie else "") + "."),
+        help=f"Tie rule: {TIE_RULE}.")
+    if right.button("Open ★ design", key="open_star", width="stretch"):
+        C.select_design(C.genes_of_record(rec), rec["design"])
+        st.switch_page(C.PAGE_FILES["design"])
 
 
 def _robust_mode(job) -> str:

@@ -52,14 +52,20 @@ def _upgrade(design_json: str, items_json: str, wl_key: str, cat_key: str, limit
 
 
 @st.cache_data(show_spinner="Planning the growth (every candidate of every stage is evaluated)...", max_entries=4)
-def _growth(base_json: str, stages: tuple, targets: tuple, wl_key: str, cat_key: str, _workload, _catalog) -> dict:
-    from fabric.brownfield import GrowthStage, plan_growth
+def _growth(design_json: str, items_json: str, stages: tuple, targets: tuple, wl_key: str, cat_key: str, _workload,
+            _catalog) -> dict:
+    """The growth plan from the installed fabric (its design, and its items when the upload listed them)."""
+    from fabric.brownfield import GrowthStage, Installed, installed_from_design, plan_growth
+    from fabric.brownfield.inventory import Inventory
     from fabric.design import design_from_dict
     from fabric.workload.scale import scale_to
 
-    base = design_from_dict(json.loads(base_json))
+    design = design_from_dict(json.loads(design_json))
+    items = json.loads(items_json)
+    installed = (installed_from_design(design, _catalog, source="installed fabric") if items is None else
+                 Installed(design, Inventory.from_items(items, source="uploaded fabric"), "uploaded fabric"))
     st_ = [GrowthStage(g, scale_to(_workload, g), t) for g, t in zip(stages, targets)]
-    return plan_growth(st_, base, catalog=_catalog, samples=32).to_dict()
+    return plan_growth(st_, installed=installed, catalog=_catalog, samples=32).to_dict()
 
 
 wb, cb = C.workload_bundle(), C.catalog_bundle()
@@ -208,14 +214,20 @@ st.download_button("Upgrade search (JSON)", json.dumps(res, indent=2, default=fl
 
 # ------------------------------------------------------------------ growth
 st.subheader("Staged growth")
-st.caption("GPU counts per stage: the workload is grown to each (data parallel); the plan buys, stage after stage, "
-           "what the next fabric needs beyond what is installed and never takes a switch out; it is compared "
-           "with designing each stage from scratch. Without p99 targets each stage's target is the p99 of the "
-           "full-bisection (1:1) fabric at that size + 2 %.")
+st.caption(f"GPU counts per stage, from the installed fabric above ({design.gpus:,} GPUs): the workload is grown "
+           "to each (data parallel); the plan buys, stage after stage, what the next fabric needs beyond what is "
+           "installed and never takes a switch out (the installed ones included); it is compared with designing "
+           "each stage from scratch. Without p99 targets each stage's target is the p99 of the full-bisection "
+           "(1:1) fabric at that size + 2 %.")
+if "up_stages" not in ss or ss.get("_up_stages_for") != design.gpus:   # stages start at the installed size
+    ss["up_stages"] = f"{design.gpus},{design.gpus * 4},{design.gpus * 16}"
+    ss["_up_stages_for"] = design.gpus
 g1, g3, g2 = st.columns([2, 2, 1])
-stages_text = g1.text_input("Stages (GPUs)", value=f"{gpus0},{gpus0 * 4},{gpus0 * 16}", key="up_stages")
+# persist_state: both keep what was typed while another source of the installed fabric hides them (a page run
+# that stops before them would otherwise leave them empty when they come back)
+stages_text = g1.text_input("Stages (GPUs)", key="up_stages", persist_state="page")
 targets_text = g3.text_input("p99 target per stage (ms, optional)", value="", key="up_stage_targets",
-                             placeholder="e.g. 900,950,1000; empty: full bisection + 2 %")
+                             placeholder="e.g. 900,950,1000; empty: full bisection + 2 %", persist_state="page")
 if g2.button("Plan growth", key="up_plan"):
     ss["up_plan_stages"] = (stages_text, targets_text)
 if ss.get("up_plan_stages"):
@@ -226,8 +238,8 @@ if ss.get("up_plan_stages"):
         stages_in, targets_in = ss["up_plan_stages"]
         stages = tuple(parse_stages(stages_in))
         targets = parse_stage_targets(targets_in, len(stages))
-        plan = _growth(json.dumps(design_to_dict(design.replace(oversubscription=(1.0, 1.0), spines=None)),
-                                  sort_keys=True), stages, targets, wb.key, cb.key, wb.workload, cb.catalog)
+        plan = _growth(json.dumps(design_to_dict(design), sort_keys=True), json.dumps(items), stages, targets,
+                       wb.key, cb.key, wb.workload, cb.catalog)
     except FabricError as err:
         st.error(f"No growth plan: {C.public_message(err)}")
     else:

@@ -12,7 +12,8 @@ from pages import _common as C
 from fabric.errors import FabricError
 from fabric.ui_support import charts, robust_view
 from fabric.ui_support.workload_view import (comm_split, compute_comm_rows, files_table, gpus_needed, groups_table,
-                                             jobs_table, ops_table, plan_degrees, unparsed_table)
+                                             jobs_table, ops_table, parallelism_text, plan_degrees,
+                                             unparsed_table)
 from fabric.workload.ingest import ingest
 from fabric.workload.presets import get_preset
 from fabric.workload.summary import size_label, summarize
@@ -23,6 +24,8 @@ SOURCES = {"sample": "Built-in sample", "upload": "Upload traces", "plan": "Para
 #: Plan settings each kind of preset takes (fabric.workload.presets: a recommender has no TP/PP, a service no ZeRO).
 PLAN_FIELDS = {"training": ("tp", "pp", "ep", "zero_stage"), "inference": ("tp", "pp"), "serving": ("tp", "ep"),
                "recommendation": ()}
+#: The plan form's fields (session keys ``plan_<name>``).
+PLAN_FORM_KEYS = ("gpus", "tp", "pp", "ep", "zero")
 
 st.title("Workload")
 st.caption("What will run on the network. Traces: PyTorch profiler (Kineto) JSON, PyTorch execution traces, "
@@ -91,6 +94,13 @@ def _scale_form(traced) -> None:
         st.rerun()
 
 
+def _uploads_changed() -> None:
+    """The user changed the uploaded files: when they removed every one, nothing may use them any more (a page
+    visit also empties the uploader, but without this call: the files stay in use then)."""
+    if not ss.get("wl_upload"):
+        C.forget_uploads()
+
+
 if source == "sample":
     if "wl_sample" not in ss:
         ss["wl_sample"] = choice["name"] if choice["kind"] == "sample" else C.DEFAULT_SAMPLE
@@ -103,7 +113,7 @@ if source == "sample":
 
 elif source == "upload":
     files = st.file_uploader("Trace files (drop several at once: every rank file of a job, or several jobs)",
-                             accept_multiple_files=True, key="wl_upload")
+                             accept_multiple_files=True, key="wl_upload", on_change=_uploads_changed)
     if files:
         sig = tuple((f.file_id, f.name, f.size) for f in files)
         if sig != ss.get("upload_sig"):
@@ -137,11 +147,15 @@ elif source == "upload":
             st.warning("No uploaded file could be read, so the page still shows the previous workload.")
         else:
             if not files:
-                st.info(f"Using the {sum(f.ok for f in result.files)} file(s) uploaded earlier in this session; "
-                        "drop new files to replace them.")
+                a, b = st.columns([5, 1], vertical_alignment="center")
+                a.info(f"Using the {sum(f.ok for f in result.files)} file(s) uploaded earlier in this session; "
+                       "drop new files to replace them.")
+                if b.button("Stop using them", key="wl_forget_uploads"):
+                    C.forget_uploads()
+                    st.rerun()
             _scale_form(result.workload)
     elif not files:
-        st.info("Drop trace files above. Until then the workload stays the built-in sample.")
+        st.info(f"Drop trace files above. Until then the workload stays {C.workload_bundle().label}.")
 
 else:  # parallelism plan
     presets = [p.name for p in C.list_presets()]
@@ -151,13 +165,16 @@ else:  # parallelism plan
                           format_func=lambda n: f"{n}: {get_preset(n).description}")
     pre = get_preset(preset)
     allowed = PLAN_FIELDS[pre.kind]
-    if ss.get("_plan_for") != preset:  # a new model: its own defaults (or the plan in use)
-        deg = plan_degrees(C.plan_workload(preset, pre.default_gpus, "{}"))
-        mine = choice if choice["kind"] == "plan" and choice["preset"] == preset else {}
-        ss["plan_gpus"] = int(mine.get("gpus", pre.default_gpus))
+    # Seed the form whenever its fields have no state: another model was picked, or this is a new visit (Streamlit
+    # forgets a widget's value when a page without it runs). The plan in use shows as understood (its GPUs and
+    # the degrees its process groups have); another model shows its own defaults.
+    if ss.get("_plan_for") != preset or any(f"plan_{k}" not in ss for k in PLAN_FORM_KEYS):
+        mine = choice if choice["kind"] == "plan" and choice["preset"] == preset else None
+        deg = plan_degrees(C.workload_bundle().workload if mine else C.plan_workload(preset, pre.default_gpus, "{}"))
+        ss["plan_gpus"] = int(mine["gpus"]) if mine else pre.default_gpus
         for k in ("tp", "pp", "ep"):
-            ss[f"plan_{k}"] = int(mine.get(k, deg[k]))
-        ss["plan_zero"] = "preset default" if mine.get("zero_stage") is None else str(mine["zero_stage"])
+            ss[f"plan_{k}"] = int(deg[k])
+        ss["plan_zero"] = "preset default" if not mine or mine.get("zero_stage") is None else str(mine["zero_stage"])
         ss["_plan_for"] = preset
     with st.form("plan_form"):
         c1, c2, c3, c4, c5 = st.columns(5)
@@ -174,7 +191,10 @@ else:  # parallelism plan
                    "greyed-out settings do not apply to this kind of model. Sources: docs/synthesis.md.")
         submitted = st.form_submit_button("Build workload", type="primary")
     if submitted:
-        deg = plan_degrees(C.plan_workload(preset, pre.default_gpus, "{}"))
+        try:            # the preset's own degrees at this size (its rules may depend on it), else at its default
+            deg = plan_degrees(C.plan_workload(preset, int(gpus), "{}"))
+        except FabricError:
+            deg = plan_degrees(C.plan_workload(preset, pre.default_gpus, "{}"))
         new = {"kind": "plan", "preset": preset, "gpus": int(gpus)}
         for k, v in (("tp", tp), ("pp", pp), ("ep", ep)):
             if k in allowed and int(v) != deg[k]:  # only what differs, so the preset's own rules still apply
@@ -194,6 +214,8 @@ else:  # parallelism plan
 
 if ss.get("wl_error"):
     st.error(C.public_message(ss["wl_error"]))
+for note in C.pop_workload_notices():                    # removed uploads, a new head of the job mix
+    st.info(C.md_text(note))
 
 # ------------------------------------------------------------------ what was understood
 wb = C.workload_bundle()
@@ -215,9 +237,7 @@ m5.metric("Compute per step (first job)", charts.time_text(train[0]["compute_tim
 st.caption(f"Traffic per step (nccl-tests size convention) split by where the ops' process groups run with ranks "
            f"packed on {gpn}-GPU servers: groups inside one server stay on NVLink; groups spanning servers cross the "
            f"network (their hierarchical algorithms still move part of those bytes over NVLink).")
-deg = plan_degrees(wl)
-st.caption("Parallelism inferred from the process groups of the first job: "
-           + ", ".join(f"{k.upper()} {v}" for k, v in deg.items() if v > 1 or k == "dp") + ".")
+st.caption(f"Parallelism inferred from the process groups of the first job: {parallelism_text(wl)}.")
 
 st.subheader("Jobs")
 st.dataframe(jobs_table(summary), hide_index=True, width="stretch",

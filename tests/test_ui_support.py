@@ -575,7 +575,8 @@ def test_bom_exports_carry_every_item_and_the_totals():
     assert total["price_usd"] == pytest.approx(bom["cost_usd"]) and total["power_w"] == pytest.approx(bom["power_w"])
     assert int(items[(items["category"] == "switch") & (items["where"] == "leaf")]["count"].iloc[0]) == 8
     doc = json.loads(design_bom_json_text(design, bom))
-    assert doc["design"]["gpus"] == 248 and doc["bill_of_materials"]["switches"] == {"leaf": 8, "spine": 4}
+    # the `fabric build --json` document: the design file as design_spec beside the bill of materials
+    assert doc["design_spec"]["gpus"] == 248 and doc["switches"] == {"leaf": 8, "spine": 4}
 
 
 def test_a_baseline_drawn_with_fixed_tiers_keeps_them_through_genes_and_links():

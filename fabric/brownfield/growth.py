@@ -21,6 +21,13 @@ the stage's p99 target qualify.
 Switches are interchangeable within a model (:mod:`fabric.brownfield.inventory`); the plan also checks that each
 stage has at least as many switches of a model in every tier as the stage before (leaves stay leaves, spines
 stay spines: ``roles_kept``).
+
+**From an installed fabric** (``installed=``, an :class:`~fabric.brownfield.inventory.Installed`: the Upgrade
+page's installed fabric, ``fabric plan-growth --existing FILE``): what is on the floor is stage 0. The base design
+is the installed one (its oversubscription kept), the first stage has at least its GPUs, at its own size the
+installed fabric is a candidate itself (buying nothing), the first stage buys only what it needs beyond the
+installed items (spares included), and, by default, no installed switch is taken out. Designing from scratch
+still buys every stage new; growing the from-scratch designs into each other starts from the installed items.
 """
 
 from __future__ import annotations
@@ -31,8 +38,8 @@ from dataclasses import dataclass, field
 from fabric.brownfield.inventory import Delta, Inventory, bom_delta
 from fabric.errors import DesignError, FabricError
 
-__all__ = ["GrowthStage", "Candidate", "GrowthPlan", "stage_candidates", "plan_growth", "parse_stages",
-           "full_bisection",
+__all__ = ["GrowthStage", "Candidate", "GrowthPlan", "stage_candidates", "candidate", "plan_growth",
+           "parse_stages", "full_bisection",
            "LEAF_RATIOS", "SPINE_RATIOS", "MAX_STAGES"]
 
 #: Leaf and spine oversubscription tried per stage: non-blocking and the two common oversubscribed ratios.
@@ -81,6 +88,7 @@ class Candidate:
     cost_usd: float
     p99_s: float | None
     meets: bool = False
+    key: tuple = ()               # the items and places it builds (two candidates with one key are one fabric)
 
     def label(self) -> str:
         d = self.design
@@ -114,6 +122,7 @@ class GrowthPlan:
     notes: list = field(default_factory=list)
     target_from: list = field(default_factory=list)     # per stage: where its p99 target comes from, in words
     considered: list = field(default_factory=list)      # per stage: candidates built and evaluated
+    installed: object = None                            # the Installed fabric the plan starts from, or None
 
     @property
     def total_usd(self) -> float:
@@ -146,6 +155,13 @@ class GrowthPlan:
         first, last = self.plan[0].inventory.by_category("switch"), self.plan[-1].inventory.by_category("switch")
         return {m: [n, min(n, last.get(m, 0))] for m, n in first.items()}
 
+    def installed_switches_in_use(self) -> dict:
+        """``{model: [installed, still in use at the last stage]}`` (empty without an installed fabric)."""
+        if self.installed is None:
+            return {}
+        have, last = self.installed.inventory.by_category("switch"), self.plan[-1].inventory.by_category("switch")
+        return {m: [n, min(n, last.get(m, 0))] for m, n in have.items()}
+
     def roles_kept(self) -> bool:
         """Each stage has at least as many switches of each model in each tier as the stage before."""
         return all(b.switch_tiers.get(k, 0) >= n for a, b in zip(self.plan, self.plan[1:])
@@ -166,7 +182,13 @@ class GrowthPlan:
                          "scratch_throws_away_usd": _removed_value(self.scratch_moves[i]) if i else 0.0,
                          "candidates": self.considered[i] if i < len(self.considered) else len(self.candidates[i]),
                          "candidates_meeting_target": sum(c.meets for c in self.candidates[i])})
-        return {"answer": self.answer, "total_usd": self.total_usd, "scratch_total_usd": self.scratch_total_usd,
+        inst = None
+        if self.installed is not None:
+            inst = {"design": self.installed.design.name, "gpus": self.installed.design.gpus,
+                    "source": self.installed.source, "switches": self.installed.inventory.by_category("switch"),
+                    "switches_in_use_at_last_stage": self.installed_switches_in_use()}
+        return {"answer": self.answer, "installed": inst, "total_usd": self.total_usd,
+                "scratch_total_usd": self.scratch_total_usd,
                 "scratch_grown_usd": self.scratch_grown_usd,
                 "saving_usd": self.scratch_total_usd - self.total_usd, "discarded_usd": self.discarded_usd,
                 "discard_allowed": self.discard_allowed, "roles_kept": self.roles_kept(),
@@ -193,7 +215,6 @@ def stage_candidates(base, gpus: int, catalog=None, *, switch_models=None) -> li
     leaf and spine ratios of :data:`LEAF_RATIOS` and :data:`SPINE_RATIOS`. Two that build the same fabric are
     one."""
     from fabric.catalog import default_catalog
-    from fabric.cost import bill_of_materials
     from fabric.topology import build_fabric
 
     cat = catalog or default_catalog()
@@ -211,25 +232,33 @@ def stage_candidates(base, gpus: int, catalog=None, *, switch_models=None) -> li
         for tiers in sorted({auto, max(auto, 3) if auto < 3 and base.family != "dragonfly" else auto}):
             for o1 in LEAF_RATIOS:
                 for o2 in (SPINE_RATIOS if tiers >= 3 else (1.0,)):
-                    d = d0.replace(tiers=tiers, oversubscription=(o1, o2))
                     try:
-                        fab = build_fabric(d, cat)
-                        bom = bill_of_materials(fab, cat)
+                        c = candidate(d0.replace(tiers=tiers, oversubscription=(o1, o2)), cat)
                     except FabricError:
                         continue
-                    key = (tuple((i.category, i.model, i.where, i.count) for i in bom.items), fab.tiers)
-                    if key in seen:
+                    if c.key in seen:
                         continue
-                    seen.add(key)
-                    out.append(Candidate(d, Inventory.from_bom(bom), fab.switch_counts(), _switch_tiers(bom),
-                                         float(bom.cost_usd), None))
+                    seen.add(c.key)
+                    out.append(c)
     if not out:
         raise DesignError(f"no fabric of {base.family} on {base.switch_model} (or another switch of its kind) "
                           f"builds for {gpus:,} GPUs")
     return out
 
 
-def plan_growth(stages, base=None, *, catalog=None, scenario=None, seed: int = 0, samples: int = 128,
+def candidate(design, catalog=None) -> Candidate:
+    """One design as a candidate: built and priced, not yet evaluated. FabricError when it does not build."""
+    from fabric.cost import bill_of_materials
+    from fabric.topology import build_fabric
+
+    fab = build_fabric(design, catalog)
+    bom = bill_of_materials(fab, catalog)
+    key = (tuple((i.category, i.model, i.where, i.count) for i in bom.items), fab.tiers)
+    return Candidate(design, Inventory.from_bom(bom), fab.switch_counts(), _switch_tiers(bom), float(bom.cost_usd),
+                     None, key=key)
+
+
+def plan_growth(stages, base=None, *, installed=None, catalog=None, scenario=None, seed: int = 0, samples: int = 128,
                 tolerance: float = 0.02, allow_discard: bool = False, switch_models=None,
                 transport_overrides: dict | None = None, progress=None) -> GrowthPlan:
     """Plan the purchases of ``stages`` (:class:`GrowthStage`, growing GPU counts) from ``base`` (a design; its
@@ -239,7 +268,9 @@ def plan_growth(stages, base=None, *, catalog=None, scenario=None, seed: int = 0
     same family, GPU, NIC and switch model with 1:1 leaves and spines, the tiers the size needs) times ``1 +
     tolerance``: a non-blocking fabric is the reference whatever the base's oversubscription, so oversubscribed
     candidates qualify only where the workload does not feel it. The plan says so (``target_from`` and a note).
-    ``progress(done, total)`` is told after each stage's evaluations.
+    ``installed`` (an :class:`~fabric.brownfield.inventory.Installed`): the plan starts from that fabric (see the
+    module docstring); ``base`` then defaults to its design. ``progress(done, total)`` is told after each stage's
+    evaluations.
     """
     from fabric.design.presets import preset_design
     from fabric.evaluate import Scenario, evaluate
@@ -252,6 +283,15 @@ def plan_growth(stages, base=None, *, catalog=None, scenario=None, seed: int = 0
             raise FabricError(f"growth stages must grow: {a.gpus:,} GPUs then {b.gpus:,}")
     if not (isinstance(tolerance, (int, float)) and 0 <= tolerance <= 1):
         raise FabricError(f"tolerance: expected a share in [0, 1], got {tolerance!r}")
+    start, in_service = Inventory(), Inventory()
+    if installed is not None:
+        if stages[0].gpus < installed.design.gpus:
+            raise FabricError(f"stage 1 ({stages[0].gpus:,} GPUs) is smaller than the installed fabric "
+                              f"({installed.design.gpus:,} GPUs): growth starts from what is installed")
+        base = base or installed.design
+        start = installed.inventory
+        own = candidate(installed.design, catalog)
+        in_service = own.inventory                  # the switches the installed design uses (spares aside)
     base = base or preset_design("fat-tree", stages[0].gpus)
     scenario = scenario or Scenario()
     kw = dict(catalog=catalog, seed=seed, samples=samples, transport_overrides=transport_overrides)
@@ -265,6 +305,8 @@ def plan_growth(stages, base=None, *, catalog=None, scenario=None, seed: int = 0
     cands, targets, notes, target_from, considered = [], [], [], [], []
     for k, st in enumerate(stages):
         cs = stage_candidates(base, st.gpus, catalog, switch_models=switch_models)
+        if installed is not None and st.gpus == installed.design.gpus:     # what is installed, as it is
+            cs = [own] + [c for c in cs if c.key != own.key]
         for c in cs:
             c.p99_s = p99(c.design, st.workload)
         target = st.p99_target_s
@@ -294,15 +336,15 @@ def plan_growth(stages, base=None, *, catalog=None, scenario=None, seed: int = 0
             progress(k + 1, len(stages))
     # from scratch: the cheapest qualifying design of each stage, bought new
     scratch = [min(cs, key=lambda c: (c.cost_usd, c.p99_s)) for cs in cands]
-    empty = Inventory()
-    scratch_moves = [bom_delta(empty, scratch[0].inventory)] + \
+    scratch_moves = [bom_delta(start, scratch[0].inventory)] + \
         [bom_delta(a.inventory, b.inventory) for a, b in zip(scratch, scratch[1:])]
-    plan, discard_allowed = _shortest(cands, allow_discard)
+    plan, discard_allowed = _shortest(cands, allow_discard, start, in_service)
     if plan is None:
-        notes.append("every sequence of qualifying fabrics takes out a switch somewhere: the plan below is the "
-                     "cheapest allowing it")
-        plan, discard_allowed = _shortest(cands, True)
-    purchases = [bom_delta(empty, plan[0].inventory)] + \
+        notes.append("every sequence of qualifying fabrics takes out a switch somewhere"
+                     + (" (of the installed fabric or bought later)" if installed is not None else "")
+                     + ": the plan below is the cheapest allowing it")
+        plan, discard_allowed = _shortest(cands, True, start, in_service)
+    purchases = [bom_delta(start, plan[0].inventory)] + \
         [bom_delta(a.inventory, b.inventory) for a, b in zip(plan, plan[1:])]
     defaulted = [i + 1 for i, t in enumerate(target_from) if t != "given"]
     if defaulted:
@@ -310,7 +352,7 @@ def plan_growth(stages, base=None, *, catalog=None, scenario=None, seed: int = 0
                         f"the base design's full-bisection version ({base.family} on {base.switch_model}, 1:1) at "
                         f"that size + {tolerance * 100:g} %; give targets to plan for another step time")
     result = GrowthPlan(stages, targets, cands, plan, purchases, scratch, scratch_moves, "", discard_allowed, notes,
-                        target_from, considered)
+                        target_from, considered, installed)
     result.answer = _answer(result)
     return result
 
@@ -322,13 +364,20 @@ def full_bisection(base, gpus: int):
                         name=f"{base.name.split(' (')[0]} full bisection ({gpus:,} GPUs)")
 
 
-def _shortest(cands, allow_discard: bool):
+def _shortest(cands, allow_discard: bool, start=None, in_service=None):
     """The cheapest sequence (one candidate per stage) by total purchases, then by spending later rather than
     sooner (each stage's purchases weighted by the stages left: among sequences that all end buying the last
     stage's fabric, the one that defers capex); without ``allow_discard`` only transitions that take out no
-    switch. ``(plan or None, allow_discard)``."""
+    switch. ``start``: the inventory installed before stage 1 (default nothing), ``in_service`` the part of it
+    whose switches must stay. ``(plan or None, allow_discard)``."""
     n = len(cands)
-    best = [((c.cost_usd, c.cost_usd * n), [c]) for c in cands[0]]
+    start, in_service = start or Inventory(), in_service or Inventory()
+    best = []
+    for c in cands[0]:
+        if not allow_discard and bom_delta(in_service, c.inventory).removed("switch"):
+            continue
+        buy = bom_delta(start, c.inventory).added_usd
+        best.append(((buy, buy * n), [c]))
     for k in range(1, n):
         nxt = []
         for c in cands[k]:
@@ -350,14 +399,19 @@ def _shortest(cands, allow_discard: bool):
 
 def _answer(r: GrowthPlan) -> str:
     save = r.scratch_total_usd - r.total_usd
+    start = ""
+    if r.installed is not None:
+        sw = ", ".join(f"{n:,} {m}" for m, n in r.installed.inventory.by_category("switch").items())
+        start = f" from the installed fabric ({r.installed.design.gpus:,} GPUs: {sw})"
     head = (f"plan: ${r.total_usd:,.0f} over {len(r.stages)} stages ("
             + " -> ".join(f"{s.gpus:,}" for s in r.stages)
-            + f" GPUs) against ${r.scratch_total_usd:,.0f} for {len(r.stages)} designs from scratch "
+            + f" GPUs){start} against ${r.scratch_total_usd:,.0f} for {len(r.stages)} designs from scratch "
               f"({'saves' if save >= 0 else 'costs'} ${abs(save):,.0f})")
-    sw = r.first_stage_switches_in_use()
+    sw = r.installed_switches_in_use() if r.installed is not None else r.first_stage_switches_in_use()
     used = sum(v[1] for v in sw.values())
     bought = sum(v[0] for v in sw.values())
-    tail = f"; {used:,} of the {bought:,} stage-1 switches are in use at the last stage"
+    which = "installed" if r.installed is not None else "stage-1"
+    tail = f"; {used:,} of the {bought:,} {which} switches are in use at the last stage"
     if r.discarded_usd:
         tail += f"; it takes out items that cost ${r.discarded_usd:,.0f}"
     else:

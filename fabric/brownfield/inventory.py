@@ -246,8 +246,9 @@ def installed_from_design(design, catalog=None, *, source: str = "design") -> In
 
 def load_installed(path: str | Path, catalog=None) -> Installed:
     """Read an installed fabric: a design file (JSON/YAML, docs/design-schema.md), whose bill of materials is what
-    is installed, or the JSON ``fabric build --json`` writes (its ``design_spec`` and its ``items``, which may list
-    spares beyond what the design needs, never fewer). Errors name the file."""
+    is installed, or the JSON ``fabric build --json`` writes and the dashboard's "Design and bill of materials
+    (JSON)" downloads (:func:`fabric.cost.document.fabric_document`: its ``design_spec`` and its ``items``, which
+    may list spares beyond what the design needs, never fewer). Errors name the file."""
     from fabric.design import design_from_dict, load_design
 
     p = Path(path)
@@ -260,6 +261,10 @@ def load_installed(path: str | Path, catalog=None) -> Installed:
             data = json.loads(p.read_text(encoding="utf-8", errors="replace"))
         except json.JSONDecodeError as err:
             raise DesignError(f"installed fabric {p}: not valid JSON ({err})") from err
+        if isinstance(data, dict) and isinstance(data.get("design"), dict) \
+                and isinstance(data.get("bill_of_materials"), dict):
+            # the dashboard's design-and-BOM download before it became the `fabric build --json` document
+            data = {**data["bill_of_materials"], "design_spec": data["design"]}
         if isinstance(data, dict) and "items" in data:
             spec = data.get("design_spec")
             if not isinstance(spec, dict):

@@ -60,13 +60,15 @@ def run(args) -> int:
     print(f"{design.name}: p99 {res['p99_s'] * 1e3:,.2f} ms, network ${res['cost_usd']:,.0f}")
     print(res["answer"])
     if res["advice"]:
-        print(f"\n{'change':70s} {'kind':>8s} {'p99 change':>12s} {'cost change':>13s} {'$ per ms saved':>15s}")
+        from fabric.tradeoff import usd_per_ms_text
+
+        print(f"\n{'change':70s} {'kind':>8s} {'p99 change':>12s} {'cost change':>13s} {'price of p99 saved':>20s}")
         for a in res["advice"]:
-            per = f"{a['usd_per_ms_saved']:,.0f}" if a["usd_per_ms_saved"] is not None else "-"
+            per = usd_per_ms_text(a["delta_cost_usd"], a["delta_p99_s"], res["p99_s"])
             dc = a["delta_cost_usd"]
             cost = f"{'-' if dc < 0 else '+'}${abs(dc):,.0f}"
             print(f"{a['change'][:70]:70s} {a['kind']:>8s} {a['delta_p99_s'] * 1e3:+10.2f}ms {cost:>13s} "
-                  f"{per:>15s}")
+                  f"{per:>20s}")
     if "serving_answer" in res:
         sp = res["serving_p99_s"]
         print(f"\nserving (worst job): p99 TTFT {sp['ttft'] * 1e3:,.1f} ms, p99 TPOT {sp['tpot'] * 1e3:,.2f} ms")

@@ -81,12 +81,10 @@ def run(args) -> int:
     racks = rack_report(design, catalog=catalog, fabric=fabric, bom=bom, pue=args.pue,
                         rack_limit_w=None if args.rack_limit_kw is None else args.rack_limit_kw * 1e3)
     if args.json:
-        from fabric.design import design_to_dict
+        from fabric.cost.document import fabric_document
 
         # design_spec: how it is cabled, so `fabric upgrade --existing` can read this file as an installed fabric
-        out = {"design": design.name, **bom.to_dict(), "design_spec": design_to_dict(design),
-               "racks": racks}
-        print(json.dumps(out, indent=2, default=float))
+        print(json.dumps(fabric_document(design, bom.to_dict(), racks), indent=2, default=float))
         return 0
     s = fabric.structure
     speeds = fabric.link_speeds_gbps()

@@ -26,15 +26,20 @@ def register(sub) -> None:
         ),
         epilog=("examples:\n  fabric plan-growth --stages 1024,4096,16384 -w sample_traces/mixtral-8x7b.json\n"
                 "  fabric plan-growth --stages 512,2048 -w w.json -d dgx-h100-superpod --p99-target-ms 900,950 "
-                "--json"),
+                "--json\n"
+                "  fabric plan-growth --stages 1024,4096 -w w.json --existing examples/installed-2to1.yaml"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--stages", required=True, metavar="LIST", help="GPU counts per stage, e.g. 1024,4096,16384")
     p.add_argument("--workload", "-w", required=True, nargs="+", metavar="FILE",
                    help="workload or trace file(s), grown to each stage's GPU count along --grow")
     p.add_argument("--grow", default="dp", help="parallelism dimension the workload grows along (default dp)")
-    p.add_argument("--design", "-d", default="fat-tree", metavar="FILE|PRESET",
+    p.add_argument("--design", "-d", default=None, metavar="FILE|PRESET",
                    help="base design: family, GPU, NIC and switch kind (default fat-tree); its size is ignored")
+    p.add_argument("--existing", "-e", metavar="FILE",
+                   help="the installed fabric to grow from (a design file or `fabric build --json` output, as for "
+                        "`fabric upgrade --existing`): stage 1 has at least its GPUs, its items are not bought "
+                        "again and none of its switches is taken out; the base design is its design")
     p.add_argument("--p99-target-ms", metavar="LIST", help="p99 target per stage (ms), comma list")
     p.add_argument("--tolerance", type=float, default=0.02,
                    help="without targets: a stage's target is the p99 of the base design at 1:1 (full bisection) "
@@ -68,11 +73,21 @@ def run(args) -> int:
             raise FabricError(f"--p99-target-ms: give one target > 0 per stage ({len(gpus)}), got "
                               f"{args.p99_target_ms!r}")
     catalog = catalog_arg(args.catalog)
-    base = load_design_arg(args.design, gpus[0], catalog)
+    installed = None
+    if args.existing:
+        from fabric.brownfield import load_installed
+
+        if args.design is not None:
+            raise FabricError("give --existing (grow the installed fabric) or --design (a base design), not both")
+        installed = load_installed(args.existing, catalog)
+        base = installed.design
+    else:
+        base = load_design_arg(args.design or "fat-tree", gpus[0], catalog)
     workload = load_workload_files(args.workload)
     stages = [GrowthStage(g, scale_to(workload, g, grow=args.grow), t) for g, t in zip(gpus, targets)]
-    plan = plan_growth(stages, base, catalog=catalog, scenario=load_scenario(args.scenario), seed=args.seed,
-                       samples=args.samples, tolerance=args.tolerance, allow_discard=args.allow_discard)
+    plan = plan_growth(stages, base, installed=installed, catalog=catalog, scenario=load_scenario(args.scenario),
+                       seed=args.seed, samples=args.samples, tolerance=args.tolerance,
+                       allow_discard=args.allow_discard)
     out = plan.to_dict()
     if args.json:
         json.dump(out, sys.stdout, indent=2, default=float)

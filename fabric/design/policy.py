@@ -217,7 +217,8 @@ def _plain(v):
 #: plainest configuration, the one that departs least from what a cluster runs when nobody tunes it.
 TIE_RULE = ("the plainest configuration: ECMP before adaptive before spraying, fewer queue pairs, packed before "
             "rail-aligned, PXN off, no serving class, then without in-network reduction or a storage network, "
-            "then the lowest oversubscription and uplinks at the NIC speed")
+            "then the lowest oversubscription and uplinks at the NIC speed (between GPU systems, the cheaper "
+            "cluster first: the lower cost per step, servers included)")
 _ROUTING_ORDER = {"ecmp": 0, "adaptive": 1, "spray": 2}
 _PLACEMENT_ORDER = {"packed": 0, "rail_aligned": 1}
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from fabric.design.policy import RECORD_HARDWARE_COLUMNS, RECORD_POLICY_COLUMNS, record_policy_changes, \
     same_record_hardware
+from fabric.tradeoff import same_p99, speedup_text
 
 __all__ = ["SearchResult", "pareto_mask", "hypervolume", "POLICY_COLUMNS", "HARDWARE_COLUMNS", "free_upgrades",
            "policy_text_of_record"]
@@ -211,8 +212,11 @@ class SearchResult:
         lines = []
         for key, ups in free_upgrades(self.front, self.baselines).items():
             for u in ups:
+                if same_p99(1 / u["speedup"] - 1, 1.0):      # a change within the noise is no upgrade to report
+                    continue
                 lines.append(f"'{by_key[key]['design']}' is the hardware of '{u['baseline']}' with a free policy "
-                             f"change ({', '.join(u['changes'])}): {u['speedup']:.2f}x faster p99 at the same cost.")
+                             f"change ({', '.join(u['changes'])}): {speedup_text(u['speedup'], 1.0)} at the same "
+                             f"cost.")
         return lines
 
     def summary(self) -> dict:
@@ -263,9 +267,11 @@ class SearchResult:
                                  f"'{c['at_p99_design']}', costs ${-save:,.0f} more.")
             else:
                 lines.append(f"no front design is as fast as '{name}' ({p99}).")
-            if "at_cost_design" in c and c["at_cost_speedup"] > 1.0001:
+            if "at_cost_design" in c and not same_p99(c["at_cost_p99_s"] - c["baseline_p99_s"], c["baseline_p99_s"]) \
+                    and c["at_cost_p99_s"] < c["baseline_p99_s"]:
                 lines.append(f"for the cost of '{name}' (${c['baseline_cost_usd']:,.0f}), "
-                             f"'{c['at_cost_design']}' has a {c['at_cost_speedup']:.2f}x faster p99.")
+                             f"'{c['at_cost_design']}' has "
+                             f"{speedup_text(c['baseline_p99_s'], c['at_cost_p99_s'])}.")
         return lines + self.serving_lines() + self.free_upgrade_lines()
 
     def serving_lines(self) -> list[str]:

@@ -25,7 +25,13 @@ def _objectives(rec: dict, keys) -> tuple:
 def front_order(records: list[dict], keys) -> list[dict]:
     """``records`` (``keys``: the search's objective columns or their count) ordered by their objectives, then by the tie rule, then by key: among designs tying on every
     objective the first is the plainest (the one a duplicate-keeping front keeps)."""
-    return sorted(records, key=lambda r: (_objectives(r, keys), plainness(r), str(r.get("key"))))
+    return sorted(records, key=lambda r: (_objectives(r, keys), _tie_key(r)))
+
+
+def _tie_key(r: dict) -> tuple:
+    """Among designs tying on every objective: the cheaper cluster first (cost per step, servers included: two GPU
+    systems with one network), then the plainest configuration, then the key (a total order)."""
+    return (float(r.get("usd_per_step", 0.0)), plainness(r), str(r.get("key")))
 
 
 def front_ties(front: list[dict], records: list[dict], keys) -> dict:
@@ -38,7 +44,7 @@ def front_ties(front: list[dict], records: list[dict], keys) -> dict:
         k = at.get(_objectives(r, keys))
         if k is not None and r.get("key") != k:
             out.setdefault(k, []).append(r)
-    return {k: sorted(v, key=plainness) for k, v in out.items()}
+    return {k: sorted(v, key=_tie_key) for k, v in out.items()}
 
 
 def plain_variants(front: list[dict], space, known: set) -> list:

@@ -411,22 +411,27 @@ def strong_scaling_figure(rows: Sequence[Mapping], *, height: int = 340) -> go.F
     return style(fig, height=height, legend_below=True)
 
 
-def scenario_figure(rows: Sequence[Mapping], *, height: int = 320) -> go.Figure:
+def scenario_figure(rows: Sequence[Mapping], *, height: int | None = None) -> go.Figure:
     """Change of p99 step time under each what-if scenario, in percent of the healthy baseline (red: slower,
-    green: faster, grey: unchanged); the hover gives the p99 in the unit that suits the step times."""
+    green: faster, grey: unchanged); the hover gives the p99 in the unit that suits the step times.
+
+    Horizontal bars, one row per scenario in the order given: the names read level and both axis titles keep
+    their room whatever the number of scenarios (upright bars tilted the names of six or seven scenarios, which
+    left the upright axis title taller than the plot at 1280 px wide). The height grows with the rows."""
     scale, unit = time_unit([r["p99_s"] for r in rows] or [1.0])
+    names = [r["scenario"] for r in rows]
     fig = go.Figure(go.Bar(
-        x=[r["scenario"] for r in rows], y=[r["delta_p99"] for r in rows],
+        y=names, x=[r["delta_p99"] for r in rows], orientation="h",
         marker_color=[change_color(r["delta_p99"]) for r in rows],
         text=[f"{r['delta_p99']:+.1%}" for r in rows], textposition="outside", cliponaxis=False,
         hovertext=[f"{r['scenario']}: p99 {r['p99_s'] * scale:,.4g} {unit} ({r['delta_p99']:+.2%})" for r in rows],
         hoverinfo="text"))
     top = max([abs(r["delta_p99"]) for r in rows] + [0.01])
     low = min([r["delta_p99"] for r in rows] + [0.0])
-    fig.update_yaxes(title_text="p99 step time change", tickformat="+.0%",
-                     range=[min(-top * 0.2 - 0.005, low * 1.3), top * 1.3])
-    fig.update_xaxes(title_text="scenario")
-    return style(fig, height=height)
+    fig.update_xaxes(title_text="p99 step time change", tickformat="+.0%",
+                     range=[min(-top * 0.2 - 0.005, low * 1.35), top * 1.35])
+    fig.update_yaxes(title_text="scenario", autorange="reversed")
+    return style(fig, height=height or max(240, 110 + 38 * len(rows)))
 
 
 def cdf_overlay_figure(series: Mapping[str, Sequence[float]], *, height: int = 380,

@@ -11,6 +11,7 @@ from fabric.design.policy import (
     HARDWARE, POLICY, best_free_policy, gene_kind, hardware_changes, policy_changes, with_policy,
 )
 from fabric.errors import FabricError
+from fabric.tradeoff import SAME_COST_USD, SAME_P99_SHARE, same_p99, usd_per_ms
 from fabric.ui_support.designs import GENE_COLUMNS, GENE_LABELS, design_genes, gene_value_text
 
 __all__ = ["metrics_frame", "gene_frame", "money_deltas", "money_split", "best_free_policy"]
@@ -63,38 +64,45 @@ def gene_frame(designs: Mapping[str, object], *, only_differences: bool = False)
 
 def money_deltas(rows: Sequence[Mapping]) -> list[dict]:
     """What each design buys relative to the first: capex and power change, p99 and p50 change, and the price
-    of each millisecond of p99 saved (when it is saved for more money) or the saving (when it costs less).
+    of each millisecond of p99 saved (:func:`fabric.tradeoff.usd_per_ms`: only when it is faster by more than
+    0.5 % and costs more) or what it is instead (the same p99, a saving, worse on both).
 
     Returns one dict per design after the first with the numbers and a ``sentence``.
     """
     if len(rows) < 2:
         return []
     ref = rows[0]
+    ref_p99 = ref["step_time_s"]["p99"]
     out = []
     for r in rows[1:]:
         d_cost = r["cost_usd"] - ref["cost_usd"]
         d_power = r["power_w"] - ref["power_w"]
-        d_p99 = r["step_time_s"]["p99"] - ref["step_time_s"]["p99"]
+        d_p99 = r["step_time_s"]["p99"] - ref_p99
         d_p50 = r["step_time_s"]["p50"] - ref["step_time_s"]["p50"]
-        rel_p99 = d_p99 / ref["step_time_s"]["p99"] if ref["step_time_s"]["p99"] else 0.0
+        rel_p99 = d_p99 / ref_p99 if ref_p99 else 0.0
         pct = _pct(abs(rel_p99))
-        per_ms = None
-        same_cost, same_p99 = abs(d_cost) < 0.5, abs(d_p99) <= 1e-12 * max(1.0, abs(ref["step_time_s"]["p99"]))
+        per_ms = usd_per_ms(d_cost, d_p99, ref_p99)
+        same_cost, same_p = abs(d_cost) < SAME_COST_USD, same_p99(d_p99, ref_p99)
+        faster, slower = d_p99 < 0 and not same_p, d_p99 > 0 and not same_p
         cost = ("costs the same as" if same_cost else
                 f"costs ${abs(d_cost):,.0f} {'more' if d_cost > 0 else 'less'} than") + f" '{ref['name']}'"
-        speed = ("has the same p99 step" if same_p99 else
-                 f"is {abs(d_p99) * 1e3:,.1f} ms ({pct}) {'faster' if d_p99 < 0 else 'slower'} at p99")
-        if same_cost and same_p99:
-            verdict = ": the same on both"
-        elif d_cost > 0 and d_p99 < 0 and not same_p99:
-            per_ms = d_cost / (-d_p99 * 1e3)
-            verdict = f": ${per_ms:,.0f} per ms of p99"
-        elif (d_cost < 0 or same_cost) and (d_p99 < 0 or same_p99):
-            verdict = ": better on both" if not (same_cost or same_p99) else ": better"
-        elif (d_cost > 0 or same_cost) and (d_p99 > 0 or same_p99):
-            verdict = ": worse on both" if not (same_cost or same_p99) else ": worse"
+        if not same_p:
+            speed = f"is {abs(d_p99) * 1e3:,.1f} ms ({pct}) {'faster' if faster else 'slower'} at p99"
+        elif abs(d_p99) <= 1e-12 * max(1.0, abs(ref_p99)):
+            speed = "has the same p99 step"
         else:
-            verdict = ""
+            speed = (f"has the same p99 step within {SAME_P99_SHARE:.1%} ({abs(d_p99) * 1e3:,.1f} ms "
+                     f"{'faster' if d_p99 < 0 else 'slower'})")
+        if same_cost and same_p:
+            verdict = ": the same on both"
+        elif per_ms is not None:
+            verdict = f": ${per_ms:,.0f} per ms of p99"
+        elif not slower and d_cost <= 0:
+            verdict = ": better on both" if faster and not same_cost else ": better"
+        elif not faster and d_cost >= 0:
+            verdict = ": worse on both (slower and dearer, no saving)" if slower and not same_cost else ": worse"
+        else:
+            verdict = ": cheaper but slower"
         sentence = f"'{r['name']}' {cost} and {speed}{verdict}."
         out.append({"design": r["name"], "reference": ref["name"], "delta_cost_usd": d_cost,
                     "delta_power_w": d_power, "delta_p99_s": d_p99, "delta_p50_s": d_p50,
@@ -140,12 +148,18 @@ def money_split(designs: Mapping[str, object], evaluate: Callable) -> list[dict]
             continue
         mid_p99 = mid_ev.step_time_s["p99"]
         free, hard = mid_p99 - ref_p99, p99 - mid_p99
-        per_ms = (cost - ref_cost) / (-hard * 1e3) if hard < 0 and cost - ref_cost > 0.5 else None
+        # a price per ms only where the money buys p99: the hardware step saves it and the design as a whole is
+        # faster than the reference (a slower design has no price per millisecond)
+        per_ms = usd_per_ms(cost - ref_cost, hard, mid_p99)
+        buys_nothing = per_ms is not None and (p99 >= ref_p99 or same_p99(p99 - ref_p99, ref_p99))
+        if buys_nothing:
+            per_ms = None
         row.update(free_delta_p99_s=free, hardware_delta_p99_s=hard, usd_per_ms_hardware=per_ms,
                    mid_p99_s=mid_p99, mid_cost_usd=mid_ev.cost_usd)
         rest = policy_changes(mid, d)          # policy only the design's hardware can use (PXN needs rails)
         row["sentences"] = [_free_sentence(ref_name, name, pol, free, ref_p99),
-                            _hardware_sentence(ref_name, name, hw, hard, cost - ref_cost, per_ms, mid_p99, rest)]
+                            _hardware_sentence(ref_name, name, hw, hard, cost - ref_cost, per_ms, mid_p99, rest,
+                                               whole=(p99 - ref_p99, ref_p99) if buys_nothing else None)]
         out.append(row)
     return out
 
@@ -165,12 +179,19 @@ def _free_sentence(ref_name: str, name: str, changes: list, dp: float, ref_p99: 
 
 
 def _hardware_sentence(ref_name: str, name: str, changes: list, dp: float, d_cost: float, per_ms, base: float,
-                       rest: list = ()) -> str:
+                       rest: list = (), *, whole: tuple | None = None) -> str:
+    """The hardware step in words; ``whole`` (the whole design's p99 change against the reference, the reference's
+    p99): said instead of a price when the hardware saves p99 for money but the design as a whole is no faster."""
     if not changes:
         return f"hardware: the same as '{ref_name}' ($0): all of the difference is free policy."
     shown = ", ".join(changes[:4]) + (f" and {len(changes) - 4} more" if len(changes) > 4 else "")
-    cost = "$0" if abs(d_cost) < 0.5 else f"${abs(d_cost):,.0f} {'more' if d_cost > 0 else 'less'}"
+    cost = "$0" if abs(d_cost) < SAME_COST_USD else f"${abs(d_cost):,.0f} {'more' if d_cost > 0 else 'less'}"
     tail = f": ${per_ms:,.0f} per ms of p99" if per_ms is not None else ""
+    if whole is not None:
+        dp_all, ref_p99 = whole
+        how = (f"within {SAME_P99_SHARE:.1%} of the p99 of '{ref_name}'" if same_p99(dp_all, ref_p99) else
+               f"{dp_all * 1e3:,.1f} ms ({_pct(dp_all / ref_p99)}) slower at p99 than '{ref_name}'")
+        tail = f"; but '{name}' as a whole is {how}, so the money buys no p99 (no price per ms)"
     same = (f"with {', '.join(rest)}, which only this hardware can use" if rest else "on the same policy")
     return f"hardware ({shown}): {cost}, {_delta_text(dp, base)} {same}{tail}."
 

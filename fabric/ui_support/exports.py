@@ -1,8 +1,9 @@
 """Downloadable forms of a design and its bill of materials (the dashboard's export buttons).
 
 The CSV has one row per item and place with unit and total price (USD) and power (W), then a ``total`` row; the
-JSON is the design file beside the ``fabric build --json`` bill of materials, so the same figures travel to a
-spreadsheet or a script.
+JSON is the document ``fabric build --json`` prints (:func:`fabric.cost.document.fabric_document`: the bill of
+materials, the design file as ``design_spec``, the racks), so the same figures travel to a spreadsheet or a
+script and the file loads as an installed fabric on the Upgrade page and in ``fabric upgrade --existing``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 
 import pandas as pd
 
-from fabric.design import Design, design_to_dict
+from fabric.design import Design
 
 __all__ = ["BOM_COLUMNS", "bom_frame", "bom_csv_text", "design_bom_json_text"]
 
@@ -33,6 +34,8 @@ def bom_csv_text(bom: dict) -> str:
     return bom_frame(bom).to_csv(index=False)
 
 
-def design_bom_json_text(design: Design, bom: dict) -> str:
-    """The design and its bill of materials as one JSON document."""
-    return json.dumps({"design": design_to_dict(design), "bill_of_materials": bom}, indent=2, default=float)
+def design_bom_json_text(design: Design, bom: dict, racks: dict | None = None) -> str:
+    """The design, its bill of materials and (when given) its racks as the ``fabric build --json`` document."""
+    from fabric.cost.document import fabric_document
+
+    return json.dumps(fabric_document(design, bom, racks), indent=2, default=float)

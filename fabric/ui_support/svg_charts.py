@@ -44,11 +44,8 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     first = math.ceil(lo / step - 1e-9) * step
-    out, v = [], first
-    while v <= hi + 1e-9 * step:
-        out.append(round(v, 12))
-        v += step
-    return out
+    n = int(math.floor((hi - first) / step + 1e-9)) + 1      # whole multiples: no drift, at most ~count + 1
+    return [round(first + i * step, 12) for i in range(max(0, min(n, 4 * count + 2)))]
 
 
 def _esc(text: str) -> str:
@@ -189,8 +186,9 @@ def histogram_svg(samples: Sequence[float], *, marks: Sequence[tuple[float, str]
     lo, hi = min(vals), max(vals)
     for v, _ in marks:
         lo, hi = min(lo, v), max(hi, v)
-    if hi == lo:
-        lo, hi = lo - (abs(lo) * 0.01 or 0.5), hi + (abs(hi) * 0.01 or 0.5)
+    if hi - lo <= 1e-9 * max(abs(hi), 1e-12):      # every sample the same (to rounding): one bar in the middle
+        mid = (hi + lo) / 2
+        lo, hi = mid - (abs(mid) * 0.01 or 0.5), mid + (abs(mid) * 0.01 or 0.5)
     widthb = (hi - lo) / bins
     counts = [0] * bins
     for v in vals:

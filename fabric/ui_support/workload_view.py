@@ -10,7 +10,8 @@ import pandas as pd
 from fabric.workload.summary import size_label
 
 __all__ = ["files_table", "jobs_table", "groups_table", "ops_table", "unparsed_table", "gpus_needed",
-           "cluster_gpus", "plan_degrees", "compute_comm_rows", "comm_split", "steps_observed_text"]
+           "cluster_gpus", "plan_degrees", "parallelism_text", "compute_comm_rows", "comm_split",
+           "steps_observed_text"]
 
 
 def files_table(reports) -> pd.DataFrame:
@@ -118,15 +119,43 @@ def cluster_gpus(workload, gpus_per_node: int = 8) -> int:
 
 
 def plan_degrees(workload) -> dict[str, int]:
-    """Parallelism degrees of the first training/inference job, read from its group roles (1 when absent)."""
+    """Parallelism degrees of the first training/inference job from its process groups: TP, PP, EP and CP are the
+    largest group of that role (1 when there is none); DP is the largest data-parallel group, else the ranks the
+    model-parallel groups leave, world size / (TP x PP x CP) (Megatron-LM's identity world = TP x PP x CP x DP;
+    expert parallelism lies within DP). So a job whose only group spans every rank (role ``world``: a DLRM-style
+    hybrid, or a trace without group information) is DP over the world, never DP 1, and a service of TP 8
+    replicas on 256 GPUs is DP 32 (its replicas)."""
     out = {"tp": 1, "pp": 1, "ep": 1, "cp": 1, "dp": 1}
-    job = next((j for j in workload.jobs if j.kind != "storage"), None)
+    job = _first_job(workload)
     if job is None:
         return out
     for g in job.groups:
         if g.role in out and g.size > out[g.role]:
             out[g.role] = g.size
+    if not any(g.role == "dp" for g in job.groups):
+        out["dp"] = max(1, int(job.world_size) // (out["tp"] * out["pp"] * out["cp"]))
     return out
+
+
+def parallelism_text(workload) -> str:
+    """The inferred parallelism in words (:func:`plan_degrees`): ``TP 2, EP 8, DP 512``; when no data-parallel
+    group is recorded, where DP comes from."""
+    job = _first_job(workload)
+    deg = plan_degrees(workload)
+    text = ", ".join(f"{k.upper()} {v:,}" for k, v in deg.items() if v > 1 or k == "dp")
+    if job is None or any(g.role == "dp" for g in job.groups):
+        return text
+    world = [g for g in job.groups if g.role == "world" and g.size == job.world_size]
+    if world and all(g.role in ("world", "unknown") for g in job.groups):
+        return (f"{text} (one {job.world_size:,}-rank group spans every rank and no data-parallel group is "
+                f"recorded: DP is the whole world)")
+    what = "replicas: " if job.kind == "inference" else ""
+    return (f"{text} ({what}the ranks that TP x PP x CP leave of {job.world_size:,}; no data-parallel group is "
+            f"recorded)")
+
+
+def _first_job(workload):
+    return next((j for j in workload.jobs if j.kind != "storage"), None)
 
 
 def compute_comm_rows(workload, evaluation) -> list[dict]:

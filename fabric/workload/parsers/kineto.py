@@ -912,13 +912,15 @@ def _group_display_names(keys: list[str], info: dict[str, dict]) -> dict[str, st
 
 def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | None = None,
                 trace_label: str = "Kineto", world_hint: str = "distributedInfo.world_size",
-                compute_spread: str = "steps", rank_hint: str = "distributedInfo.rank") -> Workload:
+                compute_spread: str = "steps", rank_hint: str = "distributedInfo.rank",
+                world_missing: str | None = None) -> Workload:
     """Merge the rank traces of one job into a one-job :class:`Workload` (see the module docstring).
 
     Also used by the Chakra and PyTorch ET parsers, which pass their own ``compute_note``, ``trace_label`` and
-    ``world_hint``. ``compute_spread`` says what ``compute_cv`` measures: ``"steps"`` (Kineto) the step-to-step
-    spread within each rank, pooled over ranks; ``"ranks"`` the spread over every (rank, step) sample (Chakra, where
-    a rank's compute is its own kernels' time and holds no waiting).
+    ``world_hint`` (where the world size is read from), and ``world_missing`` (what to say when it is not there;
+    default "<world_hint> not recorded"). ``compute_spread`` says what ``compute_cv`` measures: ``"steps"``
+    (Kineto) the step-to-step spread within each rank, pooled over ranks; ``"ranks"`` the spread over every (rank,
+    step) sample (Chakra, where a rank's compute is its own kernels' time and holds no waiting).
     """
     if not traces:
         raise ParseError("no Kineto trace to merge")
@@ -940,7 +942,7 @@ def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | N
     if world is None:
         ranks_seen = [t.rank for t in traces if t.rank is not None]
         world = max([len(traces), max_group, (max(ranks_seen) + 1) if ranks_seen else 1])
-        warnings.append(f"{names[0]}: {world_hint} not recorded: world size assumed {world} "
+        warnings.append(f"{names[0]}: {world_missing or world_hint + ' not recorded'}: world size assumed {world} "
                         f"(from the rank files and group sizes given)")
     elif max_group > world:
         raise ParseError(f"a process group of {max_group} ranks is larger than world_size {world}",

@@ -42,8 +42,8 @@ group).
 
 Steps and timing
 ----------------
-An ET has no timestamps per node, so there is no compute time: ``compute_time_s`` is 0 and a warning says to set
-it (or to read the Kineto trace of the same run). Steps are delimited by ``ProfilerStep#N`` nodes when the
+An ET has no timestamps per node, so there is no compute time: ``compute_time_s`` is 0 and a warning says so (the
+Kineto trace of the same run has the timeline); warnings name only what the trace format has. Steps are delimited by ``ProfilerStep#N`` nodes when the
 profiler ran alongside (a call belongs to the step whose marker is the last one before it in node-id order, ids
 being assigned in execution order); counts are then per step. Without markers, the ET covers whatever ran between
 ``ExecutionTraceObserver.start()`` and ``stop()`` (usually one iteration) and counts are per captured window; a
@@ -513,8 +513,8 @@ def _make_call(n: dict, f: dict, pointers: list[int], pg_config: dict, name: str
 
 # ---------------------------------------------------------------- entry points
 
-_COMPUTE_NOTE = ("compute_time_s = 0: a PyTorch execution trace records no timing (set the compute time per step, "
-                 "or read the Kineto trace of the same run); overlap_fraction is 0 for the same reason")
+_COMPUTE_NOTE = ("compute per step 0 and no overlap: the nodes of a PyTorch execution trace carry no durations (the "
+                 "Kineto trace of the same run has them)")
 
 
 def parse_groups(files: list[tuple[str, bytes]], limits: Limits | None = None) -> list[tuple[tuple[str, ...], object]]:
@@ -528,7 +528,9 @@ def parse_groups(files: list[tuple[str, bytes]], limits: Limits | None = None) -
             results.append(((name,), err if isinstance(err, ParseError) else ParseError(str(err), source=name)))
     step_marked = {t.name: t.steps != _NO_MARKERS for t in loaded}
     merged = merge_rank_files(loaded, "pytorch_et", compute_note=_COMPUTE_NOTE, trace_label="PyTorch ET",
-                              world_hint="the world size (## process_group:init ##)",
+                              world_hint="## process_group:init ##",
+                              world_missing="the trace records no world size (it has no '## process_group:init ##' "
+                                            "node, the table of process groups newer execution traces write)",
                               rank_hint="the recorded rank or a rank number in the file name")
     out = []
     for names, res in merged:
@@ -542,8 +544,9 @@ def _finish(wl: Workload, names: tuple[str, ...], step_marked: dict) -> Workload
     marked = all(step_marked.get(n, False) for n in names)
     (job,) = wl.jobs
     warnings = list(dict.fromkeys(wl.warnings))
-    warnings.append(f"{names[0]}: a PyTorch execution trace has no timing: compute_time_s is 0; set the compute time "
-                    f"per step (or parse the Kineto trace of the same run) before evaluating")
+    warnings.append(f"{names[0]}: a PyTorch execution trace records no timing (its nodes carry no durations): the "
+                    f"compute per step is 0 and nothing overlaps, so an evaluation sees communication only; the "
+                    f"Kineto (PyTorch profiler) trace of the same run has the compute time")
     notes = list(job.notes)
     if marked:
         notes.append("steps delimited by ProfilerStep#N nodes (node-id order); counts are per step")
