@@ -8,6 +8,10 @@ The workload is the synthesizer's Llama-3-70B-style preset (TP 8 x PP 4 x DP) si
 is a rail-optimized 3-tier-capable Clos of 64 x 800G switches at 400G, ECMP with 4 QPs. "cold" is the first
 evaluation in the process (it fills the collision-table cache); "warm" is the median of the repeats after it,
 which is what a search pays per design.
+
+The second table is the same workload on InfiniBand with in-network reduction (SHARP): 144 x 800G Quantum-X800
+class switches at 400G, so the data-parallel all-reduces run on aggregation trees placed over the spines and cores
+(fabric/evaluate/innetwork.py).
 """
 
 from __future__ import annotations
@@ -37,18 +41,31 @@ def main() -> None:
     from fabric.catalog import default_catalog
 
     default_catalog()  # load the CSV catalog once, as a long-running process has
+    for title, extra in (("RoCE, 64 x 800G", {}), ("InfiniBand + SHARP, 144 x 800G", SHARP)):
+        print(title)
+        _table(args.repeats, extra)
+    print(f"process max RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+#: the second table's design changes: InfiniBand with in-network reduction
+SHARP = dict(switch_model="ib-xdr-144x800", nic_model="nic-cx7-400", transport="infiniband",
+             in_network_reduction=True)
+
+
+def _table(repeats: int, extra: dict) -> None:
     print(f"{'GPUs':>8s} {'ops':>4s} {'cold ms':>9s} {'warm ms':>9s} {'peak MiB':>9s} {'p99 step s':>11s}")
     for n in SIZES:
         wl = preset_workload("llama3-70b", gpus=n)
-        design = Design(name=f"bench-{n}", gpus=n, family="rail_optimized", switch_model="eth-51t-64x800",
-                        nic_model="nic-eth-400", transport="roce", routing="ecmp", qps_per_connection=4,
-                        placement="rail_aligned")
+        kw = dict(switch_model="eth-51t-64x800", nic_model="nic-eth-400", transport="roce")
+        kw.update(extra)
+        design = Design(name=f"bench-{n}", gpus=n, family="rail_optimized", routing="ecmp", qps_per_connection=4,
+                        placement="rail_aligned", **kw)
         max_load_cdf.cache_clear()
         t0 = time.perf_counter()
         ev = evaluate(design, wl, seed=0)
         cold = time.perf_counter() - t0
         warm = []
-        for r in range(args.repeats):
+        for r in range(repeats):
             t0 = time.perf_counter()
             evaluate(design, wl, seed=r + 1)
             warm.append(time.perf_counter() - t0)
@@ -58,7 +75,6 @@ def main() -> None:
         tracemalloc.stop()
         print(f"{n:8,d} {len(wl.jobs[0].ops):4d} {cold * 1e3:9.1f} {statistics.median(warm) * 1e3:9.1f} "
               f"{peak / 2**20:9.1f} {ev.step_time_s['p99']:11.3f}")
-    print(f"process max RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -597,6 +597,22 @@ def baselines() -> list[Design]:
         return []
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def _su_note(design_json: str, cat_key: str, _catalog) -> str:
+    from fabric.design.reference import scalable_unit_note
+
+    return scalable_unit_note(design_from_dict(json.loads(design_json)), _catalog)
+
+
+def su_note(design: Design) -> str:
+    """What a design's last scalable unit adds (fabric.design.reference.scalable_unit_note), cached."""
+    cb = catalog_bundle()
+    try:
+        return _su_note(_design_json(design), cb.key, cb.catalog)
+    except FabricError:
+        return ""
+
+
 def search_id() -> str | None:
     """The id of the session's saved search (the one in its URL), or None."""
     job = ss.get("search_job")

@@ -9,6 +9,7 @@ from pages import _common as C
 from fabric.design.presets import PRESETS, preset_design
 from fabric.design.reference import scalable_unit_note
 from fabric.errors import FabricError
+from fabric.figures import figure_text
 from fabric.ui_support import charts
 from fabric.ui_support.racks_view import power_text
 
@@ -80,9 +81,10 @@ structure = bom["structure"]
 
 with right:
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Network capex", charts.money_text(bom["cost_usd"]))
-    c2.metric("Per GPU", f"${bom['cost_per_gpu_usd']:,.0f}")
-    c3.metric("Network power", power_text(bom["power_w"]))
+    # written as the Design page, Compare and the brief write them (fabric.figures)
+    c1.metric("Network capex", figure_text(bom["cost_usd"], "usd"))
+    c2.metric("Per GPU", figure_text(bom["cost_per_gpu_usd"], "usd"))
+    c3.metric("Network power", figure_text(bom["power_w"], "power"))
     c4.metric("Share of cluster capex", f"{bom['network_share_of_capex']:.1%}")
     st.caption(f"{design.name}: {structure['tiers']} switch tier(s), radix {structure['radix']} at "
                f"{structure['link_speed_gbps']:g} Gb/s, {structure['planes']} plane(s).")

@@ -11,6 +11,7 @@ import streamlit as st
 from pages import _common as C
 from fabric.errors import FabricError
 from fabric.evaluate.gpu_compute import basis_notes
+from fabric.evaluate.innetwork import in_network_lines
 from fabric.figures import figure_texts
 from fabric.tradeoff import usd_per_ms_text
 from fabric.ui_support import charts, serving_front, serving_view
@@ -193,6 +194,11 @@ if hot:
 else:
     st.info("No switch-to-switch link group carries this workload's traffic (it stays inside leaves, rails or "
             "NVLink), so there are no hot spots to show.")
+sharp_lines = in_network_lines(ev.ops)
+if sharp_lines:
+    st.caption(C.md_text("In-network reduction (SHARP): each aggregation tree holds one uplink of each leaf it "
+                         "spans, which carries the leaf's share once up and the result once down. "
+                         + " ".join(f"{line}." for line in sharp_lines)))
 
 # ------------------------------------------------------------------ scaling and what-if
 a, b = st.columns(2)
@@ -488,7 +494,8 @@ def _report() -> str:
              f"Cost per p99 step {fig_text['usd_per_step']}; GPUs wait on the network "
              f"{fig_text['gpu_idle_fraction_network']} of it",
              f"Busiest rack {fig_text['max_rack_power_w']}; IT power {fig_text['it_power_w']}; facility power "
-             f"{fig_text['facility_power_w']}", *serving_front.serving_lines(ev.serving)]
+             f"{fig_text['facility_power_w']}", *serving_front.serving_lines(ev.serving),
+             *(f"In-network reduction (SHARP): {line}" for line in sharp_lines)]
     money = {"unit price (USD)": "usd", "total (USD)": "usd", "count": "count", "power (W)": "count"}
     sections = [Section("Topology", view.title, topo_fig),
                 Section("Bill of materials", "Count x catalog unit price (USD); power in W.", items, money),

@@ -281,6 +281,10 @@ def draw(snap, *, live: bool) -> None:
         advice = recommend(res.front, res.baselines, p99_target_s=cons.p99_target_s)
         rec = advice.record
         lines = res.summary_lines()
+        for b in C.baselines():     # a baseline paid for a nearly empty scalable unit: say so beside its savings
+            note = C.su_note(b)
+            if note and "->" in note:
+                lines.append(f"'{b.name}': {note}")
         if beyond:
             cheap = min(beyond, key=lambda r: r["cost_usd"])
             lines.insert(2, f"{len(beyond)} more design{'s meet' if len(beyond) != 1 else ' meets'} every limit but the "

@@ -270,7 +270,7 @@ def test_one_design_has_the_same_racks_power_and_bom_on_design_fabric_bom_and_th
     build_metrics = {m.label: m.value for m in at.metric}
     build_racks, build_caption = _rack_table(at), _rack_caption(at)
     cli = _build_json(1024)
-    assert design_metrics["Network capex"] == build_metrics["Network capex"] == "$8.27M"
+    assert design_metrics["Network capex"] == build_metrics["Network capex"] == "$8,266,640"
     assert round(cli["cost_usd"]) == 8_266_640
     assert design_racks == build_racks == rack_rows(cli["racks"])
     assert design_caption == build_caption

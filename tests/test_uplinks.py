@@ -451,11 +451,14 @@ def test_bound_by_names_nvlink_and_compute():
 
 
 def test_in_network_reduction_keeps_the_nic_bound(cat):
-    """SHARP-like reduction aggregates in the switches; the evaluator charges it to the NIC ports only."""
-    wl = one_op("all_reduce", 1 * GIB, 256, group_size=8, stride=32)
-    d = Design(gpus=256, family="clos", switch_model="test-48x400", oversubscription=(2.0,), routing="spray",
+    """SHARP-like reduction aggregates in the switches: each leaf sends S once up and gets it once down, so the NIC
+    term still bounds it when every instance gets an aggregation tree (fabric.evaluate.innetwork). At 1:1 (24 down,
+    24 up) a leaf's 24 GPUs are in 24 instances: 24 trees, one per uplink, all fit."""
+    wl = one_op("all_reduce", 1 * GIB, 192, group_size=8, stride=24)
+    d = Design(gpus=192, family="clos", switch_model="test-48x400", oversubscription=(1.0,), routing="spray",
                in_network_reduction=True)
     ev = evaluate(d, wl, catalog=cat, samples=32)
+    assert (ev.ops[0].aggregation_trees, ev.ops[0].fallback_instances) == (24, 0)
     assert ev.ops[0].bound_by == "nic" and ev.lower_bound_s == pytest.approx(GIB / 50e9, rel=1e-9)
     assert ev.step_samples_s.min() >= ev.lower_bound_s
 

@@ -34,6 +34,10 @@ class SwitchModel:
     source: str
     #: ports one physical cage holds (2: an OSFP cage of two NDR or XDR ports, taking twin-port modules); None: 1
     ports_per_cage: int | None = None
+    #: SHARP streaming aggregation trees the switch takes part in at once (1: NVIDIA Quantum; one per port on
+    #: Quantum-2); 0: it does not reduce in the network; None: no limit is known beyond one tree per link
+    #: (fabric.evaluate.innetwork)
+    sharp_trees: int | None = None
 
     @property
     def cage_bps(self) -> float:

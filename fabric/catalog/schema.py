@@ -184,6 +184,7 @@ TABLES: dict[str, TableSpec] = {
         _gbps("port_speed_gbps", "port_speed_bps"), _price(), Column("power_w"),
         Column("latency_ns", field="latency_s", scale=NS), _text("source"),
         Column("ports_per_cage", "int", minimum=1, optional=True),
+        Column("sharp_trees", "int", minimum=0, optional=True),
     )),
     "nics": TableSpec("nics", NicModel, (
         _text("model"), Column("fabric", "choice", choices=FABRICS), _count("ports"),

@@ -62,6 +62,7 @@ def run(args) -> int:
     _warn_calibration(args.calibration, design=design, catalog=catalog)
     ev = evaluate(design, workload, scenario, seed=args.seed, samples=args.samples, catalog=catalog,
                   transport_overrides=overrides, serving_curve=True)
+    from fabric.evaluate.innetwork import in_network_lines
     scaling = scaling_efficiency(design, workload, seed=args.seed, samples=args.samples, catalog=catalog,
                                  scenario=scenario, transport_overrides=overrides) if args.scaling else None
     from fabric.economics import EconomicsParams, economics
@@ -91,6 +92,7 @@ def run(args) -> int:
         from fabric.evaluate.explain import explain_step
 
         out["explanation"] = explain_step(ev)
+        out["in_network"] = in_network_lines(ev.ops)
         if scaling is not None:
             out["scaling"] = scaling
             out["scaling_warnings"] = warnings
@@ -128,6 +130,10 @@ def run(args) -> int:
         for h in ev.hot_links[:5]:
             print(f"  {h['links']:20s} e.g. {h['example']:10s} x{h['groups']:<5d} {h['p99_sample_utilization']:6.1%}"
                   f" / {h['mean_utilization']:6.1%}  ops: {', '.join(h['ops'][:3])}")
+    if in_network_lines(ev.ops):
+        print("\nin-network reduction (SHARP aggregation trees, docs/evaluator.md):")
+        for line in in_network_lines(ev.ops):
+            print(f"  {line}")
     if scaling:
         print("\nscaling (weak: data parallelism grows with the cluster):")
         for row in scaling:

@@ -31,8 +31,9 @@ send/recv (chain)          ``S`` per chain edge leaving / entering    ``S`` per 
 The bound of a cut level is then ``max(max over islands of max(out, in) / capacity, total / capacity of the islands
 the spanning groups touch)``: the busiest island, and the traffic spread over every island's uplinks at best (any
 split of the total over the islands leaves one at least at the average; instances share the islands they touch).
-In-network reduction (SHARP-like) aggregates inside the switches; the evaluator charges it to the NIC ports only,
-so its fabric term is left out. Dragonfly fabrics have no leaf uplinks: only the NIC and NVLink terms apply.
+In-network reduction (SHARP-like) aggregates inside the switches: each island still sends S once out and gets it once
+in, and its aggregation trees' link loads are in the op time (:mod:`fabric.evaluate.innetwork`); its bound keeps the
+NIC term, so its fabric term is left out. Dragonfly fabrics have no leaf uplinks: only the NIC and NVLink terms apply.
 """
 
 from __future__ import annotations

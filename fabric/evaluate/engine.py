@@ -35,6 +35,7 @@ from fabric.evaluate.bounds import RESOURCES, cut_bound_per_byte
 from fabric.evaluate.collectives import NCCL_ALGOS, CollectiveHardware, bandwidth_factor, lower_bound_time
 from fabric.evaluate.flows import algorithm_for, group_shape, op_traffic
 from fabric.evaluate.gpu_compute import on_gpu
+from fabric.evaluate.innetwork import runs_on_trees, switch_tree_limit, tree_phase_load, tree_traffic
 from fabric.evaluate.network import NetworkModel, phase_load, sample_phase_factor
 from fabric.evaluate.placement import group_instances, place_jobs
 from fabric.evaluate.scenario import Scenario
@@ -73,6 +74,11 @@ class OpResult:
     #: "router links" (dragonfly), or "none" (a group of one)
     bound_by: str = "none"
     time_in_p99_sample_s: float = 0.0
+    #: in-network reduction: the aggregation trees the op ran on, and the group instances that found none and ran
+    #: ``fallback_algorithm`` instead (:mod:`fabric.evaluate.innetwork`)
+    aggregation_trees: int = 0
+    fallback_instances: int = 0
+    fallback_algorithm: str = ""
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -211,6 +217,9 @@ class _TrafficSamples:
     net_per_byte: np.ndarray | None = None   # seconds per op byte on the network alone, per sample
     nv_latency_s: float = 0.0      # the part of latency_s spent in scale-up steps
     pipelined: bool = False        # NVLink and network overlap (the op takes the longer of the two)
+    trees: int = 0                 # in-network aggregation trees (fabric.evaluate.innetwork)
+    fallback_instances: int = 0    # group instances that found no tree and ran fallback_algorithm
+    fallback_algorithm: str = ""
 
 
 @dataclass(frozen=True)
@@ -223,12 +232,14 @@ class _TrafficPlan:
 
 
 def _traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, algorithm: str,
-                  hardware: CollectiveHardware, samples: int, plans) -> _TrafficPlan:
+                  hardware: CollectiveHardware, samples: int, plans, trees=None) -> _TrafficPlan:
     """The traffic pattern of the op and its phases' loads; taken from ``plans`` when an evaluation of the same
     design on the same network model (another workload's scenario, see :func:`evaluate`'s ``reuse``) made it.
 
     The pattern depends on the op's size only through NCCL's choice of algorithm, which is ``algorithm`` here
-    (resolved), except for the hierarchical all-reduce, whose network algorithm is chosen by size again."""
+    (resolved), except for the hierarchical all-reduce, whose network algorithm is chosen by size again. ``trees``:
+    the op's in-network aggregation trees (:func:`fabric.evaluate.innetwork.place_trees`), whose links load the
+    in-network phase."""
     key = tr = None
     if plans is not None:
         table, model_key = plans
@@ -236,7 +247,7 @@ def _traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, al
         # the pattern does not depend on the network model (failures), its loads do
         tr_key = ("traffic", kind, algorithm, size_bytes if algorithm.startswith("hierarchical") else None,
                   members.shape, members.tobytes())
-        key = (model_key, samples) + tr_key
+        key = (model_key, samples, trees is not None) + tr_key
         hit = table.get(key)
         if hit is not None:
             return hit
@@ -248,6 +259,9 @@ def _traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, al
             table[tr_key] = tr
     loads = tuple(phase_load(ph, model, qps=design.qps_per_connection, pxn=design.pxn, routing=design.routing,
                              samples=samples) for ph in tr.phases)
+    if trees is not None:
+        loads = tuple(tree_phase_load(load, trees, model) if ph.injection_only else load
+                      for ph, load in zip(tr.phases, loads))
     plan = _TrafficPlan(tr, loads)
     if key is not None:
         table[key] = plan
@@ -256,9 +270,9 @@ def _traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, al
 
 def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: float, algorithm: str,
                      hardware: CollectiveHardware, rng: np.random.Generator, samples: int,
-                     background: float, plans=None) -> _TrafficSamples:
+                     background: float, plans=None, trees=None) -> _TrafficSamples:
     in_net = hardware.in_network
-    plan = _traffic_plan(fabric, model, design, shape, kind, size_bytes, algorithm, hardware, samples, plans)
+    plan = _traffic_plan(fabric, model, design, shape, kind, size_bytes, algorithm, hardware, samples, plans, trees)
     tr = plan.tr
     nv_line = _nvlink_bytes_per_s(fabric)
     nv_eff = nv_line * prof.nvlink_efficiency
@@ -416,9 +430,11 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
     job_seeds = s_jobs.spawn(len(compute_jobs))
     from fabric.catalog import default_catalog
 
-    nvls = (catalog or default_catalog()).gpu(design.gpu_model).has_nvls
+    cat = catalog or default_catalog()
+    nvls = cat.gpu(design.gpu_model).has_nvls
     ctx = dict(fabric=fabric, design=design, prof=prof, storage=storage, samples=samples, scenario=scenario,
-               algorithms=algorithms, nvls=nvls, notes=notes, memo=None if slot is None else slot["memo"])
+               algorithms=algorithms, nvls=nvls, notes=notes, memo=None if slot is None else slot["memo"],
+               tree_limit=switch_tree_limit(cat.switch(design.switch_model)))
     plans = (slot["plans"], model_key) if slot is not None and model_key is not None else None
     runs = [_run_job(job, gpus, model, seq, plans=plans, **ctx)
             for job, gpus, seq in zip(compute_jobs, placements, job_seeds)]
@@ -459,7 +475,9 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
                 bytes=int(op.bytes), count_per_step=float(op.count_per_step), algorithm=ts.algorithm,
                 time_p50_s=float(t50), time_p99_s=float(t99),
                 lower_bound_s=float(lb), exposed_in_p99_sample_s=float(ex[i99]), bound_by=ts.bound_by,
-                time_in_p99_sample_s=float(t[i99])))
+                time_in_p99_sample_s=float(t[i99]),
+                aggregation_trees=ts.trees, fallback_instances=ts.fallback_instances,
+                fallback_algorithm=ts.fallback_algorithm))
         _accumulate_hot(hot, job, r["ops"], r["op_meta"], i99, step, fabric, model)
     serving = {}
     for i, job in enumerate(compute_jobs):
@@ -501,7 +519,7 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
 
 
 def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storage, samples, scenario,
-             algorithms, nvls, notes=None, plans=None, memo=None) -> dict:
+             algorithms, nvls, notes=None, plans=None, memo=None, tree_limit=None) -> dict:
     """One job's step-time samples on ``model`` (its random draws come from ``seq``, so a rerun repeats them)."""
     rng_hash, rng_compute, rng_burst = (np.random.default_rng(x) for x in seq.spawn(3))
     cache: dict = {}
@@ -536,7 +554,15 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
             if note not in notes:
                 notes.append(note)
         key = (op.group, kind, alg)
-        if key not in cache:
+        if key not in cache and runs_on_trees(kind, alg, shape, hardware.in_network):
+            def run(sh, a, hw, m, trees, pl, _kind=kind, _size=size):
+                return _traffic_samples(fabric, m, design, prof, sh, _kind, _size, a, hw, rng_hash, samples,
+                                        scenario.background_load, pl, trees)
+            cache[key] = tree_traffic(run, kind=kind, size_bytes=size, algorithm=alg, requested=requested,
+                                      shape=shape, hardware=hardware, fabric=fabric, model=model,
+                                      limit=tree_limit, plans=plans, notes=notes,
+                                      label=f"{job.name}, in-network reduction of group {op.group!r}")
+        elif key not in cache:
             cache[key] = _traffic_samples(fabric, model, design, prof, shape, kind, size, alg, hardware, rng_hash,
                                           samples, scenario.background_load, plans)
         ts = cache[key]

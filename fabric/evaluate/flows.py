@@ -12,7 +12,8 @@ topology. With ``g`` members per scale-up domain in ``N`` domains (:func:`group_
   ``tree``: a chain inside the node (2 S per GPU over NVLink) and NCCL's double binary tree across nodes on each
   rail (two trees, each half the data: S/g per rail on 2 nodes, ~2 S/g per rail on more);
   ``nvls_tree``: NVLS inside the node, the double binary tree across nodes;
-  ``in_network`` (CollNet) / ``nvls`` across nodes: the switches reduce, each rail sends and receives S/g once;
+  ``in_network`` (CollNet) / ``nvls`` across nodes: the switches reduce, each rail sends and receives S/g once
+  (the aggregation trees' switch links: :mod:`fabric.evaluate.innetwork`);
   ``hierarchical`` (explicit): reduce-scatter in, all-reduce across, all-gather out, one after the other.
   NCCL streams chunks through both levels at once, so except for ``hierarchical`` the slower level sets the
   pace (``pipelined``);
@@ -35,7 +36,7 @@ from fabric.evaluate.collectives import (ALL_TO_ALL_STEPS, CollectiveHardware, b
                                          resolve_algorithm)
 
 __all__ = ["NetPhase", "Traffic", "GroupShape", "group_shape", "algorithm_for", "op_traffic", "dtree_parents",
-           "HIERARCHICAL_KINDS"]
+           "HIERARCHICAL_KINDS", "rail_rows"]
 
 HIERARCHICAL_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
 
@@ -45,7 +46,8 @@ class NetPhase:
     """One bulk-synchronous round of network flows. ``bytes_per_byte`` scales with the op's size.
 
     ``injection_only`` marks in-network reduction: every member sends/receives its share once through its NIC and
-    the switches aggregate, so only NIC links bound the phase.
+    the switches aggregate; the evaluator adds the aggregation trees' switch links
+    (:func:`fabric.evaluate.innetwork.tree_phase_load`).
     """
 
     src_gpu: np.ndarray
@@ -308,9 +310,16 @@ def op_traffic(kind: str, size_bytes: float, instances_gpus: np.ndarray, gpu_dom
                    network_algorithm=alg, peers=n - 1 if kind in ("all_to_all", "all_to_allv") else 0)
 
 
+def rail_rows(members: np.ndarray, N: int, g: int) -> np.ndarray:
+    """The rails of a two-level group: row ``i g + j`` holds the ``j``-th member of every domain of instance ``i``
+    (one GPU per node, the same local index: what crosses the network on one rail)."""
+    I = members.shape[0]
+    return members.reshape(I, N, g).transpose(0, 2, 1).reshape(I * g, N)
+
+
 def _two_level(kind, alg, size_bytes, members, I, n, N, g, gpu_domain, hardware) -> Traffic:
     """An op of a group with ``g`` members in each of ``N`` domains (module doc)."""
-    rails = members.reshape(I, N, g).transpose(0, 2, 1).reshape(I * g, N)
+    rails = rail_rows(members, N, g)
     ring_up = bandwidth_factor(kind if kind != "reduce" else "broadcast", "ring", g)
     if kind == "all_reduce":
         ring_up = 2.0 * (g - 1) / g             # reduce-scatter in, all-gather out

@@ -16,6 +16,9 @@ link at its links' speed (uplinks may run faster or slower than the NIC ports: `
 busiest GPU's NVLink share. Leaf-to-leaf flows cross a leaf uplink and a leaf downlink; flows between 3-tier pods
 also cross a pod's core-facing links (one of ``spines_per_pod x spine_uplinks``, uniformly, by the Clos symmetry).
 
+In-network reduction (SHARP) loads given links, not hashed ones: each aggregation tree holds one link from each of its
+leaves to its spine (:mod:`fabric.evaluate.innetwork`), a *pinned* class whose busiest link is known.
+
 PXN (``design.pxn``, always on for rail-only fabrics): a flow between different rails first moves over NVLink to
 the source node's GPU on the destination rail, so it stays on that rail.
 """
@@ -74,6 +77,9 @@ class NetworkModel:
     alive_links: np.ndarray | None = None
     slow_spines: tuple = ()
     _cabling: dict | None = field(default=None, repr=False)
+    #: in-network aggregation trees placed on this model's switches and links (fabric.evaluate.innetwork), which
+    #: do not depend on ``background``: copies made for other jobs' background share it
+    tree_memo: dict = field(default_factory=dict, repr=False)
 
     def cabling(self) -> dict:
         """Alive leaf-spine links by leaf (computed on first use): CSR arrays over switch index.
@@ -198,6 +204,9 @@ class LinkClass:
     bg: float = 0.0              # share of these links' capacity taken by other jobs
     member_loads: np.ndarray = field(default_factory=lambda: np.zeros(0))   # mean bytes per link per op byte
     joint: int = -1              # >= 0: drawn jointly with other classes by ``PhaseLoad.joint[joint]`` (ECMP paths)
+    #: the load sits on given links, whatever the routing (in-network reduction trees, fabric.evaluate.innetwork):
+    #: ``ball`` is the busiest member's busiest link, slow links already counted
+    pinned: bool = False
 
 
 @dataclass
@@ -752,11 +761,13 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
             per_class.append(busiest)
             t = np.maximum(t, busiest / lcap)
             continue
-        if c.joint >= 0 and routing == "ecmp":
+        if c.pinned:
+            busiest = np.full(samples, c.ball)
+        elif c.joint >= 0 and routing == "ecmp":
             busiest = drawn[id(c)].copy()
         else:
             busiest = _healthy_busiest(c, model, routing, imbalance, rng, samples)
-        if model.sample_faults is not None and c.kind.startswith("leaf"):
+        if model.sample_faults is not None and c.kind.startswith("leaf") and not c.pinned:
             members = set(c.member_ids.tolist())
             for s, faults in enumerate(model.sample_faults):
                 for leaf in members.intersection(faults):

@@ -9,8 +9,11 @@ GIB = 2.0**30
 
 
 def power_text(watts: float) -> str:
-    """Power as every page writes it: ``42.5 kW`` below a megawatt, ``1.36 MW`` from one up."""
-    return f"{watts / 1e6:,.2f} MW" if abs(watts) >= 1e6 else f"{watts / 1e3:,.1f} kW"
+    """Power as every page writes it: ``42.5 kW`` below a megawatt, ``1.36 MW`` from one up
+    (:func:`fabric.figures.figure_text`)."""
+    from fabric.figures import figure_text
+
+    return figure_text(watts, "power")
 
 
 def _plural(n: int, word: str) -> str:
