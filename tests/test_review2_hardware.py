@@ -248,12 +248,12 @@ def test_fabric_and_bom_opens_at_the_sessions_size_and_explains_the_unit_step():
     at.switch_page("pages/build.py").run()
     _ok(at)
     assert at.number_input(key="gpus").value == 1024
-    assert {m.label: m.value for m in at.metric}["Network capex"] == "$8.27M"
+    assert {m.label: m.value for m in at.metric}["Network capex"] == "$8,266,640"
     note = " ".join(i.value for i in at.info).replace("\\$", "$")
     # 4 SUs hold 127 servers + the UFM slot: the 128th server starts a 5th unit with its 8 rail leaves, and the
     # spines go from 16 to 32
     assert "A 5th scalable unit starts above 1,016 GPUs" in note
-    assert "leaf 32 -> 40, spine 16 -> 32" in note and "$6.88M" in note and "$8.27M" in note
+    assert "leaf 32 -> 40, spine 16 -> 32" in note and "$6,883,120" in note and "$8,266,640" in note
 
 
 def test_one_design_has_the_same_racks_power_and_bom_on_design_fabric_bom_and_the_cli():

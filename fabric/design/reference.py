@@ -152,5 +152,5 @@ def scalable_unit_note(design: Design, catalog=None) -> str:
             f"{nps}, and a partly "
             f"filled unit is cabled as a full one: "
             f"{changes}" + (f" ({'; '.join(why)})" if why else "") + f". {sus - 1} full unit{'s' if sus != 2 else ''} "
-            f"({prev_gpus:,} GPUs) cost{'s' if sus == 2 else ''} ${pcost / 1e6:,.2f}M; {design.gpus:,} GPUs cost "
-            f"${cost / 1e6:,.2f}M.")
+            f"({prev_gpus:,} GPUs) cost{'s' if sus == 2 else ''} ${pcost:,.0f}; {design.gpus:,} GPUs cost "
+            f"${cost:,.0f}.")
