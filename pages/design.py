@@ -12,7 +12,7 @@ from pages import _common as C
 from fabric.errors import FabricError
 from fabric.evaluate.gpu_compute import basis_notes
 from fabric.evaluate.innetwork import in_network_lines
-from fabric.figures import figure_texts
+from fabric.figures import figure_text, figure_texts
 from fabric.tradeoff import usd_per_ms_text
 from fabric.ui_support import charts, serving_front, serving_view
 from fabric.ui_support.designs import short_label
@@ -318,10 +318,10 @@ with a:
         r1, r2 = st.columns(2)
         r3, r4 = st.columns(2)
         for col, f in zip((r1, r2), evaluated_failures(res_)):
-            label = f"p99, worst {f['what']} failure ({unit})"
+            label = f"p99, worst {f['what']} failure"
             above = f"A {f['what']} above the leaves (spine, core or between them), the worst of those tried"
             if f["state"] == "evaluated":
-                col.metric(label, f"{f['p99_s'] * scale:,.4g}", delta=f"{f['p99_s'] / st_['p99'] - 1:+.1%}",
+                col.metric(label, figure_text(f["p99_s"], "time"), delta=f"{f['p99_s'] / st_['p99'] - 1:+.1%}",
                            delta_color="inverse", help=f"{above}: failing {f['failed']}, evaluated with the same seed.")
             else:
                 col.metric(label, "partitions" if f["state"] == "partitions" else "none",

@@ -80,7 +80,7 @@ def test_upload_search_open_design_report(server, browser, shots_dir):
     page.get_by_role("heading", name="Topology").wait_for(timeout=60_000)
     idle(page)
     charts_drawn(page, 5)
-    assert page.get_by_test_id("stMetric").count() == 12       # 6 headline + 3 single failures + 3 cost per step
+    assert page.get_by_test_id("stMetric").count() == 13       # 6 headline + 4 single failures + 3 cost per step
     assert "design=" in page.url
     shot(page, shots_dir, "design-step-time", anchor="Step-time distribution")
     shot(page, shots_dir, "design-what-if", anchor="Scaling efficiency")
