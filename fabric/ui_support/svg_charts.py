@@ -89,9 +89,18 @@ def scatter_svg(series: Sequence[Series], *, x_title: str, y_title: str, x_text=
     pad = (y1 - y0) or abs(y1) * 0.1 or 1.0
     y0, y1 = y0 - 0.08 * pad, y1 + 0.12 * pad
     x1 = x1 + 0.06 * ((x1 - x0) or 1.0)
-    legend_rows = math.ceil(len(series) / 3)
-    left, right, top, bottom = 78, 18, 14, 46 + 18 * legend_rows
-    pw, ph = width - left - right, height - top - bottom
+    left, right, top = 78, 18, 14
+    pw = width - left - right
+    places, x, row = [], 0.0, 0                # the legend flows left to right, wrapping, ~6.5 px per character
+    for s in series:
+        w = 22 + 6.5 * len(s.name) + 14
+        if x > 0 and x + w > pw:
+            x, row = 0.0, row + 1
+        places.append((x, row))
+        x += w
+    bottom = 46 + 18 * (row + 1)
+    height = max(height, top + bottom + 160)
+    ph = height - top - bottom
 
     def X(v):
         return left + (v - x0) / (x1 - x0) * pw
@@ -129,8 +138,8 @@ def scatter_svg(series: Sequence[Series], *, x_title: str, y_title: str, x_text=
             if i < len(s.labels) and s.labels[i]:
                 out.append(f"<text x='{X(x) + s.size + 3:.1f}' y='{Y(y) - s.size - 2:.1f}' fill='#222'>"
                            f"{_esc(s.labels[i])}</text>")
-    for i, s in enumerate(series):
-        lx, ly = left + (i % 3) * (pw / 3), top + ph + 50 + 18 * (i // 3)
+    for s, (dx, r) in zip(series, places):
+        lx, ly = left + dx, top + ph + 50 + 18 * r
         out.append(_marker(s.marker, lx + 6, ly - 4, 5, s.color, s.hollow))
         out.append(f"<text x='{lx + 16:.1f}' y='{ly:.1f}'>{_esc(s.name)}</text>")
     out.append("</svg>")
