@@ -269,3 +269,28 @@ def test_svg_charts_draw_degenerate_data_in_bounded_time_and_size():
     assert nice_ticks(1.19, 1.22) == [1.19, 1.2, 1.21, 1.22]
     one = scatter_svg([Series("a", [(1.0, 2.0)])], x_title="x", y_title="y")
     assert one.startswith("<svg") and one.endswith("</svg>")
+
+
+def test_the_brief_page_in_robust_mode_labels_each_comparison():
+    """The Brief page of a robust search (Mixtral plan + Llama-3-70B plan, worst case): every baseline line says
+    the p99 on the first workload and the robust p99 apart, and the p99 change on the workload is the one Compare
+    computes from the same two evaluations."""
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120)
+    at.query_params.update({"wl": "plan:mixtral-8x7b:256", "gpus": "256", "evals": "60", "robust": "worst",
+                            "mix": "plan:llama3-70b:256"})
+    at.run()
+    at.switch_page("pages/search.py").run()
+    assert at.session_state["search_job"].wait(300)
+    at.run()
+    at.switch_page("pages/brief.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    md = "\n".join(str(m.value) for m in at.markdown).replace("\\", "")
+    lines = [x for x in md.splitlines() if x.startswith("- Against '")]
+    assert lines
+    for line in lines:
+        assert "p99 on plan mixtral-8x7b on 256 GPUs" in line and "robust p99" in line
+    assert "Robust p99 across the job mix (2 cases" in md
