@@ -76,39 +76,32 @@ def _baseline_rows(baselines, workload, constraints, rec_cost: float, p99: float
     return rows
 
 
+#: Limits of the constraints the brief names: (field, words with {} for the value, figure kind).
+_LIMITS = (("budget_usd", "network budget {}", "usd"), ("p99_target_s", "p99 target {}", "time"),
+           ("power_w", "network power {}", "power"), ("rack_power_w", "{} per rack", "power"),
+           ("facility_power_w", "facility power {}", "power"),
+           ("max_p99_under_failure_s", "p99 under the worst single failure {}", "time"),
+           ("inference_ttft_p99_s", "serving p99 TTFT {}", "time"), ("inference_tpot_p99_s", "serving p99 TPOT {}", "time"),
+           ("inference_slo_attainment", "serving SLO attainment {}", "share"))
+
+
 def constraint_lines(constraints) -> list[str]:
     """The limits the search held every design to, in words (the brief's "Constraints" section)."""
-    c = constraints
-    from fabric.units import time_text
+    from fabric.figures import figure_text
+    from fabric.resilience_text import RULE_TEXT
 
+    c = constraints
     out = [f"Cluster: {c.gpus:,} {c.gpu_model} GPUs, {c.gpus_per_node} per server"
            + (f"; GPU systems compared: {', '.join(c.gpu_models)}" if c.gpu_models else "") + "."]
-    limits = []
-    if c.budget_usd is not None:
-        limits.append(f"network budget ${c.budget_usd:,.0f}")
-    if c.p99_target_s is not None:
-        limits.append(f"p99 target {time_text(c.p99_target_s)}")
-    if c.power_w is not None:
-        limits.append(f"network power {c.power_w / 1e3:,.1f} kW")
-    if c.rack_power_w is not None:
-        limits.append(f"{c.rack_power_w / 1e3:,.1f} kW per rack")
-    if c.facility_power_w is not None:
-        limits.append(f"facility power {c.facility_power_w / 1e6:,.2f} MW")
+    limits = [words.format(figure_text(getattr(c, key), kind)) for key, words, kind in _LIMITS
+              if getattr(c, key) is not None]
     if c.cable_count is not None:
         limits.append(f"{c.cable_count:,} cables")
     if c.max_radix is not None:
         limits.append(f"radix {c.max_radix}")
-    if c.max_p99_under_failure_s is not None:
-        limits.append(f"p99 under the worst single failure {time_text(c.max_p99_under_failure_s)}")
-    for key, what in (("inference_ttft_p99_s", "serving p99 TTFT"), ("inference_tpot_p99_s", "serving p99 TPOT")):
-        if getattr(c, key) is not None:
-            limits.append(f"{what} {time_text(getattr(c, key))}")
-    if c.inference_slo_attainment is not None:
-        limits.append(f"serving SLO attainment {c.inference_slo_attainment:.1%}")
     out.append("Limits: " + (", ".join(limits) if limits else "none beyond the hardware allowed") + ".")
-    out.append("Survive any single failure: " + (
-        "on: a design that one switch or link failure partitions is not a candidate." if c.survive_single_failure
-        else "off: designs one failure can partition were allowed."))
+    out.append("Survive any single failure: " + (f"on. {RULE_TEXT}" if c.survive_single_failure
+                                                 else "off: designs one failure takes down were allowed."))
     out.append(f"Allowed: families {', '.join(c.families)}; oversubscription up to {c.max_oversubscription:g}:1; "
                + (f"switches {', '.join(c.switch_models)}; " if c.switch_models else "every catalog switch; ")
                + (f"NICs {', '.join(c.nic_models)}." if c.nic_models else "every catalog NIC the GPU host can feed."))
