@@ -30,6 +30,7 @@ class ParseError(FabricError):
     def __init__(self, message: str, *, source: str | None = None, line: int | str | None = None):
         self.source = source
         self.line = line
+        self.message = message
         where = ""
         if source is not None:
             where = f"{source}"

@@ -135,8 +135,9 @@ def test_table_without_test_name_collective_inferred_and_said(tmp_path, fname, k
 
 
 def _new_layout(tmp_path, fname):
-    """The SuperBench all_gather table rewritten in nccl-tests' new layout (redop 'none', root -1, '#wrong'),
-    where all_gather and alltoall print identical columns."""
+    """The SuperBench all_gather table rewritten in nccl-tests' new layout (redop 'none', root -1, '#wrong') as run
+    with validation off (-c 0: every '#wrong' cell N/A), where all_gather and alltoall print identical columns (with
+    validation on, all_gather's checked in-place column tells it from alltoall's N/A)."""
     out = []
     for ln in trace_path(SUPERBENCH + fname).read_text().splitlines():
         toks = ln.split()
@@ -144,7 +145,7 @@ def _new_layout(tmp_path, fname):
             out.append("#       size         count      type   redop    root     time   algbw   busbw #wrong     time"
                        "   algbw   busbw #wrong")
         elif toks and toks[0].isdigit() and len(toks) == 11:
-            toks = toks[:3] + ["none", "-1"] + ["0" if t == "N/A" else t for t in toks[3:]]
+            toks = toks[:3] + ["none", "-1"] + [t if i % 4 != 3 else "N/A" for i, t in enumerate(toks[3:])]
             out.append("  ".join(toks))
         elif not ln.lstrip("# ").startswith("Rank"):
             out.append(ln)
@@ -263,7 +264,9 @@ def test_new_layout_with_prefixes_and_collective_line():
 
 def test_new_layout_gather_like_needs_a_name_when_content_is_ambiguous():
     text = NEW_LAYOUT.replace("[1,0]<stdout>:# Collective test starting: all_gather_perf\n", "")
-    # all_gather and alltoall print identical columns in the new layout: the content allows both
+    # all_gather and alltoall print identical columns in the new layout: the content allows both (validation off, so
+    # no in-place '#wrong' count tells them apart: alltoall prints N/A there, all_gather a count)
+    text = text.replace("0.00      0    10.00    0.00    0.00      0", "0.00    N/A    10.00    0.00    0.00    N/A")
     with pytest.raises(ParseError, match="cannot determine the collective") as err:
         nccl_tests.parse([("run.log", text.encode())])
     assert err.value.source == "run.log" and err.value.line == 11

@@ -2,8 +2,8 @@
 
 :func:`load_measurements` reads files with the workload ingester (nccl-tests tables, NCCL_DEBUG logs that carry
 an nccl-tests table, AICB CSVs with timings) and says clearly why a file gives nothing to fit: a log without a
-result table, a CSV whose timing columns are ``None`` (AICB workload files), a trace format without measured
-collective times. Every file must come from the same system (:func:`fabric.calibrate.system.infer_system`).
+result table, a log whose table's collective cannot be decided (with the parser's reason), a CSV whose timing
+columns are ``None`` (AICB workload files), a trace format without measured collective times. Every file must come from the same system (:func:`fabric.calibrate.system.infer_system`).
 
 :func:`merge_points` turns measurements into points: one per (kind, bytes, ranks), its time the geometric mean of
 the repeated measurements (nccl-tests' out-of-place and in-place columns), zero-byte rows dropped.
@@ -63,6 +63,10 @@ def _empty_reason(path: str, report, workload) -> str:
     if fmt == "aicb_csv":
         return f"no measured times in {path} (timing columns are None): an AICB workload file has sizes only"
     if fmt == "nccl_log":
+        unused = [w for w in (workload.warnings if workload is not None else ()) if "row(s) were not used" in w]
+        if unused:
+            return (f"the nccl-tests table in {path} could not be used: " + "; ".join(unused)
+                    + "; then calibrate again")
         return (f"no nccl-tests result table in {path}: the NCCL log has topology lines only; calibrate needs the "
                 "size/time table nccl-tests prints")
     if fmt == "nccl_tests":

@@ -20,7 +20,9 @@ Calls are grouped per communicator (ranks of one communicator issue the same seq
 taken as the representative) and become ops counted over the whole log (the log has no step markers). A log
 without COLL lines gives facts only and a job with no ops, plus a warning; no op is made up. An nccl-tests table
 inside the log (an ``all_reduce_perf`` run with NCCL_DEBUG=INFO) is read with :mod:`.nccl_tests` and kept as
-measurements.
+measurements, wherever the INFO lines fall (before, between and after its lines, or inside a row that NCCL
+interrupted: such a message is read here too); when its content leaves the collective open, the kinds the log's
+COLL lines call decide it.
 """
 
 from __future__ import annotations
@@ -125,10 +127,14 @@ def scan_log(text: str, source: str) -> NcclLog:
     """Read the NCCL INFO lines of ``text`` (malformed COLL lines raise ParseError with their line number)."""
     log = NcclLog(source=source)
     host_pids: dict[str, set] = defaultdict(set)
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    inline = nccl_tests.inline_message_pattern(nccl_tests.debug_hosts(lines))
+    for lineno, raw in enumerate(lines, start=1):
         line = nccl_tests.strip_mpi_prefix(raw).strip()
         if not line:
             continue
+        # a message logged while nccl-tests printed a row sits after the row's first cells
+        line = (nccl_tests.split_inline_message(line, inline)[1] or line).strip()
         m = _PREFIX.match(line)
         if not m:
             mv = re.match(r"^NCCL version (\S+)", line)
@@ -353,7 +359,8 @@ def parse(files: list[tuple[str, bytes]]) -> Workload:
         tests.tables = [t for t in tests.tables if t.rows]
         tests_facts: list[tuple[str, str]] = []
         if tests.tables:
-            warnings.extend(nccl_tests.resolve_kinds(tests, fname, strict=False))
+            called = {_COLL_KINDS[c.coll] for calls in log.calls.values() for c in calls}
+            warnings.extend(nccl_tests.resolve_kinds(tests, fname, strict=False, called=called))
             tests.tables = [t for t in tests.tables if t.kind is not None]
         if tests.tables:
             measurements.extend(nccl_tests.measurements_of(tests))

@@ -11,16 +11,21 @@ What it reads
 - the footer ``# Out of bounds values : N OK`` and ``# Avg bus bandwidth : X``.
 
 Lines may carry an OpenMPI ``[1,N]<stdout>:`` prefix and be interleaved with ``NCCL INFO`` lines and shell-trace
-(``+ cmd``) lines; those are noise and skipped. A line inside a table whose first field is a number but which does
-not parse as a row raises :class:`ParseError` with its line number (a truncated or corrupted table is never
-silently shortened).
+(``+ cmd``) lines; those are noise and skipped, wherever they fall: before, between and after the table's lines, and
+inside a row (NCCL shares nccl-tests' stdout, so a message logged while a row is printed splits it: the row's
+cells before the message and on the next row line are joined). A line inside a table whose first field is a number
+but which does not parse as a row raises :class:`ParseError` with its line number (a truncated or corrupted table is
+never silently shortened; neither is a row whose interrupted rest never comes).
 
 The collective kind of a table comes from the content: a ``# Collective test starting: all_reduce_perf`` line, a
 ``*_perf`` binary named in the log, and otherwise from the numbers themselves (which optional columns the header has,
 the ``redop``/``root`` cells, ``size / (count x dtype)`` which is 1 for all-reduce-like tests and the rank count for
-gather-like ones, and busbw/algbw which is nccl-tests' bus factor 2(n-1)/n, (n-1)/n or 1). When the content leaves
-more than one kind possible, the file name breaks the tie (``nccl_allreduce.log``); when it still cannot be decided
-the parser raises :class:`ParseError` saying so.
+gather-like ones, and busbw/algbw which is nccl-tests' bus factor 2(n-1)/n, (n-1)/n or 1). When these leave more
+than one kind, the in-place error column decides where it can: nccl-tests checks in-place results for every test
+but sendrecv and alltoall (no in-place mode: N/A there while the out-of-place cell is a count), so on 2 ranks,
+where all_reduce's bus factor 2(n-1)/n is sendrecv's 1, a checked in-place column says all_reduce. Inside an
+NCCL_DEBUG log with COLL lines the collectives called decide next; then the file name breaks the tie
+(``nccl_allreduce.log``); when it still cannot be decided the parser raises :class:`ParseError` saying so.
 
 Output: one :class:`Measurement` per row and placement (out-of-place, in-place), facts, and one job per file that
 represents the benchmark: one op per measured size (bytes > 0), once per "step", in a ``world`` group of all ranks.
@@ -42,7 +47,8 @@ from fabric.workload.model import (
 __all__ = [
     "FORMAT", "sniff", "parse",
     "TestsRow", "TestsTable", "TestsLog", "scan_text", "measurements_of", "job_of", "facts_of",
-    "strip_mpi_prefix", "debug_log_signals", "kind_from_name", "resolve_kinds", "rank_count", "unique_job_names",
+    "strip_mpi_prefix", "debug_log_signals", "debug_hosts", "inline_message_pattern", "split_inline_message",
+    "kind_from_name", "resolve_kinds", "rank_count", "unique_job_names",
     "checked", "DTYPE_NAMES",
 ]
 
@@ -82,6 +88,8 @@ _WRONG = ("#wrong", "wrong", "error")
 # mode", which nccl-tests logs keep even when the rest of the debug output was filtered out. A bare "NCCL version"
 # line (NCCL_DEBUG=VERSION) is not one.
 _DEBUG_SIGNALS = re.compile(r"\bNCCL INFO (?!Launch mode)")
+#: the prefix NCCL puts on every debug line: ``host:pid:tid [localDev] NCCL INFO`` (group 1: the host)
+_DEBUG_LINE = re.compile(r"^([^\s:]+):\d+:\d+ \[[^\]]*\] NCCL (?:INFO|WARN|TRACE)\b")
 
 
 def strip_mpi_prefix(line: str) -> str:
@@ -138,7 +146,7 @@ class TestsTable:
     declared_kind: str | None = None      # from a "Collective test starting" line just before it
     kind: str | None = None
     kind_evidence: str = ""
-    kind_source: str = ""                 # "declared", "binary", "content", "file name" or "" (undecided)
+    kind_source: str = ""                 # "declared", "binary", "content", "COLL lines", "file name" or ""
     implied_ranks: int | None = None      # rank count the numbers imply (gather ratio or bus factor)
 
 
@@ -248,25 +256,73 @@ def _parse_row(toks: list[str], table: TestsTable, source: str, line: int) -> Te
     return TestsRow(line=line, size=size, count=count, dtype=dtype, redop=redop, root=root, oop=oop, ip=ip)
 
 
+def debug_hosts(lines) -> set[str]:
+    """Host names of the NCCL debug lines (``host:pid:tid [dev] NCCL INFO ...``) that start a line of ``lines``."""
+    hosts = set()
+    for raw in lines:
+        m = _DEBUG_LINE.match(strip_mpi_prefix(raw).lstrip())
+        if m:
+            hosts.add(m.group(1))
+    return hosts
+
+
+def inline_message_pattern(hosts) -> re.Pattern | None:
+    """A pattern finding an NCCL debug message of one of ``hosts`` anywhere in a line (None without hosts).
+
+    NCCL writes its messages to the same stdout as nccl-tests, so a message logged while a row is being printed
+    (a connection set up or a COLL line during the first call of a size) lands inside that row: ``... sum
+    -1host:12:12 [0] NCCL INFO ...`` and the rest of the row on a later line. The host names come from the lines
+    that start with the prefix, so the glued ``-1`` is never taken for part of a host name.
+    """
+    if not hosts:
+        return None
+    alts = "|".join(re.escape(h) for h in sorted(hosts, key=len, reverse=True))
+    return re.compile(rf"(?:{alts}):\d+:\d+ \[[^\]]*\] NCCL (?:INFO|WARN|TRACE)\b")
+
+
+def split_inline_message(line: str, pattern: re.Pattern | None) -> tuple[str, str | None]:
+    """``(text before, NCCL message)`` of a line with an NCCL debug message after other text, else (line, None)."""
+    if pattern is None:
+        return line, None
+    m = pattern.search(line)
+    if m is None or not line[: m.start()].strip():
+        return line, None
+    return line[: m.start()], line[m.start():]
+
+
 def scan_text(text: str, source: str) -> TestsLog:
     """Read header, devices and every result table of an nccl-tests output.
 
     Rows are validated as they are read; a malformed row inside a table raises :class:`ParseError` naming the line.
-    Kinds are not decided here (see :func:`resolve_kinds`).
+    NCCL_DEBUG lines may fall anywhere: before, between and after the table's lines, and inside a row (the row's
+    cells before and after the message are joined; see :func:`inline_message_pattern`). Kinds are not decided here
+    (see :func:`resolve_kinds`).
     """
     log = TestsLog(source=source)
     table: TestsTable | None = None
     pending_kind: str | None = None
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    inline = inline_message_pattern(debug_hosts(lines))
+    cut_row: list[str] = []          # cells of a row an NCCL message interrupted, waiting for the rest
+    cut_line = 0
+
+    def unfinished() -> ParseError:
+        return ParseError("table row interrupted by an NCCL message and never completed", source=source,
+                          line=cut_line)
+
+    for lineno, raw in enumerate(lines, start=1):
         line = strip_mpi_prefix(raw).rstrip()
+        line, message = split_inline_message(line, inline)
         body = line.strip()
         if not body:
             continue
-        if "NCCL INFO" in body or "NCCL WARN" in body or body.startswith("+ "):
+        if message is None and ("NCCL INFO" in body or "NCCL WARN" in body or body.startswith("+ ")):
             for b in _BINARY.findall(body) if body.startswith("+ ") else ():
                 log.binaries.append(b)
             continue
         if body.startswith("#"):
+            if cut_row:
+                raise unfinished()
             inner = body[1:].strip()
             m = _HEADER.match(body)
             if m:
@@ -308,10 +364,23 @@ def scan_text(text: str, source: str) -> TestsLog:
                 table = None
             continue
         if table is not None and _NUMERIC_START.match(line):
-            table.rows.append(_parse_row(body.split(), table, source, lineno))
+            if not cut_row:
+                cut_line = lineno
+            cut_row.extend(body.split())
+            if message is None:          # the row ends with this line
+                cells, cut_row = cut_row, []
+                try:
+                    table.rows.append(_parse_row(cells, table, source, cut_line))
+                except ParseError as err:
+                    if cut_line == lineno:
+                        raise
+                    raise ParseError(f"table row interrupted by an NCCL message (its cells continue on line "
+                                     f"{lineno}): {err.message}", source=source, line=cut_line) from None
             continue
         for b in _BINARY.findall(body):
             log.binaries.append(b)
+    if cut_row:
+        raise unfinished()
     return log
 
 
@@ -413,7 +482,43 @@ def _content_candidates(table: TestsTable, nranks: int | None) -> tuple[set[str]
                 evidence.append(f"busbw/algbw = {factors[0]:.3f}{ip_note}, which fits {shown}")
                 if len(fits) == 1 and implied[next(iter(fits))]:
                     nranks = implied[next(iter(fits))]
+    if len(cands) > 1:
+        # the in-place error count: nccl-tests checks it for every test but sendrecv and alltoall, which print N/A
+        # there (they have no in-place mode) while checking out-of-place; with validation off both are N/A
+        checked = _in_place_checked(table)
+        if checked is not None:
+            narrowed = (cands - _NO_IN_PLACE_CHECK) if checked else (cands & _NO_IN_PLACE_CHECK)
+            if narrowed and narrowed != cands:
+                cands = narrowed
+                col = next((c for c in table.columns if c in _WRONG), "#wrong")
+                evidence.append(f"in-place {col} checked (sendrecv and alltoall print N/A there)" if checked
+                                else f"in-place {col} N/A while out-of-place is checked (sendrecv or alltoall)")
     return cands, nranks, evidence
+
+
+#: nccl-tests collectives with no in-place mode: their in-place error column reads N/A even when validating
+_NO_IN_PLACE_CHECK = frozenset({"send_recv", "all_to_all"})
+
+
+def _wrong_cell_checked(cell: str) -> bool | None:
+    """True for a number in an error column, False for N/A, None for anything else (blank, garbage)."""
+    if cell.strip().upper() == "N/A":
+        return False
+    try:
+        return math.isfinite(float(cell))
+    except ValueError:
+        return None
+
+
+def _in_place_checked(table: TestsTable) -> bool | None:
+    """Whether the rows' in-place error cells are numbers (True) or N/A (False) wherever the out-of-place one is a
+    number; None when no row says or the rows disagree."""
+    seen = set()
+    for r in table.rows:
+        if r.ip is None or _wrong_cell_checked(r.oop[3]) is not True:
+            continue
+        seen.add(_wrong_cell_checked(r.ip[3]))
+    return seen.pop() if len(seen) == 1 and None not in seen else None
 
 
 def _ranks_from_factor(kind: str, factor: float) -> int | None | bool:
@@ -432,9 +537,11 @@ def _ranks_from_factor(kind: str, factor: float) -> int | None | bool:
     return n if abs((n - 1) / n - factor) <= 0.03 * factor else None
 
 
-def resolve_kinds(log: TestsLog, name_hint: str | None = None, *, strict: bool = True) -> list[str]:
+def resolve_kinds(log: TestsLog, name_hint: str | None = None, *, strict: bool = True,
+                  called: set[str] | None = None) -> list[str]:
     """Decide every table's collective kind: a ``Collective test starting`` line, else a ``*_perf`` binary named in
-    the log, else the table's content, else the file name as tie-breaker.
+    the log, else the table's content, else the collectives the run called (``called``: the kinds of an
+    NCCL_DEBUG_SUBSYS=COLL log's calls), else the file name as tie-breaker.
 
     Returns warnings for every table whose kind was inferred (content or file name): what was inferred and from
     what, and whether the content alone was ambiguous. A table whose kind cannot be decided raises ParseError
@@ -475,6 +582,16 @@ def resolve_kinds(log: TestsLog, name_hint: str | None = None, *, strict: bool =
             warnings.append(f"{at} has no test name: collective inferred as {table.kind} from its content "
                             f"({', '.join(evidence)})")
             continue
+        among = (cands & called) if (called and cands) else set(called or ())
+        if len(among) == 1:
+            table.kind = among.pop()
+            shown = ", ".join(sorted(called))
+            table.kind_evidence = f"the log's COLL lines (calls: {shown})" + (
+                f"; content allows {', '.join(sorted(cands))}" if cands else "")
+            table.kind_source = "COLL lines"
+            warnings.append(f"{at} has no test name: collective taken as {table.kind} from the log's COLL lines "
+                            f"(calls: {shown}; content allows {', '.join(sorted(cands)) or 'none'})")
+            continue
         hint = kind_from_name(name_hint) if name_hint else False
         if hint and (hint in cands or not cands):
             table.kind = hint
@@ -490,7 +607,9 @@ def resolve_kinds(log: TestsLog, name_hint: str | None = None, *, strict: bool =
         allowed = ", ".join(sorted(cands)) or "none"
         msg = (f"cannot determine the collective of this nccl-tests table from its content: it is ambiguous "
                f"(it allows: {allowed}; evidence: {', '.join(evidence) or 'none'}); keep the '# Collective test "
-               "starting: <name>_perf' line or name the file after the test binary (e.g. all_reduce_perf.log)")
+               "starting: <name>_perf' line or name the file after the test binary (e.g. all_reduce_perf.log)"
+               + ("; a run with validation on (-c 1) tells sendrecv and alltoall apart by their N/A in-place "
+                  "#wrong column" if cands & _NO_IN_PLACE_CHECK and len(cands) > 1 else ""))
         if strict:
             raise ParseError(msg, source=log.source, line=table.header_line)
         table.kind = None
