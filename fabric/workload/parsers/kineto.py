@@ -12,9 +12,15 @@ What is read
   counted (the matching ``send`` on the peer is).
 - Steps: ``ProfilerStep#N`` windows (CPU side). A call belongs to the step whose window holds its CPU start;
   ``count_per_step`` = occurrences / steps. Calls outside every window are left out (with a warning).
-- Compute time of a step = ProfilerStep duration minus the *exposed transfer* time of that step: the part of the
-  union of its NCCL kernels not overlapped by compute kernels, where a kernel that waited for a late peer counts
-  only its transfer part. A collective ends at about the same time on every member, so when ranks are merged the
+- Collective kernels are told by name: NCCL's and RCCL's own (``nccl...``/``rccl...``, including the generic
+  ``ncclDevKernel_Generic`` that names no collective) and RCCL's MSCCL ``mscclKernel_...``; every other kernel, on
+  any stream (HIP or CUDA), is compute.
+- Compute time of a step = ProfilerStep duration minus the *exposed transfer* time inside that ProfilerStep span:
+  the part of the union of the collective kernels running inside the span (clipped to it, whichever step
+  launched them: a rank whose CPU runs ahead of its GPU has one step's kernels spinning into the next span) not
+  overlapped by compute kernels of any stream of the same device, where a kernel that waited for a late peer counts
+  only its transfer part. So a step's compute is never below its compute kernels' busy time inside the span, nor
+  above the span. A collective ends at about the same time on every member, so when ranks are merged the
   shortest kernel of one call over the traced ranks (the last rank to arrive) is its transfer and the rest of
   each rank's kernel is waiting (load imbalance or compute elsewhere, which a perfect network would not remove):
   that waiting stays in compute. With one rank (or calls that do not pair up, uneven all_to_allv sizes, send/recv)
@@ -149,7 +155,12 @@ def collective_kind(name: str) -> str | None:
 
 # ---------------------------------------------------------------- kernel classification
 
-_NCCL_KERNEL = re.compile(r"nccl(?:Dev)?Kernel_?([A-Za-z]*)", re.I)
+#: collective kernels of NCCL and RCCL, by name: the library's own prefix (``ncclKernel_AllReduce_RING_LL_Sum_float``,
+#: ``ncclDevKernel_<Coll>_..`` since NCCL 2.19, ``ncclAllReduceRingLLKernel_sum_f32`` before 2.4,
+#: ``ncclDevKernel_Generic[_N]`` in NCCL and RCCL, which says nothing about the collective, ``rccl...``), and RCCL's
+#: MSCCL algorithms ``mscclKernel_<Op>_<type>_<proto>`` (run inside the NCCL API call, unlike MSCCL++)
+_NCCL_KERNEL = re.compile(r"^(?:void\s+)?(?:(nccl|rccl)|(msccl)(?!pp))\w*", re.I)
+_NCCL_COLL = re.compile(r"(AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|SendRecv|AllToAll|Generic)", re.I)
 _OTHER_COMM = (
     (re.compile(r"deep_?ep|dpsk::ep|\bep::|internode|intranode", re.I),
      re.compile(r"dispatch|combine|notify", re.I), "DeepEP expert-parallel dispatch/combine kernel"),
@@ -157,10 +168,11 @@ _OTHER_COMM = (
      "NVLS multimem (symmetric-memory) collective kernel"),
     (re.compile(r"cross_device_reduce|custom_?all_?reduce|one_?shot_?all_?reduce|two_?shot_?all_?reduce|"
                 r"allreduce_fusion|lamport", re.I), None, "custom all-reduce kernel (vLLM/TensorRT-LLM style)"),
-    (re.compile(r"nvshmem|mscclpp|msccl|symm_mem", re.I), None, "NVSHMEM/MSCCL++ communication kernel"),
+    (re.compile(r"nvshmem|mscclpp|symm_mem", re.I), None, "NVSHMEM/MSCCL++ communication kernel"),
     (re.compile(r"all_?reduce|all_?gather|reduce_?scatter|all_?to_?all", re.I), None,
      "communication kernel not issued through NCCL"),
 )
+_NCCL_CANON = ("AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "SendRecv", "AllToAll", "Generic")
 _NCCL_NAME_KIND = {
     "allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
     "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "send/recv or all_to_all",
@@ -171,10 +183,13 @@ _CLASS_COMPUTE, _CLASS_NCCL, _CLASS_OTHER = 0, 1, 2
 
 def _classify_kernel(name: str) -> tuple[int, str, str]:
     """(class, short label, reason) of a kernel name."""
-    m = _NCCL_KERNEL.search(name)
-    if m and "nccl" in name[: m.start() + 4].lower():
-        coll = m.group(1) or "Generic"
-        return _CLASS_NCCL, f"nccl {coll}", _NCCL_NAME_KIND.get(coll.lower(), coll)
+    m = _NCCL_KERNEL.match(name)
+    if m:
+        lib = (m.group(1) or m.group(2)).lower()
+        c = _NCCL_COLL.search(m.group(0))
+        coll = c.group(1) if c else "Generic"
+        coll = {k.lower(): k for k in _NCCL_CANON}.get(coll.lower(), coll)
+        return _CLASS_NCCL, f"{lib} {coll}", _NCCL_NAME_KIND.get(coll.lower(), coll)
     for pat, pat2, reason in _OTHER_COMM:
         if pat.search(name) and (pat2 is None or pat2.search(name)):
             return _CLASS_OTHER, _short_kernel_name(name), reason
@@ -319,11 +334,13 @@ class RankTrace:
     unparsed: list[UnparsedComm]
     warnings: list[str]
     trace_name: str | None = None
-    # per analysed window (ProfilerStep, or the one request window): its length (us) and the NCCL kernel spans
-    # (device, start, end) that belong to no call; the calls' own spans are reached through ``call.step``. Kept so
-    # that compute per step can be recomputed once the waiting part of each call is known (merge_ranks).
+    # the analysed windows (ProfilerStep spans, or the one request window) as (start, end) us and their lengths,
+    # and the collective-kernel spans (device, start, end) of no kept call (kernels without an annotation, calls
+    # outside every step); the kept calls' spans are reached through ``calls``. Kept so that compute per window can
+    # be recomputed once the waiting part of each call is known (merge_ranks).
     window_len_us: list[float] = field(default_factory=list)
-    window_orphans: list[list] = field(default_factory=list)
+    windows: list[tuple[float, float]] = field(default_factory=list)
+    comm_other: list[tuple] = field(default_factory=list)
     compute_iv: dict = field(default_factory=dict)      # device -> merged compute-kernel intervals
     device_name: str | None = None      # the GPU the trace names (deviceProperties), when it names one
 
@@ -708,24 +725,13 @@ def _analyse(name, col, header, rank, world, backend, pgs, calls, unparsed, warn
             n_comm = sum(1 for c in calls if c.step < 0 and c.kind not in ("",))
             if n_comm:
                 warnings.append(f"{name}: {n_comm} collective call(s) outside the ProfilerStep windows were left out")
-        spans_by_step: list[list] = [[] for _ in steps]
-        for c in kept:
-            spans_by_step[c.step].extend(c.kernel_spans)
-        for dev, s, e, lts in orphan_spans:
-            t = lts if lts is not None else s
-            i = bisect.bisect_right(starts, t) - 1
-            if i >= 0 and t < steps[i][1]:
-                spans_by_step[i].append((dev, s, e))
-        orphans_by_step: list[list] = [[] for _ in steps]
-        for dev, s, e, lts in orphan_spans:
-            t = lts if lts is not None else s
-            i = bisect.bisect_right(starts, t) - 1
-            if i >= 0 and t < steps[i][1]:
-                orphans_by_step[i].append((dev, s, e))
-        compute_us = []
-        for (s0, s1), spans in zip(steps, spans_by_step):
-            exposed = _exposed(spans, compute_merged)
-            compute_us.append(max((s1 - s0) - exposed, 0.0))
+        # the GPU's collective time in a step is what runs inside its ProfilerStep span, whichever step launched
+        # it: a rank that runs ahead of its GPU (or of its peers) has kernels of one step spinning into the next
+        comm_other = [(d, s, e) for d, s, e, _ in orphan_spans]
+        comm_other += [sp for c in calls if c.step < 0 for sp in c.kernel_spans]
+        windows = [(float(s0), float(s1)) for s0, s1 in steps]
+        compute_us = _window_compute(windows, [sp for c in kept for sp in c.kernel_spans] + comm_other,
+                                     compute_merged)
         window = sum(s1 - s0 for s0, s1 in steps)
         window_len = [s1 - s0 for s0, s1 in steps]
         # GPU busy time inside the step windows (CPU windows: kernels lag their launches only slightly)
@@ -740,10 +746,10 @@ def _analyse(name, col, header, rank, world, backend, pgs, calls, unparsed, warn
         else:
             t0 = t1 = 0.0
         window = t1 - t0
-        exposed = _exposed(spans, compute_merged)
-        compute_us = [max(window - exposed, 0.0)] if all_iv else []
+        windows = [(t0, t1)] if all_iv else []
+        comm_other = [(d, s, e) for d, s, e, _ in orphan_spans]
+        compute_us = _window_compute(windows, spans, compute_merged)
         window_len = [window] if all_iv else []
-        orphans_by_step = [[(d, s, e) for d, s, e, _ in orphan_spans]] if all_iv else []
         for c in calls:
             c.step = 0
         busy = max((m[2][-1] for m in compute_merged.values()), default=0.0)
@@ -754,7 +760,7 @@ def _analyse(name, col, header, rank, world, backend, pgs, calls, unparsed, warn
     return RankTrace(name=name, rank=rank, world_size=world, backend=backend, pg_config=pgs, steps=steps,
                      calls=calls, compute_us=compute_us, busy_us=busy, window_us=window, unparsed=unparsed,
                      warnings=warnings, trace_name=tn if isinstance(tn, str) else None,
-                     window_len_us=window_len, window_orphans=orphans_by_step, compute_iv=compute_merged,
+                     window_len_us=window_len, windows=windows, comm_other=comm_other, compute_iv=compute_merged,
                      device_name=_device_name(header.get("deviceProperties")))
 
 
@@ -779,6 +785,17 @@ def _exposed(spans, compute_merged) -> float:
         for s, e in zip(starts, ends):
             total += (e - s) - (_covered(m, s, e) if m is not None else 0.0)
     return total
+
+
+def _window_compute(windows, spans, compute_merged) -> list[float]:
+    """Compute time of each window (us): its length minus the exposed part of the collective ``spans`` (device,
+    start, end) that fall inside it, clipped to it. Collective and compute kernels of every stream of a device
+    count, so a window's compute is never below its compute kernels' busy time nor above its length."""
+    out = []
+    for a, b in windows:
+        inside = [(d, max(s, a), min(e, b)) for d, s, e in spans if e > a and s < b]
+        out.append(max((b - a) - _exposed(inside, compute_merged), 0.0))
+    return out
 
 
 def _transfer_spans(spans, wait_us: float) -> list:
@@ -823,13 +840,10 @@ def _assign_waits(pairs) -> bool:
 
 def _recompute_compute(t: RankTrace) -> None:
     """Compute per window of one rank with only the transfer part of its calls' kernels counted as communication."""
-    if not t.window_len_us or not any(c.wait_us > 0 for c in t.calls):
+    if not t.windows or not any(c.wait_us > 0 for c in t.calls):
         return
-    spans = [list(o) for o in t.window_orphans]
-    for c in t.calls:
-        if 0 <= c.step < len(spans):
-            spans[c.step].extend(_transfer_spans(c.kernel_spans, c.wait_us))
-    t.compute_us = [max(length - _exposed(sp, t.compute_iv), 0.0) for length, sp in zip(t.window_len_us, spans)]
+    spans = list(t.comm_other) + [sp for c in t.calls for sp in _transfer_spans(c.kernel_spans, c.wait_us)]
+    t.compute_us = _window_compute(t.windows, spans, t.compute_iv)
 
 
 # ---------------------------------------------------------------- merging ranks into one job
