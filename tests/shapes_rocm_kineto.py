@@ -180,19 +180,27 @@ def _build(seed: int = 0, wait_bcast=WAIT_BCAST, wait_ar=WAIT_AR, scale: float =
     return g
 
 
-def trace(seed: int = 0, **kw) -> dict:
+def trace(seed: int = 0, *, tracer: str = "rocprofiler-sdk", **kw) -> dict:
     """The trace as a JSON object (see the module doc); ``kw``: ``wait_bcast``, ``wait_ar`` (us per step), ``scale``
-    (kernel durations)."""
+    (kernel durations).
+
+    ``tracer="roctracer"`` writes the kernels as Kineto's older roctracer back end (PyTorch <= 2.5 on ROCm) does:
+    no metadata of their own (``args`` only ``External id``, plus the comm keys on RCCL kernels) and the GPU track
+    numbered as roctracer numbers agents (GPU 0 is 2: the CPU agents come first)."""
     g = _build(seed, **kw)
     events = list(g.events)
+    pid = DEVICE + 2 if tracer == "roctracer" else DEVICE
     for k in g.kernels:
-        args = {"External id": k.ext, "device": DEVICE, "stream": k.queue, "correlation": k.corr,
-                "kind": "Dispatch Kernel", "grid": [256, 1, 1], "block": [256, 1, 1]}
+        if tracer == "roctracer":
+            args = {"External id": k.ext}
+        else:
+            args = {"External id": k.ext, "device": DEVICE, "stream": k.queue, "correlation": k.corr,
+                    "kind": "Dispatch Kernel", "grid": [256, 1, 1], "block": [256, 1, 1]}
         if k.call is not None:
             args.update({key: k.call[key] for key in (
                 "Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype", "In split size",
                 "Out split size", "Process Group Name", "Process Group Description", "Process Group Ranks", "Rank")})
-        events.append({"ph": "X", "cat": "kernel", "name": k.name, "pid": DEVICE, "tid": k.queue,
+        events.append({"ph": "X", "cat": "kernel", "name": k.name, "pid": pid, "tid": k.queue,
                        "ts": round(k.ts, 3), "dur": round(k.end - k.ts, 3), "args": args})
     events.append({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Host -> Device)", "pid": DEVICE,
                    "tid": Q_SIDE, "ts": STEP_STARTS[0] + 200.0, "dur": 40.0,

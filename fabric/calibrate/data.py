@@ -3,7 +3,8 @@
 :func:`load_measurements` reads files with the workload ingester (nccl-tests tables, NCCL_DEBUG logs that carry
 an nccl-tests table, AICB CSVs with timings) and says clearly why a file gives nothing to fit: a log without a
 result table, a log whose table's collective cannot be decided (with the parser's reason), a CSV whose timing
-columns are ``None`` (AICB workload files), a trace format without measured collective times. Every file must come from the same system (:func:`fabric.calibrate.system.infer_system`).
+columns are ``None`` (AICB workload files), a trace format without measured collective times. Every file must come
+from the same system (:func:`fabric.calibrate.system.infer_system`).
 
 :func:`merge_points` turns measurements into points: one per (kind, bytes, ranks), its time the geometric mean of
 the repeated measurements (nccl-tests' out-of-place and in-place columns), zero-byte rows dropped.

@@ -123,18 +123,19 @@ def _kv_fields(rest: str) -> dict[str, str]:
     return out
 
 
-def scan_log(text: str, source: str) -> NcclLog:
-    """Read the NCCL INFO lines of ``text`` (malformed COLL lines raise ParseError with their line number)."""
+def scan_log(text: str, source: str, hosts: set[str] | None = None) -> NcclLog:
+    """Read the NCCL INFO lines of ``text`` (malformed COLL lines raise ParseError with their line number);
+    ``hosts``: the log's :func:`~.nccl_tests.debug_hosts` when already known."""
     log = NcclLog(source=source)
     host_pids: dict[str, set] = defaultdict(set)
     lines = text.splitlines()
-    inline = nccl_tests.inline_message_pattern(nccl_tests.debug_hosts(lines))
+    hosts = nccl_tests.debug_hosts(lines) if hosts is None else hosts
     for lineno, raw in enumerate(lines, start=1):
         line = nccl_tests.strip_mpi_prefix(raw).strip()
         if not line:
             continue
         # a message logged while nccl-tests printed a row sits after the row's first cells
-        line = (nccl_tests.split_inline_message(line, inline)[1] or line).strip()
+        line = (nccl_tests.split_inline_message(line, hosts)[1] or line).strip()
         m = _PREFIX.match(line)
         if not m:
             mv = re.match(r"^NCCL version (\S+)", line)
@@ -354,8 +355,9 @@ def parse(files: list[tuple[str, bytes]]) -> Workload:
     names = nccl_tests.unique_job_names(files)
     for (fname, data), jname in zip(files, names):
         text = data.decode("utf-8", errors="replace")
-        log = scan_log(text, fname)
-        tests = nccl_tests.scan_text(text, fname)
+        hosts = nccl_tests.debug_hosts(text.splitlines())
+        log = scan_log(text, fname, hosts)
+        tests = nccl_tests.scan_text(text, fname, hosts)
         tests.tables = [t for t in tests.tables if t.rows]
         tests_facts: list[tuple[str, str]] = []
         if tests.tables:

@@ -47,7 +47,7 @@ from fabric.workload.model import (
 __all__ = [
     "FORMAT", "sniff", "parse",
     "TestsRow", "TestsTable", "TestsLog", "scan_text", "measurements_of", "job_of", "facts_of",
-    "strip_mpi_prefix", "debug_log_signals", "debug_hosts", "inline_message_pattern", "split_inline_message",
+    "strip_mpi_prefix", "debug_log_signals", "debug_hosts", "split_inline_message",
     "kind_from_name", "resolve_kinds", "rank_count", "unique_job_names",
     "checked", "DTYPE_NAMES",
 ]
@@ -90,6 +90,8 @@ _WRONG = ("#wrong", "wrong", "error")
 _DEBUG_SIGNALS = re.compile(r"\bNCCL INFO (?!Launch mode)")
 #: the prefix NCCL puts on every debug line: ``host:pid:tid [localDev] NCCL INFO`` (group 1: the host)
 _DEBUG_LINE = re.compile(r"^([^\s:]+):\d+:\d+ \[[^\]]*\] NCCL (?:INFO|WARN|TRACE)\b")
+#: the same prefix anywhere in a line, after other text (group 1: the host, maybe with text glued before it)
+_INLINE_MESSAGE = re.compile(r"(\S+):\d+:\d+ \[[^\]]*\] NCCL (?:INFO|WARN|TRACE)\b")
 
 
 def strip_mpi_prefix(line: str) -> str:
@@ -258,51 +260,55 @@ def _parse_row(toks: list[str], table: TestsTable, source: str, line: int) -> Te
 
 def debug_hosts(lines) -> set[str]:
     """Host names of the NCCL debug lines (``host:pid:tid [dev] NCCL INFO ...``) that start a line of ``lines``."""
-    hosts = set()
+    hosts: set[str] = set()
     for raw in lines:
-        m = _DEBUG_LINE.match(strip_mpi_prefix(raw).lstrip())
+        if " NCCL " not in raw:
+            continue
+        line = (strip_mpi_prefix(raw) if raw.startswith("[") else raw).lstrip()
+        if line.split(":", 1)[0] in hosts:
+            continue
+        m = _DEBUG_LINE.match(line)
         if m:
             hosts.add(m.group(1))
     return hosts
 
 
-def inline_message_pattern(hosts) -> re.Pattern | None:
-    """A pattern finding an NCCL debug message of one of ``hosts`` anywhere in a line (None without hosts).
+def split_inline_message(line: str, hosts) -> tuple[str, str | None]:
+    """``(text before, NCCL message)`` when an NCCL debug message of one of ``hosts`` follows other text in
+    ``line``, else ``(line, None)``.
 
     NCCL writes its messages to the same stdout as nccl-tests, so a message logged while a row is being printed
-    (a connection set up or a COLL line during the first call of a size) lands inside that row: ``... sum
-    -1host:12:12 [0] NCCL INFO ...`` and the rest of the row on a later line. The host names come from the lines
-    that start with the prefix, so the glued ``-1`` is never taken for part of a host name.
+    (a COLL line, or a connection set up by the first call of a size) lands inside that row: ``... sum
+    -1host:12:12 [0] NCCL INFO ...``, the rest of the row on a later line. ``hosts`` are the host names of the
+    log's own debug lines (:func:`debug_hosts`): the message starts at the longest known host name ending the token
+    before ``:pid:tid``, so the glued ``-1`` stays the row's.
     """
-    if not hosts:
-        return None
-    alts = "|".join(re.escape(h) for h in sorted(hosts, key=len, reverse=True))
-    return re.compile(rf"(?:{alts}):\d+:\d+ \[[^\]]*\] NCCL (?:INFO|WARN|TRACE)\b")
-
-
-def split_inline_message(line: str, pattern: re.Pattern | None) -> tuple[str, str | None]:
-    """``(text before, NCCL message)`` of a line with an NCCL debug message after other text, else (line, None)."""
-    if pattern is None:
+    if not hosts or " NCCL " not in line or line.lstrip().split(":", 1)[0] in hosts:
+        return line, None                # no message, or one that starts the line
+    m = _INLINE_MESSAGE.search(line)
+    if m is None:
         return line, None
-    m = pattern.search(line)
-    if m is None or not line[: m.start()].strip():
-        return line, None
-    return line[: m.start()], line[m.start():]
+    token, start = m.group(1), m.start(1)
+    for k in range(len(token)):
+        if token[k:] in hosts:
+            pos = start + k
+            return (line[:pos], line[pos:]) if line[:pos].strip() else (line, None)
+    return line, None
 
 
-def scan_text(text: str, source: str) -> TestsLog:
+def scan_text(text: str, source: str, hosts: set[str] | None = None) -> TestsLog:
     """Read header, devices and every result table of an nccl-tests output.
 
     Rows are validated as they are read; a malformed row inside a table raises :class:`ParseError` naming the line.
     NCCL_DEBUG lines may fall anywhere: before, between and after the table's lines, and inside a row (the row's
-    cells before and after the message are joined; see :func:`inline_message_pattern`). Kinds are not decided here
-    (see :func:`resolve_kinds`).
+    cells before and after the message are joined; see :func:`split_inline_message`). Kinds are not decided here
+    (see :func:`resolve_kinds`). ``hosts``: the log's :func:`debug_hosts` when already known.
     """
     log = TestsLog(source=source)
     table: TestsTable | None = None
     pending_kind: str | None = None
     lines = text.splitlines()
-    inline = inline_message_pattern(debug_hosts(lines))
+    hosts = debug_hosts(lines) if hosts is None else hosts
     cut_row: list[str] = []          # cells of a row an NCCL message interrupted, waiting for the rest
     cut_line = 0
 
@@ -312,7 +318,7 @@ def scan_text(text: str, source: str) -> TestsLog:
 
     for lineno, raw in enumerate(lines, start=1):
         line = strip_mpi_prefix(raw).rstrip()
-        line, message = split_inline_message(line, inline)
+        line, message = split_inline_message(line, hosts)
         body = line.strip()
         if not body:
             continue
