@@ -47,6 +47,8 @@ def workload_key(workload) -> str:
 
     if isinstance(workload, RobustObjective):
         return robust_key(workload)
+    if hasattr(workload, "evaluate_record"):       # an objective layer of its own (fabric.plans)
+        return workload.key()
 
     return hashlib.sha1(dump_workload_json(workload, indent=None).encode()).hexdigest()[:16]
 
@@ -104,7 +106,8 @@ def serving_fields(ev) -> dict:
 def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog, constraints,
                     genome=None, repairs=(), transport_overrides=None, reuse: dict | None = None) -> dict:
     """Evaluate ``design`` and flatten the result; an unbuildable design gives a record saying why. A
-    :class:`~fabric.search.robust.RobustObjective` as ``workload`` gives one record over all its cases.
+    :class:`~fabric.search.robust.RobustObjective` as ``workload`` gives one record over all its cases; an object
+    with its own ``evaluate_record`` (a plan objective, :mod:`fabric.plans.inner`) makes the record itself.
     ``reuse``: passed to :func:`fabric.evaluate.evaluate` (intermediate results shared by evaluations of one
     design; the record is the same without it)."""
     from fabric.evaluate import evaluate
@@ -113,6 +116,9 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
     if isinstance(workload, RobustObjective):
         return evaluate_robust_record(design, workload, scenario, seed, samples, catalog, constraints,
                                       genome=genome, repairs=repairs, transport_overrides=transport_overrides)
+    if hasattr(workload, "evaluate_record"):       # a plan objective (fabric.plans): the same record per plan
+        return workload.evaluate_record(design, scenario, seed, samples, catalog, constraints, genome=genome,
+                                        repairs=repairs, transport_overrides=transport_overrides)
 
     rec = {"key": _reused(reuse, ("design_key", design), lambda: design_key(design)), "design": design.name, "family": design.family,
            "switch_model": design.switch_model, "nic_model": design.nic_model, "nics_per_gpu": design.nics_per_gpu,

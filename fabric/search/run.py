@@ -218,7 +218,7 @@ def open_session(workload, constraints: Constraints, *, seed: int, samples: int,
     space = DesignSpace(constraints, catalog, workload, serving=has_serving_jobs(workload))
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
-    workload = _with_robust_references(workload, space, seed, samples, overrides)
+    workload = _with_robust_references(workload, space, seed, samples, overrides, scenario)
     session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints, overrides)
     runner.start(workload, scenario, seed, samples, space.catalog, constraints, overrides)
     return session
@@ -340,11 +340,14 @@ class _HV:
         return hypervolume(F, self.ref)
 
 
-def _with_robust_references(workload, space, seed, samples, overrides):
-    """A robust objective normalised by the first buildable human baseline (fabric.search.robust); other
-    workloads unchanged."""
+def _with_robust_references(workload, space, seed, samples, overrides, scenario=None):
+    """A robust objective normalised by the first buildable human baseline (fabric.search.robust); an objective
+    that prepares itself for the space (a plan objective's shortlist, fabric.plans) prepared; other workloads
+    unchanged."""
     from fabric.search.robust import RobustObjective
 
+    if hasattr(workload, "prepared_for"):
+        return workload.prepared_for(space, seed=seed, samples=samples, overrides=overrides, scenario=scenario)
     if not isinstance(workload, RobustObjective) or workload.references is not None:
         return workload
     for d in baseline_designs(space):
@@ -501,7 +504,7 @@ def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runn
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
     n_obj = _objective_keys(constraints)
-    workload = _with_robust_references(workload, space, seed, samples, transport_overrides)
+    workload = _with_robust_references(workload, space, seed, samples, transport_overrides, scenario)
     session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints,
                        transport_overrides)
     t0 = time.perf_counter()
