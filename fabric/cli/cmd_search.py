@@ -38,10 +38,11 @@ def register(sub) -> None:
                                                           "equal)")
     p.add_argument("--scenarios", metavar="S1,S2,...",
                    help="scenario presets every design is judged under with --robust (default baseline)")
-    p.add_argument("--plan-space", choices=["fixed", "auto"], default="fixed",
+    p.add_argument("--plan-space", choices=["fixed", "auto", "joint"], default="fixed",
                    help="fixed (default): every design at the workload's own parallelism plan; auto: every design "
                         "at its best plan (TP/PP/DP/EP/CP, micro-batches, ZeRO, rank order; docs/plans.md), the "
-                        "front saying which plan each design needs and what the given plan costs it")
+                        "front saying which plan each design needs and what the given plan costs it; joint: the "
+                        "plan's genes searched beside the design's (one evaluation per design and plan)")
     p.add_argument("--model", metavar="NAME", help="with --plan-space: the workload's model when fabric does not "
                                                    "recognise it (llama3-70b, mixtral-8x7b)")
     p.add_argument("--constraints", "-c", metavar="FILE", help="constraints (JSON/YAML; see docs/search.md)")
@@ -118,14 +119,17 @@ def _plan_objective(args, workload, catalog):
 
     if args.plan_space == "fixed":
         if args.model:
-            raise FabricError("--model only applies with --plan-space auto")
+            raise FabricError("--model only applies with --plan-space auto or joint")
         return None
     if args.robust:
-        raise FabricError("--plan-space auto judges one training workload; it does not combine with --robust")
+        raise FabricError(f"--plan-space {args.plan_space} judges one training workload; it does not combine with "
+                          f"--robust")
     from fabric.plans.basis import basis_from_workload
     from fabric.plans.inner import PlanObjective
+    from fabric.plans.joint import JointObjective
 
-    return PlanObjective(basis_from_workload(workload, model=args.model, catalog=catalog))
+    basis = basis_from_workload(workload, model=args.model, catalog=catalog)
+    return PlanObjective(basis) if args.plan_space == "auto" else JointObjective(basis)
 
 
 def run(args) -> int:
