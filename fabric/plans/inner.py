@@ -10,7 +10,8 @@ GPU system, before the search starts, to a **shortlist**: the best plan of each 
 span the search space's networks (:func:`probe_designs`: the human baselines, each other allowed family on the fat
 tree's hardware, and the fat tree at the highest allowed oversubscription), plus the given plan. The first probe, the
 1:1 fat tree, ranks the whole plan space (:func:`fabric.plans.best.rank_plans`, exact) and passes its best
-:data:`SCREENED` plans to the other probes, which rank those. Each design is then evaluated at every shortlisted plan and keeps the best by p99 step time. The
+:data:`SCREENED` plans to the other probes, which rank those. Each design is then evaluated at every shortlisted plan and keeps the best by p99 step time (its record made
+from that plan's evaluation, not a second one). The
 shortlist is a function of the search space, so a record stays a pure function of (design, objective, scenario,
 seed, samples): identical on every runner, cacheable. A design whose best plan lies outside the shortlist is judged
 at the best shortlisted one (how far that is from its exact best is measured in ``benchmarks/bench_plans.py``;
@@ -168,12 +169,13 @@ class PlanObjective:
                                   catalog=catalog, transport_overrides=transport_overrides, reuse=reuse)
             except FabricError:
                 break          # unbuildable: the record below says why
-            tried.append((c, r.p99_s))
+            tried.append((c, r.p99_s, r.evaluation))
         tried.sort(key=lambda cr: (cr[1], cr[0].label))
         best_c = tried[0][0] if tried else cands[0]
         best = evaluate_record(design, plan_workload(self.basis, best_c.plan), scenario, seed, samples, catalog,
                                constraints, genome=genome, repairs=repairs, transport_overrides=transport_overrides,
-                               reuse=reuse)
+                               reuse=reuse, evaluation=tried[0][2] if tried else None)
+        tried = [(c, p) for c, p, _ in tried]
         if not best["buildable"] or not tried:
             return {**best, **dict.fromkeys(PLAN_COLUMNS), "plan": ""}
         out = {**best, **plan_record_fields(self.basis, best_c)}

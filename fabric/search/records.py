@@ -104,12 +104,14 @@ def serving_fields(ev) -> dict:
 
 
 def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog, constraints,
-                    genome=None, repairs=(), transport_overrides=None, reuse: dict | None = None) -> dict:
+                    genome=None, repairs=(), transport_overrides=None, reuse: dict | None = None,
+                    evaluation=None) -> dict:
     """Evaluate ``design`` and flatten the result; an unbuildable design gives a record saying why. A
     :class:`~fabric.search.robust.RobustObjective` as ``workload`` gives one record over all its cases; an object
     with its own ``evaluate_record`` (a plan objective, :mod:`fabric.plans.inner`) makes the record itself.
     ``reuse``: passed to :func:`fabric.evaluate.evaluate` (intermediate results shared by evaluations of one
-    design; the record is the same without it)."""
+    design; the record is the same without it). ``evaluation``: the evaluation of ``design`` on ``workload`` with
+    these arguments when the caller already has it (inner mode's best plan), used instead of evaluating again."""
     from fabric.evaluate import evaluate
     from fabric.search.robust import RobustObjective, evaluate_robust_record
 
@@ -136,8 +138,8 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
            "gpus_per_node": int(design.gpus_per_node), "scale_up_size": int(design.domain_size),
            "rack_power_budget_w": float(design.rack_power_w or 0.0)}
     try:
-        ev = evaluate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog,
-                      transport_overrides=transport_overrides, reuse=reuse)
+        ev = evaluation or evaluate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog,
+                                    transport_overrides=transport_overrides, reuse=reuse)
     except FabricError as err:
         rec.update({"usd_per_step": INFEASIBLE_COST, "gpu_idle_fraction_network": 1.0})
         rec.update({"buildable": False, "error": " ".join(str(err).split()), "cost_usd": INFEASIBLE_COST,
