@@ -22,6 +22,7 @@ import hashlib
 import itertools
 import json
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -56,21 +57,56 @@ class PlannedDesign(Design):
 
 _SPACES: dict = {}
 _LOCK = threading.Lock()
+#: Per design (at any plan): the ``reuse`` dict of fabric.evaluate.evaluate, so a design's plans share its fabric,
+#: network models and single-failure analysis (the session evaluates one cabling's genomes one after the other)
+_REUSE: OrderedDict = OrderedDict()
+_REUSE_DESIGNS = 8
 
 
-def _plans(basis: PlanBasis, gpu_model: str, domain: int, catalog) -> tuple[Candidate, ...]:
-    """The plan space's candidates of ``gpu_model`` (cached per basis, GPU, domain and catalog)."""
+def _plain(design) -> Design:
+    return design.plain() if isinstance(design, PlannedDesign) else design
+
+
+def _reuse_for(design: Design) -> dict:
+    """The intermediate results of plain ``design``'s evaluations at other plans (the record is the same
+    without)."""
+    from fabric.search.records import design_key
+
+    key = design_key(design)
+    with _LOCK:
+        hit = _REUSE.get(key)
+        if hit is None:
+            hit = _REUSE[key] = {}
+            while len(_REUSE) > _REUSE_DESIGNS:
+                _REUSE.popitem(last=False)
+        else:
+            _REUSE.move_to_end(key)
+    return hit
+
+
+class _Table:
+    """The plans of one GPU system: the candidates (plan_space's order), by label, and the default plan."""
+
+    def __init__(self, catalog, cands: tuple[Candidate, ...]):
+        self.catalog = catalog          # kept so that its id, part of the cache key, cannot be reused
+        self.cands = cands
+        self.by_label = _by_label(cands)
+        self.default = _default(cands)
+
+
+def _table(basis: PlanBasis, gpu_model: str, domain: int, catalog) -> _Table:
+    """The plan table of ``gpu_model`` (cached per basis, GPU, domain and catalog)."""
     from fabric.catalog import default_catalog
 
     catalog = catalog or default_catalog()
     key = (basis.key, gpu_model, domain, id(catalog))
     with _LOCK:
         hit = _SPACES.get(key)
-    if hit is None or hit[0] is not catalog:
-        hit = (catalog, plan_space(basis, gpu_model, domain=domain, catalog=catalog).candidates)
+    if hit is None or hit.catalog is not catalog:
+        hit = _Table(catalog, plan_space(basis, gpu_model, domain=domain, catalog=catalog).candidates)
         with _LOCK:
             _SPACES[key] = hit
-    return hit[1]
+    return hit
 
 
 def _default(cands: tuple[Candidate, ...]) -> Candidate | None:
@@ -100,7 +136,7 @@ class JointSpace:
         self.plans: dict[str, tuple[Candidate, ...]] = {}
         for gpu in design_space.systems:
             dom = design_space.system_fields(gpu).get("scale_up_size") or design_space.catalog.gpu(gpu).host_gpus
-            cands = _plans(basis, gpu, dom, design_space.catalog)
+            cands = _table(basis, gpu, dom, design_space.catalog).cands
             if not cands:
                 raise FabricError(f"no plan of {basis.model.name} on {basis.gpus:,} GPUs fits {gpu} (its memory "
                                   f"or its scale-up domain); fabric plans says why")
@@ -234,11 +270,14 @@ class JointObjective:
         """The record of ``design`` at its plan (a PlannedDesign's, else the default plan), with the plan columns
         (:data:`fabric.plans.inner.PLAN_COLUMNS`; the given plan's figures when it is the given plan, else filled
         for the front by :meth:`annotate_front`)."""
-        from fabric.search.records import evaluate_record
+        from fabric.search.records import design_key, evaluate_record
 
         cand = self._candidate(design, catalog)
-        rec = evaluate_record(design, plan_workload(self.basis, cand.plan), scenario, seed, samples, catalog,
-                              constraints, genome=genome, repairs=repairs, transport_overrides=transport_overrides)
+        plain = _plain(design)        # evaluated as the plain design, so that its plans share ``reuse``
+        rec = evaluate_record(plain, plan_workload(self.basis, cand.plan), scenario, seed, samples, catalog,
+                              constraints, genome=genome, repairs=repairs, transport_overrides=transport_overrides,
+                              reuse=_reuse_for(plain))
+        rec["key"] = design_key(design)        # a design at two plans is two records
         if not rec["buildable"]:
             return {**rec, **dict.fromkeys(PLAN_COLUMNS), "plan": ""}
         out = {**rec, **plan_record_fields(self.basis, cand), "plan_next": [], "given_plan": "",
@@ -249,9 +288,9 @@ class JointObjective:
 
     def _candidate(self, design, catalog) -> Candidate:
         """The plan ``design`` is evaluated at (JointSpace.candidate's rule, without the space)."""
-        cands = _plans(self.basis, design.gpu_model, design.domain_size, catalog)
+        table = _table(self.basis, design.gpu_model, design.domain_size, catalog)
         label = getattr(design, "plan", "")
-        cand = _by_label(cands).get(label) if label else _default(cands)
+        cand = table.by_label.get(label) if label else table.default
         if cand is None:
             raise FabricError(f"design {design.name!r}: plan {label or '(default)'!r} is not a plan of "
                               f"{design.gpu_model} with {design.domain_size}-GPU scale-up domains")
@@ -271,7 +310,6 @@ class JointObjective:
             given = next((c for c in space.plans.get(design.gpu_model, ()) if c.given), None)
             if given is None:
                 continue
-            plain = design.plain() if isinstance(design, PlannedDesign) else design
-            r = evaluate_plan(plain, self.basis, given, scenario=scenario, seed=seed, samples=samples,
+            r = evaluate_plan(_plain(design), self.basis, given, scenario=scenario, seed=seed, samples=samples,
                               catalog=catalog, transport_overrides=overrides)
             rec.update(given_plan=given.label, given_plan_p99_s=r.p99_s, given_plan_slowdown=r.p99_s / rec["p99_s"] - 1)

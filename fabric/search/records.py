@@ -172,8 +172,9 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
                                     max(worst + [float(ev.step_time_s["p99"])]))
         from fabric.rackpower import rack_report
 
-        racks = rack_report(design, catalog=catalog, rack_limit_w=getattr(constraints, "rack_power_w", None),
-                            pue=constraints.pue)
+        limit = getattr(constraints, "rack_power_w", None)
+        racks = _reused(reuse, ("racks", design, id(catalog), limit, constraints.pue),
+                        lambda: rack_report(design, catalog=catalog, rack_limit_w=limit, pue=constraints.pue))
         rec.update({k: float(racks[k]) for k in _RACK_FIELDS})
         rec.update({"compute_racks": int(racks["compute_racks"]), "network_racks": int(racks["network_racks"]),
                     "spare_gpus": int(design.gpus - sum(j["gpus"] for j in ev.jobs.values()))})
