@@ -200,8 +200,9 @@ class JointSpace:
         cand = self._by_genes[design.gpu_model].get(want)
         if cand is None:
             cand = self._nearest(design.gpu_model, want)
-            repairs = tuple(repairs) + (f"plan {'/'.join(map(str, want))} -> {cand.label} (the nearest plan that "
-                                        f"exists on {design.gpu_model})",)
+            asked = ", ".join(f"{n} {v}" for n, v in zip(("TP", "CP", "PP", "EP", "micro-batch", "order"), want))
+            repairs = tuple(repairs) + (f"plan genes {asked} -> {cand.label} (the nearest plan that exists on "
+                                        f"{design.gpu_model})",)
         if cand is self.defaults[design.gpu_model]:
             return design, tuple(repairs)
         kw = {f.name: getattr(design, f.name) for f in fields(Design)}
