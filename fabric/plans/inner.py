@@ -10,8 +10,8 @@ GPU system, before the search starts, to a **shortlist**: the best plan of each 
 span the search space's networks (:func:`probe_designs`: the human baselines, each other allowed family on the fat
 tree's hardware, and the fat tree at the highest allowed oversubscription), plus the given plan. The first probe, the
 1:1 fat tree, ranks the whole plan space (:func:`fabric.plans.best.rank_plans`, exact) and passes its best
-:data:`SCREENED` plans to the other probes, which rank those. Each design is then evaluated at every shortlisted plan and keeps the best by p99 step time (its record made
-from that plan's evaluation, not a second one). The
+:data:`SCREENED` plans to the other probes, which rank those. Each design is then evaluated at every shortlisted
+plan and keeps the best by p99 step time (its record made from that plan's evaluation, not a second one). The
 shortlist is a function of the search space, so a record stays a pure function of (design, objective, scenario,
 seed, samples): identical on every runner, cacheable. A design whose best plan lies outside the shortlist is judged
 at the best shortlisted one (how far that is from its exact best is measured in ``benchmarks/bench_plans.py``;

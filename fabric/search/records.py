@@ -138,8 +138,9 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
            "gpus_per_node": int(design.gpus_per_node), "scale_up_size": int(design.domain_size),
            "rack_power_budget_w": float(design.rack_power_w or 0.0)}
     try:
-        ev = evaluation or evaluate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog,
-                                    transport_overrides=transport_overrides, reuse=reuse)
+        ev = evaluation if evaluation is not None else evaluate(
+            design, workload, scenario, seed=seed, samples=samples, catalog=catalog,
+            transport_overrides=transport_overrides, reuse=reuse)
     except FabricError as err:
         rec.update({"usd_per_step": INFEASIBLE_COST, "gpu_idle_fraction_network": 1.0})
         rec.update({"buildable": False, "error": " ".join(str(err).split()), "cost_usd": INFEASIBLE_COST,
