@@ -149,7 +149,9 @@ class GpuModel:
     Gen5 x16 link carries ~64 GB/s, so 400G per H100); it bounds the NIC bandwidth serving a GPU and each NIC's
     own bandwidth (a NIC sits on one such link). ``None``: the catalog row gives no limit, none is checked
     (see :mod:`fabric.catalog.compat`). ``node_gpus`` is the GPUs of one host board, whose NICs sit beside them (8
-    on an HGX baseboard, 4 on a GB200 compute tray); ``None``: the whole server (:attr:`host_gpus`).
+    on an HGX baseboard, 4 on a GB200 compute tray); ``None``: the whole server (:attr:`host_gpus`). ``hbm_bytes``
+    is the GPU's own memory (HBM) in bytes, what a training plan's weights, optimizer state and activations must fit
+    in (:mod:`fabric.plans.memory`); ``None``: not given, so no plan can be checked against it.
     """
 
     model: str
@@ -165,6 +167,7 @@ class GpuModel:
     source: str
     max_nic_bps_per_gpu: float | None = None
     node_gpus: int | None = None
+    hbm_bytes: float | None = None
 
     @property
     def host_gpus(self) -> int:

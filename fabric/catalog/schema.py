@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from fabric.catalog.models import Cable, GpuModel, NicModel, SwitchModel, Transceiver
 from fabric.errors import CatalogError
-from fabric.units import GBPS, NS
+from fabric.units import GB, GBPS, NS
 
 __all__ = ["Column", "TableSpec", "TABLES", "TABLE_NAMES", "FABRICS", "is_blank", "build_table"]
 
@@ -209,6 +209,7 @@ TABLES: dict[str, TableSpec] = {
         Column("nvls", "choice", choices=("yes", "no")),
         Column("max_nic_gbps_per_gpu", field="max_nic_bps_per_gpu", scale=GBPS, strict=True, optional=True),
         Column("node_gpus", "int", minimum=1, optional=True),
+        Column("hbm_gb", field="hbm_bytes", scale=GB, strict=True, optional=True),
         _text("source"),
     )),
 }

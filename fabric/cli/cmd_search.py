@@ -38,6 +38,13 @@ def register(sub) -> None:
                                                           "equal)")
     p.add_argument("--scenarios", metavar="S1,S2,...",
                    help="scenario presets every design is judged under with --robust (default baseline)")
+    p.add_argument("--plan-space", choices=["fixed", "auto", "joint"], default="fixed",
+                   help="fixed (default): every design at the workload's own parallelism plan; auto: every design "
+                        "at its best plan (TP/PP/DP/EP/CP, micro-batches, ZeRO, rank order; docs/plans.md), the "
+                        "front saying which plan each design needs and what the given plan costs it; joint: the "
+                        "plan's genes searched beside the design's (one evaluation per design and plan)")
+    p.add_argument("--model", metavar="NAME", help="with --plan-space: the workload's model when fabric does not "
+                                                   "recognise it (llama3-70b, mixtral-8x7b)")
     p.add_argument("--constraints", "-c", metavar="FILE", help="constraints (JSON/YAML; see docs/search.md)")
     p.add_argument("--gpus", type=int, help="GPU count (overrides the constraints file; default: the workload's)")
     budget = p.add_mutually_exclusive_group()
@@ -106,6 +113,25 @@ def _workload_arg(args):
                            scenarios, mode=args.robust)
 
 
+def _plan_objective(args, workload, catalog):
+    """The plan objective of ``--plan-space auto`` (None for fixed); errors for combinations it does not take."""
+    from fabric.errors import FabricError
+
+    if args.plan_space == "fixed":
+        if args.model:
+            raise FabricError("--model only applies with --plan-space auto or joint")
+        return None
+    if args.robust:
+        raise FabricError(f"--plan-space {args.plan_space} judges one training workload; it does not combine with "
+                          f"--robust")
+    from fabric.plans.basis import basis_from_workload
+    from fabric.plans.inner import PlanObjective
+    from fabric.plans.joint import JointObjective
+
+    basis = basis_from_workload(workload, model=args.model, catalog=catalog)
+    return PlanObjective(basis) if args.plan_space == "auto" else JointObjective(basis)
+
+
 def run(args) -> int:
     import dataclasses
     from fabric.cli.common import load_workload_files
@@ -115,6 +141,7 @@ def run(args) -> int:
 
     catalog = catalog_arg(args.catalog)
     workload = _workload_arg(args)
+    objective = _plan_objective(args, workload, catalog)
     cons = load_constraints(args.constraints) if args.constraints else None
     need = max(j.world_size for j in workload.jobs if j.kind != "storage") if any(
         j.kind != "storage" for j in workload.jobs) else None
@@ -150,6 +177,8 @@ def run(args) -> int:
                          f"front {len(p.front):3d}  hypervolume {p.hypervolume:7.4f}  {p.elapsed_s:6.1f} s")
         sys.stderr.flush()
 
+    if objective is not None:
+        workload = objective
     if args.exhaustive:
         res = exhaustive_search(workload, cons, seed=args.seed, runner=runner, scenario=scenario,
                                 samples=args.samples, catalog=catalog, callback=progress,
@@ -167,6 +196,11 @@ def run(args) -> int:
         print(line)
     from fabric.search.robust import RobustObjective, robust_lines
 
+    if objective is not None:
+        from fabric.plans.report import front_plan_lines
+
+        for line in front_plan_lines(res.front, "the trace's plan" if objective.basis.measured else "the given plan"):
+            print(line)
     if isinstance(workload, RobustObjective):
         import json as _json
 

@@ -17,7 +17,7 @@ from fabric.errors import FabricError
 __all__ = ["main", "build_parser", "COMMAND_MODULES"]
 
 #: Subcommand modules, in the order ``fabric --help`` lists them.
-COMMAND_MODULES = ["build", "catalog", "parse", "synth", "evaluate", "scale", "search", "calibrate", "validate", "rollout", "advise",
+COMMAND_MODULES = ["build", "catalog", "parse", "synth", "evaluate", "scale", "search", "plans", "calibrate", "validate", "rollout", "advise",
                    "upgrade", "plan_growth"]
 
 

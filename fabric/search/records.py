@@ -47,6 +47,8 @@ def workload_key(workload) -> str:
 
     if isinstance(workload, RobustObjective):
         return robust_key(workload)
+    if hasattr(workload, "evaluate_record"):       # an objective layer of its own (fabric.plans)
+        return workload.key()
 
     return hashlib.sha1(dump_workload_json(workload, indent=None).encode()).hexdigest()[:16]
 
@@ -102,17 +104,23 @@ def serving_fields(ev) -> dict:
 
 
 def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog, constraints,
-                    genome=None, repairs=(), transport_overrides=None, reuse: dict | None = None) -> dict:
+                    genome=None, repairs=(), transport_overrides=None, reuse: dict | None = None,
+                    evaluation=None) -> dict:
     """Evaluate ``design`` and flatten the result; an unbuildable design gives a record saying why. A
-    :class:`~fabric.search.robust.RobustObjective` as ``workload`` gives one record over all its cases.
+    :class:`~fabric.search.robust.RobustObjective` as ``workload`` gives one record over all its cases; an object
+    with its own ``evaluate_record`` (a plan objective, :mod:`fabric.plans.inner`) makes the record itself.
     ``reuse``: passed to :func:`fabric.evaluate.evaluate` (intermediate results shared by evaluations of one
-    design; the record is the same without it)."""
+    design; the record is the same without it). ``evaluation``: the evaluation of ``design`` on ``workload`` with
+    these arguments when the caller already has it (inner mode's best plan), used instead of evaluating again."""
     from fabric.evaluate import evaluate
     from fabric.search.robust import RobustObjective, evaluate_robust_record
 
     if isinstance(workload, RobustObjective):
         return evaluate_robust_record(design, workload, scenario, seed, samples, catalog, constraints,
                                       genome=genome, repairs=repairs, transport_overrides=transport_overrides)
+    if hasattr(workload, "evaluate_record"):       # a plan objective (fabric.plans): the same record per plan
+        return workload.evaluate_record(design, scenario, seed, samples, catalog, constraints, genome=genome,
+                                        repairs=repairs, transport_overrides=transport_overrides)
 
     rec = {"key": _reused(reuse, ("design_key", design), lambda: design_key(design)), "design": design.name, "family": design.family,
            "switch_model": design.switch_model, "nic_model": design.nic_model, "nics_per_gpu": design.nics_per_gpu,
@@ -130,8 +138,9 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
            "gpus_per_node": int(design.gpus_per_node), "scale_up_size": int(design.domain_size),
            "rack_power_budget_w": float(design.rack_power_w or 0.0)}
     try:
-        ev = evaluate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog,
-                      transport_overrides=transport_overrides, reuse=reuse)
+        ev = evaluation if evaluation is not None else evaluate(
+            design, workload, scenario, seed=seed, samples=samples, catalog=catalog,
+            transport_overrides=transport_overrides, reuse=reuse)
     except FabricError as err:
         rec.update({"usd_per_step": INFEASIBLE_COST, "gpu_idle_fraction_network": 1.0})
         rec.update({"buildable": False, "error": " ".join(str(err).split()), "cost_usd": INFEASIBLE_COST,
@@ -164,8 +173,9 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
                                     max(worst + [float(ev.step_time_s["p99"])]))
         from fabric.rackpower import rack_report
 
-        racks = rack_report(design, catalog=catalog, rack_limit_w=getattr(constraints, "rack_power_w", None),
-                            pue=constraints.pue)
+        limit = getattr(constraints, "rack_power_w", None)
+        racks = _reused(reuse, ("racks", design, id(catalog), limit, constraints.pue),
+                        lambda: rack_report(design, catalog=catalog, rack_limit_w=limit, pue=constraints.pue))
         rec.update({k: float(racks[k]) for k in _RACK_FIELDS})
         rec.update({"compute_racks": int(racks["compute_racks"]), "network_racks": int(racks["network_racks"]),
                     "spare_gpus": int(design.gpus - sum(j["gpus"] for j in ev.jobs.values()))})

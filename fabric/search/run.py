@@ -215,13 +215,20 @@ def open_session(workload, constraints: Constraints, *, seed: int, samples: int,
     """The evaluation session of one search over ``constraints``' space: checks the serving limits, fixes the
     robust references and starts ``runner`` (an in-process one by default); close it with ``session.runner``."""
     check_inference_limits(workload, constraints)
-    space = DesignSpace(constraints, catalog, workload, serving=has_serving_jobs(workload))
+    space = _space_for(workload, constraints, catalog)
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
-    workload = _with_robust_references(workload, space, seed, samples, overrides)
+    workload = _with_robust_references(workload, space, seed, samples, overrides, scenario)
     session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints, overrides)
     runner.start(workload, scenario, seed, samples, space.catalog, constraints, overrides)
     return session
+
+
+def _space_for(workload, constraints: Constraints, catalog):
+    """The design space of ``constraints``, or the space an objective brings (plan genes, fabric.plans.joint)."""
+    if hasattr(workload, "design_space"):
+        return workload.design_space(constraints, catalog, serving=has_serving_jobs(workload))
+    return DesignSpace(constraints, catalog, workload, serving=has_serving_jobs(workload))
 
 
 def _baseline_records(session, space, bases) -> list[dict]:
@@ -340,11 +347,14 @@ class _HV:
         return hypervolume(F, self.ref)
 
 
-def _with_robust_references(workload, space, seed, samples, overrides):
-    """A robust objective normalised by the first buildable human baseline (fabric.search.robust); other
-    workloads unchanged."""
+def _with_robust_references(workload, space, seed, samples, overrides, scenario=None):
+    """A robust objective normalised by the first buildable human baseline (fabric.search.robust); an objective
+    that prepares itself for the space (a plan objective's shortlist, fabric.plans) prepared; other workloads
+    unchanged."""
     from fabric.search.robust import RobustObjective
 
+    if hasattr(workload, "prepared_for"):
+        return workload.prepared_for(space, seed=seed, samples=samples, overrides=overrides, scenario=scenario)
     if not isinstance(workload, RobustObjective) or workload.references is not None:
         return workload
     for d in baseline_designs(space):
@@ -477,6 +487,7 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
 def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0):
     records = list(session.records.values())
     front = _feasible_front(records, n_obj, session.outside)
+    records, front = _annotated(session, records, front)
     objectives = n_obj if isinstance(n_obj, tuple) else ("cost_usd", "p99_s", "power_w")[:n_obj]
     res = SearchResult(
         records=records, baselines=base_recs, front=front, hv_history=hv_history,
@@ -489,19 +500,31 @@ def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj
     return res
 
 
+def _annotated(session, records, front):
+    """``records`` and ``front`` with what an objective adds to the front records after a search (joint mode: the
+    given plan's p99, fabric.plans.joint), on copies: the cached records stay as evaluated."""
+    if not front or not hasattr(session.workload, "annotate_front"):
+        return records, front
+    front = [dict(r) for r in front]
+    session.workload.annotate_front(front, session.space, scenario=session.scenario, seed=session.seed,
+                                    samples=session.samples, catalog=session.catalog, overrides=session.overrides)
+    done = {r["key"]: r for r in front}
+    return [done.get(r["key"], r) for r in records], front
+
+
 def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runner=None, scenario=None,
                       samples: int = 256, catalog=None, callback=None, max_designs: int = 200_000,
                       transport_overrides: dict | None = None) -> SearchResult:
     """Evaluate every distinct design of the space (the ground truth for small spaces)."""
     check_inference_limits(workload, constraints)
-    space = DesignSpace(constraints, catalog, workload, serving=has_serving_jobs(workload))
+    space = _space_for(workload, constraints, catalog)
     if space.size > 20 * max_designs:
         raise FabricError(f"the space has {space.size:,} genomes; exhaustive search is limited to about "
                           f"{max_designs:,} designs: narrow the constraints")
     scenario = scenario or Scenario()
     runner = runner or InProcessRunner()
     n_obj = _objective_keys(constraints)
-    workload = _with_robust_references(workload, space, seed, samples, transport_overrides)
+    workload = _with_robust_references(workload, space, seed, samples, transport_overrides, scenario)
     session = _Session(space, workload, scenario, seed, samples, runner, space.catalog, constraints,
                        transport_overrides)
     t0 = time.perf_counter()

@@ -70,7 +70,9 @@ def _cases(workload) -> int:
     """Evaluations one design costs: the robust objective's cases, else 1."""
     from fabric.search.robust import RobustObjective
 
-    return len(workload.cases) if isinstance(workload, RobustObjective) else 1
+    if isinstance(workload, RobustObjective):
+        return len(workload.cases)
+    return int(getattr(workload, "evaluations_per_design", 1))
 
 
 class InProcessRunner:

@@ -25,8 +25,8 @@ from fabric.workload.synth import (
     synthesize_dlrm, synthesize_inference,
 )
 
-__all__ = ["Preset", "list_presets", "get_preset", "preset_workload", "preset_plan", "H100_BF16_FLOPS",
-           "H100_HBM_BYTES_PER_S"]
+__all__ = ["Preset", "list_presets", "get_preset", "preset_workload", "preset_plan", "preset_mfu",
+           "training_models", "H100_BF16_FLOPS", "H100_HBM_BYTES_PER_S"]
 
 #: Dense BF16 peak of an H100 SXM (NVIDIA H100 datasheet: 1,979 TFLOPS with sparsity, half without).
 H100_BF16_FLOPS = 989e12
@@ -323,6 +323,19 @@ def preset_plan(name: str, gpus: int, **overrides) -> tuple[ModelSpec, ParallelP
     model = replace_known(preset.model, parts["model"], "model")
     base, target, _ = _TRANSFORMER_BASES[name](gpus)
     return model, _training_plan(gpus, base, parts["plan"], target, name, model.layers)
+
+
+def preset_mfu(name: str, gpus: int) -> float:
+    """The MFU a transformer training preset assumes at ``gpus`` GPUs (its sources)."""
+    if name not in _TRANSFORMER_BASES:
+        raise WorkloadError(f"preset {name!r} is not a transformer training plan; plans exist for "
+                            f"{', '.join(_TRANSFORMER_BASES)}")
+    return _TRANSFORMER_BASES[name](gpus)[2]
+
+
+def training_models() -> dict[str, ModelSpec]:
+    """The model shapes of the transformer training presets by name (what a workload's model is recognised as)."""
+    return {name: get_preset(name).model for name in _TRANSFORMER_BASES}
 
 
 def preset_workload(name: str, gpus: int | None = None, **overrides) -> Workload:

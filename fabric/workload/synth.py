@@ -10,9 +10,11 @@ Every formula is written out in ``docs/synthesis.md``; byte counts follow the co
 :mod:`fabric.workload.model` (all-reduce: buffer; all-gather: output; reduce-scatter: input; all-to-all: bytes each
 rank sends; send/recv: bytes sent per call). Everything is SI: bytes, seconds, FLOP/s.
 
-Rank layout (Megatron-LM order, fastest-varying first): ``rank = tp_rank + tp * (cp_rank + cp * (dp_rank + dp *
-pp_rank))``; expert parallelism is carved out of the data x context dimension next to TP, so an EP group is ``ep``
-consecutive members of a DP group.
+Rank layout: ``ParallelPlan.order`` lists the dimensions fastest-varying first (Megatron-Core's ``order``); the
+default ``tp-cp-ep-dp-pp`` is Megatron-LM's: ``rank = tp_rank + tp * (cp_rank + cp * (dp_rank + dp * pp_rank))``.
+Expert parallelism is carved out of the data x context dimension, so an EP group is ``ep`` consecutive members of a
+DP group, and ``cp-ep-dp`` always stay together (the gradient group spans dp x cp ranks): the orders are the six
+arrangements of the blocks ``tp``, ``cp-ep-dp`` and ``pp`` (:data:`RANK_ORDERS`).
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from fabric.workload.model import CommOp, Job, ProcessGroup, Workload, validate_
 __all__ = [
     "ModelSpec", "ParallelPlan", "InferencePlan", "RecSpec",
     "synthesize", "synthesize_inference", "synthesize_dlrm", "checkpoint_job",
-    "training_flops_per_step", "pipeline_bubble_fraction", "validate_plan", "megatron_groups",
-    "DDP_BUCKET_BYTES", "ADAM_OPTIMIZER_BYTES_PER_PARAM",
+    "training_flops_per_step", "pipeline_bubble_fraction", "validate_plan", "megatron_groups", "rank_strides",
+    "DDP_BUCKET_BYTES", "ADAM_OPTIMIZER_BYTES_PER_PARAM", "RANK_ORDERS", "DEFAULT_ORDER",
 ]
 
 #: PyTorch DistributedDataParallel's default gradient bucket (``bucket_cap_mb=25``).
@@ -35,6 +37,11 @@ DDP_BUCKET_BYTES = 25 * 2 ** 20
 #: Mixed-precision Adam keeps fp32 master weights, momentum and variance: 4 + 4 + 4 bytes per parameter
 #: (Rajbhandari et al., "ZeRO", SC 2020, section 3.1).
 ADAM_OPTIMIZER_BYTES_PER_PARAM = 12
+#: Megatron-LM's rank order, fastest-varying dimension first.
+DEFAULT_ORDER = "tp-cp-ep-dp-pp"
+#: Every rank order a plan may take: the arrangements of the blocks tp, cp-ep-dp and pp (fastest first).
+RANK_ORDERS = ("tp-cp-ep-dp-pp", "tp-pp-cp-ep-dp", "cp-ep-dp-tp-pp", "cp-ep-dp-pp-tp", "pp-tp-cp-ep-dp",
+               "pp-cp-ep-dp-tp")
 
 
 def _fail(field_name: str, msg: str) -> None:
@@ -159,7 +166,8 @@ class ParallelPlan:
     (or ``fsdp``) additionally all-gathers each layer's parameters in forward and backward. ``micro_batch`` is in
     sequences; give ``global_batch`` (sequences) or ``grad_accum`` (micro-batches per step), not both differently.
     ``virtual_stages`` > 1 is the interleaved 1F1B schedule. ``*_overlap`` are the shares of each traffic class hidden
-    behind compute (assumptions; see docs/synthesis.md).
+    behind compute (assumptions; see docs/synthesis.md). ``order`` is how ranks map onto GPUs, fastest-varying
+    dimension first (:data:`RANK_ORDERS`; consecutive ranks share a server).
     """
 
     dp: int = 1
@@ -182,6 +190,7 @@ class ParallelPlan:
     pp_overlap: float = 0.0
     ep_overlap: float = 0.0
     cp_overlap: float = 0.5
+    order: str = DEFAULT_ORDER
 
     @property
     def world_size(self) -> int:
@@ -266,6 +275,9 @@ def validate_plan(model: ModelSpec, plan: ParallelPlan, gpus: int | None = None)
         _fail("plan.zero_stage", f"must be 0, 1, 2 or 3, got {plan.zero_stage!r}")
     for f in ("dp_overlap", "tp_overlap", "pp_overlap", "ep_overlap", "cp_overlap"):
         _fraction(getattr(plan, f), f"plan.{f}")
+    if plan.order not in RANK_ORDERS:
+        _fail("plan.order", f"{plan.order!r} is not a rank order; choose one of {', '.join(RANK_ORDERS)} (fastest-"
+                            "varying first; cp-ep-dp stay together)")
     if plan.grad_dtype_bytes is not None and plan.grad_dtype_bytes not in (1, 2, 4):
         _fail("plan.grad_dtype_bytes", f"must be 1, 2 or 4, got {plan.grad_dtype_bytes!r}")
     if gpus is not None:
@@ -328,27 +340,41 @@ def pipeline_bubble_fraction(plan: ParallelPlan) -> float:
     return (plan.pp - 1) / (plan.virtual_stages * plan.micro_batches)
 
 
+def rank_strides(plan: ParallelPlan) -> dict[str, int]:
+    """Rank distance between neighbours of each dimension (``tp``, ``cp``, ``dp``, ``pp``) in ``plan.order``: the
+    product of the sizes of the dimensions before it (``ep`` lives inside ``dp``)."""
+    sizes = {"tp": plan.tp, "cp": plan.cp, "dp": plan.dp, "pp": plan.pp}
+    out, stride = {}, 1
+    for dim in plan.order.split("-"):
+        if dim == "ep":
+            continue
+        out[dim] = stride
+        stride *= sizes[dim]
+    return out
+
+
 def megatron_groups(plan: ParallelPlan, *, moe: bool) -> dict[str, ProcessGroup]:
-    """The first instance of each process group, ranks laid out in Megatron order (see the module docstring).
+    """The first instance of each process group, ranks laid out in ``plan.order`` (see the module docstring).
 
     Only groups of more than one rank are returned: ``tp``, ``cp``, ``dp`` (gradient group, dp x cp ranks),
     ``ep`` and ``edp`` (expert data parallel, dp x cp / ep ranks) for MoE, ``pp``.
     """
     tp, cp, dp, pp, ep = plan.tp, plan.cp, plan.dp, plan.pp, plan.ep
+    stride = rank_strides(plan)
     out = {}
 
-    def add(name, size, role, stride):
+    def add(name, size, role, step):
         if size > 1:
-            out[name] = ProcessGroup(name=name, size=size, role=role, rank_start=0, rank_stride=stride,
+            out[name] = ProcessGroup(name=name, size=size, role=role, rank_start=0, rank_stride=step,
                                      role_source="plan")
 
-    add("tp", tp, "tp", 1)
-    add("cp", cp, "cp", tp)
-    add("dp", dp * cp, "dp", tp)
+    add("tp", tp, "tp", stride["tp"])
+    add("cp", cp, "cp", stride["cp"])
+    add("dp", dp * cp, "dp", stride["cp"])
     if moe:
-        add("ep", ep, "ep", tp)
-        add("edp", dp * cp // ep, "dp", tp * ep)
-    add("pp", pp, "pp", tp * cp * dp)
+        add("ep", ep, "ep", stride["cp"])
+        add("edp", dp * cp // ep, "dp", stride["cp"] * ep)
+    add("pp", pp, "pp", stride["pp"])
     return out
 
 
@@ -488,7 +514,8 @@ def synthesize(model: ModelSpec, plan: ParallelPlan, *, gpu_flops: float, mfu: f
     notes = (
         f"synthesized: {model.name}, dp {plan.dp} x tp {plan.tp} x pp {plan.pp} x cp {plan.cp}"
         + (f", ep {plan.ep}" if moe else "") + f", ZeRO {plan.effective_zero}"
-        + (", sequence parallel" if plan.sequence_parallel else ""),
+        + (", sequence parallel" if plan.sequence_parallel else "")
+        + (f", rank order {plan.order}" if plan.order != DEFAULT_ORDER else ""),
         f"{plan.sequences_per_step} sequences x {model.seq_len} tokens per step; {m} micro-batches of {b}",
         f"compute {ideal:.4g} s at {mfu:.0%} MFU of {gpu_flops / 1e12:g} TFLOP/s plus a {bubble:.1%} pipeline bubble",
         "overlap assumptions: dp {:.0%}, tp {:.0%}, pp {:.0%}, ep {:.0%}, cp {:.0%}".format(

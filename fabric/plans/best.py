@@ -1,0 +1,133 @@
+"""The plans that suit one design: every plan of the space evaluated on it, best p99 step time first.
+
+:func:`rank_plans` evaluates the plans of :func:`fabric.plans.space.plan_space` on a design with
+:func:`fabric.evaluate.evaluate` (the same pure evaluation as everything else; one design's plans share its fabric,
+network models and traffic patterns through ``reuse``). It is exact without evaluating every plan: no sample of a
+step is shorter than its compute (the evaluator's lower bound starts from the mean compute and adds non-negative
+communication), so plans are evaluated in order of their compute on the design's GPU and the ranking stops when the
+next plan's compute is at least the ``keep``-th best p99 found: none of the remaining plans can enter the top
+``keep``. The given plan (the workload's own) is always evaluated, for the comparison "with the given plan it is
+X % slower".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fabric.evaluate import evaluate
+from fabric.evaluate.gpu_compute import compute_basis
+from fabric.evaluate.scenario import Scenario
+from fabric.plans.basis import PlanBasis, primary_training_job
+from fabric.plans.space import Candidate, PlanSpace, plan_space
+from fabric.plans.workloads import plan_workload, provenance
+
+__all__ = ["PlanResult", "PlanRanking", "rank_plans", "evaluate_plan", "slower_text"]
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """One plan evaluated on one design: its step-time percentiles and whether its numbers are measured."""
+
+    candidate: Candidate
+    p50_s: float
+    p95_s: float
+    p99_s: float
+    mean_s: float
+    compute_s: float
+    provenance: str
+    evaluation: object = field(default=None, compare=False, repr=False)
+
+    @property
+    def label(self) -> str:
+        return self.candidate.label
+
+    def to_dict(self) -> dict:
+        return {**self.candidate.to_dict(), "p50_s": self.p50_s, "p95_s": self.p95_s, "p99_s": self.p99_s,
+                "mean_s": self.mean_s, "compute_on_design_s": self.compute_s, "provenance": self.provenance}
+
+
+@dataclass(frozen=True)
+class PlanRanking:
+    """The best plans of a design (``best``, p99 order), the given plan's result, and what the ranking cost."""
+
+    design: str
+    space: PlanSpace
+    best: tuple[PlanResult, ...]
+    given: PlanResult | None
+    evaluated: int
+    skipped: int
+
+    @property
+    def top(self) -> PlanResult | None:
+        return self.best[0] if self.best else None
+
+    def given_slowdown(self) -> float | None:
+        """How much slower the given plan's p99 is than the best plan's (0.18 = 18 % slower), or None."""
+        if self.given is None or self.top is None:
+            return None
+        return self.given.p99_s / self.top.p99_s - 1.0
+
+    def to_dict(self) -> dict:
+        return {"design": self.design, "best": [r.to_dict() for r in self.best],
+                "given": None if self.given is None else self.given.to_dict(),
+                "given_slowdown": self.given_slowdown(), "evaluated": self.evaluated, "skipped": self.skipped,
+                "plans_in_space": len(self.space.candidates), "refused": len(self.space.refused)}
+
+
+def slower_text(slowdown: float | None) -> str:
+    """``"with the given plan it is 18 % slower"`` (or that the given plan is the best)."""
+    if slowdown is None:
+        return ""
+    if slowdown <= 0.0005:
+        return "the given plan is its best plan"
+    return f"with the given plan it is {slowdown:.0%} slower"
+
+
+def _factor(basis: PlanBasis, cand: Candidate, gpu_model: str, catalog) -> float:
+    """Compute on ``gpu_model`` / compute at the basis' rate (fabric.evaluate.gpu_compute's rule)."""
+    job = primary_training_job(plan_workload(basis, cand.plan))
+    return compute_basis(job, gpu_model, catalog).factor
+
+
+def evaluate_plan(design, basis: PlanBasis, cand: Candidate, *, scenario=None, seed: int = 0, samples: int = 256,
+                  catalog=None, transport_overrides=None, reuse: dict | None = None) -> PlanResult:
+    """``cand`` evaluated on ``design`` (the primary training job's percentiles)."""
+    ev = evaluate(design, plan_workload(basis, cand.plan), scenario or Scenario(), seed=seed, samples=samples,
+                  catalog=catalog, transport_overrides=transport_overrides, reuse=reuse)
+    st = ev.step_time_s
+    return PlanResult(cand, float(st["p50"]), float(st["p95"]), float(st["p99"]), float(st["mean"]),
+                      float(ev.compute_s), provenance(basis, cand.plan), ev)
+
+
+def rank_plans(design, basis: PlanBasis, *, scenario=None, seed: int = 0, samples: int = 256, catalog=None,
+               transport_overrides=None, keep: int = 3, space: PlanSpace | None = None,
+               candidates=None, reuse: dict | None = None) -> PlanRanking:
+    """The ``keep`` best plans of ``design`` by p99 step time (exact: see the module docstring). ``candidates``
+    restricts the plans tried (default: the whole space)."""
+    space = space or plan_space(basis, design.gpu_model, domain=design.domain_size, catalog=catalog)
+    cands = list(space.candidates if candidates is None else candidates)
+    reuse = {} if reuse is None else reuse
+    kw = dict(scenario=scenario, seed=seed, samples=samples, catalog=catalog,
+              transport_overrides=transport_overrides, reuse=reuse)
+    if not cands:
+        return PlanRanking(design.name, space, (), None, 0, 0)
+    factor = _factor(basis, cands[0], design.gpu_model, catalog)
+    cands.sort(key=lambda c: (c.compute_s, c.label))
+    results: list[PlanResult] = []
+    given = None
+    done = 0
+    for i, c in enumerate(cands):
+        if len(results) >= keep:
+            kth = sorted(r.p99_s for r in results)[keep - 1]
+            if c.compute_s * factor * (1 - 1e-9) >= kth:
+                break
+        r = evaluate_plan(design, basis, c, **kw)
+        done += 1
+        results.append(r)
+        if c.given:
+            given = r
+    if space.given is not None and given is None:
+        given = evaluate_plan(design, basis, space.given, **kw)
+        done += 1
+    results.sort(key=lambda r: (r.p99_s, r.label))
+    return PlanRanking(design.name, space, tuple(results[:keep]), given, done, len(cands) - (i if done else 0))
