@@ -13,7 +13,10 @@ Session state (one browser session each; nothing here is shared between sessions
   ``transport_overrides=``, ``sources``, ``key``), or absent;
 - the robust search across a job mix (Workload page, :mod:`fabric.ui_support.robust_view`): ``robust_mode``
   ("off", "worst", "mean"), ``robust_weight`` (the current workload's weight), ``robust_mix`` (the other
-  workloads: ``{"choice", "weight"}``, uploads also ``"workload"``), ``robust_scenarios`` (preset names).
+  workloads: ``{"choice", "weight"}``, uploads also ``"workload"``), ``robust_scenarios`` (preset names);
+- the plan space (Search page, :mod:`fabric.ui_support.plans_view`, docs/plans.md): ``plan_space`` ("fixed": the
+  workload's own plan; "auto": every design at its best plan), ``plan_model`` (the training model named for a
+  workload whose model fabric does not recognise, or None).
 """
 
 from __future__ import annotations
@@ -235,6 +238,7 @@ def init_state() -> None:
     ss["search_seed"] = view.seed
     ss["url_search_id"] = view.search_id
     _robust_from_view(view)
+    ss["plan_space"], ss["plan_model"] = view.plan_space, view.plan_model
     choice = view.workload
     if choice and choice["kind"] == "upload":
         names = ", ".join(choice.get("names", [])) or "files"
@@ -269,7 +273,8 @@ def sync_url() -> None:
                   "scenarios": ss.get("robust_scenarios") or ["baseline"]}
     params = urlstate.encode_view(workload=choice, constraints=ss["constraints"], design=ss.get("design_genes"),
                                   compare=ss.get("compare_genes") or (), evals=ss.get("search_evals", 300),
-                                  seed=ss.get("search_seed", 0), search_id=search_id(), robust=robust)
+                                  seed=ss.get("search_seed", 0), search_id=search_id(), robust=robust,
+                                  plan_space=ss.get("plan_space", "fixed"), plan_model=ss.get("plan_model"))
     if dict(st.query_params.to_dict()) != params:
         st.query_params.from_dict(params)
 
@@ -355,7 +360,8 @@ def inputs_key() -> str:
     wb, cb = workload_bundle(), catalog_bundle()
     text = json.dumps([wb.key, constraints().to_dict(), cb.key, ss.get("search_evals"), ss.get("search_seed")]
                       + ([cal["key"]] if (cal := ss.get(CALIBRATION_KEY)) else [])
-                      + ([_robust_key_or_error()] if robust_on() else []), sort_keys=True, default=str)
+                      + ([_robust_key_or_error()] if robust_on() else [])
+                      + (["plans", ss.get("plan_model")] if plans_auto() else []), sort_keys=True, default=str)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
@@ -454,11 +460,78 @@ def needed_gpus(gpus_per_node: int) -> int:
 
 
 def search_workload():
-    """What the Search page searches for: the current workload, or with the robust mode on the robust objective
-    of the mix (FabricError naming what is wrong with the mix)."""
+    """What the Search page searches for: the current workload, with the plan space auto its plan objective (every
+    design at its best plan), or with the robust mode on the robust objective of the mix (FabricError naming what
+    is wrong with the mix, or why the workload cannot have plans)."""
+    if plans_auto():
+        if robust_on():
+            raise FabricError("the plan space auto judges one training workload at each design's best plan; it does "
+                              "not combine with the robust search across a job mix (turn one of them off)")
+        return plan_objective()
     if not robust_on():
         return workload_bundle().workload
     return _robust_objective()[0]
+
+
+# ------------------------------------------------------------------ parallelism plans (docs/plans.md)
+
+
+def plans_auto() -> bool:
+    """True when the session's search judges every design at its best parallelism plan."""
+    return ss.get("plan_space", "fixed") == "auto"
+
+
+def plan_objective():
+    """The plan objective of the current workload (and the model named on the Search page, if any), kept while
+    they do not change; WorkloadError saying why the workload cannot have plans (e.g. its model is not
+    recognised: fabric.plans.basis.basis_from_workload)."""
+    from fabric.ui_support.plans_view import plan_objective as build
+
+    wb, cb = workload_bundle(), catalog_bundle()
+    sig = (wb.key, cb.key, ss.get("plan_model"))
+    cached = ss.get("_plan_obj")
+    if cached is None or cached[0] != sig:
+        try:
+            cached = (sig, build(wb.workload, ss.get("plan_model"), cb.catalog), None)
+        except FabricError as err:
+            cached = (sig, None, err)
+        ss["_plan_obj"] = cached
+    if cached[2] is not None:
+        raise cached[2]
+    return cached[1]
+
+
+def plan_basis_or_error():
+    """``(basis, None)`` of the current workload's plans, or ``(None, message)`` when it cannot have plans."""
+    try:
+        return plan_objective().basis, None
+    except FabricError as err:
+        return None, public_message(err)
+
+
+@st.cache_resource(show_spinner="Ranking the parallelism plans on this design...", max_entries=64)
+def _plan_ranking(design_json: str, basis_key: str, cat_key: str, overrides_json: str, _basis, _catalog):
+    from fabric.plans.best import rank_plans
+
+    return rank_plans(design_from_dict(json.loads(design_json)), _basis, catalog=_catalog,
+                      transport_overrides=json.loads(overrides_json), keep=3)
+
+
+def plan_ranking(design: Design):
+    """The design's three best plans over the whole plan space and the workload's own plan
+    (:func:`fabric.plans.best.rank_plans`, exact; cached); FabricError when the workload cannot have plans."""
+    basis = plan_objective().basis
+    cb = catalog_bundle()
+    return _plan_ranking(_design_json(design), basis.key, cb.key, _overrides_json(), basis, cb.catalog)
+
+
+def evaluate_at_best_plan(design: Design):
+    """``(evaluation, plan result)`` of ``design`` at its best plan (:func:`plan_ranking`'s first)."""
+    ranking = plan_ranking(design)
+    if ranking.top is None:
+        raise FabricError(f"no plan of {ranking.space.basis.model.name} fits {design.gpu_model}'s memory "
+                          "(fabric plans lists the plans refused and why)")
+    return ranking.top.evaluation, ranking.top
 
 
 def _robust_objective():
@@ -818,6 +891,8 @@ def inputs_line(*, search: bool = False) -> None:
         mode = robust_view.MODE_TEXT[ss['robust_mode']]
         what = (f"Robust search ({mode}) over **{n} workload{'s' if n != 1 else ''} × {k} "
                 f"scenario{'s' if k != 1 else ''}** ({md_text(wb.label)} and the mix on the Workload page)")
+    elif plans_auto():
+        what += " (every design at its best parallelism plan)"
     st.caption(f"{what} · cluster: **{c.gpus:,} GPUs** ({c.gpus_per_node} per server, "
                f"{c.gpu_model}) · change them on the Workload and Constraints pages.")
 
