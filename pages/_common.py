@@ -525,13 +525,73 @@ def plan_ranking(design: Design):
     return _plan_ranking(_design_json(design), basis.key, cb.key, _overrides_json(), basis, cb.catalog)
 
 
-def evaluate_at_best_plan(design: Design):
-    """``(evaluation, plan result)`` of ``design`` at its best plan (:func:`plan_ranking`'s first)."""
-    ranking = plan_ranking(design)
+def design_workload(design: Design) -> WorkloadBundle:
+    """The workload ``design`` is evaluated on: the session's; with the plan space auto, its best plan's over the
+    whole plan space (:func:`plan_ranking`), so every figure of the Design, Compare and Brief pages is at the
+    design's own best plan. A workload that cannot have plans stays as it is (the pages say why)."""
+    wb = workload_bundle()
+    if not plans_auto() or robust_on():
+        return wb
+    try:
+        ranking = plan_ranking(design)
+    except FabricError:
+        return wb
     if ranking.top is None:
-        raise FabricError(f"no plan of {ranking.space.basis.model.name} fits {design.gpu_model}'s memory "
-                          "(fabric plans lists the plans refused and why)")
-    return ranking.top.evaluation, ranking.top
+        return wb
+    from fabric.plans.basis import plan_key
+    from fabric.plans.workloads import plan_workload as workload_of_plan
+
+    plan = ranking.top.candidate.plan
+    wl = workload_of_plan(ranking.space.basis, plan)
+    key = hashlib.sha1(json.dumps([ranking.space.basis.key, list(plan_key(plan))], default=str).encode()
+                       ).hexdigest()[:16]
+    return replace(wb, workload=wl, key=key, label=f"{wb.label} at {ranking.top.label}")
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _pool_best(design_json: str, basis_key: str, pool_key: str, cat_key: str, overrides_json: str, _basis, _pool,
+               _catalog):
+    from fabric.plans.best import rank_plans
+    from fabric.plans.space import plan_space
+
+    design = design_from_dict(json.loads(design_json))
+    space = plan_space(_basis, design.gpu_model, domain=design.domain_size, catalog=_catalog)
+    cands = [c for c in (space.find(p) for p in _pool) if c is not None]
+    if not cands:
+        raise FabricError(f"none of the compared designs' best plans fits {design.gpu_model}")
+    return rank_plans(design, _basis, catalog=_catalog, transport_overrides=json.loads(overrides_json), keep=1,
+                      space=space, candidates=cands).top.evaluation
+
+
+def pool_evaluator(designs) -> object:
+    """With the plan space auto, an ``evaluate(design)`` for the designs a comparison makes on the way (a design's
+    free policy on another's hardware): each at the best of the plans that suit the compared ``designs`` (their
+    three best each), so the steps of the money split add up at best plans; the compared designs themselves come
+    out at their own best plans. Without the plan space auto: :func:`evaluate_design`."""
+    if not plans_auto():
+        return evaluate_design
+    from fabric.plans.basis import plan_key
+
+    pool = {}
+    for d in designs:
+        for r in plan_ranking(d).best:
+            pool.setdefault(plan_key(r.candidate.plan), r.candidate.plan)
+    plans = tuple(pool.values())
+    pool_key = hashlib.sha1(json.dumps(sorted(map(list, pool)), default=str).encode()).hexdigest()[:16]
+    basis, cb = plan_objective().basis, catalog_bundle()
+    return lambda design: _pool_best(_design_json(design), basis.key, pool_key, cb.key, _overrides_json(), basis,
+                                     plans, cb.catalog)
+
+
+def best_plan_of(design: Design):
+    """The plan result ``design`` is evaluated at with the plan space auto (its best over the whole space), or
+    None (plan space fixed, or the workload cannot have plans, or no plan fits)."""
+    if not plans_auto() or robust_on():
+        return None
+    try:
+        return plan_ranking(design).top
+    except FabricError:
+        return None
 
 
 def _robust_objective():
@@ -783,18 +843,18 @@ def _overrides_json() -> str:
 
 
 def evaluate_design(design: Design, scenario: str = "baseline"):
-    wb, cb = workload_bundle(), catalog_bundle()
+    wb, cb = design_workload(design), catalog_bundle()
     return _evaluate(_design_json(design), wb.key, cb.key, scenario, wb.workload, cb.catalog, _overrides_json())
 
 
 def scaling_rows(design: Design):
-    wb, cb = workload_bundle(), catalog_bundle()
+    wb, cb = design_workload(design), catalog_bundle()
     return _scaling(_design_json(design), wb.key, cb.key, wb.workload, cb.catalog, _overrides_json())
 
 
 def resilience_of(design: Design, healthy_p99_s: float, scenario: str = "baseline") -> dict:
     """fabric.resilience of ``design`` on the session's workload (cached)."""
-    wb, cb = workload_bundle(), catalog_bundle()
+    wb, cb = design_workload(design), catalog_bundle()
     return _resilience(_design_json(design), wb.key, cb.key, scenario, float(healthy_p99_s), wb.workload, cb.catalog,
                        _overrides_json())
 
@@ -803,13 +863,13 @@ def scenario_not_applicable(design: Design, scenario: str) -> str | None:
     """Why the what-if ``scenario`` cannot apply to ``design`` on the session's workload (None when it can)."""
     from fabric.evaluate.whatif import not_applicable
 
-    wb, cb = workload_bundle(), catalog_bundle()
+    wb, cb = design_workload(design), catalog_bundle()
     return not_applicable(SCENARIO_PRESETS[scenario], build_fabric(design, cb.catalog), wb.workload)
 
 
 def advice(design: Design, scenario: str = "baseline") -> dict:
     """The advisor's ranked single changes of ``design`` on the session's workload (cached)."""
-    wb, cb = workload_bundle(), catalog_bundle()
+    wb, cb = design_workload(design), catalog_bundle()
     return _advice(_design_json(design), wb.key, cb.key, scenario, wb.workload, cb.catalog, _overrides_json())
 
 
@@ -842,7 +902,7 @@ def racks_of(design: Design, *, rack_limit_w: float | None = None, pue: float | 
 
 def traffic_of(design: Design) -> dict:
     """fabric.scaleup.traffic_split of ``design`` on the session's workload (cached)."""
-    wb, cb = workload_bundle(), catalog_bundle()
+    wb, cb = design_workload(design), catalog_bundle()
     return _traffic(_design_json(design), wb.key, cb.key, wb.workload, cb.catalog)
 
 

@@ -74,13 +74,14 @@ class PlanRanking:
                 "plans_in_space": len(self.space.candidates), "refused": len(self.space.refused)}
 
 
-def slower_text(slowdown: float | None) -> str:
-    """``"with the given plan it is 18 % slower"`` (or that the given plan is the best)."""
+def slower_text(slowdown: float | None, given_name: str = "the given plan") -> str:
+    """``"with the given plan it is 18 % slower"`` (or that the given plan is the best); ``given_name``: how the
+    workload's own plan is called ("the trace's plan" for a trace, :func:`fabric.plans.report.given_plan_name`)."""
     if slowdown is None:
         return ""
     if slowdown <= 0.0005:
-        return "the given plan is its best plan"
-    return f"with the given plan it is {slowdown:.0%} slower"
+        return f"{given_name} is its best plan"
+    return f"with {given_name} it is {slowdown:.0%} slower"
 
 
 def _factor(basis: PlanBasis, cand: Candidate, gpu_model: str, catalog) -> float:
