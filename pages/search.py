@@ -147,6 +147,12 @@ if ss.get("search_job") is None and ss.get("url_search_id") and "search_refused"
     C.show_url_problems()
 show_settings_of(ss.get("search_job"))
 
+def _model_named() -> None:
+    """The model picker changed: a search refused for want of a model is no longer refused."""
+    ss["plan_model"] = ss["in_plan_model"]
+    ss.pop("search_refused", None)
+
+
 def plan_space_controls() -> None:
     """The plan-space switch and, when the workload's model is not recognised (or was named), the model picker."""
     from fabric.workload.presets import training_models
@@ -168,7 +174,7 @@ def plan_space_controls() -> None:
         right.selectbox("Model of the workload", models, key="in_plan_model",
                         placeholder="name the model", help="The workload's training model, when fabric does not "
                         "recognise it from the job's name (fabric search --model).",
-                        on_change=lambda: ss.update(plan_model=ss["in_plan_model"]))
+                        on_change=_model_named)
     if basis is None:
         st.error(f"Plan space auto: {err}" if not ss.get("plan_model") else
                  f"Plan space auto with model {ss['plan_model']}: {err}")
@@ -227,6 +233,11 @@ def draw(snap, *, live: bool) -> None:
         ahead = f"{snap.queue_position} ahead of it" if snap.queue_position else "next in line"
         st.progress(0.0, text=f"Search waiting for a free slot on the server ({ahead}; the server runs at most "
                               f"max_concurrent_searches at once), {snap.elapsed_s:.0f} s")
+        return
+    if snap.phase == "plans":
+        st.progress(0.0, text=f"Search running: ranking the parallelism plans on a few probe designs, the shortlist "
+                              f"every design will be tried at (once per server for the same inputs), "
+                              f"{snap.elapsed_s:.1f} s")
         return
     state = {"running": "running", "done": "finished", "cancelled": "cancelled", "failed": "failed"}[snap.state]
     if snap.state == "cancelled" and ss["search_job"].abandoned:

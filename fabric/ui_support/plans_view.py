@@ -5,6 +5,8 @@ figure comes from :mod:`fabric.plans`."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
@@ -12,7 +14,8 @@ import pandas as pd
 from fabric.errors import FabricError
 
 __all__ = ["PLAN_SPACES", "PLAN_SPACE_HELP", "plan_objective", "compact_plan", "front_plan_sentences",
-           "plan_sentence_of", "ranking_frame", "provenance_notes", "is_plan_objective", "RANKING_CAPTION"]
+           "plan_sentence_of", "ranking_frame", "provenance_notes", "is_plan_objective", "RANKING_CAPTION", "objective_json", "objective_from_json",
+           "prepared_objective"]
 
 #: The plan-space switch: value -> label.
 PLAN_SPACES = {"fixed": "fixed: the workload's own plan", "auto": "auto: every design at its best plan"}
@@ -122,3 +125,38 @@ def objective_from_json(data: Mapping):
         raise ValueError(f"plan mode {p.get('mode')!r} is not one the dashboard runs")
     model = p.get("model")
     return plan_objective(workload_from_dict(p["workload"]), None if model is None else str(model))
+
+
+_PREPARED: "OrderedDict[tuple, object]" = OrderedDict()
+_PREPARED_LOCK = threading.Lock()
+_PREPARED_KEEP = 16
+
+
+def prepared_objective(objective, constraints, catalog, *, seed: int, samples: int, transport_overrides=None):
+    """``objective`` with its plan shortlist for the search space of ``constraints`` (what
+    :func:`fabric.search.run_search` prepares before its first generation: the same call, so the same records),
+    kept in this server process while the inputs are the same, so a search run again (a second visit, the other
+    plan space and back) starts its first generation at once. ``catalog`` must be the object the search uses."""
+    import json
+
+    from fabric.evaluate import Scenario
+    from fabric.search import DesignSpace
+    from fabric.search.run import has_serving_jobs
+
+    if objective.shortlist is not None:
+        return objective
+    key = (objective.key(), json.dumps(constraints.to_dict(), sort_keys=True, default=str), id(catalog), int(seed),
+           int(samples), json.dumps(transport_overrides, sort_keys=True, default=str))
+    with _PREPARED_LOCK:
+        hit = _PREPARED.get(key)
+        if hit is not None and hit[0] is catalog:
+            _PREPARED.move_to_end(key)
+            return hit[1]
+    space = DesignSpace(constraints, catalog, objective, serving=has_serving_jobs(objective))
+    ready = objective.prepared_for(space, seed=seed, samples=samples, overrides=transport_overrides,
+                                   scenario=Scenario())
+    with _PREPARED_LOCK:
+        _PREPARED[key] = (catalog, ready)      # keeps the catalog alive, so its id is not reused while listed
+        while len(_PREPARED) > _PREPARED_KEEP:
+            _PREPARED.popitem(last=False)
+    return ready
