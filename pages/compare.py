@@ -13,6 +13,7 @@ from fabric.advisor import free_policy_summary
 from fabric.design.policy import best_free_policy
 from fabric.ui_support.compare import gene_frame, metrics_frame, money_deltas, money_split
 from fabric.ui_support.designs import design_genes, short_label
+from fabric.ui_support.plans_view import compact_plan_of
 
 ss = st.session_state
 C.require_entry()
@@ -63,7 +64,7 @@ for p in picked:
         d = C.design_from_genes(entry["genes"], entry["name"])
         ev = C.evaluate_design(d)        # at the design's own best plan with the plan space auto
         top = C.best_plan_of(d) if plans_note else None
-        plan = top.label if top is not None else None
+        plan = compact_plan_of(top.candidate.plan) if top is not None else None
     except FabricError as err:
         st.error(f"{p}: {C.public_message(err)}")
         continue

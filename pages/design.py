@@ -135,7 +135,10 @@ def plans_section() -> None:
     table = ranking_frame(ranking)
     st.dataframe(table, hide_index=True, width="stretch", key="plans_table",
                  column_config={"": st.column_config.TextColumn("", width="small"),
-                                "plan": st.column_config.TextColumn("plan", width="large"),
+                                "plan": st.column_config.TextColumn(
+                                    "plan", width="large", help="TP x CP x PP x DP x EP (CP, EP when above 1), "
+                                    "micro-batches per step of so many sequences (mb), chunks per pipeline stage "
+                                    "when interleaved, ZeRO stage, rank order (fastest-varying first)"),
                                 "p99 step (s)": st.column_config.NumberColumn(format="%.4f"),
                                 "p50 step (s)": st.column_config.NumberColumn(format="%.4f"),
                                 "compute (s)": st.column_config.NumberColumn(format="%.4f"),

@@ -364,7 +364,7 @@ def draw(snap, *, live: bool) -> None:
             table.insert(at + 1, "given_plan_slowdown", [r.get("given_plan_slowdown") for r in recs])
             plan_cols = {
                 "plan": st.column_config.TextColumn(
-                    "plan", width="medium", help="The parallelism plan the design is judged at (its best of the "
+                    "plan", width="large", help="The parallelism plan the design is judged at (its best of the "
                     "shortlist): TP x CP x PP x DP x EP degrees (CP, EP when above 1), micro-batches per step of "
                     "so many sequences (mb), ZeRO stage, rank order (fastest-varying first)"),
                 "given_plan_slowdown": st.column_config.NumberColumn(

@@ -14,7 +14,7 @@ import pandas as pd
 from fabric.errors import FabricError
 
 __all__ = ["PLAN_SPACES", "PLAN_SPACE_HELP", "plan_objective", "compact_plan", "front_plan_sentences",
-           "plan_sentence_of", "ranking_frame", "provenance_notes", "is_plan_objective", "RANKING_CAPTION", "objective_json", "objective_from_json",
+           "plan_sentence_of", "ranking_frame", "compact_plan_of", "provenance_notes", "is_plan_objective", "RANKING_CAPTION", "objective_json", "objective_from_json",
            "prepared_objective"]
 
 #: The plan-space switch: value -> label.
@@ -45,16 +45,26 @@ def plan_objective(workload, model: str | None = None, catalog=None):
     return PlanObjective(basis_from_workload(workload, model=model, catalog=catalog))
 
 
+def _compact(tp, cp, pp, dp, ep, micro_batches, micro_batch, zero, order, chunks: int = 1) -> str:
+    dims = [f"TP {int(tp)}"] + ([f"CP {int(cp)}"] if int(cp or 1) > 1 else []) + [f"PP {int(pp)}", f"DP {int(dp)}"]
+    dims += [f"EP {int(ep)}"] if int(ep or 1) > 1 else []
+    return (" x ".join(dims) + f" · {int(micro_batches)} mb of {int(micro_batch)}"
+            + (f" · {int(chunks)} chunks" if int(chunks) > 1 else "") + f" · ZeRO {int(zero)} · {order}")
+
+
 def compact_plan(rec: Mapping) -> str:
     """A record's plan in a table cell: ``TP 8 x PP 4 x DP 32 · 16 mb of 1 · ZeRO 1 · tp-cp-ep-dp-pp`` (CP and EP
     when above 1, dimensions in the order of the plan's label); empty for a record without a plan."""
     if not rec.get("plan"):
         return ""
-    dims = [f"TP {int(rec['plan_tp'])}"] + ([f"CP {int(rec['plan_cp'])}"] if int(rec.get("plan_cp") or 1) > 1 else [])
-    dims += [f"PP {int(rec['plan_pp'])}", f"DP {int(rec['plan_dp'])}"]
-    dims += [f"EP {int(rec['plan_ep'])}"] if int(rec.get("plan_ep") or 1) > 1 else []
-    return (" x ".join(dims) + f" · {int(rec['plan_micro_batches'])} mb of {int(rec['plan_micro_batch'])} · "
-            f"ZeRO {int(rec['plan_zero'])} · {rec['plan_order']}")
+    return _compact(rec["plan_tp"], rec.get("plan_cp"), rec["plan_pp"], rec["plan_dp"], rec.get("plan_ep"),
+                    rec["plan_micro_batches"], rec["plan_micro_batch"], rec["plan_zero"], rec["plan_order"])
+
+
+def compact_plan_of(plan) -> str:
+    """:func:`compact_plan` of a :class:`fabric.workload.synth.ParallelPlan` (with its chunks per stage)."""
+    return _compact(plan.tp, plan.cp, plan.pp, plan.dp, plan.ep, plan.micro_batches, plan.micro_batch,
+                    plan.effective_zero, plan.order, plan.virtual_stages)
 
 
 def front_plan_sentences(front: Sequence[Mapping], objective) -> list[str]:
@@ -88,7 +98,8 @@ def ranking_frame(ranking) -> pd.DataFrame:
 
 def _row(rank: str, r, ranking) -> dict:
     top = ranking.top
-    return {"": rank + (" (given)" if r.candidate.given and rank != "given" else ""), "plan": r.label,
+    return {"": rank + (" (given)" if r.candidate.given and rank != "given" else ""),
+            "plan": compact_plan_of(r.candidate.plan),
             "p99 step (s)": r.p99_s, "p50 step (s)": r.p50_s, "compute (s)": r.compute_s,
             "memory per GPU (GB)": r.candidate.memory.total_bytes / 1e9,
             "vs best": "" if top is None or r is top else f"{r.p99_s / top.p99_s - 1:+.1%}",
