@@ -503,10 +503,12 @@ def plan_objective():
 
 def plan_basis_or_error():
     """``(basis, None)`` of the current workload's plans, or ``(None, message)`` when it cannot have plans."""
+    from fabric.ui_support.plans_view import dashboard_words
+
     try:
         return plan_objective().basis, None
     except FabricError as err:
-        return None, public_message(err)
+        return None, dashboard_words(public_message(err))
 
 
 @st.cache_resource(show_spinner="Ranking the parallelism plans on this design...", max_entries=64)

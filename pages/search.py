@@ -75,7 +75,7 @@ def start_search() -> None:
                         catalog=cb.catalog, inputs_key=C.inputs_key(), transport_overrides=C.calibration_overrides(),
                         state_dir=folder, label=label)
     except (FabricError, OSError) as err:
-        ss["search_refused"] = C.public_message(err)
+        ss["search_refused"] = plans_view.dashboard_words(C.public_message(err))
         return
     _adopt(job)
 
@@ -153,8 +153,9 @@ def _model_named() -> None:
     ss.pop("search_refused", None)
 
 
-def plan_space_controls() -> None:
-    """The plan-space switch and, when the workload's model is not recognised (or was named), the model picker."""
+def plan_space_controls() -> str | None:
+    """The plan-space switch and, when the workload's model is not recognised (or was named), the model picker;
+    returns the message said when the workload cannot have plans."""
     from fabric.workload.presets import training_models
 
     if ss.get("in_plan_space") != ss.get("plan_space", "fixed"):
@@ -165,7 +166,7 @@ def plan_space_controls() -> None:
                        on_change=lambda: ss.update(plan_space=ss["in_plan_space"]))
     ss["plan_space"] = space
     if space != "auto":
-        return
+        return None
     basis, err = C.plan_basis_or_error()
     if err is not None or ss.get("plan_model"):
         models = list(training_models())
@@ -176,14 +177,15 @@ def plan_space_controls() -> None:
                         "recognise it from the job's name (fabric search --model).",
                         on_change=_model_named)
     if basis is None:
-        st.error(f"Plan space auto: {err}" if not ss.get("plan_model") else
-                 f"Plan space auto with model {ss['plan_model']}: {err}")
+        st.error(f"Plan space auto: no search can start: {err}" if not ss.get("plan_model") else
+                 f"Plan space auto with model {ss['plan_model']}: no search can start: {err}")
     else:
         right.caption(C.md_text(f"Plans of {basis.model.name}, from {basis.source}; "
                                 f"{basis.gpus:,} GPUs, {basis.global_batch:,} sequences per step for every plan."))
+    return err
 
 
-plan_space_controls()
+plans_problem = plan_space_controls()
 a, b, c, d = st.columns([1.2, 1.2, 1, 1])
 if "in_evals" not in ss:
     ss["in_evals"] = int(ss["search_evals"])
@@ -206,7 +208,7 @@ if start or (job is None and "search_refused" not in ss):  # the first visit sta
     ss["_fields_for"] = id(job)
 if cancel and job is not None:
     job.cancel()
-if ss.get("search_refused"):
+if ss.get("search_refused") and ss["search_refused"] != plans_problem:     # said once, above
     st.error(f"The search was not started: {ss['search_refused']}")
 if job is not None and job.running and not ss.get("search_watching"):   # true for the whole run, not a moment
     after = max(0, _allowance().remaining() - job.budget_evals)

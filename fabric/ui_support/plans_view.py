@@ -5,6 +5,7 @@ figure comes from :mod:`fabric.plans`."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -15,7 +16,7 @@ from fabric.errors import FabricError
 
 __all__ = ["PLAN_SPACES", "PLAN_SPACE_HELP", "plan_objective", "compact_plan", "front_plan_sentences",
            "plan_sentence_of", "ranking_frame", "compact_plan_of", "provenance_notes", "is_plan_objective", "RANKING_CAPTION", "objective_json", "objective_from_json",
-           "prepared_objective"]
+           "prepared_objective", "dashboard_words"]
 
 #: The plan-space switch: value -> label.
 PLAN_SPACES = {"fixed": "fixed: the workload's own plan", "auto": "auto: every design at its best plan"}
@@ -43,6 +44,22 @@ def plan_objective(workload, model: str | None = None, catalog=None):
     from fabric.plans.inner import PlanObjective
 
     return PlanObjective(basis_from_workload(workload, model=model, catalog=catalog))
+
+
+#: The dashboard's words for the ways out the core's messages name as command-line flags.
+_UI_HINT = ("pick the model under 'Model of the workload' if it is one fabric knows, or choose 'Parallelism plan' on "
+            "the Workload page (a preset model with a plan of your own), or keep the plan space fixed")
+_CLI_HINTS = (re.compile(r"name the model with --model NAME, or give a preset \(--preset\) or a model shape "
+                         r"\(--params[^)]*\) instead of the workload"),
+              re.compile(r"give the model shape instead \(fabric plans --params[^)]*\)"))
+
+
+def dashboard_words(message: str) -> str:
+    """A message of :mod:`fabric.plans` with the command-line ways out (``--model``, ``--params``) said as the
+    dashboard offers them."""
+    for pat in _CLI_HINTS:
+        message = pat.sub(_UI_HINT, message)
+    return message
 
 
 def _compact(tp, cp, pp, dp, ep, micro_batches, micro_batch, zero, order, chunks: int = 1) -> str:
