@@ -134,15 +134,18 @@ def plans_section() -> None:
                              f"{T(top.p99_s)}). {cost}"))
     table = ranking_frame(ranking)
     st.dataframe(table, hide_index=True, width="stretch", key="plans_table",
-                 column_config={"": st.column_config.TextColumn("", width="small"),
+                 column_config={"": st.column_config.TextColumn("", width=70),
                                 "plan": st.column_config.TextColumn(
                                     "plan", width="large", help="TP x CP x PP x DP x EP (CP, EP when above 1), "
                                     "micro-batches per step of so many sequences (mb), chunks per pipeline stage "
                                     "when interleaved, ZeRO stage, rank order (fastest-varying first)"),
-                                "p99 step (s)": st.column_config.NumberColumn(format="%.4f"),
-                                "p50 step (s)": st.column_config.NumberColumn(format="%.4f"),
-                                "compute (s)": st.column_config.NumberColumn(format="%.4f"),
-                                "memory per GPU (GB)": st.column_config.NumberColumn(format="%.1f"),
+                                "p99 step (s)": st.column_config.NumberColumn(format="%.4f", width="small"),
+                                "p50 step (s)": st.column_config.NumberColumn(format="%.4f", width="small"),
+                                "compute (s)": st.column_config.NumberColumn(format="%.4f", width="small"),
+                                "memory per GPU (GB)": st.column_config.NumberColumn(
+                                    "memory (GB)", format="%.1f", width="small",
+                                    help="Per GPU: weights, gradients, optimizer state, activations (docs/plans.md)"),
+                                "vs best": st.column_config.TextColumn(width="small"),
                                 "numbers": st.column_config.TextColumn(
                                     "numbers", help="measured: the trace's own plan as traced; derived: "
                                                     "synthesized from the recognised model shape")})
