@@ -142,6 +142,14 @@ def test_a_saved_plan_search_reads_back_as_a_plan_objective(searched):
     assert saved.workload.key() == job.workload.key()                 # the same objective, shortlist rebuilt
 
 
+def test_the_brief_says_which_plan_its_own_evaluations_use(searched):
+    at, _, _ = searched
+    at.switch_page("pages/brief.py").run()
+    ok(at)
+    assert any("judged every design at its best parallelism plan" in i.value and
+               "use the workload's own plan" in i.value for i in at.info)
+
+
 def test_design_shows_three_plans_with_measured_and_derived_numbers():
     """The Kineto sample is recognised as Llama-3-70B at TP 8 x PP 4 x DP 8 with 2 micro-batches of 1 sequence and
     5 chunks per stage (docs/plans.md): that plan's numbers are measured, every other plan's derived."""
