@@ -942,9 +942,10 @@ def show_url_problems() -> None:
         st.warning(f"Link: {p}")
 
 
-def inputs_line(*, search: bool = False) -> None:
+def inputs_line(*, search: bool = False, plans: bool = False) -> None:
     """One caption line saying which workload and cluster the page is about (on the Search page with the robust
-    mode on: the job mix)."""
+    mode on: the job mix; ``plans``: on a page that evaluates every design at its best plan with the plan space
+    auto, saying so)."""
     wb = workload_bundle()
     c = constraints()
     what = f"Workload: **{wb.label}**"
@@ -953,7 +954,7 @@ def inputs_line(*, search: bool = False) -> None:
         mode = robust_view.MODE_TEXT[ss['robust_mode']]
         what = (f"Robust search ({mode}) over **{n} workload{'s' if n != 1 else ''} × {k} "
                 f"scenario{'s' if k != 1 else ''}** ({md_text(wb.label)} and the mix on the Workload page)")
-    elif plans_auto():
+    elif plans and plans_auto():
         what += " (every design at its best parallelism plan)"
     st.caption(f"{what} · cluster: **{c.gpus:,} GPUs** ({c.gpus_per_node} per server, "
                f"{c.gpu_model}) · change them on the Workload and Constraints pages.")

@@ -20,7 +20,7 @@ C.require_entry()
 
 st.title("Compare", help="Designs side by side: their genes, bills of materials, step-time distributions and what the money buys.")
 C.show_url_problems()
-C.inputs_line()
+C.inputs_line(plans=True)
 C.robust_design_note(what="This page evaluates the designs")
 
 choices = C.design_choices()

@@ -34,7 +34,7 @@ DEFAULT_SCENARIOS = ["fail-spine", "slow-switch", "checkpoint-burst", "job-mix-s
 
 st.title("Design")
 C.show_url_problems()
-C.inputs_line()
+C.inputs_line(plans=True)
 
 choices = C.design_choices()
 if not choices:
