@@ -11,7 +11,10 @@ Each run also reports the server's start time (process start to ``/_stcore/healt
 ``--runs``; a second visit in the same server (``--warm``) shows what a user sees once the server has served
 one search.
 
-Run: python benchmarks/bench_first_front.py [--runs 3] [--warm]
+``--plans auto`` opens ``/search?plans=auto`` instead: every design judged at its best parallelism plan
+(docs/plans.md), so the search first ranks the plan shortlist on its probe designs.
+
+Run: python benchmarks/bench_first_front.py [--runs 3] [--warm] [--plans auto]
 (needs Debian's chromium and playwright, like the browser tests)
 """
 
@@ -33,12 +36,12 @@ from browser_support import CHROMIUM, IDLE, LAUNCH_ARGS, VIEW, Dashboard, free_p
 FRONT_POINTS = "[data-testid='stPlotlyChart'] .js-plotly-plot .scatterlayer .point"
 
 
-def visit(browser, url: str, timeout_s: float = 120) -> tuple[float, float]:
+def visit(browser, url: str, timeout_s: float = 120, query: str = "") -> tuple[float, float]:
     """(seconds to the first front, seconds to the finished search) of one new session opening the Search page."""
     ctx = browser.new_context(viewport=VIEW)
     page = ctx.new_page()
     t0 = time.monotonic()
-    page.goto(url + "/search", wait_until="commit")
+    page.goto(url + "/search" + query, wait_until="commit")
     page.wait_for_selector(FRONT_POINTS, timeout=timeout_s * 1000)
     first = time.monotonic() - t0
     page.get_by_text(re.compile(r"Search finished")).first.wait_for(timeout=timeout_s * 1000)
@@ -56,7 +59,10 @@ def main() -> None:
     ap.add_argument("--file-watcher", default=None,
                     help="Streamlit's server.fileWatcherType (default: what .streamlit/config.toml says, as the "
                          "README's dashboard command runs it)")
+    ap.add_argument("--plans", choices=["fixed", "auto"], default="fixed",
+                    help="the plan space of the search (auto: every design at its best plan)")
     args = ap.parse_args()
+    query = "?plans=auto" if args.plans == "auto" else ""
     from playwright.sync_api import sync_playwright
 
     rows = []
@@ -68,8 +74,8 @@ def main() -> None:
             dash = Dashboard(free_port(), env={"FABRIC_STATE_DIR": state}, file_watcher=args.file_watcher).start()
             start_s = time.monotonic() - t0
             try:
-                first, done = visit(browser, dash.url)
-                warm = visit(browser, dash.url) if args.warm else (float("nan"), float("nan"))
+                first, done = visit(browser, dash.url, query=query)
+                warm = visit(browser, dash.url, query=query) if args.warm else (float("nan"), float("nan"))
             finally:
                 dash.stop()
             rows.append((start_s, first, done, *warm))
@@ -78,7 +84,7 @@ def main() -> None:
                                       if args.warm else ""), flush=True)
         browser.close()
     med = [statistics.median(r[i] for r in rows) for i in range(len(rows[0]))]
-    print(f"median of {len(rows)}: server start {med[0]:.2f} s, first front {med[1]:.2f} s, finished {med[2]:.2f} s"
+    print(f"plan space {args.plans}; median of {len(rows)}: server start {med[0]:.2f} s, first front {med[1]:.2f} s, finished {med[2]:.2f} s"
           + (f"; second visit first front {med[3]:.2f} s, finished {med[4]:.2f} s" if args.warm else ""))
 
 

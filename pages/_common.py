@@ -13,7 +13,10 @@ Session state (one browser session each; nothing here is shared between sessions
   ``transport_overrides=``, ``sources``, ``key``), or absent;
 - the robust search across a job mix (Workload page, :mod:`fabric.ui_support.robust_view`): ``robust_mode``
   ("off", "worst", "mean"), ``robust_weight`` (the current workload's weight), ``robust_mix`` (the other
-  workloads: ``{"choice", "weight"}``, uploads also ``"workload"``), ``robust_scenarios`` (preset names).
+  workloads: ``{"choice", "weight"}``, uploads also ``"workload"``), ``robust_scenarios`` (preset names);
+- the plan space (Search page, :mod:`fabric.ui_support.plans_view`, docs/plans.md): ``plan_space`` ("fixed": the
+  workload's own plan; "auto": every design at its best plan), ``plan_model`` (the training model named for a
+  workload whose model fabric does not recognise, or None).
 """
 
 from __future__ import annotations
@@ -235,6 +238,7 @@ def init_state() -> None:
     ss["search_seed"] = view.seed
     ss["url_search_id"] = view.search_id
     _robust_from_view(view)
+    ss["plan_space"], ss["plan_model"] = view.plan_space, view.plan_model
     choice = view.workload
     if choice and choice["kind"] == "upload":
         names = ", ".join(choice.get("names", [])) or "files"
@@ -269,7 +273,8 @@ def sync_url() -> None:
                   "scenarios": ss.get("robust_scenarios") or ["baseline"]}
     params = urlstate.encode_view(workload=choice, constraints=ss["constraints"], design=ss.get("design_genes"),
                                   compare=ss.get("compare_genes") or (), evals=ss.get("search_evals", 300),
-                                  seed=ss.get("search_seed", 0), search_id=search_id(), robust=robust)
+                                  seed=ss.get("search_seed", 0), search_id=search_id(), robust=robust,
+                                  plan_space=ss.get("plan_space", "fixed"), plan_model=ss.get("plan_model"))
     if dict(st.query_params.to_dict()) != params:
         st.query_params.from_dict(params)
 
@@ -355,7 +360,8 @@ def inputs_key() -> str:
     wb, cb = workload_bundle(), catalog_bundle()
     text = json.dumps([wb.key, constraints().to_dict(), cb.key, ss.get("search_evals"), ss.get("search_seed")]
                       + ([cal["key"]] if (cal := ss.get(CALIBRATION_KEY)) else [])
-                      + ([_robust_key_or_error()] if robust_on() else []), sort_keys=True, default=str)
+                      + ([_robust_key_or_error()] if robust_on() else [])
+                      + (["plans", ss.get("plan_model")] if plans_auto() else []), sort_keys=True, default=str)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
@@ -454,11 +460,140 @@ def needed_gpus(gpus_per_node: int) -> int:
 
 
 def search_workload():
-    """What the Search page searches for: the current workload, or with the robust mode on the robust objective
-    of the mix (FabricError naming what is wrong with the mix)."""
+    """What the Search page searches for: the current workload, with the plan space auto its plan objective (every
+    design at its best plan), or with the robust mode on the robust objective of the mix (FabricError naming what
+    is wrong with the mix, or why the workload cannot have plans)."""
+    if plans_auto():
+        if robust_on():
+            raise FabricError("the plan space auto judges one training workload at each design's best plan; it does "
+                              "not combine with the robust search across a job mix (turn one of them off)")
+        return plan_objective()
     if not robust_on():
         return workload_bundle().workload
     return _robust_objective()[0]
+
+
+# ------------------------------------------------------------------ parallelism plans (docs/plans.md)
+
+
+def plans_auto() -> bool:
+    """True when the session's search judges every design at its best parallelism plan."""
+    return ss.get("plan_space", "fixed") == "auto"
+
+
+def plan_objective():
+    """The plan objective of the current workload (and the model named on the Search page, if any), kept while
+    they do not change; WorkloadError saying why the workload cannot have plans (e.g. its model is not
+    recognised: fabric.plans.basis.basis_from_workload)."""
+    from fabric.ui_support.plans_view import plan_objective as build
+
+    wb, cb = workload_bundle(), catalog_bundle()
+    sig = (wb.key, cb.key, ss.get("plan_model"))
+    cached = ss.get("_plan_obj")
+    if cached is None or cached[0] != sig:
+        try:
+            cached = (sig, build(wb.workload, ss.get("plan_model"), cb.catalog), None)
+        except FabricError as err:
+            cached = (sig, None, err)
+        ss["_plan_obj"] = cached
+    if cached[2] is not None:
+        raise cached[2]
+    return cached[1]
+
+
+def plan_basis_or_error():
+    """``(basis, None)`` of the current workload's plans, or ``(None, message)`` when it cannot have plans."""
+    from fabric.ui_support.plans_view import dashboard_words
+
+    try:
+        return plan_objective().basis, None
+    except FabricError as err:
+        return None, dashboard_words(public_message(err))
+
+
+@st.cache_resource(show_spinner="Ranking the parallelism plans on this design...", max_entries=64)
+def _plan_ranking(design_json: str, basis_key: str, cat_key: str, overrides_json: str, _basis, _catalog):
+    from fabric.plans.best import rank_plans
+
+    return rank_plans(design_from_dict(json.loads(design_json)), _basis, catalog=_catalog,
+                      transport_overrides=json.loads(overrides_json), keep=3)
+
+
+def plan_ranking(design: Design):
+    """The design's three best plans over the whole plan space and the workload's own plan
+    (:func:`fabric.plans.best.rank_plans`, exact; cached); FabricError when the workload cannot have plans."""
+    basis = plan_objective().basis
+    cb = catalog_bundle()
+    return _plan_ranking(_design_json(design), basis.key, cb.key, _overrides_json(), basis, cb.catalog)
+
+
+def design_workload(design: Design) -> WorkloadBundle:
+    """The workload ``design`` is evaluated on: the session's; with the plan space auto, its best plan's over the
+    whole plan space (:func:`plan_ranking`), so every figure of the Design, Compare and Brief pages is at the
+    design's own best plan. A workload that cannot have plans stays as it is (the pages say why)."""
+    wb = workload_bundle()
+    if not plans_auto() or robust_on():
+        return wb
+    try:
+        ranking = plan_ranking(design)
+    except FabricError:
+        return wb
+    if ranking.top is None:
+        return wb
+    from fabric.plans.basis import plan_key
+    from fabric.plans.workloads import plan_workload as workload_of_plan
+
+    plan = ranking.top.candidate.plan
+    wl = workload_of_plan(ranking.space.basis, plan)
+    key = hashlib.sha1(json.dumps([ranking.space.basis.key, list(plan_key(plan))], default=str).encode()
+                       ).hexdigest()[:16]
+    return replace(wb, workload=wl, key=key, label=f"{wb.label} at {ranking.top.label}")
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _pool_best(design_json: str, basis_key: str, pool_key: str, cat_key: str, overrides_json: str, _basis, _pool,
+               _catalog):
+    from fabric.plans.best import rank_plans
+    from fabric.plans.space import plan_space
+
+    design = design_from_dict(json.loads(design_json))
+    space = plan_space(_basis, design.gpu_model, domain=design.domain_size, catalog=_catalog)
+    cands = [c for c in (space.find(p) for p in _pool) if c is not None]
+    if not cands:
+        raise FabricError(f"none of the compared designs' best plans fits {design.gpu_model}")
+    return rank_plans(design, _basis, catalog=_catalog, transport_overrides=json.loads(overrides_json), keep=1,
+                      space=space, candidates=cands).top.evaluation
+
+
+def pool_evaluator(designs) -> object:
+    """With the plan space auto, an ``evaluate(design)`` for the designs a comparison makes on the way (a design's
+    free policy on another's hardware): each at the best of the plans that suit the compared ``designs`` (their
+    three best each), so the steps of the money split add up at best plans; the compared designs themselves come
+    out at their own best plans. Without the plan space auto: :func:`evaluate_design`."""
+    if not plans_auto():
+        return evaluate_design
+    from fabric.plans.basis import plan_key
+
+    pool = {}
+    for d in designs:
+        for r in plan_ranking(d).best:
+            pool.setdefault(plan_key(r.candidate.plan), r.candidate.plan)
+    plans = tuple(pool.values())
+    pool_key = hashlib.sha1(json.dumps(sorted(map(list, pool)), default=str).encode()).hexdigest()[:16]
+    basis, cb = plan_objective().basis, catalog_bundle()
+    return lambda design: _pool_best(_design_json(design), basis.key, pool_key, cb.key, _overrides_json(), basis,
+                                     plans, cb.catalog)
+
+
+def best_plan_of(design: Design):
+    """The plan result ``design`` is evaluated at with the plan space auto (its best over the whole space), or
+    None (plan space fixed, or the workload cannot have plans, or no plan fits)."""
+    if not plans_auto() or robust_on():
+        return None
+    try:
+        return plan_ranking(design).top
+    except FabricError:
+        return None
 
 
 def _robust_objective():
@@ -710,18 +845,18 @@ def _overrides_json() -> str:
 
 
 def evaluate_design(design: Design, scenario: str = "baseline"):
-    wb, cb = workload_bundle(), catalog_bundle()
+    wb, cb = design_workload(design), catalog_bundle()
     return _evaluate(_design_json(design), wb.key, cb.key, scenario, wb.workload, cb.catalog, _overrides_json())
 
 
 def scaling_rows(design: Design):
-    wb, cb = workload_bundle(), catalog_bundle()
+    wb, cb = design_workload(design), catalog_bundle()
     return _scaling(_design_json(design), wb.key, cb.key, wb.workload, cb.catalog, _overrides_json())
 
 
 def resilience_of(design: Design, healthy_p99_s: float, scenario: str = "baseline") -> dict:
     """fabric.resilience of ``design`` on the session's workload (cached)."""
-    wb, cb = workload_bundle(), catalog_bundle()
+    wb, cb = design_workload(design), catalog_bundle()
     return _resilience(_design_json(design), wb.key, cb.key, scenario, float(healthy_p99_s), wb.workload, cb.catalog,
                        _overrides_json())
 
@@ -730,13 +865,13 @@ def scenario_not_applicable(design: Design, scenario: str) -> str | None:
     """Why the what-if ``scenario`` cannot apply to ``design`` on the session's workload (None when it can)."""
     from fabric.evaluate.whatif import not_applicable
 
-    wb, cb = workload_bundle(), catalog_bundle()
+    wb, cb = design_workload(design), catalog_bundle()
     return not_applicable(SCENARIO_PRESETS[scenario], build_fabric(design, cb.catalog), wb.workload)
 
 
 def advice(design: Design, scenario: str = "baseline") -> dict:
     """The advisor's ranked single changes of ``design`` on the session's workload (cached)."""
-    wb, cb = workload_bundle(), catalog_bundle()
+    wb, cb = design_workload(design), catalog_bundle()
     return _advice(_design_json(design), wb.key, cb.key, scenario, wb.workload, cb.catalog, _overrides_json())
 
 
@@ -769,7 +904,7 @@ def racks_of(design: Design, *, rack_limit_w: float | None = None, pue: float | 
 
 def traffic_of(design: Design) -> dict:
     """fabric.scaleup.traffic_split of ``design`` on the session's workload (cached)."""
-    wb, cb = workload_bundle(), catalog_bundle()
+    wb, cb = design_workload(design), catalog_bundle()
     return _traffic(_design_json(design), wb.key, cb.key, wb.workload, cb.catalog)
 
 
@@ -807,9 +942,10 @@ def show_url_problems() -> None:
         st.warning(f"Link: {p}")
 
 
-def inputs_line(*, search: bool = False) -> None:
+def inputs_line(*, search: bool = False, plans: bool = False) -> None:
     """One caption line saying which workload and cluster the page is about (on the Search page with the robust
-    mode on: the job mix)."""
+    mode on: the job mix; ``plans``: on a page that evaluates every design at its best plan with the plan space
+    auto, saying so)."""
     wb = workload_bundle()
     c = constraints()
     what = f"Workload: **{wb.label}**"
@@ -818,6 +954,8 @@ def inputs_line(*, search: bool = False) -> None:
         mode = robust_view.MODE_TEXT[ss['robust_mode']]
         what = (f"Robust search ({mode}) over **{n} workload{'s' if n != 1 else ''} × {k} "
                 f"scenario{'s' if k != 1 else ''}** ({md_text(wb.label)} and the mix on the Workload page)")
+    elif plans and plans_auto():
+        what += " (every design at its best parallelism plan)"
     st.caption(f"{what} · cluster: **{c.gpus:,} GPUs** ({c.gpus_per_node} per server, "
                f"{c.gpu_model}) · change them on the Workload and Constraints pages.")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import _common as C
+from fabric.ui_support import plans_view
 from fabric.errors import FabricError
 from fabric.brief import brief_sections
 from fabric.search.recommend import recommend
@@ -25,6 +26,10 @@ if res is None or not res.front:
     C.page_link("search", "Open Search")
     C.stop()
 C.robust_design_note(what="The brief ranks the front by its robust p99 and evaluates failures and what-ifs")
+if plans_view.is_plan_objective(getattr(ss.get("search_job"), "workload", None)):
+    st.info("The last search judged every design at its best parallelism plan (the Search page's plan column); the "
+            "brief's own evaluations (baselines, failures, what-ifs, single changes) use the workload's own plan. "
+            "The Design and Compare pages evaluate each design at its best plan.")
 if C.search_snapshot() is not None and ss["search_job"].inputs_key != C.inputs_key():
     st.warning("The inputs changed since this front was computed: the brief describes the last search.")
 

@@ -13,13 +13,14 @@ from fabric.advisor import free_policy_summary
 from fabric.design.policy import best_free_policy
 from fabric.ui_support.compare import gene_frame, metrics_frame, money_deltas, money_split
 from fabric.ui_support.designs import design_genes, short_label
+from fabric.ui_support.plans_view import compact_plan_of
 
 ss = st.session_state
 C.require_entry()
 
 st.title("Compare", help="Designs side by side: their genes, bills of materials, step-time distributions and what the money buys.")
 C.show_url_problems()
-C.inputs_line()
+C.inputs_line(plans=True)
 C.robust_design_note(what="This page evaluates the designs")
 
 choices = C.design_choices()
@@ -43,6 +44,17 @@ if len(picked) < 2:
     st.warning("Pick at least two designs to compare.")
     C.stop()
 
+plans_note = ""
+if C.plans_auto() and not C.robust_on():
+    basis, why = C.plan_basis_or_error()
+    if basis is None:
+        st.info(C.md_text(f"Plan space auto does not apply to this workload ({why}): the designs are compared at "
+                          "the workload's own plan."))
+    else:
+        plans_note = ("Plan space auto: each design is compared at its own best parallelism plan (the whole plan "
+                      "space ranked on it, as on the Design page; row 'parallelism plan'), not at the workload's "
+                      "own plan.")
+        st.info(plans_note)
 rows, samples, designs = [], {}, {}
 serving_only = serving_front.is_serving_only(C.workload_bundle().workload)   # its "step" is one unloaded request
 serving = serving_front.has_serving(C.workload_bundle().workload)
@@ -50,7 +62,9 @@ for p in picked:
     entry = by_label[p]
     try:
         d = C.design_from_genes(entry["genes"], entry["name"])
-        ev = C.evaluate_design(d)
+        ev = C.evaluate_design(d)        # at the design's own best plan with the plan space auto
+        top = C.best_plan_of(d) if plans_note else None
+        plan = compact_plan_of(top.candidate.plan) if top is not None else None
     except FabricError as err:
         st.error(f"{p}: {C.public_message(err)}")
         continue
@@ -61,7 +75,7 @@ for p in picked:
     samples[name] = ev.step_samples_s
     rows.append({"name": name, "cost_usd": ev.cost_usd, "power_w": ev.power_w, "step_time_s": ev.step_time_s,
                  "lower_bound_s": ev.lower_bound_s, "serving": ev.serving, "serving_only": serving_only,
-                 "compute_s": ev.compute_s, "compute_notes": basis_notes(ev)})
+                 "compute_s": ev.compute_s, "compute_notes": basis_notes(ev), "plan": plan})
 if len(rows) < 2:
     C.stop()
 
@@ -73,7 +87,9 @@ st.caption("One column per design (full names), network capex, network power, "
            + ("the unloaded request's percentiles (one request's critical path, no queueing) and the lower bound "
               if serving_only else "step-time percentiles and the lower bound ")
            + "(each in its unit), from the same workload, seed and samples as every page (fabric.figures); compute "
-             "per step on each design's GPU.")
+             "per step on each design's GPU; "
+           + ("each design at its own best parallelism plan." if plans_note else
+              "every design at the workload's own parallelism plan."))
 for status, note in dict.fromkeys(n for r in rows for n in r["compute_notes"]):
     (st.warning if status == "kept" else st.info)(C.md_text(note))
 st.subheader("Unloaded request CDFs" if serving_only else "Step-time CDFs")
@@ -95,8 +111,9 @@ def _words(text: str) -> str:
 st.subheader("What money buys")
 ref_name, ref_design = next(iter(designs.items()))
 try:
-    best = best_free_policy(ref_design, C.evaluate_design)
-    splits = {x["design"]: x for x in money_split(designs, C.evaluate_design)}
+    judge = C.pool_evaluator(designs.values())      # at best plans with the plan space auto
+    best = best_free_policy(ref_design, judge)
+    splits = {x["design"]: x for x in money_split(designs, judge)}
 except FabricError as err:
     st.error(f"The free-policy split could not be evaluated: {C.public_message(err)}")
     best, splits = None, {}
@@ -113,7 +130,9 @@ st.caption(_words("Each design against the first one picked: capex difference in
                   "split in two steps that add up: the free policy (routing, queue pairs, placement rule, PXN) of the "
                   "design on the first design's hardware, at no cost; then the hardware, on the same policy, which the "
                   "whole capex difference buys (dollars per millisecond of p99 it saves). 'Free first' is the best "
-                  "free policy on the first design's hardware, before any money is spent."))
+                  "free policy on the first design's hardware, before any money is spent.")
+           + (" Plan space auto: every design on the way is judged at the best of the plans that suit the designs "
+              "compared (their three best each)." if plans_note else ""))
 
 st.subheader("Genes")
 only = st.toggle("Only the genes that differ", value=True, key="cmp_only_diff")

@@ -34,7 +34,7 @@ DEFAULT_SCENARIOS = ["fail-spine", "slow-switch", "checkpoint-burst", "job-mix-s
 
 st.title("Design")
 C.show_url_problems()
-C.inputs_line()
+C.inputs_line(plans=True)
 
 choices = C.design_choices()
 if not choices:
@@ -83,6 +83,85 @@ else:
                 delta=f"{st_['p99'] / st_['p50'] - 1:+.1%} vs p50", delta_color="off")
     m[5].metric("Lower bound", fig_text["lower_bound_s"],
                 help=f"Bandwidth-optimal step time at line rate; bound by {ev.lower_bound_by}")
+
+# ------------------------------------------------------------------ parallelism plans
+
+
+def plans_section() -> None:
+    """The design's best parallelism plans and the workload's own (fabric.plans.rank_plans over the whole plan
+    space, as fabric plans prints them), with which numbers are measured and which derived. With the plan space
+    auto every figure of the page is at the best one; otherwise the ranking is shown on request."""
+    from fabric.plans.best import slower_text
+    from fabric.plans.report import compute_rule_text, given_plan_name
+    from fabric.ui_support.plans_view import RANKING_CAPTION, provenance_notes, ranking_frame
+
+    auto = C.plans_auto() and not C.robust_on()
+    basis, why = C.plan_basis_or_error()
+    if basis is None:
+        if auto:
+            st.info(C.md_text(f"Plan space auto does not apply to this workload ({why}): this page evaluates it "
+                              "as given."))
+        return
+    st.subheader("Parallelism plans")
+    if not auto and not st.toggle("Rank the parallelism plans on this design", key="rank_plans",
+                                  help="Every plan of the workload's model that fits the GPU's memory (TP/PP/DP/EP/"
+                                       "CP, micro-batches, ZeRO, rank order), evaluated on this design "
+                                       "(fabric plans). Plan space auto on the Search page judges every design at "
+                                       "its best one."):
+        st.caption("This page evaluates the design at the workload's own parallelism plan.")
+        return
+    try:
+        ranking = C.plan_ranking(design)
+    except FabricError as err:
+        st.error(f"The plans cannot be ranked on this design: {C.public_message(err)}")
+        return
+    T = charts.time_text
+    given = given_plan_name(basis)
+    top = ranking.top
+    if top is None:
+        from fabric.plans.report import space_lines
+
+        st.warning(C.md_text(f"No plan of {basis.model.name} fits this design's GPUs: "
+                             + "; ".join(space_lines(ranking.space, C.catalog_bundle().catalog))))
+        return
+    cost = slower_text(ranking.given_slowdown(), given)
+    cost = cost[:1].upper() + cost[1:] + "." if cost else ""
+    if auto:
+        st.info(C.md_text(f"Plan space auto: every figure on this page is at the design's best plan, {top.label} "
+                          f"(p99 step {T(top.p99_s)}). {cost}"))
+    else:
+        st.caption(C.md_text(f"This page evaluates the design at {given}; its best plan is {top.label} (p99 step "
+                             f"{T(top.p99_s)}). {cost}"))
+    table = ranking_frame(ranking)
+    st.dataframe(table, hide_index=True, width="stretch", key="plans_table",
+                 column_config={"": st.column_config.TextColumn("", width=70),
+                                "plan": st.column_config.TextColumn(
+                                    "plan", width="large", help="TP x CP x PP x DP x EP (CP, EP when above 1), "
+                                    "micro-batches per step of so many sequences (mb), chunks per pipeline stage "
+                                    "when interleaved, ZeRO stage, rank order (fastest-varying first)"),
+                                "p99 step (s)": st.column_config.NumberColumn(format="%.4f", width="small"),
+                                "p50 step (s)": st.column_config.NumberColumn(format="%.4f", width="small"),
+                                "compute (s)": st.column_config.NumberColumn(format="%.4f", width="small"),
+                                "memory per GPU (GB)": st.column_config.NumberColumn(
+                                    "memory (GB)", format="%.1f", width="small",
+                                    help="Per GPU: weights, gradients, optimizer state, activations (docs/plans.md)"),
+                                "vs best": st.column_config.TextColumn(width="small"),
+                                "numbers": st.column_config.TextColumn(
+                                    "numbers", help="measured: the trace's own plan as traced; derived: "
+                                                    "synthesized from the recognised model shape")})
+    notes = "; ".join(provenance_notes(table["numbers"]))
+    st.caption(C.md_text(f"{RANKING_CAPTION} Numbers: {notes}. Model {basis.model.name}, from {basis.source}; "
+                         f"{compute_rule_text(basis)}."))
+    res = C.finished_result()
+    rec = None if res is None or not auto else next(
+        (r for r in res.records if r.get("plan") and C.genes_of_record(r) == entry["genes"]), None)
+    if rec is not None and rec["plan"] != top.label:
+        st.caption(C.md_text(f"The search judged this design at {rec['plan']} (p99 step {T(rec['p99_s'])}), the "
+                             "best of the shortlist of plans it ranked before searching; the whole plan space has "
+                             "the better plan above."))
+
+
+plans_section()
 
 # ------------------------------------------------------------------ serving latency
 for job_name, sm in ev.serving.items():

@@ -1,14 +1,15 @@
 """Search: the genetic search for the Pareto front of network capex vs p99 step time, running in the background
 while the page polls it; click a design (chart or table) to open it. With the robust mode on (Workload page) the
 search is robust across the job mix: each design's spread across cases, the brittle ones, and each case's own
-front beside the robust one."""
+front beside the robust one. With the plan space auto every design is judged at its best parallelism plan: the
+front table has a plan column and the page says what the workload's own plan costs each front design."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from pages import _common as C
-from fabric.ui_support import charts, robust_view, serving_front
+from fabric.ui_support import charts, plans_view, robust_view, serving_front
 from fabric.design.policy import TIE_RULE
 from fabric.search.recommend import recommend
 from fabric.search.ties import ties_text
@@ -27,7 +28,7 @@ st.title("Search", help="NSGA-II over topology family, switch and NIC models, NI
                         "person would draw (the baselines). Each design is built, priced and evaluated (256 Monte "
                         "Carlo samples of the step).")
 C.show_url_problems()
-C.inputs_line(search=True)
+C.inputs_line(search=True, plans=True)
 C.calibration_line("clear_cal_search", search=True)
 
 
@@ -64,15 +65,17 @@ def start_search() -> None:
     try:
         _with_current_job().check(budget)
         wb, cb = C.workload_bundle(), C.catalog_bundle()
-        workload = C.search_workload()          # the robust objective of the job mix when the robust mode is on
-        label = wb.label if workload is wb.workload else robust_view.mix_summary(workload)
+        workload = C.search_workload()   # the robust objective of the job mix, or the plan objective (plan space auto)
+        label = wb.label if workload is wb.workload else \
+            f"{wb.label}, every design at its best plan" if plans_view.is_plan_objective(workload) else \
+            robust_view.mix_summary(workload)
         folder = state_dir()
         prune(folder)
         job = SearchJob(workload, C.constraints(), budget_evals=budget, seed=int(ss["search_seed"]),
                         catalog=cb.catalog, inputs_key=C.inputs_key(), transport_overrides=C.calibration_overrides(),
                         state_dir=folder, label=label)
     except (FabricError, OSError) as err:
-        ss["search_refused"] = C.public_message(err)
+        ss["search_refused"] = plans_view.dashboard_words(C.public_message(err))
         return
     _adopt(job)
 
@@ -144,6 +147,45 @@ if ss.get("search_job") is None and ss.get("url_search_id") and "search_refused"
     C.show_url_problems()
 show_settings_of(ss.get("search_job"))
 
+def _model_named() -> None:
+    """The model picker changed: a search refused for want of a model is no longer refused."""
+    ss["plan_model"] = ss["in_plan_model"]
+    ss.pop("search_refused", None)
+
+
+def plan_space_controls() -> str | None:
+    """The plan-space switch and, when the workload's model is not recognised (or was named), the model picker;
+    returns the message said when the workload cannot have plans."""
+    from fabric.workload.presets import training_models
+
+    if ss.get("in_plan_space") != ss.get("plan_space", "fixed"):
+        ss["in_plan_space"] = ss.get("plan_space", "fixed")
+    left, right = st.columns([1.3, 1])
+    space = left.radio("Plan space", list(plans_view.PLAN_SPACES), format_func=plans_view.PLAN_SPACES.get,
+                       horizontal=True, key="in_plan_space", help=plans_view.PLAN_SPACE_HELP,
+                       on_change=lambda: ss.update(plan_space=ss["in_plan_space"]))
+    ss["plan_space"] = space
+    if space != "auto":
+        return None
+    basis, err = C.plan_basis_or_error()
+    if err is not None or ss.get("plan_model"):
+        models = list(training_models())
+        if "in_plan_model" not in ss or ss["in_plan_model"] != ss.get("plan_model"):
+            ss["in_plan_model"] = ss.get("plan_model")
+        right.selectbox("Model of the workload", models, key="in_plan_model",
+                        placeholder="name the model", help="The workload's training model, when fabric does not "
+                        "recognise it from the job's name (fabric search --model).",
+                        on_change=_model_named)
+    if basis is None:
+        st.error(f"Plan space auto: no search can start: {err}" if not ss.get("plan_model") else
+                 f"Plan space auto with model {ss['plan_model']}: no search can start: {err}")
+    else:
+        right.caption(C.md_text(f"Plans of {basis.model.name}, from {basis.source}; "
+                                f"{basis.gpus:,} GPUs, {basis.global_batch:,} sequences per step for every plan."))
+    return err
+
+
+plans_problem = plan_space_controls()
 a, b, c, d = st.columns([1.2, 1.2, 1, 1])
 if "in_evals" not in ss:
     ss["in_evals"] = int(ss["search_evals"])
@@ -166,7 +208,7 @@ if start or (job is None and "search_refused" not in ss):  # the first visit sta
     ss["_fields_for"] = id(job)
 if cancel and job is not None:
     job.cancel()
-if ss.get("search_refused"):
+if ss.get("search_refused") and ss["search_refused"] != plans_problem:     # said once, above
     st.error(f"The search was not started: {ss['search_refused']}")
 if job is not None and job.running and not ss.get("search_watching"):   # true for the whole run, not a moment
     after = max(0, _allowance().remaining() - job.budget_evals)
@@ -193,6 +235,11 @@ def draw(snap, *, live: bool) -> None:
         ahead = f"{snap.queue_position} ahead of it" if snap.queue_position else "next in line"
         st.progress(0.0, text=f"Search waiting for a free slot on the server ({ahead}; the server runs at most "
                               f"max_concurrent_searches at once), {snap.elapsed_s:.0f} s")
+        return
+    if snap.phase == "plans":
+        st.progress(0.0, text=f"Search running: ranking the parallelism plans on a few probe designs, the shortlist "
+                              f"every design will be tried at (once per server for the same inputs), "
+                              f"{snap.elapsed_s:.1f} s")
         return
     state = {"running": "running", "done": "finished", "cancelled": "cancelled", "failed": "failed"}[snap.state]
     if snap.state == "cancelled" and ss["search_job"].abandoned:
@@ -297,6 +344,9 @@ def draw(snap, *, live: bool) -> None:
             lines.insert(0, f"p99 here is the robust p99: the {_robust_mode(ss['search_job'])} of each design's "
                             f"slowdowns against '{ref_name}' over the {n_cases} cases, in seconds of the cases' "
                             "weighted mean p99 on it.")
+        objective = _plan_objective_of(ss["search_job"])
+        if objective is not None:       # what each front design's plan costs: the CLI's sentences
+            lines += plans_view.front_plan_sentences(res.front, objective)
         st.markdown("\n".join(f"- {C.md_text(line)}" for line in lines))
         front = res.front_frame()
         serving_cols = [c for c in serving_front.SERVING_COLUMNS if c in front.columns]
@@ -305,6 +355,23 @@ def draw(snap, *, live: bool) -> None:
         for c in serving_cols:     # ms and %, like the Design page; a service above capacity has no finite latency
             table[c] = [None if v >= 1e8 else v * 1e3 for v in table[c]] if c.endswith("_s") else table[c] * 100
         table.insert(0, "recommended", ["★" if rec is not None and n == rec["design"] else "" for n in table["design"]])
+        plan_cols = {}
+        if objective is not None and "plan" in front.columns:     # every design at its best plan
+            from fabric.plans.report import given_plan_name
+
+            recs = front.to_dict("records")
+            given = given_plan_name(objective.basis)
+            at = list(table.columns).index("p50_s") + 1
+            table.insert(at, "plan", [plans_view.compact_plan(r) for r in recs])
+            table.insert(at + 1, "given_plan_slowdown", [r.get("given_plan_slowdown") for r in recs])
+            plan_cols = {
+                "plan": st.column_config.TextColumn(
+                    "plan", width="large", help="The parallelism plan the design is judged at (its best of the "
+                    "shortlist): TP x CP x PP x DP x EP degrees (CP, EP when above 1), micro-batches per step of "
+                    "so many sequences (mb), ZeRO stage, rank order (fastest-varying first)"),
+                "given_plan_slowdown": st.column_config.NumberColumn(
+                    f"with {given}", format="percent",
+                    help=f"How much slower the p99 step is with {given} (empty: it does not fit the design)")}
         table["power_w"] = table["power_w"] / 1e3
         case_cols = {}
         if robust:      # each design's spread across the cases, the brittle ones flagged, every case's p99
@@ -354,6 +421,7 @@ def draw(snap, *, live: bool) -> None:
                                             "not set the pace there); the front keeps the plainest by the tie rule"),
                            "brittle": st.column_config.TextColumn("brittle", width="medium"),
                            "robust slowdown": st.column_config.NumberColumn(format="%.3f"),
+                           **plan_cols,
                            "spread across cases": st.column_config.NumberColumn(format="%.2fx"),
                            **case_cols})
         st.caption("The non-dominated designs, cheapest first (capex in USD, "
@@ -367,7 +435,9 @@ def draw(snap, *, live: bool) -> None:
                    + (" Robust columns: the slowdown the search minimised (1.0: as fast as the reference on its "
                       "worst case, or on the weighted mean), the spread (slowest case over fastest, each relative to "
                       "the reference), the worst case, ⚠ brittle designs with the cases that make them so, and the "
-                      "p99 on every case in seconds." if robust else ""))
+                      "p99 on every case in seconds." if robust else "")
+                   + (" Every design is judged at its best parallelism plan (column 'plan'); the next column says "
+                      "how much slower its p99 step is with the workload's own plan." if plan_cols else ""))
         rows = sel.selection.rows if sel is not None and hasattr(sel, "selection") else []
         if rows and ss.get("_front_sel") != rows[0]:
             ss["_front_sel"] = rows[0]
@@ -402,11 +472,26 @@ def recommendation_box(res, cons) -> None:
     left.markdown(f"**★ Recommended: {C.md_text(repr(rec['design']))}**: " + C.md_text(
         f"network capex ${rec['cost_usd']:,.0f}, {'robust ' if rec.get('p99_by_case') else ''}p99 "
         f"{time_text(rec['p99_s'])}; {advice.rule}"
-        + (f"; it {tie}, and the tie rule keeps {TIE_RULE.split(':')[0]} (column 'ties')" if tie else "") + "."),
-        help=f"Tie rule: {TIE_RULE}.")
+        + (f"; it {tie}, and the tie rule keeps {TIE_RULE.split(':')[0]} (column 'ties')" if tie else "") + "."
+        + _plan_cost(rec, res)), help=f"Tie rule: {TIE_RULE}.")
     if right.button("Open ★ design", key="open_star", width="stretch"):
         C.select_design(C.genes_of_record(rec), rec["design"])
         st.switch_page(C.PAGE_FILES["design"])
+
+
+def _plan_objective_of(job):
+    """The plan objective the job searched with (plan space auto), or None."""
+    workload = getattr(job, "workload", None)
+    return workload if plans_view.is_plan_objective(workload) else None
+
+
+def _plan_cost(rec: dict, res) -> str:
+    """" " + what the recommended design's plan costs (the CLI's sentence), or "" without a plan search."""
+    objective = _plan_objective_of(ss.get("search_job"))
+    if objective is None or not rec.get("plan"):
+        return ""
+    line = plans_view.plan_sentence_of(rec["design"], res.front, objective)
+    return " " + (line or f"It is judged at its best plan, {rec['plan']}.")
 
 
 def _robust_mode(job) -> str:
@@ -451,8 +536,8 @@ if snap.running:
     live_panel()
 else:
     if job.inputs_key != C.inputs_key():
-        st.warning("The inputs changed since this front was computed (workload, job mix, constraints, catalog, "
-                   "budget or seed): press **Start search** to update it.")
+        st.warning("The inputs changed since this front was computed (workload, job mix, plan space, constraints, "
+                   "catalog, budget or seed): press **Start search** to update it.")
     draw(snap, live=False)
 
 C.sync_url()

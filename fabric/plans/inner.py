@@ -133,8 +133,12 @@ class PlanObjective:
         self._default_plan()
         per: dict[str, list[Candidate]] = {}
         screened: dict[str, list[Candidate]] = {}
+        spaces: dict = {}          # probes of one GPU system and domain share its plan space
         for d in probe_designs(space):
-            sp = plan_space(self.basis, d.gpu_model, domain=d.domain_size, catalog=space.catalog)
+            at = (d.gpu_model, d.domain_size)
+            if at not in spaces:
+                spaces[at] = plan_space(self.basis, d.gpu_model, domain=d.domain_size, catalog=space.catalog)
+            sp = spaces[at]
             if not sp.candidates:
                 continue
             first = d.gpu_model not in screened

@@ -7,7 +7,8 @@ from fabric.plans.best import PlanRanking, slower_text
 from fabric.plans.space import PlanSpace, plan_label
 from fabric.units import time_text
 
-__all__ = ["basis_lines", "space_lines", "ranking_lines", "compute_rule_text", "front_plan_lines", "PROVENANCE_TEXT"]
+__all__ = ["basis_lines", "space_lines", "ranking_lines", "compute_rule_text", "front_plan_lines", "PROVENANCE_TEXT",
+           "given_plan_name"]
 
 #: What each provenance label means (shown beside a plan's figures).
 PROVENANCE_TEXT = {
@@ -73,6 +74,11 @@ def ranking_lines(ranking: PlanRanking, *, refused_examples: int = 2) -> list[st
     for plan, reason in ranking.space.refused[:refused_examples]:
         lines.append(f"refused, e.g. {plan_label(plan, order=False)}: {reason}")
     return lines
+
+
+def given_plan_name(basis: PlanBasis) -> str:
+    """How the workload's own plan is called in sentences: "the trace's plan" for a trace, else "the given plan"."""
+    return "the trace's plan" if basis.measured else "the given plan"
 
 
 def front_plan_lines(front: list[dict], given_name: str = "the given plan") -> list[str]:

@@ -24,7 +24,8 @@ def metrics_frame(rows: Sequence[Mapping]) -> pd.DataFrame:
     ``lower_bound_s``; with ``serving`` (``Evaluation.serving``) each serving job's p99 TTFT, p99 TPOT and SLO
     attainment follow (:func:`fabric.ui_support.serving_front.serving_rows`), and ``serving_only`` calls the step
     what it is for a serving-only workload: one unloaded request. ``compute_s`` (``Evaluation.compute_s``: on the
-    design's GPU, :mod:`fabric.evaluate.gpu_compute`) adds a row of the compute per step.
+    design's GPU, :mod:`fabric.evaluate.gpu_compute`) adds a row of the compute per step; ``plan`` (the label of
+    the parallelism plan the design is evaluated at, plan space auto) a row naming it.
     """
     from fabric.figures import figure_text
     from fabric.ui_support.serving_front import serving_rows
@@ -41,6 +42,8 @@ def metrics_frame(rows: Sequence[Mapping]) -> pd.DataFrame:
                            f"p95 {what}": figure_text(st["p95"], "time"),
                            f"p99 {what}": figure_text(st["p99"], "time"),
                            "lower bound": figure_text(r["lower_bound_s"], "time")}
+        if r.get("plan"):                         # plan space auto: the design's own best plan
+            data[r["name"]]["parallelism plan"] = r["plan"]
         if r.get("compute_s") is not None:        # on the design's GPU (fabric.evaluate.gpu_compute)
             data[r["name"]][f"compute per {'request' if r.get('serving_only') else 'step'}"] = \
                 figure_text(r["compute_s"], "time")

@@ -83,6 +83,7 @@ class SearchSnapshot:
     resumed_from: int = 0        # generation the search continued from its saved state (0: started afresh)
     queue_position: int = 0      # searches ahead of this one while it waits (state "queued")
     after_restart: bool = False  # the saved state it continued from was written before this server started
+    phase: str = ""              # "plans" while a plan search ranks its shortlist before the first generation
 
     @property
     def running(self) -> bool:
@@ -230,6 +231,7 @@ class SearchJob:
     _resumed_from: int = 0
     _after_restart: bool = False
     _abandoned: bool = False
+    _phase: str = ""
     last_seen: float = field(default_factory=time.monotonic)
 
     def __post_init__(self):
@@ -337,7 +339,8 @@ class SearchJob:
                 budget_evals=self.budget_evals, elapsed_s=(end - self._t0) if self._t0 else 0.0,
                 hypervolume=self._hypervolume, front=list(self._front), baselines=list(self._baselines),
                 hv_history=list(self._hv_history), error=self._error, result=self._result,
-                resumed_from=self._resumed_from, queue_position=position, after_restart=self._after_restart)
+                resumed_from=self._resumed_from, queue_position=position, after_restart=self._after_restart,
+                phase=self._phase)
 
     # ------------------------------------------------------------------ worker side
 
@@ -390,12 +393,13 @@ class SearchJob:
             if not self._wait_for_slot():
                 self._finish("cancelled")
                 return
+            catalog = catalog_for_constraints(self.catalog, self.constraints)
+            workload = self._prepared(catalog)
             self._runner = ProcessRunner(self.workers) if self.workers else InProcessRunner()
             state_path = state_file(self.state_dir, self.search_id) if self.state_dir is not None else None
-            res = run_search(self.workload, self.constraints, budget_evals=self.budget_evals, seed=self.seed,
+            res = run_search(workload, self.constraints, budget_evals=self.budget_evals, seed=self.seed,
                              pop_size=self.pop_size, samples=self.samples, runner=self._runner,
-                             catalog=catalog_for_constraints(self.catalog, self.constraints),
-                             callback=self._progress, cancel=self._cancel, state_path=state_path,
+                             catalog=catalog, callback=self._progress, cancel=self._cancel, state_path=state_path,
                              transport_overrides=self.transport_overrides)
         except FabricError as err:
             self._finish("failed", error=" ".join(str(err).split()))
@@ -411,6 +415,22 @@ class SearchJob:
                 if res.hv_history:
                     self._hypervolume = res.hv_history[-1]["hypervolume"]
             self._finish("cancelled" if res.stopped_because == "cancelled" else "done", result=res)
+
+    def _prepared(self, catalog):
+        """The workload to search: a plan objective with its plan shortlist (phase "plans" meanwhile, kept in
+        the server process for the next search of the same inputs: fabric.ui_support.plans_view), else as given."""
+        from fabric.ui_support.plans_view import is_plan_objective, prepared_objective
+
+        if not is_plan_objective(self.workload):
+            return self.workload
+        with self._lock:
+            self._phase = "plans"
+        try:
+            return prepared_objective(self.workload, self.constraints, catalog, seed=self.seed, samples=self.samples,
+                                      transport_overrides=self.transport_overrides)
+        finally:
+            with self._lock:
+                self._phase = ""
 
     def _finish(self, state: str, *, error: str = "", result=None) -> None:
         with self._lock:

@@ -79,11 +79,16 @@ class SavedSearch:
 
 
 def workload_json(workload) -> dict:
-    """A workload as native JSON, or a :class:`~fabric.search.robust.RobustObjective` as
-    ``{"robust": {"mode", "workloads": [{"name", "weight", "workload"}], "scenarios", "references"}}``."""
+    """A workload as native JSON, a :class:`~fabric.search.robust.RobustObjective` as
+    ``{"robust": {"mode", "workloads": [{"name", "weight", "workload"}], "scenarios", "references"}}``, or a plan
+    objective (:mod:`fabric.plans.inner`) as ``{"plans": {"mode", "model", "workload"}}``."""
     from fabric.search.robust import RobustObjective
     from fabric.workload.model import workload_to_dict
 
+    from fabric.ui_support.plans_view import is_plan_objective, objective_json
+
+    if is_plan_objective(workload):         # --plan-space auto: its workload and model; the shortlist is rebuilt
+        return objective_json(workload)
     if isinstance(workload, RobustObjective):
         return {"robust": {"mode": workload.mode,
                            "workloads": [{"name": n, "weight": float(w), "workload": workload_to_dict(wl)}
@@ -99,6 +104,10 @@ def workload_from_json(data: dict):
     from fabric.search.robust import RobustObjective
     from fabric.workload.model import workload_from_dict
 
+    if isinstance(data, dict) and "plans" in data:
+        from fabric.ui_support.plans_view import objective_from_json
+
+        return objective_from_json(data)
     if isinstance(data, dict) and "robust" in data:
         r = data["robust"]
         if not isinstance(r, dict) or not isinstance(r.get("workloads"), list):

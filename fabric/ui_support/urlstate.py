@@ -20,7 +20,10 @@ Readable, no pickles, every value validated on the way in:
   ``mix``: the other workloads of the mix as ``wl`` values with a weight, ``|`` separated
   (``sample:dlrm-dcnv2.json*2|plan:llama3-70b:256``; uploaded files cannot travel: their names are kept so the
   receiver is told), ``wlw``: the weight of ``wl`` (default 1), ``scenarios``: the scenario presets
-  (``baseline,fail-spine``; default baseline). Nothing of the mix is written while the robust mode is off.
+  (``baseline,fail-spine``; default baseline). Nothing of the mix is written while the robust mode is off;
+- ``plans``: ``auto`` when the search judges every design at its best parallelism plan (docs/plans.md; default
+  ``fixed``: the workload's own plan), with ``plan_model``: the training model the user named for a workload whose
+  model fabric does not recognise (``llama3-70b``).
 
 :func:`decode_view` never raises for a bad link: whatever cannot be used is left at its default and explained in
 ``problems``.
@@ -59,7 +62,10 @@ _STR_LIST_FIELDS = {"switch_models", "nic_models", "gpu_models", "families", "ro
 _FLOAT_LIST_FIELDS = {"nics_per_gpu", "oversubscriptions", "uplink_speed_factors"}
 _INT_LIST_FIELDS = {"qps", "planes"}
 _BOOL_LIST_FIELDS = {"serving_classes"}
-_RESERVED = {"wl", "design", "compare", "evals", "seed", "search", "robust", "mix", "wlw", "scenarios"}
+_RESERVED = {"wl", "design", "compare", "evals", "seed", "search", "robust", "mix", "wlw", "scenarios", "plans",
+             "plan_model"}
+#: Plan spaces a link may name (docs/plans.md).
+PLAN_SPACE_VALUES = ("fixed", "auto")
 
 
 @dataclass
@@ -79,6 +85,10 @@ class View:
     #: the robust search across a job mix: ``{"mode", "weight" (of ``workload``), "mix": [{"choice", "weight"}],
     #: "scenarios": [names]}``, or None (robust mode off)
     robust: dict | None = None
+    #: "fixed" (the workload's own plan) or "auto" (every design at its best plan)
+    plan_space: str = "fixed"
+    #: the training model named for a workload fabric does not recognise, or None
+    plan_model: str | None = None
     problems: list = field(default_factory=list)
 
 
@@ -368,7 +378,8 @@ def decode_robust(p: Mapping[str, str], *, samples: tuple[str, ...], presets: tu
 
 def encode_view(*, workload: Mapping[str, Any] | None, constraints: Constraints, design: Mapping | None = None,
                 compare: list | tuple = (), evals: int = DEFAULT_EVALS, seed: int = 0,
-                search_id: str | None = None, robust: Mapping[str, Any] | None = None) -> dict[str, str]:
+                search_id: str | None = None, robust: Mapping[str, Any] | None = None, plan_space: str = "fixed",
+                plan_model: str | None = None) -> dict[str, str]:
     """Query parameters of a view (defaults left out)."""
     out: dict[str, str] = {}
     if workload is not None:
@@ -386,6 +397,10 @@ def encode_view(*, workload: Mapping[str, Any] | None, constraints: Constraints,
         out["search"] = search_id
     if robust is not None:
         out.update(encode_robust(robust))
+    if plan_space != "fixed":
+        out["plans"] = plan_space
+        if plan_model:
+            out["plan_model"] = plan_model
     return out
 
 
@@ -462,4 +477,25 @@ def decode_view(params: Mapping[str, Any], *, samples: tuple[str, ...], presets:
         scenarios = tuple(SCENARIO_PRESETS)
     view.robust, problems = decode_robust(p, samples=samples, presets=presets, scenarios=scenarios)
     view.problems += problems
+    _decode_plans(p, view)
     return view
+
+
+def _decode_plans(p: Mapping[str, str], view: View) -> None:
+    """``plans`` and ``plan_model`` into ``view`` (problems for values that cannot be used)."""
+    from fabric.workload.presets import training_models
+
+    if "plans" in p:
+        if p["plans"] in PLAN_SPACE_VALUES:
+            view.plan_space = p["plans"]
+        else:
+            view.problems.append(f"link parameter plans={p['plans']!r} must be fixed or auto; the plan space is fixed")
+    if "plan_model" in p:
+        known = training_models()
+        if view.plan_space != "auto":
+            view.problems.append("link parameter plan_model only applies with plans=auto and was ignored")
+        elif p["plan_model"] in known:
+            view.plan_model = p["plan_model"]
+        else:
+            view.problems.append(f"link parameter plan_model={p['plan_model']!r} is not a known model "
+                                 f"({', '.join(known)}) and was ignored")
