@@ -1,0 +1,131 @@
+"""The audit of a set of per-rank Kineto traces: one job, one or several sizes (see docs/audit.md)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from fabric.audit.exposed import CollectiveExposure, exposure_by_collective
+from fabric.audit.scaling import RULE_TEXT, ScalingPoint, SizePoint, scaling, verdict
+from fabric.audit.stats import distribution
+from fabric.audit.steps import RankStep, rank_steps
+from fabric.audit.stragglers import MATERIAL_WAIT_SHARE, StepStraggler, Straggler, stragglers
+from fabric.audit.traces import RunTraces, load_traces, read_paths
+from fabric.errors import ParseError
+
+__all__ = ["RankSummary", "SizeAudit", "Audit", "audit_runs", "audit_files", "audit_paths"]
+
+
+@dataclass(frozen=True)
+class RankSummary:
+    """Means over one rank's traced steps (seconds)."""
+
+    rank: int
+    steps: int
+    step_s: float
+    comm_s: float
+    exposed_s: float
+    wait_s: float
+
+    @property
+    def wait_share(self) -> float:
+        return self.wait_s / self.step_s if self.step_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class SizeAudit:
+    """The audit of one job size."""
+
+    world_size: int
+    files: tuple[str, ...]
+    ranks_traced: tuple[int, ...]
+    step_s: dict                      # distribution of the (rank, step) step times: p50 p95 p99 mean min max n
+    records: tuple[RankStep, ...]
+    per_rank: tuple[RankSummary, ...]
+    step_stragglers: tuple[StepStraggler, ...]
+    stragglers: tuple[Straggler, ...]
+    collectives: tuple[CollectiveExposure, ...]
+    exposed_share: float              # mean exposed collective time / mean step time
+    wait_share: float                 # mean wait / mean step time
+    notes: tuple[str, ...]
+
+    def point(self) -> SizePoint:
+        """What the scaling rule needs of this size."""
+        n = len(self.records)
+        mean = lambda xs: sum(xs) / n  # noqa: E731
+        step = mean([r.step_s for r in self.records])
+        exposed = mean([r.exposed_s for r in self.records])
+        wait = mean([r.wait_s for r in self.records])
+        return SizePoint(world_size=self.world_size, step_p50_s=self.step_s["p50"], step_mean_s=step,
+                         compute_s=step - exposed, wait_s=wait, exposed_transfer_s=exposed - wait)
+
+
+@dataclass(frozen=True)
+class Audit:
+    """Audit of every size given; ``flagged`` is the scaling rule's verdict (see :mod:`fabric.audit.scaling`)."""
+
+    sizes: tuple[SizeAudit, ...]
+    scaling_mode: str
+    scaling: tuple[ScalingPoint, ...]
+    verdict: str
+    flagged: bool
+    evidence: tuple[str, ...]
+    rule: str = RULE_TEXT
+    extra: dict = field(default_factory=dict)   # later stages (measured vs predicted, counters) add here
+
+    def to_dict(self) -> dict:
+        """JSON-ready form (seconds, fractions)."""
+        d = asdict(self)
+        for s, sd in zip(self.sizes, d["sizes"]):
+            for rs, rd in zip(s.per_rank, sd["per_rank"]):
+                rd["wait_share"] = rs.wait_share
+        return d
+
+
+def _size_audit(run: RunTraces) -> SizeAudit:
+    recs = rank_steps(run)
+    if not recs:
+        raise ParseError(f"no step and no GPU activity in the {run.world_size}-rank traces",
+                         source=run.ranks[0].name if run.ranks else None)
+    per_step, ranked = stragglers(recs)
+    per_rank = []
+    for rank in sorted({r.rank for r in recs}):
+        rs = [r for r in recs if r.rank == rank]
+        k = len(rs)
+        per_rank.append(RankSummary(rank=rank, steps=k, step_s=sum(r.step_s for r in rs) / k,
+                                    comm_s=sum(r.comm_s for r in rs) / k, exposed_s=sum(r.exposed_s for r in rs) / k,
+                                    wait_s=sum(r.wait_s for r in rs) / k))
+    n = len(recs)
+    step_mean = sum(r.step_s for r in recs) / n
+    notes = list(run.notes)
+    if len(run.ranks) < 2:
+        notes.append("one rank traced: no communication wait or straggler can be measured")
+    return SizeAudit(
+        world_size=run.world_size, files=tuple(t.name for t in run.ranks),
+        ranks_traced=tuple(sorted({r.rank for r in recs})), step_s=distribution([r.step_s for r in recs]),
+        records=tuple(recs), per_rank=tuple(per_rank), step_stragglers=tuple(per_step), stragglers=tuple(ranked),
+        collectives=tuple(exposure_by_collective(run)),
+        exposed_share=(sum(r.exposed_s for r in recs) / n) / step_mean if step_mean > 0 else 0.0,
+        wait_share=(sum(r.wait_s for r in recs) / n) / step_mean if step_mean > 0 else 0.0,
+        notes=tuple(notes))
+
+
+def audit_runs(runs: list[RunTraces], *, scaling_mode: str = "weak") -> Audit:
+    """The audit of loaded runs (one per job size)."""
+    sizes = [_size_audit(r) for r in runs]
+    pts = scaling([s.point() for s in sizes], scaling_mode)
+    text, flagged, evidence = verdict(pts, [s.world_size for s in sizes])
+    return Audit(sizes=tuple(sizes), scaling_mode=scaling_mode, scaling=tuple(pts), verdict=text, flagged=flagged,
+                 evidence=tuple(evidence))
+
+
+def audit_files(files: list[tuple[str, bytes]], *, scaling_mode: str = "weak") -> Audit:
+    """The audit of (name, raw bytes) per-rank Kineto files (.gz too)."""
+    return audit_runs(load_traces(files), scaling_mode=scaling_mode)
+
+
+def audit_paths(paths, *, scaling_mode: str = "weak") -> Audit:
+    """The audit of per-rank Kineto files on disk."""
+    return audit_files(read_paths(paths), scaling_mode=scaling_mode)
+
+
+__all__ += ["MATERIAL_WAIT_SHARE"]

@@ -1,0 +1,53 @@
+"""Plain-text lines of an audit (what ``fabric audit`` prints; the page draws the same figures)."""
+
+from __future__ import annotations
+
+from fabric.audit.report import Audit
+from fabric.units import time_text
+
+__all__ = ["audit_lines"]
+
+
+def _b(n) -> str:
+    if n is None:
+        return "?"
+    for unit, f in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= f:
+            return f"{n / f:.3g} {unit}"
+    return f"{n} B"
+
+
+def audit_lines(a: Audit) -> list[str]:
+    """The audit as lines of text."""
+    out: list[str] = []
+    for s in a.sizes:
+        st = s.step_s
+        out.append(f"== {s.world_size}-GPU job: {len(s.ranks_traced)} rank(s) traced, {st['n']} (rank, step) "
+                   f"sample(s)")
+        out.append(f"step time  p50 {time_text(st['p50'])}  p95 {time_text(st['p95'])}  p99 {time_text(st['p99'])}  "
+                   f"(mean {time_text(st['mean'])}, nearest-rank over every traced rank and step)")
+        out.append(f"exposed communication {s.exposed_share:.1%} of the step; waiting for a late rank "
+                   f"{s.wait_share:.1%}")
+        out.append("per rank (means per step): rank  step  collectives  exposed  wait")
+        for r in s.per_rank:
+            out.append(f"  {r.rank:>4}  {time_text(r.step_s):>10}  {time_text(r.comm_s):>10}  "
+                       f"{time_text(r.exposed_s):>10}  {time_text(r.wait_s):>10} ({r.wait_share:.1%})")
+        if s.stragglers:
+            for g in s.stragglers:
+                out.append(f"straggler: rank {g.rank} in {g.steps} of {g.of_steps} step(s); the others waited "
+                           f"{time_text(g.mean_wait_caused_s)} on average")
+        elif s.step_stragglers:
+            out.append("no straggler: no rank waited 5 % of the step or more")
+        out.append("exposed communication per collective (per rank and step): kind  group  calls  bytes  "
+                   "kernel  exposed")
+        for c in s.collectives:
+            out.append(f"  {c.kind or '?':<14} {c.group or 'world':<10} {c.calls_per_step:>5.3g}  "
+                       f"{_b(c.median_bytes):>9}  {time_text(c.comm_s_per_step):>10}  "
+                       f"{time_text(c.exposed_s_per_step):>10}")
+        out.extend(f"note: {n}" for n in s.notes)
+    for p in a.scaling:
+        out.append(f"scaling ({a.scaling_mode}) {p.n_from} -> {p.n_to} GPUs: efficiency {p.efficiency:.1%}")
+    out.append(("FLAG: " if a.flagged else "") + a.verdict)
+    out.extend(f"  evidence: {e}" for e in a.evidence)
+    out.append(f"rule: {a.rule}")
+    return out
