@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
+from fabric.audit.compare import Comparison, compare_run
 from fabric.audit.exposed import CollectiveExposure, exposure_by_collective
 from fabric.audit.scaling import RULE_TEXT, ScalingPoint, SizePoint, scaling, verdict
 from fabric.audit.stats import distribution
 from fabric.audit.steps import RankStep, rank_steps
 from fabric.audit.stragglers import MATERIAL_WAIT_SHARE, StepStraggler, Straggler, stragglers
 from fabric.audit.traces import RunTraces, load_traces, read_paths
-from fabric.errors import ParseError
+from fabric.errors import FabricError, ParseError
 
 __all__ = ["RankSummary", "SizeAudit", "Audit", "audit_runs", "audit_files", "audit_paths"]
 
@@ -70,7 +71,7 @@ class Audit:
     flagged: bool
     evidence: tuple[str, ...]
     rule: str = RULE_TEXT
-    extra: dict = field(default_factory=dict)   # later stages (measured vs predicted, counters) add here
+    comparisons: tuple[Comparison, ...] = ()   # measured vs predicted per job size (with a design)
 
     def to_dict(self) -> dict:
         """JSON-ready form (seconds, fractions)."""
@@ -109,23 +110,35 @@ def _size_audit(run: RunTraces) -> SizeAudit:
         notes=tuple(notes))
 
 
-def audit_runs(runs: list[RunTraces], *, scaling_mode: str = "weak") -> Audit:
-    """The audit of loaded runs (one per job size)."""
+def audit_runs(runs: list[RunTraces], *, scaling_mode: str = "weak", design=None, catalog=None, seed: int = 0,
+               samples: int | None = None) -> Audit:
+    """The audit of loaded runs (one per job size); with ``design``, measured vs predicted for every size that fits
+    on it."""
     sizes = [_size_audit(r) for r in runs]
     pts = scaling([s.point() for s in sizes], scaling_mode)
     text, flagged, evidence = verdict(pts, [s.world_size for s in sizes])
+    comps = []
+    if design is not None:
+        fits = [(r, s) for r, s in zip(runs, sizes) if r.world_size <= design.gpus]
+        if not fits:
+            raise FabricError(f"design {design.name!r} has {design.gpus} GPUs: no traced job size fits on it "
+                              f"(sizes {', '.join(str(s.world_size) for s in sizes)}); give the installed design "
+                              f"(or --gpus)")
+        for r, s in fits:
+            comps.append(compare_run(r, s.step_s, s.stragglers[0].rank if s.stragglers else None, design,
+                                     catalog=catalog, seed=seed, samples=samples))
     return Audit(sizes=tuple(sizes), scaling_mode=scaling_mode, scaling=tuple(pts), verdict=text, flagged=flagged,
-                 evidence=tuple(evidence))
+                 evidence=tuple(evidence), comparisons=tuple(comps))
 
 
-def audit_files(files: list[tuple[str, bytes]], *, scaling_mode: str = "weak") -> Audit:
-    """The audit of (name, raw bytes) per-rank Kineto files (.gz too)."""
-    return audit_runs(load_traces(files), scaling_mode=scaling_mode)
+def audit_files(files: list[tuple[str, bytes]], *, scaling_mode: str = "weak", **compare_kw) -> Audit:
+    """The audit of (name, raw bytes) per-rank Kineto files (.gz too); ``compare_kw`` as :func:`audit_runs`."""
+    return audit_runs(load_traces(files), scaling_mode=scaling_mode, **compare_kw)
 
 
-def audit_paths(paths, *, scaling_mode: str = "weak") -> Audit:
+def audit_paths(paths, *, scaling_mode: str = "weak", **compare_kw) -> Audit:
     """The audit of per-rank Kineto files on disk."""
-    return audit_files(read_paths(paths), scaling_mode=scaling_mode)
+    return audit_files(read_paths(paths), scaling_mode=scaling_mode, **compare_kw)
 
 
 __all__ += ["MATERIAL_WAIT_SHARE"]

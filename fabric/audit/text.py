@@ -45,6 +45,16 @@ def audit_lines(a: Audit) -> list[str]:
                        f"{_b(c.median_bytes):>9}  {time_text(c.comm_s_per_step):>10}  "
                        f"{time_text(c.exposed_s_per_step):>10}")
         out.extend(f"note: {n}" for n in s.notes)
+    for c in a.comparisons:
+        out.append(f"== measured vs predicted on {c.design} ({c.world_size}-GPU job), largest disagreement first")
+        for r in c.rows:
+            if r.unit == "ratio":
+                m, p = f"{r.measured_s:.3g}", f"{r.predicted_s:.3g}"
+            else:
+                m, p = time_text(r.measured_s), time_text(r.predicted_s)
+            ratio = "inf" if r.ratio == float("inf") else f"{r.ratio:.3g}x"
+            out.append(f"  {r.what:<24} measured {m:>10}  predicted {p:>10}  {ratio:>7}  {r.cause}")
+        out.extend(f"note: {n}" for n in c.notes)
     for p in a.scaling:
         out.append(f"scaling ({a.scaling_mode}) {p.n_from} -> {p.n_to} GPUs: efficiency {p.efficiency:.1%}")
     out.append(("FLAG: " if a.flagged else "") + a.verdict)
