@@ -22,7 +22,7 @@ from fabric.audit.causes import collective_cause, tail_cause
 from fabric.audit.traces import RunTraces
 from fabric.errors import FabricError
 
-__all__ = ["Row", "Comparison", "compare_run"]
+__all__ = ["Row", "Comparison", "compare_run", "predict"]
 
 _US = 1e-6
 
@@ -89,18 +89,23 @@ def _ratio(m: float, p: float) -> float:
     return 1.0 if m == 0 else math.inf
 
 
-def compare_run(run: RunTraces, measured_step: dict, straggler_rank: int | None, design, *, catalog=None,
-                seed: int = 0, samples: int | None = None) -> Comparison:
-    """Measured vs predicted for one job size on ``design`` (see the module docstring)."""
+def predict(run: RunTraces, design, *, catalog=None, seed: int = 0, samples: int | None = None):
+    """(workload, evaluation): the traced ranks merged into a workload as ``fabric parse`` does, evaluated on
+    ``design`` (baseline scenario)."""
     from fabric.evaluate import evaluate
     from fabric.evaluate.engine import DEFAULT_SAMPLES
     from fabric.workload.parsers.kineto import merge_ranks
 
-    workload = merge_ranks(copy.deepcopy(run.ranks), f"audit-{run.world_size}")
     if design.gpus < run.world_size:
         raise FabricError(f"design {design.name!r} has {design.gpus} GPUs, fewer than the {run.world_size}-rank job "
                           f"traced; give the installed design (or --gpus)")
-    ev = evaluate(design, workload, None, seed=seed, samples=samples or DEFAULT_SAMPLES, catalog=catalog)
+    workload = merge_ranks(copy.deepcopy(run.ranks), f"audit-{run.world_size}")
+    return workload, evaluate(design, workload, None, seed=seed, samples=samples or DEFAULT_SAMPLES, catalog=catalog)
+
+
+def compare_run(run: RunTraces, measured_step: dict, straggler_rank: int | None, design, ev) -> Comparison:
+    """Measured vs predicted for one job size on ``design``, whose evaluation is ``ev`` (see the module
+    docstring)."""
     predicted: dict[tuple[str, int], float] = {}
     for o in ev.ops:
         key = (o.kind, o.bytes)

@@ -184,6 +184,13 @@ def _read_prom_text(name: str, text: str) -> Counters:
         if not m:
             raise ParseError(f"not a Prometheus sample line: {s[:80]!r}", source=where)
         metric = m.group(1)
+        try:
+            float(m.group(4))
+            if m.group(5) is not None:
+                float(m.group(5))
+        except ValueError:
+            raise ParseError(f"not a Prometheus sample line (metric value [timestamp]): {s[:80]!r}",
+                             source=where) from None
         fld = field_of_metric(metric)
         if fld is None:
             unused.add(metric)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from fabric.audit.compare import Comparison, compare_run
+from fabric.audit.compare import Comparison, compare_run, predict
+from fabric.audit.hotlinks import HotLinks, compare_links
 from fabric.audit.exposed import CollectiveExposure, exposure_by_collective
 from fabric.audit.scaling import RULE_TEXT, ScalingPoint, SizePoint, scaling, verdict
 from fabric.audit.stats import distribution
@@ -72,6 +73,8 @@ class Audit:
     evidence: tuple[str, ...]
     rule: str = RULE_TEXT
     comparisons: tuple[Comparison, ...] = ()   # measured vs predicted per job size (with a design)
+    links: HotLinks | None = None               # measured vs predicted hot links (with counters and a mapping)
+    links_world_size: int | None = None         # the job size the link comparison is for
 
     def to_dict(self) -> dict:
         """JSON-ready form (seconds, fractions)."""
@@ -111,13 +114,18 @@ def _size_audit(run: RunTraces) -> SizeAudit:
 
 
 def audit_runs(runs: list[RunTraces], *, scaling_mode: str = "weak", design=None, catalog=None, seed: int = 0,
-               samples: int | None = None) -> Audit:
+               samples: int | None = None, counters=None, port_map=None) -> Audit:
     """The audit of loaded runs (one per job size); with ``design``, measured vs predicted for every size that fits
-    on it."""
+    on it; with ``counters`` (:class:`~fabric.audit.counters.Counters`) and ``port_map`` (raw mapping file as
+    (name, bytes)), measured vs predicted hot links of the largest size that fits."""
     sizes = [_size_audit(r) for r in runs]
     pts = scaling([s.point() for s in sizes], scaling_mode)
     text, flagged, evidence = verdict(pts, [s.world_size for s in sizes])
     comps = []
+    links = links_size = None
+    if counters is not None and (design is None or port_map is None):
+        raise FabricError("link counters need the installed design (--design) and a port -> link mapping "
+                          "(--mapping)")
     if design is not None:
         fits = [(r, s) for r, s in zip(runs, sizes) if r.world_size <= design.gpus]
         if not fits:
@@ -125,10 +133,30 @@ def audit_runs(runs: list[RunTraces], *, scaling_mode: str = "weak", design=None
                               f"(sizes {', '.join(str(s.world_size) for s in sizes)}); give the installed design "
                               f"(or --gpus)")
         for r, s in fits:
-            comps.append(compare_run(r, s.step_s, s.stragglers[0].rank if s.stragglers else None, design,
-                                     catalog=catalog, seed=seed, samples=samples))
+            workload, ev = predict(r, design, catalog=catalog, seed=seed, samples=samples)
+            comps.append(compare_run(r, s.step_s, s.stragglers[0].rank if s.stragglers else None, design, ev))
+        if counters is not None:
+            links = _links(fits[-1], workload, ev, design, catalog, seed, counters, port_map)
+            links_size = fits[-1][0].world_size
     return Audit(sizes=tuple(sizes), scaling_mode=scaling_mode, scaling=tuple(pts), verdict=text, flagged=flagged,
-                 evidence=tuple(evidence), comparisons=tuple(comps))
+                 evidence=tuple(evidence), comparisons=tuple(comps), links=links, links_world_size=links_size)
+
+
+def _links(fit, workload, ev, design, catalog, seed, counters, port_map) -> HotLinks:
+    from fabric.audit.linkload import predicted_link_loads
+    from fabric.audit.portmap import read_port_map
+    from fabric.audit.utilisation import measure_links
+    from fabric.topology import build_fabric
+
+    fabric = build_fabric(design, catalog)
+    pmap = read_port_map(port_map[0], port_map[1], fabric)
+    measured = measure_links(counters, pmap, fabric)
+    op_p50 = {}
+    for o in ev.ops:
+        op_p50[(o.kind, o.bytes)] = o.time_p50_s
+    predicted = predicted_link_loads(design, workload, catalog=catalog, seed=seed,
+                                     step_p50_s=ev.step_time_s["p50"], op_p50_s=op_p50)
+    return compare_links(measured, predicted, measured_step=fit[1].step_s, predicted_step=ev.step_time_s)
 
 
 def audit_files(files: list[tuple[str, bytes]], *, scaling_mode: str = "weak", **compare_kw) -> Audit:

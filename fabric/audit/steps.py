@@ -16,9 +16,11 @@ from dataclasses import dataclass
 
 from fabric.audit.traces import RunTraces
 
-__all__ = ["RankStep", "rank_steps"]
+__all__ = ["RankStep", "rank_steps", "WAIT_RESOLUTION_S"]
 
 _US = 1e-6
+#: waits below 0.1 us are rounding: traces record microseconds to 3 decimals, summed over tens of kernels a step
+WAIT_RESOLUTION_S = 1e-7
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,6 @@ def rank_steps(run: RunTraces) -> list[RankStep]:
     least: dict[int, float] = {}
     for r in raw:
         least[r[1]] = min(least.get(r[1], r[3]), r[3])
-    # (a wait under 1 ns is summation noise: traces record microseconds with 3 decimals)
     out = [RankStep(rank=r[0], step=r[1], step_s=r[2], comm_s=r[3], exposed_s=r[4],
-                    wait_s=w if (w := r[3] - least[r[1]]) > 1e-9 else 0.0, calls=r[5]) for r in raw]
+                    wait_s=w if (w := r[3] - least[r[1]]) >= WAIT_RESOLUTION_S else 0.0, calls=r[5]) for r in raw]
     return sorted(out, key=lambda x: (x.step, x.rank))

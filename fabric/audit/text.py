@@ -5,7 +5,7 @@ from __future__ import annotations
 from fabric.audit.report import Audit
 from fabric.units import time_text
 
-__all__ = ["audit_lines"]
+__all__ = ["audit_lines", "link_lines"]
 
 
 def _b(n) -> str:
@@ -15,6 +15,38 @@ def _b(n) -> str:
         if n >= f:
             return f"{n / f:.3g} {unit}"
     return f"{n} B"
+
+
+def _opt(x, fmt="{:.3g}") -> str:
+    return "n/a" if x is None else fmt.format(x)
+
+
+def link_lines(h, world_size) -> list[str]:
+    """Measured vs predicted hot links as lines of text."""
+    out = [f"== measured vs predicted hot links ({world_size}-GPU job; busy-window utilisation)"]
+    out.append("  link                 tier          measured  predicted  bytes/step meas/pred  ECN/s  pause/s  "
+               "drops/s")
+    for r in h.rows[:15]:
+        slow = f"  (runs at {r.speed_bps / r.design_bps:.0%} of design speed)" if r.speed_bps < 0.95 * r.design_bps \
+            else ""
+        out.append(f"  {r.name:<20} {r.tier:<13} {r.measured_utilisation:>8.1%}  {r.predicted_utilisation:>9.1%}  "
+                   f"{r.bytes_ratio:>20.3f}  {_opt(r.ecn_per_s):>5}  {_opt(r.pause_per_s):>7}  "
+                   f"{_opt(r.drops_per_s):>7}{slow}{'  partial: ' + r.partial if r.partial else ''}")
+    if len(h.rows) > 15:
+        out.append(f"  ... {len(h.rows) - 15} more link(s)")
+    rho = "n/a (fewer than 3 links or no spread)" if h.spearman is None else f"{h.spearman:.2f}"
+    out.append(f"rank correlation (Spearman) measured vs predicted: {rho}; top-{h.top_k} overlap "
+               f"{h.top_k_overlap} of {h.top_k}; predicted top: {', '.join(h.predicted_order[:h.top_k])}")
+    out.append("per tier: tier  links  measured  predicted  ECN/s  pause/s  drops/s")
+    for t in h.tiers:
+        out.append(f"  {t.tier:<13} {t.links:>5}  {t.measured_utilisation:>8.1%}  {t.predicted_utilisation:>9.1%}  "
+                   f"{_opt(t.ecn_per_s)}  {_opt(t.pause_per_s)}  {_opt(t.drops_per_s)}")
+    if h.attribution:
+        out.append(f"step tail: {h.attribution}")
+    else:
+        out.append("step tail: no measured link runs slow or above 1.25x its predicted utilisation")
+    out.extend(f"note: {n}" for n in h.notes)
+    return out
 
 
 def audit_lines(a: Audit) -> list[str]:
@@ -55,6 +87,8 @@ def audit_lines(a: Audit) -> list[str]:
             ratio = "inf" if r.ratio == float("inf") else f"{r.ratio:.3g}x"
             out.append(f"  {r.what:<24} measured {m:>10}  predicted {p:>10}  {ratio:>7}  {r.cause}")
         out.extend(f"note: {n}" for n in c.notes)
+    if a.links is not None:
+        out.extend(link_lines(a.links, a.links_world_size))
     for p in a.scaling:
         out.append(f"scaling ({a.scaling_mode}) {p.n_from} -> {p.n_to} GPUs: efficiency {p.efficiency:.1%}")
     out.append(("FLAG: " if a.flagged else "") + a.verdict)

@@ -26,7 +26,7 @@ def register(sub) -> None:
                 "  fabric audit worker*.json --design installed.yaml"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("traces", nargs="+", metavar="TRACE", help="per-rank Kineto trace files (.json, .json.gz)")
+    p.add_argument("traces", nargs="*", metavar="TRACE", help="per-rank Kineto trace files (.json, .json.gz)")
     p.add_argument("--scaling", choices=("weak", "strong"), default="weak",
                    help="weak: the per-GPU batch is the same at every size (default); strong: the global batch is")
     p.add_argument("--design", "-d", metavar="FILE|PRESET",
@@ -37,6 +37,15 @@ def register(sub) -> None:
     p.add_argument("--samples", type=int, default=DEFAULT_SAMPLES,
                    help=f"Monte Carlo samples of the prediction (default {DEFAULT_SAMPLES})")
     p.add_argument("--seed", type=int, default=0, help="random seed of the prediction")
+    p.add_argument("--counters", nargs="+", metavar="FILE",
+                   help="per-port switch counters over time: Prometheus text (with timestamps), a Prometheus "
+                        "range-query JSON (matrix) or the CSV timestamp,switch,port,bytes,ecn_marks,pause_frames,"
+                        "drops[,speed_bps] (docs/audit.md); needs --design and --mapping")
+    p.add_argument("--mapping", metavar="FILE",
+                   help="port -> link CSV switch,port,link (link named as the fabric does: leaf3-spine1)")
+    p.add_argument("--mapping-template", metavar="FILE",
+                   help="write a port -> link mapping template of --design to FILE (every link direction, one row "
+                        "per cable, switch and port to fill in) and stop")
     p.add_argument("--json", action="store_true", help="print the audit as JSON")
     p.set_defaults(func=run)
 
@@ -45,15 +54,49 @@ def run(args) -> int:
     from fabric.audit import audit_paths
     from fabric.audit.text import audit_lines
 
+    from fabric.errors import FabricError
+
     design = catalog = None
     if args.design:
         check_samples(args.samples)
         catalog = catalog_arg(args.catalog)
         design = load_design_arg(args.design, args.gpus, catalog)
+    if args.mapping_template:
+        return _template(args.mapping_template, design, catalog)
+    if not args.traces:
+        raise FabricError("give the per-rank trace files (or --mapping-template FILE with --design)")
+    counters = port_map = None
+    if args.counters:
+        from fabric.audit.counters import read_counter_files
+        from fabric.audit.traces import read_paths
+
+        if not args.design or not args.mapping:
+            raise FabricError("--counters needs --design (the installed design) and --mapping (port -> link)")
+        counters = read_counter_files(read_paths(args.counters))
+        port_map = read_paths([args.mapping])[0]
+    elif args.mapping:
+        raise FabricError("--mapping is for --counters: give the counter files too")
     a = audit_paths(args.traces, scaling_mode=args.scaling, design=design, catalog=catalog, seed=args.seed,
-                    samples=args.samples)
+                    samples=args.samples, counters=counters, port_map=port_map)
     if args.json:
         print(json.dumps(a.to_dict(), indent=2))
     else:
         print("\n".join(audit_lines(a)))
+    return 0
+
+
+def _template(path: str, design, catalog) -> int:
+    from fabric.audit.portmap import mapping_template
+    from fabric.errors import FabricError
+    from fabric.topology import build_fabric
+
+    if design is None:
+        raise FabricError("--mapping-template needs --design")
+    text = mapping_template(build_fabric(design, catalog))
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as err:
+        raise FabricError(f"{path}: cannot write the mapping template ({err.strerror or err})") from None
+    print(f"wrote {path}: {text.count(chr(10)) - 1} port row(s) to fill in (switch, port)")
     return 0
