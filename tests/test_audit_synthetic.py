@@ -94,3 +94,27 @@ def test_cli_reads_the_synthetic_run_back(design, tmp_path, capsys):
     assert f"step tail: {SLOW} runs at" in out
     assert main(["audit", *traces, "-d", "fat-tree", "--gpus", "256", "--counters", str(tmp_path / "c.csv")]) == 2
     assert "--mapping" in capsys.readouterr().err
+
+
+def test_cli_writes_a_synthetic_run(tmp_path, capsys):
+    from pathlib import Path
+
+    from fabric.cli.main import main
+
+    ex = Path(__file__).resolve().parent.parent / "examples"
+    common = ["-d", str(ex / "leaf-spine-32.json"), "--catalog", str(ex / "packet-catalog.json")]
+    out = tmp_path / "run"
+    assert main(["audit", "--write-synthetic", str(out), *common, "-w", str(ex / "all_to_all-4MB-x32.json"),
+                 "--slow-link", "spine1-leaf3"]) == 0
+    assert "SYNTHETIC: spine1-leaf3 runs at 0.1 of its speed" in capsys.readouterr().out
+    traces = sorted(str(p) for p in out.glob("*.json"))
+    assert len(traces) == 4
+    assert main(["audit", *traces, *common, "--counters", str(out / "counters.csv"), "--mapping",
+                 str(out / "mapping.csv"), "--json"]) == 0
+    import json
+
+    d = json.loads(capsys.readouterr().out)
+    assert d["links"]["rows"][0]["name"] == "spine1-leaf3"
+    assert d["links"]["attributed_link"] == "spine1-leaf3"
+    assert main(["audit", "--write-synthetic", str(out), *common]) == 2
+    assert "needs --design and --workload" in capsys.readouterr().err

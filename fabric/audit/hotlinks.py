@@ -168,7 +168,7 @@ def compare_links(measured: Measured, predicted: PredictedLinks, *, measured_ste
         hot = top.predicted_utilisation > 0 and top.measured_utilisation > HOT_EXCESS * top.predicted_utilisation
         if slow or hot:
             extra = _extra_time(top, predicted)
-            why = (f"runs at {top.speed_bps / 1e9:.4g} of its design {top.design_bps / 1e9:.4g} Gb/s" if slow else
+            why = (f"runs at {top.speed_bps / 1e9:.4g} Gb/s of its design {top.design_bps / 1e9:.4g} Gb/s" if slow else
                    f"is {top.measured_utilisation / top.predicted_utilisation:.2f}x its predicted utilisation")
             text = (f"{top.name} {why}: the ops crossing it need {extra * 1e3:.3g} ms per step more than the model "
                     f"gives them")

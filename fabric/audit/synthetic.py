@@ -11,7 +11,8 @@ How it is made (everything from the evaluator's own figures, then one link slowe
    says);
 4. counters (the documented CSV): one port per cable, named ``Ethernet<k>`` on the switch labels of the fabric,
    sampled once per step; bytes per step per link = its predicted bytes per step x (1 + e), e uniform in
-   +-``noise`` per link (seeded: hashing is never exactly the mean); the slow link's ports report their reduced
+   +-``noise`` per link (seeded: hashing is never exactly the mean; the slow link's op times above use its
+   bytes with that factor, so it never carries more than its speed allows); the slow link's ports report their reduced
    speed, and mark ``1 - slow_factor`` of their packets (4096-byte) with ECN (the share that arrives faster than
    the link drains), and receive a PFC pause frame per 50 us of extra time per step; every other port marks nothing.
    ``idle`` samples with no traffic come before and after the run (the audit's busy windows leave them out).
@@ -66,11 +67,14 @@ def synthetic_run(design, job, *, slow_link: str, slow_factor: float = 0.25, ste
     if slow_link not in pred.links:
         raise FabricError(f"no link {slow_link!r} in the design (e.g. {next(iter(pred.links), 'none')})")
     cap = pred.links[slow_link].capacity_bps
+    links = directed_links(build_fabric(design, catalog))
+    rng = np.random.default_rng([seed, 26])
+    factor = {name: 1.0 + rng.uniform(-noise, noise) for name in sorted(links)}
     op_us = {}
     extra_per_step = 0.0
     for k, (op, (_, count, t, per_call)) in enumerate(zip(job.ops, pred.phase_loads)):
         t = t or 0.0
-        need = per_call.get(slow_link, 0.0) * 8.0 / (slow_factor * cap)
+        need = per_call.get(slow_link, 0.0) * factor[slow_link] * 8.0 / (slow_factor * cap)
         op_us[k] = max(t, need) * 1e6
         extra_per_step += count * max(need - t, 0.0)
     traces = []
@@ -82,9 +86,6 @@ def synthetic_run(design, job, *, slow_link: str, slow_factor: float = 0.25, ste
             step_s = sum(st) / len(st) * 1e-6
         traces.append((f"synthetic/{job.name}.rank{r}.pt.trace.json", json.dumps(doc).encode()))
     # counters: one port per cable
-    fabric = build_fabric(design, catalog)
-    links = directed_links(fabric)
-    rng = np.random.default_rng([seed, 26])
     port_no: dict[str, int] = {}
     mapping = ["switch,port,link"]
     rows = ["timestamp,switch,port,bytes,ecn_marks,pause_frames,drops,speed_bps"]
@@ -92,7 +93,7 @@ def synthetic_run(design, job, *, slow_link: str, slow_factor: float = 0.25, ste
     for name in sorted(links):
         src = name.split("-")[0]
         a, b, cables, cap_all = links[name]
-        per_step = pred.links[name].bytes_per_step * (1.0 + rng.uniform(-noise, noise)) / cables
+        per_step = pred.links[name].bytes_per_step * factor[name] / cables
         speed = cap_all / cables * (slow_factor if name == slow_link else 1.0)
         for _ in range(cables):
             k = port_no[src] = port_no.get(src, 0) + 1

@@ -46,6 +46,17 @@ def register(sub) -> None:
     p.add_argument("--mapping-template", metavar="FILE",
                    help="write a port -> link mapping template of --design to FILE (every link direction, one row "
                         "per cable, switch and port to fill in) and stop")
+    p.add_argument("--write-synthetic", metavar="DIR",
+                   help="write a synthetic cluster run of --workload on --design with one slow link (per-rank "
+                        "traces, counters.csv, mapping.csv: fabric.audit.synthetic) to DIR, to try the audit on, "
+                        "and stop")
+    p.add_argument("--workload", "-w", nargs="+", metavar="FILE",
+                   help="with --write-synthetic: the workload whose first training job runs (any supported format)")
+    p.add_argument("--slow-link", metavar="LINK",
+                   help="with --write-synthetic: the link that runs slow (e.g. leaf1-spine0; default: the link the "
+                        "model loads most)")
+    p.add_argument("--slow-factor", type=float, default=0.1,
+                   help="with --write-synthetic: the slow link's share of its design speed (default 0.1)")
     p.add_argument("--json", action="store_true", help="print the audit as JSON")
     p.set_defaults(func=run)
 
@@ -63,6 +74,8 @@ def run(args) -> int:
         design = load_design_arg(args.design, args.gpus, catalog)
     if args.mapping_template:
         return _template(args.mapping_template, design, catalog)
+    if args.write_synthetic:
+        return _synthetic(args, design, catalog)
     if not args.traces:
         raise FabricError("give the per-rank trace files (or --mapping-template FILE with --design)")
     counters = port_map = None
@@ -99,4 +112,46 @@ def _template(path: str, design, catalog) -> int:
     except OSError as err:
         raise FabricError(f"{path}: cannot write the mapping template ({err.strerror or err})") from None
     print(f"wrote {path}: {text.count(chr(10)) - 1} port row(s) to fill in (switch, port)")
+    return 0
+
+
+def _synthetic(args, design, catalog) -> int:
+    import dataclasses
+    from pathlib import Path
+
+    from fabric.audit.linkload import predicted_link_loads
+    from fabric.audit.synthetic import synthetic_run
+    from fabric.cli.common import load_workload_files
+    from fabric.errors import FabricError
+    from fabric.workload.model import Workload
+
+    if design is None or not args.workload:
+        raise FabricError("--write-synthetic needs --design and --workload")
+    wl = load_workload_files(args.workload)
+    job = next((j for j in wl.jobs if j.kind == "training"), None)
+    if job is None:
+        raise FabricError("--write-synthetic: the workload has no training job")
+    job = dataclasses.replace(job, compute_cv=0.0)
+    link = args.slow_link
+    if link is None:
+        loads = predicted_link_loads(design, Workload((job,)), catalog=catalog).links.values()
+        top = max(loads, key=lambda ll: (ll.bytes_per_step / ll.capacity_bps, ll.name), default=None)
+        if top is None or top.bytes_per_step <= 0:
+            raise FabricError("--write-synthetic: the job puts no traffic on the design's switch links; give "
+                              "--slow-link or a larger job")
+        link = top.name
+    run = synthetic_run(design, job, slow_link=link, slow_factor=args.slow_factor, catalog=catalog,
+                        samples=args.samples)
+    out = Path(args.write_synthetic)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, data in run.traces:
+            (out / name.split("/")[-1]).write_bytes(data)
+        (out / "counters.csv").write_text(run.counters_csv, encoding="utf-8")
+        (out / "mapping.csv").write_text(run.mapping_csv, encoding="utf-8")
+    except OSError as err:
+        raise FabricError(f"{out}: cannot write the synthetic run ({err.strerror or err})") from None
+    print(f"wrote {len(run.traces)} rank trace(s), counters.csv and mapping.csv to {out} (SYNTHETIC: {link} runs "
+          f"at {args.slow_factor:g} of its speed; step {run.step_s * 1e3:.4g} ms, predicted p50 "
+          f"{run.predicted_step_p50_s * 1e3:.4g} ms)")
     return 0
