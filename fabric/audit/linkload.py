@@ -19,7 +19,7 @@ import numpy as np
 
 from fabric.errors import DesignError
 
-__all__ = ["LinkLoad", "PredictedLinks", "predicted_link_loads", "directed_links", "tier_of"]
+__all__ = ["LinkLoad", "PredictedLinks", "predicted_link_loads", "op_phase_loads", "directed_links", "tier_of"]
 
 
 @dataclass(frozen=True)
@@ -91,13 +91,10 @@ def _member_links(fabric, model, kind: str, member: int, names_by_pair: dict) ->
     return []
 
 
-def predicted_link_loads(design, workload, *, catalog=None, seed: int = 0, samples: int = 64,
-                         step_p50_s: float | None = None, op_p50_s: dict | None = None) -> PredictedLinks:
-    """Predicted bytes per step of every switch-to-switch link direction for ``workload`` on ``design``.
-
-    ``step_p50_s`` (the evaluated p50 step) and ``op_p50_s`` ({(kind, bytes): p50 time of one call}) come from an
-    evaluation of the same pair; they are only carried along for utilisation and per-phase figures.
-    """
+def op_phase_loads(design, workload, *, catalog=None, seed: int = 0, samples: int = 64):
+    """``(fabric, model, hardware, notes, [(job, op, traffic, [(phase, PhaseLoad)])])``: every op of the workload
+    placed and routed on the design as :func:`fabric.evaluate.evaluate` does (same placement seed, NCCL-like
+    algorithm choice, traffic pattern, routing; in-network reduction counted as NCCL's network algorithm)."""
     from fabric.catalog import default_catalog
     from fabric.evaluate.collectives import CollectiveHardware
     from fabric.evaluate.engine import _gpu_net_bytes_per_s, _nvlink_bytes_per_s
@@ -125,15 +122,11 @@ def predicted_link_loads(design, workload, *, catalog=None, seed: int = 0, sampl
                      "NCCL's network algorithm (per-link tree loads are not given)")
         hardware = CollectiveHardware(hardware.gpus_per_node, hardware.nvls, hardware.nvlink_bytes_per_s,
                                       hardware.nic_bytes_per_s, False)
-    links = directed_links(fabric)
-    names_by_pair = {(v[0], v[1]): k for k, v in links.items()}
-    per_link = dict.fromkeys(links, 0.0)
-    ops_on: dict[str, list[str]] = {k: [] for k in links}
     jobs = [j for j in workload.jobs if j.kind != "storage"]
     _, s_place, _ = np.random.SeedSequence(seed).spawn(3)
     placements = place_jobs(jobs, fabric, design.placement, np.random.default_rng(s_place))
-    phases = []
-    group_cache: dict = {}
+    cache: dict = {}
+    out = []
     for job, gpus in zip(jobs, placements):
         for op in job.ops:
             kind = "all_to_all" if op.kind == "all_to_allv" else op.kind
@@ -141,30 +134,50 @@ def predicted_link_loads(design, workload, *, catalog=None, seed: int = 0, sampl
             shape = group_shape(gpus[group_instances(group, job.world_size)], fabric.gpu_domain)
             alg, _ = algorithm_for(kind, None, float(op.bytes), shape, hardware)
             key = (job.name, op.group, kind, alg, float(op.bytes) if alg.startswith("hierarchical") else None)
-            if key not in group_cache:
+            if key not in cache:
                 tr = op_traffic(kind, float(op.bytes), shape.members, fabric.gpu_domain, in_network=False,
                                 algorithm=alg, nvls=hardware.nvls, hardware=hardware, shape=shape)
-                loads = {}
-                for ph in tr.phases:
-                    pl = phase_load(ph, model, qps=design.qps_per_connection, pxn=design.pxn,
-                                    routing=design.routing, samples=samples)
-                    for cls in pl.classes:
-                        ml = cls.member_loads if cls.member_loads.size == cls.member_ids.size else \
-                            np.full(cls.member_ids.size, cls.mean_load)
-                        for m, load in zip(cls.member_ids.tolist(), ml.tolist()):
-                            for n in _member_links(fabric, model, cls.kind, int(m), names_by_pair):
-                                # the group's mean per cable, times the cables of this direction
-                                loads[n] = loads.get(n, 0.0) + load * links[n][2]
-                group_cache[key] = loads
-            loads = group_cache[key]
-            label = f"{op.name or op.kind}@{op.group}"
-            per_call = {n: v * float(op.bytes) for n, v in loads.items() if v > 0}
-            for n, v in per_call.items():
-                per_link[n] += v * op.count_per_step
-                if label not in ops_on[n]:
-                    ops_on[n].append(label)
-            t = (op_p50_s or {}).get((op.kind, int(op.bytes)))
-            phases.append((label, float(op.count_per_step), t, per_call))
+                cache[key] = (tr, [(ph, phase_load(ph, model, qps=design.qps_per_connection, pxn=design.pxn,
+                                                   routing=design.routing, samples=samples)) for ph in tr.phases])
+            out.append((job, op) + cache[key])
+    return fabric, model, hardware, notes, out
+
+
+def predicted_link_loads(design, workload, *, catalog=None, seed: int = 0, samples: int = 64,
+                         step_p50_s: float | None = None, op_p50_s: dict | None = None) -> PredictedLinks:
+    """Predicted bytes per step of every switch-to-switch link direction for ``workload`` on ``design``.
+
+    ``step_p50_s`` (the evaluated p50 step) and ``op_p50_s`` ({(kind, bytes): p50 time of one call}) come from an
+    evaluation of the same pair; they are only carried along for utilisation and per-phase figures.
+    """
+    fabric, model, _, notes, ops = op_phase_loads(design, workload, catalog=catalog, seed=seed, samples=samples)
+    links = directed_links(fabric)
+    names_by_pair = {(v[0], v[1]): k for k, v in links.items()}
+    per_link = dict.fromkeys(links, 0.0)
+    ops_on: dict[str, list[str]] = {k: [] for k in links}
+    phases = []
+    group_loads: dict = {}
+    for job, op, tr, phase_loads in ops:
+        if id(tr) not in group_loads:
+            loads = {}
+            for _ph, pl in phase_loads:
+                for cls in pl.classes:
+                    ml = cls.member_loads if cls.member_loads.size == cls.member_ids.size else \
+                        np.full(cls.member_ids.size, cls.mean_load)
+                    for m, load in zip(cls.member_ids.tolist(), ml.tolist()):
+                        for n in _member_links(fabric, model, cls.kind, int(m), names_by_pair):
+                            # the group's mean per cable, times the cables of this direction
+                            loads[n] = loads.get(n, 0.0) + load * links[n][2]
+            group_loads[id(tr)] = loads
+        loads = group_loads[id(tr)]
+        label = f"{op.name or op.kind}@{op.group}"
+        per_call = {n: v * float(op.bytes) for n, v in loads.items() if v > 0}
+        for n, v in per_call.items():
+            per_link[n] += v * op.count_per_step
+            if label not in ops_on[n]:
+                ops_on[n].append(label)
+        t = (op_p50_s or {}).get((op.kind, int(op.bytes)))
+        phases.append((label, float(op.count_per_step), t, per_call))
     out = {n: LinkLoad(name=n, tier=tier_of(fabric, v[0], v[1]), cables=v[2], capacity_bps=v[3],
                        bytes_per_step=per_link[n], ops=tuple(ops_on[n])) for n, v in links.items()}
     return PredictedLinks(links=out, step_p50_s=float(step_p50_s or 0.0), phase_loads=tuple(phases),
