@@ -259,6 +259,15 @@ with st.expander("Audit a running job: measured step times and link counters aga
                              key=f"audit_cmp_rows_{c_a.world_size}")
                 for n in c_a.notes:
                     st.caption(C.md_text(n))
+            if aud.congestion:
+                st.markdown("**Predicted congestion signals per tier** (an estimate)")
+                st.dataframe(pd.DataFrame([{"tier": t.tier, "ECN-marked share of bytes": f"{t.ecn_marked:.1%}",
+                                            "PFC pause exposure": f"{t.pause_exposure:.1%}"}
+                                           for t in aud.congestion]),
+                             hide_index=True, width="stretch", key="audit_congestion")
+                st.caption("From the evaluator's link loads: the share of each tier's traffic that crosses a port "
+                           "offered more than its line rate (a standing queue marks ECN and, on lossless RoCE, "
+                           "pauses senders). Compared with ns-3 in docs/validation-packet.md.")
             if aud.links is not None:
                 h = aud.links
                 st.markdown("**Hot links: measured vs predicted**")

@@ -75,6 +75,7 @@ class Audit:
     comparisons: tuple[Comparison, ...] = ()   # measured vs predicted per job size (with a design)
     links: HotLinks | None = None               # measured vs predicted hot links (with counters and a mapping)
     links_world_size: int | None = None         # the job size the link comparison is for
+    congestion: tuple = ()                      # predicted ECN/PFC per tier (an estimate) of the largest fitting size
 
     def to_dict(self) -> dict:
         """JSON-ready form (seconds, fractions)."""
@@ -138,8 +139,19 @@ def audit_runs(runs: list[RunTraces], *, scaling_mode: str = "weak", design=None
         if counters is not None:
             links = _links(fits[-1], workload, ev, design, catalog, seed, counters, port_map)
             links_size = fits[-1][0].world_size
+        congestion = _congestion(workload, design, catalog, seed)
     return Audit(sizes=tuple(sizes), scaling_mode=scaling_mode, scaling=tuple(pts), verdict=text, flagged=flagged,
-                 evidence=tuple(evidence), comparisons=tuple(comps), links=links, links_world_size=links_size)
+                 evidence=tuple(evidence), comparisons=tuple(comps), links=links, links_world_size=links_size,
+                 congestion=congestion if design is not None else ())
+
+
+def _congestion(workload, design, catalog, seed) -> tuple:
+    from fabric.audit.congestion import congestion_estimate
+
+    try:
+        return tuple(congestion_estimate(design, workload, catalog=catalog, seed=seed).values())
+    except FabricError:          # e.g. a dragonfly: no per-link loads
+        return ()
 
 
 def _links(fit, workload, ev, design, catalog, seed, counters, port_map) -> HotLinks:

@@ -89,6 +89,12 @@ def audit_lines(a: Audit) -> list[str]:
         out.extend(f"note: {n}" for n in c.notes)
     if a.links is not None:
         out.extend(link_lines(a.links, a.links_world_size))
+    if a.congestion:
+        out.append("predicted congestion signals per tier (an ESTIMATE from the evaluator's link loads, docs/audit.md): "
+                   "share of bytes meeting a standing queue (ECN-marked) / of busy time above XOFF (PFC pause, "
+                   "lossless RoCE)")
+        for t in a.congestion:
+            out.append(f"  {t.tier:<13} ECN-marked {t.ecn_marked:>6.1%}  pause exposure {t.pause_exposure:>6.1%}")
     for p in a.scaling:
         out.append(f"scaling ({a.scaling_mode}) {p.n_from} -> {p.n_to} GPUs: efficiency {p.efficiency:.1%}")
     out.append(("FLAG: " if a.flagged else "") + a.verdict)
