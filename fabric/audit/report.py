@@ -10,7 +10,7 @@ from fabric.audit.exposed import CollectiveExposure, exposure_by_collective
 from fabric.audit.scaling import RULE_TEXT, ScalingPoint, SizePoint, scaling, verdict
 from fabric.audit.stats import distribution
 from fabric.audit.steps import RankStep, rank_steps
-from fabric.audit.stragglers import MATERIAL_WAIT_SHARE, StepStraggler, Straggler, stragglers
+from fabric.audit.stragglers import StepStraggler, Straggler, stragglers
 from fabric.audit.traces import RunTraces, load_traces, read_paths
 from fabric.errors import FabricError, ParseError
 
@@ -181,4 +181,3 @@ def audit_paths(paths, *, scaling_mode: str = "weak", **compare_kw) -> Audit:
     return audit_files(read_paths(paths), scaling_mode=scaling_mode, **compare_kw)
 
 
-__all__ += ["MATERIAL_WAIT_SHARE"]
