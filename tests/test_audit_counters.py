@@ -247,3 +247,15 @@ def test_fuzz_prometheus_json_only_clear_errors(doc):
             read_counters("f.json", json.dumps(d).encode())
         except FabricError:
             pass
+
+
+def test_cli_mapping_template(tmp_path, capsys):
+    from fabric.cli.main import main
+
+    out = tmp_path / "m.csv"
+    assert main(["audit", "--mapping-template", "-d", "fat-tree", "--gpus", "256", "--out", str(out)]) == 0
+    assert "512 port row(s)" in capsys.readouterr().out          # 8 leaves x 4 spines x 8 cables x 2 directions
+    lines = out.read_text().splitlines()
+    assert lines[0] == "switch,port,link" and len(lines) == 1 + 512 and lines[1] == ",,leaf0-spine0"
+    assert main(["audit", "--mapping-template", "-d", "fat-tree"]) == 2
+    assert "--out" in capsys.readouterr().err

@@ -104,7 +104,7 @@ def test_cli_writes_a_synthetic_run(tmp_path, capsys):
     ex = Path(__file__).resolve().parent.parent / "examples"
     common = ["-d", str(ex / "leaf-spine-32.json"), "--catalog", str(ex / "packet-catalog.json")]
     out = tmp_path / "run"
-    assert main(["audit", "--write-synthetic", str(out), *common, "-w", str(ex / "all_to_all-4MB-x32.json"),
+    assert main(["audit", "--write-synthetic", "--out", str(out), *common, "-w", str(ex / "all_to_all-4MB-x32.json"),
                  "--slow-link", "spine1-leaf3"]) == 0
     assert "SYNTHETIC: spine1-leaf3 runs at 0.1 of its speed" in capsys.readouterr().out
     traces = sorted(str(p) for p in out.glob("*.json"))
@@ -116,5 +116,5 @@ def test_cli_writes_a_synthetic_run(tmp_path, capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["links"]["rows"][0]["name"] == "spine1-leaf3"
     assert d["links"]["attributed_link"] == "spine1-leaf3"
-    assert main(["audit", "--write-synthetic", str(out), *common]) == 2
+    assert main(["audit", "--write-synthetic", "--out", str(out), *common]) == 2
     assert "needs --design and --workload" in capsys.readouterr().err

@@ -23,7 +23,9 @@ def register(sub) -> None:
             "N -> 4N efficiency is below 80 % (75-80 %: borderline)' and its evidence."
         ),
         epilog=("examples:\n  fabric audit run8/worker*.json run32/worker*.json\n"
-                "  fabric audit worker*.json --design installed.yaml"),
+                "  fabric audit worker*.json --design installed.yaml\n"
+                "  fabric audit --mapping-template -d installed.yaml --out mapping.csv\n"
+                "  fabric audit worker*.json -d installed.yaml --counters scrape*.prom --mapping mapping.csv"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("traces", nargs="*", metavar="TRACE", help="per-rank Kineto trace files (.json, .json.gz)")
@@ -43,13 +45,14 @@ def register(sub) -> None:
                         "drops[,speed_bps] (docs/audit.md); needs --design and --mapping")
     p.add_argument("--mapping", metavar="FILE",
                    help="port -> link CSV switch,port,link (link named as the fabric does: leaf3-spine1)")
-    p.add_argument("--mapping-template", metavar="FILE",
-                   help="write a port -> link mapping template of --design to FILE (every link direction, one row "
-                        "per cable, switch and port to fill in) and stop")
-    p.add_argument("--write-synthetic", metavar="DIR",
+    p.add_argument("--mapping-template", action="store_true",
+                   help="write a port -> link mapping template of --design to --out FILE (every link direction, one "
+                        "row per cable, switch and port to fill in) and stop")
+    p.add_argument("--write-synthetic", action="store_true",
                    help="write a synthetic cluster run of --workload on --design with one slow link (per-rank "
-                        "traces, counters.csv, mapping.csv: fabric.audit.synthetic) to DIR, to try the audit on, "
-                        "and stop")
+                        "traces, counters.csv, mapping.csv: fabric.audit.synthetic) to the folder --out DIR, to try "
+                        "the audit on, and stop")
+    p.add_argument("--out", metavar="PATH", help="where --mapping-template and --write-synthetic write")
     p.add_argument("--workload", "-w", nargs="+", metavar="FILE",
                    help="with --write-synthetic: the workload whose first training job runs (any supported format)")
     p.add_argument("--slow-link", metavar="LINK",
@@ -72,12 +75,14 @@ def run(args) -> int:
         check_samples(args.samples)
         catalog = catalog_arg(args.catalog)
         design = load_design_arg(args.design, args.gpus, catalog)
+    if (args.mapping_template or args.write_synthetic) and not args.out:
+        raise FabricError("--mapping-template and --write-synthetic write to --out PATH")
     if args.mapping_template:
-        return _template(args.mapping_template, design, catalog)
+        return _template(args.out, design, catalog)
     if args.write_synthetic:
         return _synthetic(args, design, catalog)
     if not args.traces:
-        raise FabricError("give the per-rank trace files (or --mapping-template FILE with --design)")
+        raise FabricError("give the per-rank trace files (or --mapping-template --out FILE with --design)")
     counters = port_map = None
     if args.counters:
         from fabric.audit.counters import read_counter_files
@@ -142,7 +147,7 @@ def _synthetic(args, design, catalog) -> int:
         link = top.name
     run = synthetic_run(design, job, slow_link=link, slow_factor=args.slow_factor, catalog=catalog,
                         samples=args.samples)
-    out = Path(args.write_synthetic)
+    out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
         for name, data in run.traces:
