@@ -155,6 +155,135 @@ with st.expander("Before/after rollout check: did a change do what fabric predic
     else:
         st.info("Upload both sides to compare.")
 
+
+@st.cache_data(show_spinner="Auditing the job...", max_entries=8)
+def audit_report(traces: tuple, counters: tuple, mapping, design_json: str | None, cat_key: str, _catalog) -> dict:
+    """The audit of the uploads (``fabric.ui_support.audit_view.run_audit``); never raises."""
+    from fabric.design import design_from_dict
+    from fabric.ui_support.audit_view import run_audit
+
+    try:
+        design = design_from_dict(json.loads(design_json), catalog=_catalog) if design_json else None
+    except FabricError as err:
+        return {"error": f"the design: {C.public_message(err)}"}
+    return run_audit(traces, counters, mapping, design, catalog=_catalog)
+
+
+NO_DESIGN, SESSION_DESIGN, DESIGN_FILE = "none (measured figures only)", "a design of this session", "a design file"
+
+with st.expander("Audit a running job: measured step times and link counters against the model",
+                 expanded=bool(ss.get("audit_traces"))):
+    st.caption("Per-rank PyTorch profiler (Kineto) traces of one job give the measured step times (p50/p95/p99), "
+               "each rank's wait for a late peer, stragglers and exposed communication; with the installed design, "
+               "measured against predicted per collective; with switch counters (Prometheus text or range-query "
+               "JSON, or the CSV timestamp,switch,port,bytes,ecn_marks,pause_frames,drops[,speed_bps]) and a port "
+               "-> link mapping (switch,port,link), the measured hot links beside the predicted ones. "
+               "`fabric audit` does the same from the command line; docs/audit.md has the rules.")
+    ua, ub = st.columns(2)
+    up_tr = ua.file_uploader("Per-rank traces", accept_multiple_files=True, key="audit_traces")
+    up_ct = ub.file_uploader("Switch counters (optional)", accept_multiple_files=True, key="audit_counters")
+    up_map = ub.file_uploader("Port -> link mapping (with counters)", key="audit_mapping")
+    dsrc = ua.radio("Installed design", [NO_DESIGN, SESSION_DESIGN, DESIGN_FILE], key="audit_design_src",
+                    horizontal=True)
+    design_json = None
+    design_problem = None
+    cb = C.catalog_bundle()
+    if dsrc == SESSION_DESIGN:
+        a_choices = C.design_choices()
+        a_labels = [c["label"] for c in a_choices]
+        if not a_labels:
+            design_problem = "no design in this session: the allowed hardware cannot build one (Constraints page)"
+        else:
+            a_pick = ua.selectbox("Design", a_labels, key="audit_design")
+            try:
+                design_json = C._design_json(C.design_from_genes(a_choices[a_labels.index(a_pick)]["genes"]))
+            except FabricError as err:
+                design_problem = f"the design cannot be built: {C.public_message(err)}"
+    elif dsrc == DESIGN_FILE:
+        up_d = ua.file_uploader("Design file (.json, .yaml)", key="audit_design_file")
+        if up_d is not None:
+            from fabric.design import load_design
+
+            try:
+                design_json = C._design_json(load_design(up_d.getvalue().decode("utf-8", "replace"),
+                                                         catalog=cb.catalog))
+            except FabricError as err:
+                design_problem = f"{up_d.name}: {C.public_message(err)}"
+    if design_problem:
+        st.error(f"Installed design: {design_problem}")
+    elif not up_tr:
+        st.info("Upload the per-rank trace files of one job (several ranks, several steps) to audit it.")
+    else:
+        from fabric.ui_support import audit_view as AV
+
+        rep = audit_report(tuple((f.name, f.getvalue()) for f in up_tr),
+                           tuple((f.name, f.getvalue()) for f in up_ct or []),
+                           (up_map.name, up_map.getvalue()) if up_map is not None else None,
+                           design_json, cb.key, cb.catalog)
+        if "error" in rep:
+            st.error(f"Audit: {C.md_text(rep['error'])}")
+        else:
+            aud = rep["audit"]
+            (st.error if aud.flagged else st.info)(C.md_text(aud.verdict))
+            for e in aud.evidence:
+                st.caption(C.md_text(e))
+            st.caption(f"Rule: {C.md_text(aud.rule)}")
+            for s_a in aud.sizes:
+                st.markdown(f"**{s_a.world_size}-GPU job**: {len(s_a.ranks_traced)} rank(s) traced, "
+                            f"{s_a.step_s['n']} (rank, step) samples")
+                m1, m2, m3, m4 = st.columns(4)
+                m1.metric("step p50", AV._t(s_a.step_s["p50"]))
+                m2.metric("step p95", AV._t(s_a.step_s["p95"]))
+                m3.metric("step p99", AV._t(s_a.step_s["p99"]))
+                m4.metric("exposed communication", f"{s_a.exposed_share:.1%}",
+                          help=f"of the step; waiting for a late rank: {s_a.wait_share:.1%}")
+                st.plotly_chart(AV.rank_figure(s_a), width="stretch", theme=None,
+                                key=f"audit_ranks_{s_a.world_size}")
+                st.caption("Each traced rank's mean step: compute (and communication hidden behind it), exposed "
+                           "communication, and the part of it spent waiting for the last rank to arrive.")
+                if s_a.stragglers:
+                    st.dataframe(pd.DataFrame(AV.straggler_rows(s_a)), hide_index=True, width="stretch",
+                                 key=f"audit_strag_{s_a.world_size}")
+                elif s_a.step_stragglers:
+                    st.caption("No straggler: no rank waited 5 % of the step or more.")
+                st.dataframe(pd.DataFrame(AV.collective_rows(s_a)), hide_index=True, width="stretch",
+                             key=f"audit_coll_{s_a.world_size}")
+                for n in s_a.notes:
+                    st.caption(C.md_text(n))
+            for c_a in aud.comparisons:
+                st.markdown(f"**Measured vs predicted** on {C.md_text(c_a.design)} ({c_a.world_size}-GPU job), "
+                            "largest disagreement first")
+                st.plotly_chart(AV.collectives_figure(c_a), width="stretch", theme=None,
+                                key=f"audit_cmp_{c_a.world_size}")
+                st.dataframe(pd.DataFrame(AV.comparison_rows(c_a)), hide_index=True, width="stretch",
+                             key=f"audit_cmp_rows_{c_a.world_size}")
+                for n in c_a.notes:
+                    st.caption(C.md_text(n))
+            if aud.congestion:
+                st.markdown("**Predicted congestion signals per tier** (an estimate)")
+                st.dataframe(pd.DataFrame([{"tier": t.tier, "ECN-marked share of bytes": f"{t.ecn_marked:.1%}",
+                                            "PFC pause exposure": f"{t.pause_exposure:.1%}"}
+                                           for t in aud.congestion]),
+                             hide_index=True, width="stretch", key="audit_congestion")
+                st.caption("From the evaluator's link loads: the share of each tier's traffic that crosses a port "
+                           "offered more than its line rate (a standing queue marks ECN and, on lossless RoCE, "
+                           "pauses senders). Compared with ns-3 in docs/validation-packet.md.")
+            if aud.links is not None:
+                h = aud.links
+                st.markdown("**Hot links: measured vs predicted**")
+                if h.attribution:
+                    st.warning(f"Step tail: {C.md_text(h.attribution)}")
+                rho = "n/a" if h.spearman is None else f"{h.spearman:.2f}"
+                st.caption(f"Rank correlation (Spearman) {rho}; top-{h.top_k} overlap {h.top_k_overlap} of "
+                           f"{h.top_k}.")
+                st.plotly_chart(AV.links_figure(h), width="stretch", theme=None, key="audit_links")
+                st.caption("Utilisation in the busy windows (measured, against the ports' reported speed) and over "
+                           "the predicted step (predicted, against the design's capacity).")
+                st.dataframe(pd.DataFrame(AV.link_rows(h)), hide_index=True, width="stretch", key="audit_link_rows")
+                st.dataframe(pd.DataFrame(AV.tier_rows(h)), hide_index=True, width="stretch", key="audit_tiers")
+                for n in h.notes:
+                    st.caption(C.md_text(n))
+
 reals = real_files()
 sources = ["upload"] + (["real"] if reals else [])
 src = st.radio("Measurements", sources, key="cal_source", horizontal=True,

@@ -17,8 +17,8 @@ from fabric.errors import FabricError
 __all__ = ["main", "build_parser", "COMMAND_MODULES"]
 
 #: Subcommand modules, in the order ``fabric --help`` lists them.
-COMMAND_MODULES = ["build", "catalog", "parse", "synth", "evaluate", "scale", "search", "plans", "calibrate", "validate", "rollout", "advise",
-                   "upgrade", "plan_growth"]
+COMMAND_MODULES = ["build", "catalog", "parse", "synth", "evaluate", "scale", "search", "plans", "calibrate", "validate",
+                   "rollout", "advise", "upgrade", "plan_growth", "audit"]
 
 
 def build_parser() -> argparse.ArgumentParser:

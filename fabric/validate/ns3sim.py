@@ -472,11 +472,14 @@ def lossless_queue_packets(n_flows: int, config: SimConfig | None = None) -> int
 
 
 def simulate(net, flows, *, routing: str, salts=None, seed: int = 0, config: SimConfig | None = None,
-             expected_s: float | None = None) -> SimResult:
+             expected_s: float | None = None, probe=None) -> SimResult:
     """Run ``flows`` (``(src host, dst host, bytes, sport, dport)`` each) on ``net`` in ns-3.
 
     ``routing``: ``ecmp`` (per-flow hash with ``salts``) or ``spray`` (``RandomEcmpRouting``).
     ``expected_s`` bounds the simulated time at ``time_limit_factor`` times it (flows unfinished then are NaN).
+    ``probe``: an object with ``attach(devs)`` (called with every link's ``(device at its first end, device at its
+    second end)`` before the run) and ``collect(end_s) -> dict`` (after it, kept as ``extra["probe"]``), e.g. the
+    switch-queue counters of :mod:`fabric.audit.ns3queues`.
     """
     if routing not in ("ecmp", "spray", "spray_rr"):
         raise FabricError(f"packet-level routing must be 'ecmp', 'spray' or 'spray_rr', got {routing!r}")
@@ -561,6 +564,8 @@ def simulate(net, flows, *, routing: str, salts=None, seed: int = 0, config: Sim
             apps.Start(ns.Seconds(0.0))
         t_setup = time.perf_counter() - t0
         rec.WatchTransport()
+        if probe is not None:
+            probe.attach(devs)
         if expected_s:
             ns.Simulator.Stop(ns.Seconds(float(expected_s) * cfg.time_limit_factor))
         ns.Simulator.Run()
@@ -588,11 +593,12 @@ def simulate(net, flows, *, routing: str, salts=None, seed: int = 0, config: Sim
             for i in range(int(proto.NChoices())):
                 c = proto.GetChoice(i)
                 choices.append((s, int(c.src), int(c.dst), int(c.sport), int(c.dport), node_links[int(c.iface)]))
+        probed = probe.collect(end) if probe is not None else None
         held = sum(int(p.Held()) for p in protos.values())
         flushed = sum(int(p.Flushed()) for p in protos.values())
         ns.Simulator.Destroy()
     return SimResult(done_s=done, first_byte_s=first, drops=drops, choices=choices,
                      wall_s=time.perf_counter() - t0, sim_end_s=end,
                      link_bytes=link_bytes, extra={"setup_s": t_setup, "run_s": t_run, "reorder_held": held,
-                                                   "reorder_flushed": flushed},
+                                                   "reorder_flushed": flushed, "probe": probed},
                      retransmissions=retx, ip_drops=ip_drops, path_changes=changed)

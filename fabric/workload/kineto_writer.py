@@ -13,6 +13,9 @@ What a trace holds, per ``ProfilerStep#N`` (CPU ``user_annotation``):
   same args. A kernel of duration ``d`` (from a nominal 40 GB/s bus bandwidth, labelled synthetic) is overlapped by
   compute for ``overlap_fraction x d`` and exposed for the rest, so the step lasts ``C + sum((1 - f) d)``.
 
+``op_us`` ({index into ``job.ops``: us}) gives the kernels of those ops a duration of their own instead of the
+nominal one (e.g. an evaluator's predicted op time, :mod:`fabric.audit.synthetic`).
+
 ``wait_us`` makes a rank wait for a late peer: ``{(step, j): w}`` starts the ``j``-th collective of ``step`` (in
 trace order) ``w`` us early, so its kernel lasts ``w + d`` and spins for the first ``w`` (GPU otherwise idle; the
 hidden part of the transfer follows the wait), and the step lasts ``w`` longer. The parser must count that ``w`` as
@@ -190,10 +193,12 @@ def _step_plan(job: Job, steps: int, rng: np.random.Generator) -> list[float]:
 
 def iter_kineto_events(job: Job, rank: int, *, steps: int = 3, seed: int = 0,
                        compute_kernels_per_step: int = 48, compute_us: list[float] | None = None,
-                       wait_us: dict | None = None) -> Iterator[dict]:
+                       wait_us: dict | None = None, op_us: dict | None = None) -> Iterator[dict]:
     """Yield the trace events of ``rank`` one by one (see the module docstring); ``compute_us`` fixes step times,
-    ``wait_us`` ({(step, collective index): us}) makes collectives wait for a late peer."""
+    ``wait_us`` ({(step, collective index): us}) makes collectives wait for a late peer, ``op_us`` ({op index: us})
+    sets kernel durations."""
     waits = _check_waits(wait_us)
+    fixed = _check_op_us(op_us, len(job.ops))
     if steps < 1:
         raise WorkloadError(f"steps must be >= 1, got {steps}")
     if compute_kernels_per_step < 1:
@@ -213,17 +218,20 @@ def iter_kineto_events(job: Job, rank: int, *, steps: int = 3, seed: int = 0,
     kname_idx = 0
     for i in range(steps):
         occ = []
-        for op in job.ops:
+        op_index = []
+        for k, op in enumerate(job.ops):
             gi = groups.get(op.group)
             if gi is None or gi[2] is None:
                 continue
             c = float(op.count_per_step)
             n = math.floor(c * (i + 1) + 1e-9) - math.floor(c * i + 1e-9)
             occ.extend([(op, gi)] * n)
+            op_index.extend([k] * n)
         durs = []
-        for op, (_, g, members) in occ:
+        for k, (op, (_, g, members)) in zip(op_index, occ):
             nb = _op_bytes(op, members, rank)
-            durs.append(_LATENCY_US + nb * _bus_factor(op.kind, len(members)) / NOMINAL_BUSBW_BYTES_PER_S * 1e6)
+            durs.append(fixed[k] if k in fixed else
+                        _LATENCY_US + nb * _bus_factor(op.kind, len(members)) / NOMINAL_BUSBW_BYTES_PER_S * 1e6)
         comp = plan[i]
         hidden = [op.overlap_fraction * d for (op, _), d in zip(occ, durs)]
         total_hidden = sum(hidden)
@@ -257,6 +265,18 @@ def iter_kineto_events(job: Job, rank: int, *, steps: int = 3, seed: int = 0,
         yield from _compute_region(t, pre[-1], comp, compute_kernels_per_step, pid, tid_main, ids, kname_idx)
         kname_idx += 1
         t_cpu = t_step + step_len
+
+
+def _check_op_us(op_us, n_ops: int) -> dict:
+    if op_us is None:
+        return {}
+    if not isinstance(op_us, dict):
+        raise WorkloadError(f"op_us must be a dict {{op index: microseconds}}, got {type(op_us).__name__}")
+    for k, v in op_us.items():
+        if not isinstance(k, int) or not 0 <= k < n_ops or not isinstance(v, (int, float)) or not v > 0:
+            raise WorkloadError(f"op_us entry {k!r}: {v!r} must map an op index (0..{n_ops - 1}) to positive "
+                                f"microseconds")
+    return {k: float(v) for k, v in op_us.items()}
 
 
 def _check_waits(wait_us) -> dict:
@@ -392,7 +412,8 @@ def _plan_and_header(job: Job, rank: int, steps: int, seed: int):
 
 
 def workload_to_kineto(job: Job, rank: int, *, steps: int = 3, seed: int = 0,
-                       compute_kernels_per_step: int = 48, wait_us: dict | None = None) -> dict:
+                       compute_kernels_per_step: int = 48, wait_us: dict | None = None,
+                       op_us: dict | None = None) -> dict:
     """The Kineto trace (a JSON-ready dict) of ``rank`` of ``job`` over ``steps`` profiler steps.
 
     The same (job, rank, steps, seed) always gives the same trace.
@@ -409,12 +430,12 @@ def workload_to_kineto(job: Job, rank: int, *, steps: int = 3, seed: int = 0,
     header, plan = _plan_and_header(job, rank, steps, seed)
     events = list(iter_kineto_events(job, rank, steps=steps, seed=seed,
                                      compute_kernels_per_step=compute_kernels_per_step,
-                                     compute_us=[round(x, 3) for x in plan], wait_us=wait_us))
+                                     compute_us=[round(x, 3) for x in plan], wait_us=wait_us, op_us=op_us))
     return dict(header, traceEvents=events)
 
 
 def write_kineto(fp: IO[str], job: Job, rank: int, *, steps: int = 3, seed: int = 0,
-                 compute_kernels_per_step: int = 48, wait_us: dict | None = None) -> int:
+                 compute_kernels_per_step: int = 48, wait_us: dict | None = None, op_us: dict | None = None) -> int:
     """Stream the trace of ``rank`` to the text file ``fp`` without building it in memory; returns characters."""
     header, plan = _plan_and_header(job, rank, steps, seed)
     n = 0
@@ -424,7 +445,7 @@ def write_kineto(fp: IO[str], job: Job, rank: int, *, steps: int = 3, seed: int 
     n += len(chunk)
     first = True
     for ev in iter_kineto_events(job, rank, steps=steps, seed=seed, compute_kernels_per_step=compute_kernels_per_step,
-                                 compute_us=[round(x, 3) for x in plan], wait_us=wait_us):
+                                 compute_us=[round(x, 3) for x in plan], wait_us=wait_us, op_us=op_us):
         s = ("  " if first else ",\n  ") + json.dumps(ev)
         first = False
         fp.write(s)
