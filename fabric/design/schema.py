@@ -104,6 +104,11 @@ class Design:
     endpoint_cabling: str = "auto"
     nccl_algo: str | None = None
     rack_power_w: float | None = None
+    #: NCCL connections (channels) per NIC between two ranks of a collective; each opens ``qps_per_connection``
+    #: queue pairs, so a rank pair has channels x QPs flows for ECMP to hash. None: NCCL's own rule by NIC count and
+    #: message size (fabric.evaluate.channels, docs/evaluator.md); a number: NCCL_MIN/MAX_NCHANNELS pinned, or 1
+    #: for traffic with one connection per pair (the packet-level validation runs that)
+    channels_per_nic: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "uplink_gbps", _normalise_uplinks(self.uplink_gbps))
@@ -293,6 +298,7 @@ def validate_design(d: Design) -> None:
     if d.storage_routing is not None:
         _choice(d, "storage_routing", ROUTING_POLICIES)
     _int_in(d, "qps_per_connection", 1, 256)
+    _int_in(d, "channels_per_nic", 1, 64, allow_none=True)
     _choice(d, "transport", TRANSPORTS)
     _choice(d, "placement", PLACEMENTS)
     _choice(d, "endpoint_cabling", CABLING)

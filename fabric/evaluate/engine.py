@@ -32,6 +32,7 @@ import numpy as np
 from fabric.cost import bill_of_materials
 from fabric.errors import WorkloadError
 from fabric.evaluate.bounds import RESOURCES, cut_bound_per_byte
+from fabric.evaluate.channels import flows_per_pair
 from fabric.evaluate.collectives import NCCL_ALGOS, CollectiveHardware, bandwidth_factor, lower_bound_time
 from fabric.evaluate.flows import algorithm_for, group_shape, op_traffic
 from fabric.evaluate.gpu_compute import on_gpu
@@ -241,13 +242,18 @@ def _traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, al
     the op's in-network aggregation trees (:func:`fabric.evaluate.innetwork.place_trees`), whose links load the
     in-network phase."""
     key = tr = None
+    # the NICs the communicator's rings use on a node: those of its GPUs there (one GPU per node: its NIC)
+    nics = max(1, min(design.nics_per_node, int(round(shape.per_domain * design.nics_per_gpu))))
+    flows = flows_per_pair(kind, size_bytes, nics_per_node=nics,
+                           qps_per_connection=design.qps_per_connection, hopper=hardware.nvls,
+                           multi_node=shape.domains > 1, channels_per_nic=design.channels_per_nic)
     if plans is not None:
         table, model_key = plans
         members = np.ascontiguousarray(shape.members)
         # the pattern does not depend on the network model (failures), its loads do
         tr_key = ("traffic", kind, algorithm, size_bytes if algorithm.startswith("hierarchical") else None,
                   members.shape, members.tobytes())
-        key = (model_key, samples, trees is not None) + tr_key
+        key = (model_key, samples, trees is not None, flows) + tr_key
         hit = table.get(key)
         if hit is not None:
             return hit
@@ -257,7 +263,7 @@ def _traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, al
                         algorithm=algorithm, nvls=hardware.nvls, hardware=hardware, shape=shape)
         if plans is not None:
             table[tr_key] = tr
-    loads = tuple(phase_load(ph, model, qps=design.qps_per_connection, pxn=design.pxn, routing=design.routing,
+    loads = tuple(phase_load(ph, model, qps=flows, pxn=design.pxn, routing=design.routing,
                              samples=samples) for ph in tr.phases)
     if trees is not None:
         loads = tuple(tree_phase_load(load, trees, model) if ph.injection_only else load
