@@ -28,7 +28,8 @@ __all__ = ["POLICY", "HARDWARE", "POLICY_FIELDS", "HARDWARE_FIELDS", "GENE_FIELD
 POLICY, HARDWARE = "free policy", "hardware"
 
 #: Design fields that are free policy (configuration of the installed fabric, no hardware bought).
-POLICY_FIELDS = ("routing", "qps_per_connection", "storage_routing", "placement", "pxn", "nccl_algo", "serving_class")
+POLICY_FIELDS = ("routing", "qps_per_connection", "storage_routing", "placement", "pxn", "nccl_algo", "serving_class",
+                 "channels_per_nic")
 #: Every other design field but the name: hardware (bought, cabled, or the cluster itself).
 HARDWARE_FIELDS = tuple(f.name for f in fields(Design) if f.name not in POLICY_FIELDS and f.name != "name")
 #: Search genes and record columns that stand for a design field of another name.
@@ -40,7 +41,7 @@ DEFAULT_POLICY = {f: Design.__dataclass_fields__[f].default for f in POLICY_FIEL
 
 _NAMES = {"routing": "routing", "qps_per_connection": "queue pairs per connection",
           "storage_routing": "storage traffic routing", "placement": "placement rule", "pxn": "PXN",
-          "nccl_algo": "NCCL algorithm", "serving_class": "serving traffic class", "oversubscription": "oversubscription", "uplink_gbps": "uplink speed"}
+          "nccl_algo": "NCCL algorithm", "channels_per_nic": "NCCL channels per NIC", "serving_class": "serving traffic class", "oversubscription": "oversubscription", "uplink_gbps": "uplink speed"}
 
 
 def field_kind(name: str) -> str:
