@@ -157,12 +157,13 @@ def policy_text(design: Design) -> str:
 
 
 def policy_options(design: Design, *, routings=None, qps=(1, 2, 4, 8), placements=None) -> list[Design]:
-    """Every canonical free policy of ``design``'s hardware the search can choose (routing, queue pairs under ECMP,
+    """Every canonical free policy of ``design``'s hardware the search can choose (routing: ``routings``, by default
+    :data:`~fabric.design.schema.DEFAULT_SEARCH_ROUTINGS`; queue pairs under ECMP,
     placement rule, PXN on rail-optimized fabrics), as designs; the design's own storage routing and NCCL algorithm
     are kept. The first is the design itself when it is one of them."""
-    from fabric.design.schema import PLACEMENTS, ROUTING_POLICIES
+    from fabric.design.schema import DEFAULT_SEARCH_ROUTINGS, PLACEMENTS
 
-    routings = tuple(routings or ROUTING_POLICIES)
+    routings = tuple(routings or DEFAULT_SEARCH_ROUTINGS)
     placements = tuple(placements or PLACEMENTS)
     pxns = (False, True) if design.family == "rail_optimized" else (False,)
     out, seen = [], set()
@@ -218,11 +219,12 @@ def _plain(v):
 
 #: The stated rule that picks one of several designs tying on every objective (equal cost, equal p99): the
 #: plainest configuration, the one that departs least from what a cluster runs when nobody tunes it.
-TIE_RULE = ("the plainest configuration: ECMP before adaptive before spraying, fewer queue pairs, packed before "
+TIE_RULE = ("the plainest configuration: ECMP before adaptive before spraying before computed paths, fewer queue "
+            "pairs, packed before "
             "rail-aligned, PXN off, no serving class, then without in-network reduction or a storage network, "
             "then the lowest oversubscription and uplinks at the NIC speed (between GPU systems, the cheaper "
             "cluster first: the lower cost per step, servers included)")
-_ROUTING_ORDER = {"ecmp": 0, "adaptive": 1, "spray": 2}
+_ROUTING_ORDER = {"ecmp": 0, "adaptive": 1, "spray": 2, "computed": 3}
 _PLACEMENT_ORDER = {"packed": 0, "rail_aligned": 1}
 
 

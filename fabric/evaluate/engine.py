@@ -877,6 +877,10 @@ def _burst_duration(per_nic: float, design, fabric, prof) -> float:
         busiest = off + float(np.sum(1.0 - cdf_l[:-1]))
     elif routing == "adaptive":
         busiest = down / up * (1.0 + prof.adaptive_imbalance)
+    elif routing == "computed":
+        from fabric.evaluate.computed import computed_busiest_balls
+
+        busiest = computed_busiest_balls(down, up)
     else:
         busiest = down / up
     link_time = busiest * flow / up_rate

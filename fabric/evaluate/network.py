@@ -1,4 +1,5 @@
-"""Network phases -> link-group loads -> per-sample phase times under ECMP, adaptive routing or spraying.
+"""Network phases -> link-group loads -> per-sample phase times under ECMP, adaptive routing, spraying or computed
+paths.
 
 Links that share traffic the same way are grouped (the uplinks of one leaf, the downlinks into one leaf, the
 core-facing links of one pod, the global links between two dragonfly groups). A flow with ``q`` queue pairs is ``q``
@@ -7,7 +8,9 @@ balls of ``bytes / q`` thrown onto its group's ``n`` equal links:
 - ``ecmp``: uniformly at random per ball (hash per flow x QP): the group's busiest link carries the maximum bin load
   of :mod:`fabric.evaluate.ballsbins`; hashes are fixed for a job launch, so one draw per Monte Carlo sample;
 - ``adaptive``: load-aware near-even split: mean load x (1 + ``adaptive_imbalance``), capacity-aware around slow links;
-- ``spray``: exact even split per packet (fluid).
+- ``spray``: exact even split per packet (fluid);
+- ``computed``: a controller places whole flows on paths (NSLB-style, path pinning): ``ceil(balls / links)`` on
+  the busiest link, the max-min ideal of unsplittable flows (:mod:`fabric.evaluate.computed`).
 
 Groups with equal (balls, links, slow links) form a class; the busiest of its L members is drawn from the max over
 L independent experiments. Unequal flows (all-to-allv) count as ``k_eff = (sum b)^2 / sum b^2`` balls of equal size.
@@ -31,6 +34,7 @@ import numpy as np
 
 from fabric.evaluate.ballsbins import sample_max_load
 from fabric.evaluate.bounds import fabric_cuts
+from fabric.evaluate.computed import computed_busiest_balls
 from fabric.topology.fabric import LINK_KINDS
 
 __all__ = ["NetworkModel", "LinkClass", "PhaseLoad", "PairUnits", "PathSample", "phase_load", "sample_phase_factor",
@@ -777,6 +781,8 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
                         continue
                     if routing == "ecmp":
                         v = sample_max_load(c.k, left, 1, rng.random(1))[0] * c.ball
+                    elif routing == "computed":
+                        v = computed_busiest_balls(c.k, left) * c.ball
                     else:
                         v = c.k * c.ball / left * (1.0 + (imbalance if routing == "adaptive" else 0.0))
                     busiest[s] = max(busiest[s], v)
@@ -809,6 +815,8 @@ def _healthy_busiest(c, model: NetworkModel, routing: str, imbalance: float, rng
             busiest = np.maximum(ms, mf) * c.ball
         else:
             busiest = sample_max_load(c.k, c.n, c.members, rng.random(samples)) * c.ball
+    elif routing == "computed":      # flows placed on paths by a controller: the max-min ideal (computed.py)
+        busiest = np.full(samples, computed_busiest_balls(c.k, c.n, c.slow, model.slow_factor) * c.ball)
     elif routing == "adaptive":
         eff_links = c.n - c.slow + c.slow * model.slow_factor
         busiest = np.full(samples, c.k * c.ball / eff_links * (1.0 + imbalance))
