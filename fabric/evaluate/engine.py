@@ -328,7 +328,7 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
 
 
 #: The lower-bound resource of each link-group kind (dragonfly groups are "router links").
-_RESOURCE_OF_GROUP = {"leaf uplinks": "leaf uplinks", "leaf downlinks": "leaf uplinks",
+_RESOURCE_OF_GROUP = {"nic ports": "nic", "leaf uplinks": "leaf uplinks", "leaf downlinks": "leaf uplinks",
                       "pod core uplinks": "pod uplinks", "pod core downlinks": "pod uplinks"}
 
 

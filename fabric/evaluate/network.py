@@ -211,6 +211,9 @@ class LinkClass:
     #: the load sits on given links, whatever the routing (in-network reduction trees, fabric.evaluate.innetwork):
     #: ``ball`` is the busiest member's busiest link, slow links already counted
     pinned: bool = False
+    #: the balls are hashed onto the links whatever the routing (queue pairs onto a multi-port NIC's ports:
+    #: :mod:`fabric.evaluate.ports`)
+    hashed: bool = False
 
 
 @dataclass
@@ -350,6 +353,15 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
             src_nic = np.where(cross, src_nic - s_loc + d_loc, src_nic)
     ports = f.nic_ports.shape[1]
     si, di = src_nic - f.nic_base, dst_nic - f.nic_base
+    port_cls = []
+    q_port = float(qps)
+    if ports > 1 and routing != "spray" and not phase.injection_only:
+        # each flow leaves on one port (fabric.evaluate.ports): the NIC's ports are a hashed group, and a port
+        # carries on average qps / ports of the flows, each of the whole flow's bytes / qps
+        from fabric.evaluate.ports import port_classes
+
+        port_cls = port_classes(src_nic, per, float(qps), ports)
+        q_port = float(qps) / ports
     if ports > 1:
         per = np.repeat(per / ports, ports)
         pidx = np.tile(np.arange(ports), si.size)
@@ -367,9 +379,9 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
     if phase.injection_only:
         return PhaseLoad([], nic_max, nvlink_max, 2, phase.steps)
     sb = f.switch_base
-    q = np.full(per.size, float(qps))
+    q = np.full(per.size, q_port)
     cross = src_leaf != dst_leaf
-    classes: list[LinkClass] = []
+    classes: list[LinkClass] = list(port_cls)
     joint: list = []
     hops = 1
     flows_per_port = 1.0
@@ -767,6 +779,8 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
             continue
         if c.pinned:
             busiest = np.full(samples, c.ball)
+        elif c.hashed:
+            busiest = sample_max_load(c.k, c.n, c.members, rng.random(samples)) * c.ball
         elif c.joint >= 0 and routing == "ecmp":
             busiest = drawn[id(c)].copy()
         else:
