@@ -300,7 +300,8 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
                                            reorder_floor=prof.reorder_floor)
         net += t
         prop = 2 * 50.0 * 5e-9 if load.hops > 1 else 2 * 30.0 * 5e-9
-        latency += ph.steps * (prof.step_alpha_s + load.hops * sw_lat + 2 * nic_lat + prop)
+        latency += ph.steps * (prof.step_alpha_s + load.hops * sw_lat + 2 * nic_lat + prop
+                               + (prof.nvlink_alpha_s if load.forward_nvlink > 0 else 0.0))
         link_loads += [(c, b, pi) for c, b in zip(load.classes, per_class)]
         terms = {"nic": load.nic_max / port_line, "nvlink": load.nvlink_max / nv_line if nv_line > 0 else 0.0}
         for c in load.classes:      # a group's busiest link carries at least its mean

@@ -272,6 +272,9 @@ class PhaseLoad:
     joint: list = field(default_factory=list)   # PairUnits / PathSample drawing classes with joint >= 0
     flows_per_port: float = 1.0  # fewest concurrent flows (x QPs) of a NIC port that sends across leaves
     multipath: bool = False      # some flows leave their leaf (several paths: spraying can reorder them)
+    #: busiest GPU's bytes (per op byte) forwarded over NVLink to the GPU on the destination's rail before they
+    #: enter the network (rail-only fabrics, PXN): an extra hop in series with the network (issue 28)
+    forward_nvlink: float = 0.0
 
 
 def _group_index(keys: np.ndarray):
@@ -343,13 +346,16 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
     else:
         src_nic, dst_nic = f.gpu_nics[src, 0], f.gpu_nics[dst, 0]
     npn = f.design.nics_per_node
+    forward = 0.0
     if (pxn or model.force_pxn) and model.rail_based and src_nic.size:
         s_loc, d_loc = (src_nic - f.nic_base) % npn, (dst_nic - f.nic_base) % npn
         cross = s_loc != d_loc
         if cross.any():
+            # the bytes first cross NVLink to the source node's GPU on the destination rail: a hop of its own,
+            # paid before the network (store and forward, as the rail-only paper's model charges it)
             moved = np.bincount(src[np.repeat(np.arange(src.size), k_nic)[cross]] if k_nic > 1 else src[cross],
                                 weights=per[cross])
-            nvlink_max = max(nvlink_max, float(moved.max()))
+            forward = float(moved.max())
             src_nic = np.where(cross, src_nic - s_loc + d_loc, src_nic)
     ports = f.nic_ports.shape[1]
     si, di = src_nic - f.nic_base, dst_nic - f.nic_base
@@ -377,7 +383,7 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
         nic_max = max(float(np.bincount(port_id_s, weights=per).max()),
                       float(np.bincount(port_id_d, weights=per).max()))
     if phase.injection_only:
-        return PhaseLoad([], nic_max, nvlink_max, 2, phase.steps)
+        return PhaseLoad([], nic_max, nvlink_max, 2, phase.steps, forward_nvlink=forward)
     sb = f.switch_base
     q = np.full(per.size, q_port)
     cross = src_leaf != dst_leaf
@@ -410,7 +416,8 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
                                               lambda k: model.background_of("pod core uplinks", k))
                     classes += _group_classes("pod core downlinks", dp[xp], qc[xp], pc[xp], pb, zero,
                                               lambda k: model.background_of("pod core downlinks", k))
-    return PhaseLoad(classes, nic_max, nvlink_max, hops, phase.steps, joint, flows_per_port, bool(cross.any()))
+    return PhaseLoad(classes, nic_max, nvlink_max, hops, phase.steps, joint, flows_per_port, bool(cross.any()),
+                     forward_nvlink=forward)
 
 
 #: Leaf groups whose flows share spines in tangled ways are drawn path by path while balls x samples stays under
@@ -814,7 +821,10 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
         with np.errstate(divide="ignore", invalid="ignore"):
             rho = np.where(t > 0, link_t / t, 0.0)
         t = t * reorder_factor(reorder_slowdown, rho, links, load.flows_per_port, per_link, reorder_floor)
-    return np.maximum(t, nv_t), per_class
+    t = np.maximum(t, nv_t)
+    if load.forward_nvlink > 0 and nv_bytes_per_s > 0:
+        t = t + load.forward_nvlink / nv_bytes_per_s        # the NVLink hop before the network (rail-only, PXN)
+    return t, per_class
 
 
 def _healthy_busiest(c, model: NetworkModel, routing: str, imbalance: float, rng, samples: int) -> np.ndarray:
