@@ -688,7 +688,9 @@ def _exposed(op_times: list, ops: list, compute: np.ndarray, samples: int):
     if not ops:
         return [], np.zeros(samples)
     total = [t * op.count_per_step for t, op in zip(op_times, ops)]
-    overl = [t * op.overlap_fraction for t, op in zip(total, ops)]
+    overl = [t * op.overlap_fraction if op.overlap_window_s is None else np.minimum(t * op.overlap_fraction,
+                                                                                 op.overlap_window_s)
+             for t, op in zip(total, ops)]
     sum_over = np.sum(overl, axis=0)
     hidden = np.minimum(sum_over, compute)
     share = np.divide(hidden, sum_over, out=np.zeros_like(sum_over, dtype=float), where=sum_over > 0)
