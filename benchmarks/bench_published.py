@@ -63,19 +63,25 @@ def _routings():
     return ROUTING_POLICIES
 
 
-def hpn_pair(gpus: int = 15360) -> tuple[Design, Design]:
+def hpn_designs(gpus: int = 15360) -> dict:
+    """The HPN preset (2 x 200G dual-plane NICs, 2 tiers per plane, 8 QPs) and two single-plane references: the
+    same NICs on one plane with 1 QP, and a 400G single-port NIC on one plane (3 tiers at this size), 1 QP."""
     hpn = preset_design("alibaba-hpn", gpus)
-    return hpn, hpn.replace(name="single plane, 1 QP", planes=1, qps_per_connection=1)
+    return {"hpn": hpn,
+            "same NICs, one plane, 1 QP": hpn.replace(name="one plane, 1 QP", planes=1, qps_per_connection=1),
+            "400G NIC, one plane, 1 QP": hpn.replace(name="400G one plane", planes=1, qps_per_connection=1,
+                                                     nic_model="nic-eth-400", tiers=None)}
 
 
 def case_hpn(samples: int) -> list[tuple]:
-    hpn, single = hpn_pair()
-    wl = preset_workload("llama3-70b", gpus=hpn.gpus)
-    a, b = _p50(single, wl, samples), _p50(hpn, wl, samples)
-    rows = [("HPN dual plane (8 QPs) vs one plane (1 QP): step gain, llama3-70b, 15,360 GPUs (one HPN pod)", "~15 %",
-             f"{(a / b - 1) * 100:.1f} %")]
-    qp = _p50(single.replace(qps_per_connection=8), wl, samples)
-    rows.append(("  of which from QPs alone (one plane, 8 QPs)", "-", f"{(a / qp - 1) * 100:.1f} %"))
+    ds = hpn_designs()
+    wl = preset_workload("llama3-70b", gpus=ds["hpn"].gpus)
+    b = _p50(ds["hpn"], wl, samples)
+    rows = []
+    for name in ("same NICs, one plane, 1 QP", "400G NIC, one plane, 1 QP"):
+        a = _p50(ds[name], wl, samples)
+        rows.append((f"HPN dual plane, 8 QPs vs {name}: step gain, llama3-70b, 15,360 GPUs (one HPN pod)", "~15 %",
+                     f"{(a / b - 1) * 100:.1f} %"))
     return rows
 
 
