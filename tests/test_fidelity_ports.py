@@ -59,3 +59,14 @@ def test_spraying_splits_over_ports_and_a_single_port_nic_has_no_draw():
     assert float(np.max(spray.step_samples_s)) == pytest.approx(size / 2 / (200e9 / 8), rel=1e-3)
     single = evaluate(_design("nic-eth-400", 1, 1), _chain(4, size), seed=0, samples=256, transport_overrides=IDEAL)
     assert float(np.max(single.step_samples_s)) == pytest.approx(size / (400e9 / 8), rel=1e-3)
+
+
+def test_computed_paths_place_queue_pairs_on_ports_and_adaptive_balances_them():
+    size = 3 * GB
+    # 3 QPs on 2 ports: a controller puts 2 on one port, 1 on the other
+    comp = evaluate(_design("nic-2x200-dual", 2, 3, routing="computed"), _chain(4, size), seed=0, samples=64,
+                    transport_overrides=IDEAL)
+    assert float(np.max(comp.step_samples_s)) == pytest.approx(2 * size / 3 / (200e9 / 8), rel=1e-3)
+    adaptive = evaluate(_design("nic-2x200-dual", 2, 3, routing="adaptive"), _chain(4, size), seed=0, samples=64,
+                        transport_overrides=IDEAL)
+    assert float(np.max(adaptive.step_samples_s)) == pytest.approx(size / 2 / (200e9 / 8), rel=1e-3)

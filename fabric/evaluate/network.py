@@ -361,12 +361,12 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
     si, di = src_nic - f.nic_base, dst_nic - f.nic_base
     port_cls = []
     q_port = float(qps)
-    if ports > 1 and routing != "spray" and not phase.injection_only:
-        # each flow leaves on one port (fabric.evaluate.ports): the NIC's ports are a hashed group, and a port
-        # carries on average qps / ports of the flows, each of the whole flow's bytes / qps
+    if ports > 1 and routing in ("ecmp", "computed") and not phase.injection_only:
+        # each flow leaves on one port (fabric.evaluate.ports): the NIC's ports are a group the flows are hashed
+        # (or, computed, placed) onto, and a port carries on average qps / ports of them, each bytes / qps
         from fabric.evaluate.ports import port_classes
 
-        port_cls = port_classes(src_nic, per, float(qps), ports)
+        port_cls = port_classes(src_nic, per, float(qps), ports, hashed=routing == "ecmp")
         q_port = float(qps) / ports
     if ports > 1:
         per = np.repeat(per / ports, ports)

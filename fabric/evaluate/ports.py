@@ -2,13 +2,15 @@
 
 A NIC with several ports (a 2 x 200G dual-plane NIC, a 4 x 200G multi-plane one) does not split a connection's
 bytes over its ports: it hashes each queue pair onto one port (link aggregation towards two ToRs, or one port per
-plane), and the QP's packets stay there. So a rank pair's ``f`` flows are ``f`` balls thrown onto the NIC's ``P``
-ports, exactly like ECMP onto uplinks: with 1 QP and NCCL's 2 channels per NIC, a 2-port NIC puts both flows on one
-port half of the time and runs at half speed. Under spraying the NIC sprays packets over its ports too (an even
-split). Inside a plane each port carries on average ``f / P`` of the flows, each of the full flow size / ``f``.
+plane), and the QP's packets stay there. So under ECMP a rank pair's ``f`` flows are ``f`` balls thrown onto the
+NIC's ``P`` ports, exactly like ECMP onto uplinks: with 1 QP and NCCL's 2 channels per NIC, a 2-port NIC puts both
+flows on one port half of the time and runs at half speed. Under computed paths the controller places them too
+(``ceil(f / P)`` on the busiest port); under adaptive routing and spraying the NIC balances or sprays over its
+ports (an even split, as multi-plane NICs that spray across planes do). Inside a plane each port carries on
+average ``f / P`` of the flows, each of the full flow size / ``f``.
 
-The port group of a NIC is a link class of kind ``"nic ports"`` that is always hashed, whatever the fabric's
-routing (``LinkClass.hashed``), and runs at the NIC port speed. Only the sending side is drawn: the receiving port
+The port group of a NIC is a link class of kind ``"nic ports"`` (drawn like ECMP under ``ecmp``:
+``LinkClass.hashed``) at the NIC port speed. Only the sending side is drawn: the receiving port
 is the sender's plane, so its load follows the senders' draws (with many senders it is near their mean).
 """
 
@@ -21,9 +23,11 @@ __all__ = ["port_classes", "PORT_KIND"]
 PORT_KIND = "nic ports"
 
 
-def port_classes(nic_ids: np.ndarray, bytes_per_byte: np.ndarray, flows: float, ports: int) -> list:
-    """The hashed ``"nic ports"`` classes of the sending NICs ``nic_ids`` (node ids, one per flow, before the
-    flows are split over ports), each flow ``flows`` balls of ``bytes / flows``, on ``ports`` ports per NIC."""
+def port_classes(nic_ids: np.ndarray, bytes_per_byte: np.ndarray, flows: float, ports: int, *,
+                 hashed: bool = True) -> list:
+    """The ``"nic ports"`` classes of the sending NICs ``nic_ids`` (node ids, one per flow, before the flows are
+    split over ports), each flow ``flows`` balls of ``bytes / flows``, on ``ports`` ports per NIC; ``hashed``: drawn
+    like ECMP whatever the routing, else placed by the routing's own rule (computed paths: ``ceil(k / ports)``)."""
     from fabric.evaluate.network import _group_classes
 
     if ports <= 1 or nic_ids.size == 0:
@@ -32,5 +36,5 @@ def port_classes(nic_ids: np.ndarray, bytes_per_byte: np.ndarray, flows: float, 
     zero = lambda keys: np.zeros(len(keys), np.int64)           # noqa: E731
     classes = _group_classes(PORT_KIND, nic_ids, q, bytes_per_byte, lambda keys: np.full(len(keys), ports), zero)
     for c in classes:
-        c.hashed = True
+        c.hashed = hashed
     return classes
