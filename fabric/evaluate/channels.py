@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["DEFAULT_NCCL_VERSION", "MAXCHANNELS", "BYTES_PER_CHANNEL", "nccl_channels", "channels_for_bytes",
-           "flows_per_pair", "COLLECTIVE_KINDS", "parse_nccl_version"]
+           "flows_per_pair", "op_flows_per_pair", "COLLECTIVE_KINDS", "parse_nccl_version"]
 
 #: The NCCL release the evaluator assumes when none is given (2024-2025 H100 clusters run 2.19-2.23).
 DEFAULT_NCCL_VERSION = (2, 21)
@@ -84,3 +84,11 @@ def flows_per_pair(kind: str, size_bytes: float, *, nics_per_node: int, qps_per_
     used = channels_for_bytes(nccl_channels(nics_per_node, hopper=hopper, multi_node=multi_node, version=version),
                               size_bytes)
     return max(1, math.ceil(used / max(1, int(nics_per_node)))) * qps
+
+
+def op_flows_per_pair(design, shape, kind: str, size_bytes: float, *, hopper: bool) -> int:
+    """:func:`flows_per_pair` of an op of ``kind`` on a placed group (``fabric.evaluate.flows.GroupShape``) of
+    ``design``: the NICs its rings use on a node are those of its GPUs there (one GPU per node: its own NIC)."""
+    nics = max(1, min(design.nics_per_node, int(round(shape.per_domain * design.nics_per_gpu))))
+    return flows_per_pair(kind, size_bytes, nics_per_node=nics, qps_per_connection=design.qps_per_connection,
+                          hopper=hopper, multi_node=shape.domains > 1, channels_per_nic=design.channels_per_nic)

@@ -32,7 +32,7 @@ import numpy as np
 from fabric.cost import bill_of_materials
 from fabric.errors import WorkloadError
 from fabric.evaluate.bounds import RESOURCES, cut_bound_per_byte
-from fabric.evaluate.channels import flows_per_pair
+from fabric.evaluate.channels import op_flows_per_pair
 from fabric.evaluate.collectives import NCCL_ALGOS, CollectiveHardware, bandwidth_factor, lower_bound_time
 from fabric.evaluate.flows import algorithm_for, group_shape, op_traffic
 from fabric.evaluate.gpu_compute import on_gpu
@@ -242,11 +242,7 @@ def _traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, al
     the op's in-network aggregation trees (:func:`fabric.evaluate.innetwork.place_trees`), whose links load the
     in-network phase."""
     key = tr = None
-    # the NICs the communicator's rings use on a node: those of its GPUs there (one GPU per node: its NIC)
-    nics = max(1, min(design.nics_per_node, int(round(shape.per_domain * design.nics_per_gpu))))
-    flows = flows_per_pair(kind, size_bytes, nics_per_node=nics,
-                           qps_per_connection=design.qps_per_connection, hopper=hardware.nvls,
-                           multi_node=shape.domains > 1, channels_per_nic=design.channels_per_nic)
+    flows = op_flows_per_pair(design, shape, kind, size_bytes, hopper=hardware.nvls)
     if plans is not None:
         table, model_key = plans
         members = np.ascontiguousarray(shape.members)
