@@ -70,3 +70,22 @@ def test_computed_paths_place_queue_pairs_on_ports_and_adaptive_balances_them():
     adaptive = evaluate(_design("nic-2x200-dual", 2, 3, routing="adaptive"), _chain(4, size), seed=0, samples=64,
                         transport_overrides=IDEAL)
     assert float(np.max(adaptive.step_samples_s)) == pytest.approx(size / 2 / (200e9 / 8), rel=1e-3)
+
+
+def test_a_failed_tor_leaves_dual_homed_nics_their_other_port():
+    """Dual-ToR: the 4 hosts' NICs have one port on leaf0@p0 and one on leaf0@p1. With leaf0@p0 down every flow
+    runs on its plane-1 port: S at 200G, whatever the hashing. A single-homed NIC's leaf cannot fail (the servers
+    would leave the job)."""
+    from fabric.errors import DesignError
+    from fabric.evaluate import Scenario
+
+    size = 4 * GB
+    down = Scenario(name="tor down", fail_switches=("leaf0@p0",))
+    for routing in ("ecmp", "computed", "adaptive"):
+        ev = evaluate(_design("nic-2x200-dual", 2, 4, routing=routing), _chain(4, size), down, seed=0, samples=64,
+                      transport_overrides=IDEAL)
+        assert float(np.max(ev.step_samples_s)) == pytest.approx(size / (200e9 / 8), rel=1e-3), routing
+        assert float(np.min(ev.step_samples_s)) == pytest.approx(size / (200e9 / 8), rel=1e-3), routing
+    with pytest.raises(DesignError, match="no other"):
+        evaluate(_design("nic-eth-400", 1, 1), _chain(4, size), Scenario(name="x", fail_switches=("leaf0",)),
+                 seed=0, samples=16)

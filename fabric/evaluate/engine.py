@@ -793,9 +793,10 @@ def resolve_failures(fabric, switches, links) -> tuple[list[int], list[int]]:
     sw_ids = []
     for name in switches:
         n = node(name)
-        if int(fabric.node_tier[n]) == 0:
-            raise DesignError(f"scenario: {name} is a {fabric.tier_names[0]}; its failure takes its servers out of "
-                              "the job rather than slowing it (fail a spine or core, or a link)")
+        if int(fabric.node_tier[n]) == 0:       # only where every NIC on it has another leaf (dualtor.py)
+            from fabric.evaluate.dualtor import check_leaf_failure
+
+            check_leaf_failure(fabric, n, name)
         sw_ids.append(n)
     link_ids = []
     for text in links:

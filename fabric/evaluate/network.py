@@ -84,6 +84,8 @@ class NetworkModel:
     #: in-network aggregation trees placed on this model's switches and links (fabric.evaluate.innetwork), which
     #: do not depend on ``background``: copies made for other jobs' background share it
     tree_memo: dict = field(default_factory=dict, repr=False)
+    #: failed leaves (index: node id - switch_base) whose NICs carry on through their other ports (dualtor.py)
+    dead_leaf: np.ndarray | None = None
 
     def cabling(self) -> dict:
         """Alive leaf-spine links by leaf (computed on first use): CSR arrays over switch index.
@@ -143,7 +145,11 @@ class NetworkModel:
         leaf_end = a[ls & alive]
         leaf_up = np.bincount(leaf_end - sb, minlength=ns).astype(np.int64)
         had = np.bincount(a[ls] - sb, minlength=ns)
-        cut = np.flatnonzero((had > 0) & (leaf_up == 0))
+        dead_leaf = np.zeros(ns, bool)            # failed leaves (their NICs' other ports carry on: dualtor.py)
+        for s in failed_switches:
+            if int(fabric.node_tier[s]) == 0:
+                dead_leaf[s - sb] = True
+        cut = np.flatnonzero((had > 0) & (leaf_up == 0) & ~dead_leaf)
         if cut.size:
             from fabric.errors import DesignError
 
@@ -189,7 +195,7 @@ class NetworkModel:
             capacity_bps=float(fabric.link_speed_bps), group_capacity_bps=group_bps,
             rail_based=fabric.family in ("rail_optimized", "rail_only"),
             force_pxn=fabric.family == "rail_only",
-            cuts=fabric_cuts(fabric, pod if pod_bins.size else None),
+            cuts=fabric_cuts(fabric, pod if pod_bins.size else None), dead_leaf=dead_leaf,
         )
 
 
@@ -361,17 +367,29 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
     si, di = src_nic - f.nic_base, dst_nic - f.nic_base
     port_cls = []
     q_port = float(qps)
+    use = None
+    if ports > 1 and model.dead_leaf is not None and model.dead_leaf.any() and si.size:
+        from fabric.evaluate.dualtor import usable_ports
+
+        use = usable_ports(f, model.dead_leaf, si, di)          # a failed leaf: the ports up at both ends
+    n_use = np.full(si.size, ports) if use is None else use.sum(axis=1)
     if ports > 1 and routing in ("ecmp", "computed") and not phase.injection_only:
         # each flow leaves on one port (fabric.evaluate.ports): the NIC's ports are a group the flows are hashed
         # (or, computed, placed) onto, and a port carries on average qps / ports of them, each bytes / qps
         from fabric.evaluate.ports import port_classes
 
-        port_cls = port_classes(src_nic, per, float(qps), ports, hashed=routing == "ecmp")
+        port_cls = port_classes(src_nic, per, float(qps), n_use, hashed=routing == "ecmp")
         q_port = float(qps) / ports
     if ports > 1:
-        per = np.repeat(per / ports, ports)
+        w = np.full((si.size, ports), 1.0 / ports) if use is None else use / n_use[:, None]
+        per = (per[:, None] * w).ravel()
         pidx = np.tile(np.arange(ports), si.size)
         si, di = np.repeat(si, ports), np.repeat(di, ports)
+        if use is not None:
+            keep = per > 0
+            per, pidx, si, di = per[keep], pidx[keep], si[keep], di[keep]
+            hashed_ports = routing in ("ecmp", "computed")
+            q_port = np.repeat(float(qps) / n_use if hashed_ports else np.full(n_use.size, float(qps)), ports)[keep]
     else:
         pidx = np.zeros(si.size, np.int64)
     src_leaf = f.nic_ports[si, pidx]
@@ -385,7 +403,7 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
     if phase.injection_only:
         return PhaseLoad([], nic_max, nvlink_max, 2, phase.steps, forward_nvlink=forward)
     sb = f.switch_base
-    q = np.full(per.size, q_port)
+    q = np.broadcast_to(np.asarray(q_port, dtype=float), per.shape).copy()
     cross = src_leaf != dst_leaf
     classes: list[LinkClass] = list(port_cls)
     joint: list = []

@@ -23,18 +23,26 @@ __all__ = ["port_classes", "PORT_KIND"]
 PORT_KIND = "nic ports"
 
 
-def port_classes(nic_ids: np.ndarray, bytes_per_byte: np.ndarray, flows: float, ports: int, *,
+def port_classes(nic_ids: np.ndarray, bytes_per_byte: np.ndarray, flows: float, ports, *,
                  hashed: bool = True) -> list:
     """The ``"nic ports"`` classes of the sending NICs ``nic_ids`` (node ids, one per flow, before the flows are
-    split over ports), each flow ``flows`` balls of ``bytes / flows``, on ``ports`` ports per NIC; ``hashed``: drawn
+    split over ports), each flow ``flows`` balls of ``bytes / flows``, on ``ports`` ports per NIC (a number, or one
+    per flow: the ports it can use); ``hashed``: drawn
     like ECMP whatever the routing, else placed by the routing's own rule (computed paths: ``ceil(k / ports)``)."""
     from fabric.evaluate.network import _group_classes
 
-    if ports <= 1 or nic_ids.size == 0:
+    n = np.broadcast_to(np.asarray(ports, dtype=np.int64), nic_ids.shape)
+    if nic_ids.size == 0 or n.max() <= 1:
         return []
     q = np.full(nic_ids.size, float(flows))
     zero = lambda keys: np.zeros(len(keys), np.int64)           # noqa: E731
-    classes = _group_classes(PORT_KIND, nic_ids, q, bytes_per_byte, lambda keys: np.full(len(keys), ports), zero)
+    # ``ports`` may differ by flow (a failed leaf leaves some flows fewer usable ports: dualtor.py): one group per
+    # (NIC, usable ports), each hashed on its own
+    width = int(n.max()) + 1
+    classes = _group_classes(PORT_KIND, nic_ids.astype(np.int64) * width + n, q, bytes_per_byte,
+                             lambda keys: keys % width, zero)
+    for c in classes:
+        c.member_ids = c.member_ids // width
     for c in classes:
         c.hashed = hashed
     return classes
