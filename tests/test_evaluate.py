@@ -111,14 +111,18 @@ def test_same_seed_same_result_and_seeds_differ():
 
 
 def test_ecmp_tail_worse_than_spray_and_qps_narrow_the_gap():
-    """A ring all-reduce across ToR leaves: few flows per leaf collide under ECMP; more QPs add entropy."""
+    """A ring all-reduce across ToR leaves: few flows per leaf collide under ECMP; more QPs add entropy. With one
+    connection per rank pair (``channels_per_nic`` 1) the flows are the QPs; NCCL's own rule opens 16 channels on
+    the 8 NICs of a node, 2 per NIC, so its 1 QP hashes like 2 (issue 28, fabric/evaluate/channels.py)."""
     wl = one_op("all_reduce", 1 * GIB, 512)
-    base = Design(gpus=512, family="clos")
+    base = Design(gpus=512, family="clos", channels_per_nic=1)
     spray = evaluate(base.replace(routing="spray"), wl).step_time_s["p99"]
     p99 = {q: evaluate(base.replace(routing="ecmp", qps_per_connection=q), wl).step_time_s["p99"]
-           for q in (1, 4, 16)}
+           for q in (1, 2, 4, 16)}
     assert p99[1] > 1.8 * spray
     assert p99[1] > p99[4] > p99[16] >= spray * 0.999
+    nccl = evaluate(base.replace(routing="ecmp", channels_per_nic=None), wl).step_time_s["p99"]
+    assert nccl == pytest.approx(p99[2], rel=1e-9)
 
 
 def test_ecmp_slowdown_matches_explicit_hashing():

@@ -102,17 +102,19 @@ def test_search_over_hgx8_and_nvl72_for_16384_gpus_keeps_both_kinds_on_the_front
     nvl72 = [r for r in res.records if r["gpu_model"] == "gb200-nvl72" and r["buildable"]]
     assert nvl72 and all(r["violations"]["rack_power"] > 0 and not r["feasible"] for r in nvl72)
     assert all(v <= 0 for r in nvl72 for k, v in r["violations"].items() if k != "rack_power")
-    # a larger domain buys a smaller scale-out fabric: on the 72-GPU domain a 4:1 leaf tier costs < 10 % of p99
-    # against 1:1 (7.3 %; 3.3 % while every GPU computed at the preset's H100 rate: on GB200 the compute is now
-    # 989 / 2,500 of it, docs/evaluator.md step 0, so the network weighs more), and the 4:1 72-GPU design beats
-    # every HGX-8 design, however much network those buy
+    # a larger domain buys a smaller scale-out fabric: on the 72-GPU domain a 4:1 leaf tier costs < 40 % of p99
+    # against 1:1 (34 %; 7.3 % before issue 28, when the expert-DP gradient all-reduce could hide behind the forward
+    # pass too: it waits for the gradients, so it hides behind the backward pass only, 2/3 of the compute here with
+    # one micro-batch, and on the 4:1 tier it outlasts it; 3.3 % while every GPU computed at the preset's H100 rate:
+    # on GB200 the compute is 989 / 2,500 of it, docs/evaluator.md step 0), and the 4:1 72-GPU design beats every
+    # HGX-8 design, however much network those buy
     nvl = [r for r in res.records if r["gpu_model"] == "gb200-nvl36x2" and r["feasible"]]
     hgx = [r for r in res.records if r["gpu_model"] == "b200" and r["feasible"]]
 
     def best(rows, leaf):
         return min(r["p99_s"] for r in rows if r["oversub_leaf"] == leaf and r["oversub_spine"] == 1)
 
-    assert best(nvl, 4) < 1.10 * best(nvl, 1)
+    assert best(nvl, 4) < 1.40 * best(nvl, 1)
     assert best(nvl, 4) < 0.8 * min(r["p99_s"] for r in hgx)
     # without the limit the fast end holds NVL72 racks (same network, cheaper servers than two NVL36 racks)
     free = run_search(wl, Constraints(**space), budget_evals=48, pop_size=16, samples=32)

@@ -245,7 +245,7 @@ def test_cost_and_counts_grow_with_gpus(d, extra, small_catalog):
 
 @pytest.mark.parametrize("fields,needle", [
     ({"gpus": 0}, "at least one GPU"),
-    ({"oversubscription": [0.5]}, "below 1"),
+    ({"oversubscription": [0.2]}, "below 0.25"),        # issue 28: down:up 0.25-1 is allowed
     ({"oversubscription": [100]}, "not a usable fabric"),
     ({"family": "torus"}, "unknown value 'torus'"),
     ({"gpus": 12}, "not a whole number of 8-GPU nodes"),

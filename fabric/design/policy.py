@@ -28,7 +28,8 @@ __all__ = ["POLICY", "HARDWARE", "POLICY_FIELDS", "HARDWARE_FIELDS", "GENE_FIELD
 POLICY, HARDWARE = "free policy", "hardware"
 
 #: Design fields that are free policy (configuration of the installed fabric, no hardware bought).
-POLICY_FIELDS = ("routing", "qps_per_connection", "storage_routing", "placement", "pxn", "nccl_algo", "serving_class")
+POLICY_FIELDS = ("routing", "qps_per_connection", "storage_routing", "placement", "pxn", "nccl_algo", "serving_class",
+                 "channels_per_nic")
 #: Every other design field but the name: hardware (bought, cabled, or the cluster itself).
 HARDWARE_FIELDS = tuple(f.name for f in fields(Design) if f.name not in POLICY_FIELDS and f.name != "name")
 #: Search genes and record columns that stand for a design field of another name.
@@ -40,7 +41,7 @@ DEFAULT_POLICY = {f: Design.__dataclass_fields__[f].default for f in POLICY_FIEL
 
 _NAMES = {"routing": "routing", "qps_per_connection": "queue pairs per connection",
           "storage_routing": "storage traffic routing", "placement": "placement rule", "pxn": "PXN",
-          "nccl_algo": "NCCL algorithm", "serving_class": "serving traffic class", "oversubscription": "oversubscription", "uplink_gbps": "uplink speed"}
+          "nccl_algo": "NCCL algorithm", "channels_per_nic": "NCCL channels per NIC", "serving_class": "serving traffic class", "oversubscription": "oversubscription", "uplink_gbps": "uplink speed"}
 
 
 def field_kind(name: str) -> str:
@@ -156,12 +157,13 @@ def policy_text(design: Design) -> str:
 
 
 def policy_options(design: Design, *, routings=None, qps=(1, 2, 4, 8), placements=None) -> list[Design]:
-    """Every canonical free policy of ``design``'s hardware the search can choose (routing, queue pairs under ECMP,
+    """Every canonical free policy of ``design``'s hardware the search can choose (routing: ``routings``, by default
+    :data:`~fabric.design.schema.DEFAULT_SEARCH_ROUTINGS`; queue pairs under ECMP,
     placement rule, PXN on rail-optimized fabrics), as designs; the design's own storage routing and NCCL algorithm
     are kept. The first is the design itself when it is one of them."""
-    from fabric.design.schema import PLACEMENTS, ROUTING_POLICIES
+    from fabric.design.schema import DEFAULT_SEARCH_ROUTINGS, PLACEMENTS
 
-    routings = tuple(routings or ROUTING_POLICIES)
+    routings = tuple(routings or DEFAULT_SEARCH_ROUTINGS)
     placements = tuple(placements or PLACEMENTS)
     pxns = (False, True) if design.family == "rail_optimized" else (False,)
     out, seen = [], set()
@@ -217,11 +219,12 @@ def _plain(v):
 
 #: The stated rule that picks one of several designs tying on every objective (equal cost, equal p99): the
 #: plainest configuration, the one that departs least from what a cluster runs when nobody tunes it.
-TIE_RULE = ("the plainest configuration: ECMP before adaptive before spraying, fewer queue pairs, packed before "
+TIE_RULE = ("the plainest configuration: ECMP before adaptive before spraying before computed paths, fewer queue "
+            "pairs, packed before "
             "rail-aligned, PXN off, no serving class, then without in-network reduction or a storage network, "
             "then the lowest oversubscription and uplinks at the NIC speed (between GPU systems, the cheaper "
             "cluster first: the lower cost per step, servers included)")
-_ROUTING_ORDER = {"ecmp": 0, "adaptive": 1, "spray": 2}
+_ROUTING_ORDER = {"ecmp": 0, "adaptive": 1, "spray": 2, "computed": 3}
 _PLACEMENT_ORDER = {"packed": 0, "rail_aligned": 1}
 
 

@@ -50,11 +50,17 @@ def _superpod(gpus: int) -> Design:
 
 
 def _meta_zone(gpus: int) -> Design:
-    # Rail-optimized RoCE "AI zone": non-blocking rail leaves -> spines inside a zone, ~7:1 above the zone.
-    return Design(name=f"Meta-style RoCE AI zones ({gpus:,} GPUs)", family="rail_optimized", gpus=gpus,
-                  gpu_model="h100-sxm", gpus_per_node=8, nic_model="nic-eth-400", switch_model="eth-25t-64x400",
-                  tiers=3, oversubscription=(1.0, 7.0), routing="ecmp", qps_per_connection=4, transport="roce",
-                  placement="rail_aligned")
+    # Meta's RoCE training clusters as the paper draws them (Gangidi et al., SIGCOMM 2024): a rack training switch
+    # (RTSW) joins all GPUs of its rack over copper DAC (a top-of-rack Clos, not rails), cluster training switches
+    # (CTSW) connect all racks of an AI zone, non-blocking inside, and aggregator training switches (ATSW) join the
+    # zones, oversubscribed (~7:1, facts.md section 4); RoCE with ECMP over several QPs. A rack here holds 4 H100
+    # servers (the default 40.8 kW rack, docs/topology.md), so an RTSW takes 32 GPUs with 32 uplinks; switches are
+    # 51.2T fixed boxes at 400G (the paper's CTSWs are deep-buffer modular chassis): 112 racks per zone at 7:1 above
+    # it, 3,584 GPUs per zone (Meta's hold ~3K).
+    return Design(name=f"Meta-style RoCE AI zones ({gpus:,} GPUs)", family="clos", gpus=gpus,
+                  gpu_model="h100-sxm", gpus_per_node=8, nic_model="nic-eth-400", switch_model="eth-51t-64x800",
+                  nodes_per_su=4, tiers=3, oversubscription=(1.0, 7.0), routing="ecmp", qps_per_connection=4,
+                  transport="roce", placement="packed")
 
 
 def _hpn(gpus: int) -> Design:
@@ -107,8 +113,10 @@ def _multiplane(gpus: int) -> Design:
 PRESETS: dict[str, Preset] = {p.name: p for p in [
     Preset("dgx-h100-superpod", "NVIDIA DGX H100 SuperPOD compute fabric (rail-optimized, 1:1, 64 x 400G NDR)",
            "NVIDIA DGX SuperPOD reference architecture (DGX H100), network fabrics, Table 4", 1016, _superpod),
-    Preset("meta-roce-zone", "Meta-style RoCE cluster: rail-optimized AI zones, non-blocking inside, 7:1 above",
-           "Gangidi et al., 'RDMA over Ethernet for Distributed AI Training at Meta Scale', SIGCOMM 2024", 24576,
+    Preset("meta-roce-zone", "Meta-style RoCE cluster: a rack switch per rack (not rails) in AI zones, "
+           "non-blocking inside, 7:1 above",
+           "Gangidi et al., 'RDMA over Ethernet for Distributed AI Training at Meta Scale', SIGCOMM 2024 (sections "
+           "on the AI zone: rack training switches, cluster training switches, aggregator training switches)", 24576,
            _meta_zone),
     Preset("alibaba-hpn", "Alibaba HPN-style dual-plane pod (2 x 200G NICs, 51.2T switches, 2 tiers)",
            "Qian et al., 'Alibaba HPN: A Data Center Network for Large Language Model Training', SIGCOMM 2024",

@@ -21,16 +21,21 @@ import yaml
 from fabric.errors import DesignError
 
 __all__ = [
-    "FAMILIES", "ROUTING_POLICIES", "TRANSPORTS", "REORDER_TOLERANT_TRANSPORTS", "LEGACY_TRANSPORTS", "PLACEMENTS",
+    "FAMILIES", "ROUTING_POLICIES", "DEFAULT_SEARCH_ROUTINGS", "TRANSPORTS", "REORDER_TOLERANT_TRANSPORTS", "LEGACY_TRANSPORTS", "PLACEMENTS",
     "LEGACY_PLACEMENTS",
     "CABLING", "NCCL_ALGO_NAMES",
-    "MAX_OVERSUBSCRIPTION", "Design", "design_from_dict", "design_to_dict", "load_design", "dump_design",
+    "MAX_OVERSUBSCRIPTION", "MIN_OVERSUBSCRIPTION", "Design", "design_from_dict", "design_to_dict", "load_design", "dump_design",
 ]
 
 #: Topology families a builder exists for.
 FAMILIES = ("clos", "rail_optimized", "rail_only", "dragonfly")
-#: Routing policies: per-flow ECMP hashing, adaptive (load-aware, near-even), per-packet spraying (even split).
-ROUTING_POLICIES = ("ecmp", "adaptive", "spray")
+#: Routing policies: per-flow ECMP hashing, adaptive (load-aware, near-even), per-packet spraying (even split),
+#: computed paths (a controller places whole flows on disjoint paths: NSLB-style load balancing, path pinning).
+ROUTING_POLICIES = ("ecmp", "adaptive", "spray", "computed")
+#: The routing policies a search or an upgrade plan tries unless told otherwise: computed paths need a controller
+#: that knows the job's flows (NSLB-style switches, a fabric manager pinning paths), so they are tried only when
+#: asked for (search constraint ``routings``).
+DEFAULT_SEARCH_ROUTINGS = ("ecmp", "adaptive", "spray")
 #: Transport profiles (efficiency, latency and reordering parameters live in fabric.evaluate.transport):
 #: InfiniBand, RoCEv2 (go-back-N), kernel TCP, reorder-tolerant Ethernet (UEC/SRD-style).
 TRANSPORTS = ("infiniband", "roce", "tcp", "uec")
@@ -49,6 +54,9 @@ CABLING = ("auto", "copper", "optics")
 NCCL_ALGO_NAMES = ("ring", "tree", "nvls", "nvlstree", "collnet")
 #: Oversubscription above this is rejected as a mistake (Meta's AI zones run ~7:1 above the zone).
 MAX_OVERSUBSCRIPTION = 16.0
+#: Down:up below 1 (more uplink than downlink capacity, e.g. uplinks faster than the NIC ports) is allowed: it
+#: absorbs ECMP collisions; below this it is rejected as a mistake.
+MIN_OVERSUBSCRIPTION = 0.25
 #: Upper bound on GPUs in one design (also capped by fabric.limits at run time).
 MAX_GPUS = 4_194_304
 
@@ -104,6 +112,11 @@ class Design:
     endpoint_cabling: str = "auto"
     nccl_algo: str | None = None
     rack_power_w: float | None = None
+    #: NCCL connections (channels) per NIC between two ranks of a collective; each opens ``qps_per_connection``
+    #: queue pairs, so a rank pair has channels x QPs flows for ECMP to hash. None: NCCL's own rule by NIC count and
+    #: message size (fabric.evaluate.channels, docs/evaluator.md); a number: NCCL_MIN/MAX_NCHANNELS pinned, or 1
+    #: for traffic with one connection per pair (the packet-level validation runs that)
+    channels_per_nic: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "uplink_gbps", _normalise_uplinks(self.uplink_gbps))
@@ -270,8 +283,10 @@ def validate_design(d: Design) -> None:
     for i, o in enumerate(d.oversubscription):
         if isinstance(o, bool) or not isinstance(o, (int, float)) or not math.isfinite(o):
             _err("oversubscription", f"ratio {i} must be a number, got {o!r}")
-        if o < 1.0:
-            _err("oversubscription", f"ratio {i} is {o:g}: down:up below 1 buys uplinks nobody can fill; use >= 1")
+        if o < MIN_OVERSUBSCRIPTION:
+            _err("oversubscription", f"ratio {i} is {o:g}: down:up below {MIN_OVERSUBSCRIPTION:g} buys more than "
+                                     f"{1 / MIN_OVERSUBSCRIPTION:g} times the uplink capacity the downlinks can fill; "
+                                     f"use >= {MIN_OVERSUBSCRIPTION:g}")
         if o > MAX_OVERSUBSCRIPTION:
             _err("oversubscription", f"ratio {i} is {o:g}: above {MAX_OVERSUBSCRIPTION:g}:1 is not a usable fabric")
     if d.uplink_gbps is not None:
@@ -293,6 +308,7 @@ def validate_design(d: Design) -> None:
     if d.storage_routing is not None:
         _choice(d, "storage_routing", ROUTING_POLICIES)
     _int_in(d, "qps_per_connection", 1, 256)
+    _int_in(d, "channels_per_nic", 1, 64, allow_none=True)
     _choice(d, "transport", TRANSPORTS)
     _choice(d, "placement", PLACEMENTS)
     _choice(d, "endpoint_cabling", CABLING)

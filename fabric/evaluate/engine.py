@@ -32,6 +32,7 @@ import numpy as np
 from fabric.cost import bill_of_materials
 from fabric.errors import WorkloadError
 from fabric.evaluate.bounds import RESOURCES, cut_bound_per_byte
+from fabric.evaluate.channels import op_flows_per_pair
 from fabric.evaluate.collectives import NCCL_ALGOS, CollectiveHardware, bandwidth_factor, lower_bound_time
 from fabric.evaluate.flows import algorithm_for, group_shape, op_traffic
 from fabric.evaluate.gpu_compute import on_gpu
@@ -241,13 +242,14 @@ def _traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, al
     the op's in-network aggregation trees (:func:`fabric.evaluate.innetwork.place_trees`), whose links load the
     in-network phase."""
     key = tr = None
+    flows = op_flows_per_pair(design, shape, kind, size_bytes, hopper=hardware.nvls)
     if plans is not None:
         table, model_key = plans
         members = np.ascontiguousarray(shape.members)
         # the pattern does not depend on the network model (failures), its loads do
         tr_key = ("traffic", kind, algorithm, size_bytes if algorithm.startswith("hierarchical") else None,
                   members.shape, members.tobytes())
-        key = (model_key, samples, trees is not None) + tr_key
+        key = (model_key, samples, trees is not None, flows) + tr_key
         hit = table.get(key)
         if hit is not None:
             return hit
@@ -257,7 +259,7 @@ def _traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, al
                         algorithm=algorithm, nvls=hardware.nvls, hardware=hardware, shape=shape)
         if plans is not None:
             table[tr_key] = tr
-    loads = tuple(phase_load(ph, model, qps=design.qps_per_connection, pxn=design.pxn, routing=design.routing,
+    loads = tuple(phase_load(ph, model, qps=flows, pxn=design.pxn, routing=design.routing,
                              samples=samples) for ph in tr.phases)
     if trees is not None:
         loads = tuple(tree_phase_load(load, trees, model) if ph.injection_only else load
@@ -294,7 +296,8 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
                                            reorder_floor=prof.reorder_floor)
         net += t
         prop = 2 * 50.0 * 5e-9 if load.hops > 1 else 2 * 30.0 * 5e-9
-        latency += ph.steps * (prof.step_alpha_s + load.hops * sw_lat + 2 * nic_lat + prop)
+        latency += ph.steps * (prof.step_alpha_s + load.hops * sw_lat + 2 * nic_lat + prop
+                               + (prof.nvlink_alpha_s if load.forward_nvlink > 0 else 0.0))
         link_loads += [(c, b, pi) for c, b in zip(load.classes, per_class)]
         terms = {"nic": load.nic_max / port_line, "nvlink": load.nvlink_max / nv_line if nv_line > 0 else 0.0}
         for c in load.classes:      # a group's busiest link carries at least its mean
@@ -322,7 +325,7 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
 
 
 #: The lower-bound resource of each link-group kind (dragonfly groups are "router links").
-_RESOURCE_OF_GROUP = {"leaf uplinks": "leaf uplinks", "leaf downlinks": "leaf uplinks",
+_RESOURCE_OF_GROUP = {"nic ports": "nic", "leaf uplinks": "leaf uplinks", "leaf downlinks": "leaf uplinks",
                       "pod core uplinks": "pod uplinks", "pod core downlinks": "pod uplinks"}
 
 
@@ -681,7 +684,9 @@ def _exposed(op_times: list, ops: list, compute: np.ndarray, samples: int):
     if not ops:
         return [], np.zeros(samples)
     total = [t * op.count_per_step for t, op in zip(op_times, ops)]
-    overl = [t * op.overlap_fraction for t, op in zip(total, ops)]
+    overl = [t * op.overlap_fraction if op.overlap_window_s is None else np.minimum(t * op.overlap_fraction,
+                                                                                 op.overlap_window_s)
+             for t, op in zip(total, ops)]
     sum_over = np.sum(overl, axis=0)
     hidden = np.minimum(sum_over, compute)
     share = np.divide(hidden, sum_over, out=np.zeros_like(sum_over, dtype=float), where=sum_over > 0)
@@ -788,9 +793,10 @@ def resolve_failures(fabric, switches, links) -> tuple[list[int], list[int]]:
     sw_ids = []
     for name in switches:
         n = node(name)
-        if int(fabric.node_tier[n]) == 0:
-            raise DesignError(f"scenario: {name} is a {fabric.tier_names[0]}; its failure takes its servers out of "
-                              "the job rather than slowing it (fail a spine or core, or a link)")
+        if int(fabric.node_tier[n]) == 0:       # only where every NIC on it has another leaf (dualtor.py)
+            from fabric.evaluate.dualtor import check_leaf_failure
+
+            check_leaf_failure(fabric, n, name)
         sw_ids.append(n)
     link_ids = []
     for text in links:
@@ -871,6 +877,10 @@ def _burst_duration(per_nic: float, design, fabric, prof) -> float:
         busiest = off + float(np.sum(1.0 - cdf_l[:-1]))
     elif routing == "adaptive":
         busiest = down / up * (1.0 + prof.adaptive_imbalance)
+    elif routing == "computed":
+        from fabric.evaluate.computed import computed_busiest_balls
+
+        busiest = computed_busiest_balls(down, up)
     else:
         busiest = down / up
     link_time = busiest * flow / up_rate

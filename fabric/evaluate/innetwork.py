@@ -406,7 +406,8 @@ def tree_phase_load(load: PhaseLoad, placement: TreePlacement, model: NetworkMod
         dst = np.concatenate([p.router_dst, p.router_src])
         b = np.concatenate([p.router_bytes, p.router_bytes])
         classes += _dragonfly_classes(model, src, dst, b, np.ones(b.size))
-    return PhaseLoad(classes, load.nic_max, load.nvlink_max, max(p.depth, 1), load.steps)
+    return PhaseLoad(classes, load.nic_max, load.nvlink_max, max(p.depth, 1), load.steps,
+                     forward_nvlink=load.forward_nvlink)
 
 
 def _group_bytes(placement: TreePlacement, model: NetworkModel) -> dict:

@@ -1,4 +1,5 @@
-"""Network phases -> link-group loads -> per-sample phase times under ECMP, adaptive routing or spraying.
+"""Network phases -> link-group loads -> per-sample phase times under ECMP, adaptive routing, spraying or computed
+paths.
 
 Links that share traffic the same way are grouped (the uplinks of one leaf, the downlinks into one leaf, the
 core-facing links of one pod, the global links between two dragonfly groups). A flow with ``q`` queue pairs is ``q``
@@ -7,7 +8,9 @@ balls of ``bytes / q`` thrown onto its group's ``n`` equal links:
 - ``ecmp``: uniformly at random per ball (hash per flow x QP): the group's busiest link carries the maximum bin load
   of :mod:`fabric.evaluate.ballsbins`; hashes are fixed for a job launch, so one draw per Monte Carlo sample;
 - ``adaptive``: load-aware near-even split: mean load x (1 + ``adaptive_imbalance``), capacity-aware around slow links;
-- ``spray``: exact even split per packet (fluid).
+- ``spray``: exact even split per packet (fluid);
+- ``computed``: a controller places whole flows on paths (NSLB-style, path pinning): ``ceil(balls / links)`` on
+  the busiest link, the max-min ideal of unsplittable flows (:mod:`fabric.evaluate.computed`).
 
 Groups with equal (balls, links, slow links) form a class; the busiest of its L members is drawn from the max over
 L independent experiments. Unequal flows (all-to-allv) count as ``k_eff = (sum b)^2 / sum b^2`` balls of equal size.
@@ -31,6 +34,7 @@ import numpy as np
 
 from fabric.evaluate.ballsbins import sample_max_load
 from fabric.evaluate.bounds import fabric_cuts
+from fabric.evaluate.computed import computed_busiest_balls
 from fabric.topology.fabric import LINK_KINDS
 
 __all__ = ["NetworkModel", "LinkClass", "PhaseLoad", "PairUnits", "PathSample", "phase_load", "sample_phase_factor",
@@ -80,6 +84,8 @@ class NetworkModel:
     #: in-network aggregation trees placed on this model's switches and links (fabric.evaluate.innetwork), which
     #: do not depend on ``background``: copies made for other jobs' background share it
     tree_memo: dict = field(default_factory=dict, repr=False)
+    #: failed leaves (index: node id - switch_base) whose NICs carry on through their other ports (dualtor.py)
+    dead_leaf: np.ndarray | None = None
 
     def cabling(self) -> dict:
         """Alive leaf-spine links by leaf (computed on first use): CSR arrays over switch index.
@@ -139,7 +145,11 @@ class NetworkModel:
         leaf_end = a[ls & alive]
         leaf_up = np.bincount(leaf_end - sb, minlength=ns).astype(np.int64)
         had = np.bincount(a[ls] - sb, minlength=ns)
-        cut = np.flatnonzero((had > 0) & (leaf_up == 0))
+        dead_leaf = np.zeros(ns, bool)            # failed leaves (their NICs' other ports carry on: dualtor.py)
+        for s in failed_switches:
+            if int(fabric.node_tier[s]) == 0:
+                dead_leaf[s - sb] = True
+        cut = np.flatnonzero((had > 0) & (leaf_up == 0) & ~dead_leaf)
         if cut.size:
             from fabric.errors import DesignError
 
@@ -185,7 +195,7 @@ class NetworkModel:
             capacity_bps=float(fabric.link_speed_bps), group_capacity_bps=group_bps,
             rail_based=fabric.family in ("rail_optimized", "rail_only"),
             force_pxn=fabric.family == "rail_only",
-            cuts=fabric_cuts(fabric, pod if pod_bins.size else None),
+            cuts=fabric_cuts(fabric, pod if pod_bins.size else None), dead_leaf=dead_leaf,
         )
 
 
@@ -207,6 +217,9 @@ class LinkClass:
     #: the load sits on given links, whatever the routing (in-network reduction trees, fabric.evaluate.innetwork):
     #: ``ball`` is the busiest member's busiest link, slow links already counted
     pinned: bool = False
+    #: the balls are hashed onto the links whatever the routing (queue pairs onto a multi-port NIC's ports:
+    #: :mod:`fabric.evaluate.ports`)
+    hashed: bool = False
 
 
 @dataclass
@@ -265,6 +278,9 @@ class PhaseLoad:
     joint: list = field(default_factory=list)   # PairUnits / PathSample drawing classes with joint >= 0
     flows_per_port: float = 1.0  # fewest concurrent flows (x QPs) of a NIC port that sends across leaves
     multipath: bool = False      # some flows leave their leaf (several paths: spraying can reorder them)
+    #: busiest GPU's bytes (per op byte) forwarded over NVLink to the GPU on the destination's rail before they
+    #: enter the network (rail-only fabrics, PXN): an extra hop in series with the network (issue 28)
+    forward_nvlink: float = 0.0
 
 
 def _group_index(keys: np.ndarray):
@@ -336,20 +352,44 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
     else:
         src_nic, dst_nic = f.gpu_nics[src, 0], f.gpu_nics[dst, 0]
     npn = f.design.nics_per_node
+    forward = 0.0
     if (pxn or model.force_pxn) and model.rail_based and src_nic.size:
         s_loc, d_loc = (src_nic - f.nic_base) % npn, (dst_nic - f.nic_base) % npn
         cross = s_loc != d_loc
         if cross.any():
+            # the bytes first cross NVLink to the source node's GPU on the destination rail: a hop of its own,
+            # paid before the network (store and forward, as the rail-only paper's model charges it)
             moved = np.bincount(src[np.repeat(np.arange(src.size), k_nic)[cross]] if k_nic > 1 else src[cross],
                                 weights=per[cross])
-            nvlink_max = max(nvlink_max, float(moved.max()))
+            forward = float(moved.max())
             src_nic = np.where(cross, src_nic - s_loc + d_loc, src_nic)
     ports = f.nic_ports.shape[1]
     si, di = src_nic - f.nic_base, dst_nic - f.nic_base
+    port_cls = []
+    q_port = float(qps)
+    use = None
+    if ports > 1 and model.dead_leaf is not None and model.dead_leaf.any() and si.size:
+        from fabric.evaluate.dualtor import usable_ports
+
+        use = usable_ports(f, model.dead_leaf, si, di)          # a failed leaf: the ports up at both ends
+    n_use = np.full(si.size, ports) if use is None else use.sum(axis=1)
+    if ports > 1 and routing in ("ecmp", "computed") and not phase.injection_only:
+        # each flow leaves on one port (fabric.evaluate.ports): the NIC's ports are a group the flows are hashed
+        # (or, computed, placed) onto, and a port carries on average qps / ports of them, each bytes / qps
+        from fabric.evaluate.ports import port_classes
+
+        port_cls = port_classes(src_nic, per, float(qps), n_use, hashed=routing == "ecmp")
+        q_port = float(qps) / ports
     if ports > 1:
-        per = np.repeat(per / ports, ports)
+        w = np.full((si.size, ports), 1.0 / ports) if use is None else use / n_use[:, None]
+        per = (per[:, None] * w).ravel()
         pidx = np.tile(np.arange(ports), si.size)
         si, di = np.repeat(si, ports), np.repeat(di, ports)
+        if use is not None:
+            keep = per > 0
+            per, pidx, si, di = per[keep], pidx[keep], si[keep], di[keep]
+            hashed_ports = routing in ("ecmp", "computed")
+            q_port = np.repeat(float(qps) / n_use if hashed_ports else np.full(n_use.size, float(qps)), ports)[keep]
     else:
         pidx = np.zeros(si.size, np.int64)
     src_leaf = f.nic_ports[si, pidx]
@@ -361,11 +401,11 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
         nic_max = max(float(np.bincount(port_id_s, weights=per).max()),
                       float(np.bincount(port_id_d, weights=per).max()))
     if phase.injection_only:
-        return PhaseLoad([], nic_max, nvlink_max, 2, phase.steps)
+        return PhaseLoad([], nic_max, nvlink_max, 2, phase.steps, forward_nvlink=forward)
     sb = f.switch_base
-    q = np.full(per.size, float(qps))
+    q = np.broadcast_to(np.asarray(q_port, dtype=float), per.shape).copy()
     cross = src_leaf != dst_leaf
-    classes: list[LinkClass] = []
+    classes: list[LinkClass] = list(port_cls)
     joint: list = []
     hops = 1
     flows_per_port = 1.0
@@ -394,7 +434,8 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
                                               lambda k: model.background_of("pod core uplinks", k))
                     classes += _group_classes("pod core downlinks", dp[xp], qc[xp], pc[xp], pb, zero,
                                               lambda k: model.background_of("pod core downlinks", k))
-    return PhaseLoad(classes, nic_max, nvlink_max, hops, phase.steps, joint, flows_per_port, bool(cross.any()))
+    return PhaseLoad(classes, nic_max, nvlink_max, hops, phase.steps, joint, flows_per_port, bool(cross.any()),
+                     forward_nvlink=forward)
 
 
 #: Leaf groups whose flows share spines in tangled ways are drawn path by path while balls x samples stays under
@@ -763,6 +804,8 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
             continue
         if c.pinned:
             busiest = np.full(samples, c.ball)
+        elif c.hashed:
+            busiest = sample_max_load(c.k, c.n, c.members, rng.random(samples)) * c.ball
         elif c.joint >= 0 and routing == "ecmp":
             busiest = drawn[id(c)].copy()
         else:
@@ -777,6 +820,8 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
                         continue
                     if routing == "ecmp":
                         v = sample_max_load(c.k, left, 1, rng.random(1))[0] * c.ball
+                    elif routing == "computed":
+                        v = computed_busiest_balls(c.k, left) * c.ball
                     else:
                         v = c.k * c.ball / left * (1.0 + (imbalance if routing == "adaptive" else 0.0))
                     busiest[s] = max(busiest[s], v)
@@ -794,7 +839,10 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
         with np.errstate(divide="ignore", invalid="ignore"):
             rho = np.where(t > 0, link_t / t, 0.0)
         t = t * reorder_factor(reorder_slowdown, rho, links, load.flows_per_port, per_link, reorder_floor)
-    return np.maximum(t, nv_t), per_class
+    t = np.maximum(t, nv_t)
+    if load.forward_nvlink > 0 and nv_bytes_per_s > 0:
+        t = t + load.forward_nvlink / nv_bytes_per_s        # the NVLink hop before the network (rail-only, PXN)
+    return t, per_class
 
 
 def _healthy_busiest(c, model: NetworkModel, routing: str, imbalance: float, rng, samples: int) -> np.ndarray:
@@ -809,6 +857,8 @@ def _healthy_busiest(c, model: NetworkModel, routing: str, imbalance: float, rng
             busiest = np.maximum(ms, mf) * c.ball
         else:
             busiest = sample_max_load(c.k, c.n, c.members, rng.random(samples)) * c.ball
+    elif routing == "computed":      # flows placed on paths by a controller: the max-min ideal (computed.py)
+        busiest = np.full(samples, computed_busiest_balls(c.k, c.n, c.slow, model.slow_factor) * c.ball)
     elif routing == "adaptive":
         eff_links = c.n - c.slow + c.slow * model.slow_factor
         busiest = np.full(samples, c.k * c.ball / eff_links * (1.0 + imbalance))

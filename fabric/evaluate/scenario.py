@@ -50,9 +50,9 @@ class Scenario:
     checkpoint_period_s: float = 0.0
     gpu_scale: int = 1
     link_failure_prob: float = 0.0
-    #: switches down by name (``spine3``, ``core0``, ``spine2@p1`` as the fabric labels them; leaves and routers
-    #: cannot fail here: their servers would leave the job), and links down by their ends (``leaf0-spine1``: one
-    #: of the cables between them)
+    #: switches down by name (``spine3``, ``core0``, ``spine2@p1`` as the fabric labels them; a leaf only where
+    #: every NIC on it has another port on another leaf, a dual-ToR NIC: fabric.evaluate.dualtor; otherwise its
+    #: servers would leave the job), and links down by their ends (``leaf0-spine1``: one of the cables between them)
     fail_switches: tuple = ()
     fail_links: tuple = ()
     fragmentation: float = 0.0

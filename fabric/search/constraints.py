@@ -10,16 +10,19 @@ from pathlib import Path
 import yaml
 
 from fabric.design.schema import (
-    FAMILIES, LEGACY_PLACEMENTS, LEGACY_TRANSPORTS, PLACEMENTS, ROUTING_POLICIES, TRANSPORTS,
+    DEFAULT_SEARCH_ROUTINGS, FAMILIES, LEGACY_PLACEMENTS, LEGACY_TRANSPORTS, PLACEMENTS, ROUTING_POLICIES, TRANSPORTS,
 )
 from fabric.errors import FabricError
 
 #: Transports searched unless the constraints say otherwise: kernel TCP (``tcp``) is left out because at the same
 #: hardware cost it is never better than RoCE (ECMP) or reorder-tolerant Ethernet (spraying); allow it explicitly.
 DEFAULT_TRANSPORTS = ("infiniband", "roce", "uec")
+#: Routing policies searched unless the constraints list others (fabric.design.schema.DEFAULT_SEARCH_ROUTINGS:
+#: computed paths only when asked for)
+DEFAULT_ROUTINGS = DEFAULT_SEARCH_ROUTINGS
 
 __all__ = ["Constraints", "ConstraintError", "constraints_from_dict", "load_constraints", "COST_OBJECTIVES",
-           "P99_OBJECTIVES", "DEFAULT_TRANSPORTS", "INFERENCE_OBJECTIVES"]
+           "P99_OBJECTIVES", "DEFAULT_TRANSPORTS", "DEFAULT_ROUTINGS", "INFERENCE_OBJECTIVES"]
 
 #: What a search may minimize beside the p99 step.
 COST_OBJECTIVES = ("network_capex", "cost_per_step")
@@ -50,7 +53,7 @@ class Constraints:
     nic_models: tuple[str, ...] | None = None
     nics_per_gpu: tuple[float, ...] = (0.5, 1.0, 2.0)
     families: tuple[str, ...] = FAMILIES
-    routings: tuple[str, ...] = ROUTING_POLICIES
+    routings: tuple[str, ...] = DEFAULT_ROUTINGS
     transports: tuple[str, ...] = DEFAULT_TRANSPORTS
     placements: tuple[str, ...] = PLACEMENTS
     oversubscriptions: tuple[float, ...] = (1.0, 1.5, 2.0, 3.0, 4.0)

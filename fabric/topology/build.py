@@ -238,6 +238,13 @@ def _plan_clos(design: Design, slots: int, Q: int, hw: _Ports, endpoints: int) -
         raise DesignError(f"a node's {Q} NIC ports do not fit on one leaf: radix {radix} at "
                           f"{sizing.format_ratio(o1)} leaves {d1} downlinks; use a larger switch or family "
                           f"'rail_optimized'")
+    if design.nodes_per_su is not None:          # a rack switch: the leaf takes its rack's nodes only
+        if design.nodes_per_su > per_leaf:
+            raise DesignError(f"nodes_per_su {design.nodes_per_su} nodes per leaf need "
+                              f"{design.nodes_per_su * Q} leaf downlinks, but a radix-{radix} leaf at "
+                              f"{sizing.format_ratio(o1)} has {d1}; use at most {per_leaf}")
+        per_leaf = design.nodes_per_su
+        fits_one = fits_one and slots <= per_leaf
     n_leaves_2 = math.ceil(slots / per_leaf) if per_leaf else 0
     u1 = hw.leaf.leaf_uplinks(min(slots, per_leaf) * Q, o1) if per_leaf else 0
     fits_two = per_leaf > 0 and sizing.spread_upward(u1, n_leaves_2, hw.spine_radix) is not None

@@ -99,7 +99,7 @@ def validation_design(oversubscription: int = 1, *, routing: str = "ecmp", hosts
     return Design(name=name or f"leaf-spine {hosts} hosts {oversubscription}:1{label} {routing}", family="clos",
                   gpus=hosts, gpus_per_node=1, scale_up_size=1, nic_model="val-nic-10", switch_model=switch,
                   tiers=2, oversubscription=(oversubscription, 1), uplink_gbps=5 if slower else None,
-                  routing="spray" if spray else routing, transport=transport)
+                  routing="spray" if spray else routing, transport=transport, channels_per_nic=1)
 
 
 #: The leaf-spines of the 16-host validation table (benchmarks/bench_validation_table.py, docs/validation.md):
@@ -139,7 +139,8 @@ def table_design(uplinks: str, *, routing: str = "ecmp", transport: str = "tcp",
     spray = routing in ("spray", "spray_rr")
     return Design(name=f"leaf-spine {hosts} hosts {uplinks} {routing} {transport}", family="clos", gpus=hosts,
                   gpus_per_node=1, scale_up_size=1, nic_model="val-nic-10", tiers=2,
-                  routing="spray" if spray else routing, transport=transport, **UPLINK_CASES[uplinks])
+                  routing="spray" if spray else routing, transport=transport, channels_per_nic=1,
+                  **UPLINK_CASES[uplinks])
 
 
 def one_op_workload(kind: str, size_bytes: int, ranks: int, *, group_size: int | None = None, stride: int = 1):

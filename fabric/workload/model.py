@@ -101,6 +101,10 @@ class CommOp:
     name: str = ""
     #: serving jobs only: the request phase (:data:`SERVING_PHASES`) this op belongs to
     phase: str | None = None
+    #: seconds of the step's compute the overlapped share can hide behind (None: any of it). A data-parallel
+    #: gradient sync under gradient accumulation waits for the last micro-batch, so it hides behind that
+    #: micro-batch's backward pass only (issue 28, docs/evaluator.md "Strong scaling")
+    overlap_window_s: float | None = None
 
     @property
     def bytes_per_step(self) -> float:
@@ -302,6 +306,8 @@ def validate_job(job: Job, path: str = "job") -> Job:
         _num(op.bytes, f"{op_path}.bytes", lo=0, hi=MAX_OP_BYTES, integer=True)
         _num(op.count_per_step, f"{op_path}.count_per_step", lo=0, hi=MAX_COUNT_PER_STEP)
         _num(op.overlap_fraction, f"{op_path}.overlap_fraction", lo=0, hi=1)
+        if op.overlap_window_s is not None:
+            _num(op.overlap_window_s, f"{op_path}.overlap_window_s", lo=0, hi=1e6)
         if op.group not in names:
             _fail(op_path, f"group {op.group!r} is not one of the job's process groups ({', '.join(sorted(names)) or 'none'})")
         if op.per_rank_bytes is not None:
@@ -381,7 +387,8 @@ def validate_workload(wl: Workload) -> Workload:
 # ---------------------------------------------------------------- (de)serialization
 
 _GROUP_KEYS = {"name", "size", "role", "ranks", "rank_start", "rank_stride", "role_source"}
-_OP_KEYS = {"kind", "bytes", "group", "count_per_step", "dtype", "overlap_fraction", "per_rank_bytes", "name",
+_OP_KEYS = {"kind", "bytes", "group", "count_per_step", "dtype", "overlap_fraction", "overlap_window_s",
+            "per_rank_bytes", "name",
             "phase"}
 _SERVING_KEYS = {f for f in ServingSpec.__dataclass_fields__}
 _JOB_KEYS = {f for f in Job.__dataclass_fields__}
@@ -421,6 +428,8 @@ def _op_from_dict(d, path) -> CommOp:
         per_rank_bytes=_tuple_of_ints(d.get("per_rank_bytes"), f"{path}.per_rank_bytes"),
         name=str(d.get("name", "")),
         phase=None if d.get("phase") is None else _str(d["phase"], f"{path}.phase", choices=SERVING_PHASES),
+        overlap_window_s=None if d.get("overlap_window_s") is None else _num(d["overlap_window_s"],
+                                                                            f"{path}.overlap_window_s", lo=0, hi=1e6),
     )
 
 

@@ -395,6 +395,29 @@ def _buckets(total: int, bucket: int, kind: str, group: str, overlap: float, lab
 
 _DTYPE_NAME = {1: "float8", 2: "bfloat16", 4: "float32"}
 
+#: Names of the data-parallel sync ops that wait for the last micro-batch's backward pass (gradients), and of those
+#: that run in the next step's first forward pass (ZeRO parameter all-gather).
+_GRAD_SYNC = ("gradient all-reduce", "gradient reduce-scatter")
+_PARAM_SYNC = ("parameter all-gather",)
+
+
+def _sync_windows(ops: list, per_micro_batch_s: float) -> list:
+    """The data-parallel syncs' overlap windows (issue 28). Under gradient accumulation a rank's gradients are final
+    only after its last micro-batch, so their all-reduce or reduce-scatter can hide behind that micro-batch's
+    backward pass only (2/3 of its compute: backward is twice the forward FLOPs), not behind the step; a ZeRO
+    parameter all-gather, behind the next step's first forward pass (1/3). Ops sharing a window share it by bytes."""
+    from dataclasses import replace as _replace
+
+    out = list(ops)
+    for names, window in ((_GRAD_SYNC, 2.0 / 3.0 * per_micro_batch_s), (_PARAM_SYNC, per_micro_batch_s / 3.0)):
+        idx = [i for i, op in enumerate(out) if op.group in ("dp", "edp") and "per-layer" not in op.name
+               and any(n in op.name for n in names)]
+        total = sum(out[i].bytes * out[i].count_per_step for i in idx)
+        for i in idx:
+            share = out[i].bytes * out[i].count_per_step / total if total > 0 else 0.0
+            out[i] = _replace(out[i], overlap_window_s=window * share)
+    return out
+
 
 # ---------------------------------------------------------------- training
 
@@ -508,6 +531,8 @@ def synthesize(model: ModelSpec, plan: ParallelPlan, *, gpu_flops: float, mfu: f
 
     flops = training_flops_per_step(model, plan, attention=attention_flops)
     ideal = flops / (plan.world_size * gpu_flops * mfu)
+    if plan.effective_zero <= 2:
+        ops = _sync_windows(ops, ideal / m)
     bubble = pipeline_bubble_fraction(plan)
     compute = ideal * (1.0 + bubble)
     jname = name or model.name

@@ -1,0 +1,91 @@
+"""Issue 28, mechanism 3: a multi-port NIC hashes each flow (channel x queue pair) onto one port.
+
+The expected times come from a brute-force enumeration of every way the NICs can hash their queue pairs onto their
+ports, written here independently of fabric.evaluate.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from fabric.design import Design
+from fabric.evaluate import evaluate
+from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
+
+GB = 1 << 30
+IDEAL = {"bandwidth_efficiency": 1.0, "step_alpha_s": 0.0}
+
+
+def _chain(hosts: int, size: int) -> Workload:
+    """send/recv along a chain of ``hosts`` single-GPU hosts: host i sends ``size`` bytes to host i + 1."""
+    g = ProcessGroup("pp", hosts, "pp", rank_start=0, rank_stride=1)
+    return Workload((Job("chain", world_size=hosts, groups=(g,), ops=(CommOp("send_recv", size, "pp"),)),))
+
+
+def _design(nic: str, planes: int, qps: int, routing: str = "ecmp") -> Design:
+    return Design(name=f"{nic} x{planes}", family="clos", gpus=4, gpus_per_node=1, nic_model=nic, planes=planes,
+                  switch_model="eth-51t-64x800", transport="roce", routing=routing, qps_per_connection=qps)
+
+
+def _brute_force_busiest_port(senders: int, balls: int, ports: int) -> float:
+    """E[the busiest port over all sending NICs], in balls: every NIC hashes its balls onto its ports."""
+    one = []
+    for o in itertools.product(range(ports), repeat=balls):
+        one.append(np.bincount(o, minlength=ports).max())
+    one = np.array(one)
+    cdf = np.array([(one <= m).mean() for m in range(balls + 1)])
+    return float(np.sum(1.0 - cdf ** senders))
+
+
+@pytest.mark.parametrize("qps", [1, 3, 4])
+def test_dual_port_nic_hashes_each_queue_pair_onto_one_port(qps):
+    """4 hosts on one leaf per plane, 2 x 200G dual-plane NICs; 3 hosts each send S to the next over ``qps`` queue
+    pairs (send/recv: one NCCL channel per peer). Each QP of S / qps goes out on one port (and arrives on the same
+    plane's port of the receiver, which hears from one sender), so the op takes the busiest port's QPs at 200G."""
+    size = 4 * GB
+    ev = evaluate(_design("nic-2x200-dual", 2, qps), _chain(4, size), seed=0, samples=4096,
+                  transport_overrides=IDEAL)
+    expected = _brute_force_busiest_port(3, qps, 2) * (size / qps) / (200e9 / 8)
+    assert float(np.mean(ev.step_samples_s)) == pytest.approx(expected, rel=0.03)
+
+
+def test_spraying_splits_over_ports_and_a_single_port_nic_has_no_draw():
+    size = 4 * GB
+    spray = evaluate(_design("nic-2x200-dual", 2, 1, routing="spray"), _chain(4, size), seed=0, samples=256,
+                     transport_overrides=IDEAL)
+    assert float(np.max(spray.step_samples_s)) == pytest.approx(size / 2 / (200e9 / 8), rel=1e-3)
+    single = evaluate(_design("nic-eth-400", 1, 1), _chain(4, size), seed=0, samples=256, transport_overrides=IDEAL)
+    assert float(np.max(single.step_samples_s)) == pytest.approx(size / (400e9 / 8), rel=1e-3)
+
+
+def test_computed_paths_place_queue_pairs_on_ports_and_adaptive_balances_them():
+    size = 3 * GB
+    # 3 QPs on 2 ports: a controller puts 2 on one port, 1 on the other
+    comp = evaluate(_design("nic-2x200-dual", 2, 3, routing="computed"), _chain(4, size), seed=0, samples=64,
+                    transport_overrides=IDEAL)
+    assert float(np.max(comp.step_samples_s)) == pytest.approx(2 * size / 3 / (200e9 / 8), rel=1e-3)
+    adaptive = evaluate(_design("nic-2x200-dual", 2, 3, routing="adaptive"), _chain(4, size), seed=0, samples=64,
+                        transport_overrides=IDEAL)
+    assert float(np.max(adaptive.step_samples_s)) == pytest.approx(size / 2 / (200e9 / 8), rel=1e-3)
+
+
+def test_a_failed_tor_leaves_dual_homed_nics_their_other_port():
+    """Dual-ToR: the 4 hosts' NICs have one port on leaf0@p0 and one on leaf0@p1. With leaf0@p0 down every flow
+    runs on its plane-1 port: S at 200G, whatever the hashing. A single-homed NIC's leaf cannot fail (the servers
+    would leave the job)."""
+    from fabric.errors import DesignError
+    from fabric.evaluate import Scenario
+
+    size = 4 * GB
+    down = Scenario(name="tor down", fail_switches=("leaf0@p0",))
+    for routing in ("ecmp", "computed", "adaptive"):
+        ev = evaluate(_design("nic-2x200-dual", 2, 4, routing=routing), _chain(4, size), down, seed=0, samples=64,
+                      transport_overrides=IDEAL)
+        assert float(np.max(ev.step_samples_s)) == pytest.approx(size / (200e9 / 8), rel=1e-3), routing
+        assert float(np.min(ev.step_samples_s)) == pytest.approx(size / (200e9 / 8), rel=1e-3), routing
+    with pytest.raises(DesignError, match="no other"):
+        evaluate(_design("nic-eth-400", 1, 1), _chain(4, size), Scenario(name="x", fail_switches=("leaf0",)),
+                 seed=0, samples=16)
