@@ -22,7 +22,7 @@ from fabric.audit.causes import collective_cause, tail_cause
 from fabric.audit.traces import RunTraces
 from fabric.errors import FabricError
 
-__all__ = ["Row", "Comparison", "compare_run", "predict"]
+__all__ = ["Row", "Comparison", "compare_run", "predict", "size_text"]
 
 _US = 1e-6
 
@@ -48,9 +48,10 @@ class Comparison:
     notes: tuple[str, ...]
 
 
-def _size_text(n: int | None) -> str:
+def size_text(n: int | None, unknown: str = "? B") -> str:
+    """Bytes in decimal units, 3 significant digits (``1.58 MB``); ``unknown`` when ``n`` is None."""
     if n is None:
-        return "? B"
+        return unknown
     for unit, f in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if n >= f:
             return f"{n / f:.3g} {unit}"
@@ -116,10 +117,10 @@ def compare_run(run: RunTraces, measured_step: dict, straggler_rank: int | None,
     for (kind, nb), m in measured.items():
         p = predicted.get((kind, nb))
         if p is None:
-            notes.append(f"{kind} of {_size_text(nb)}: measured but not in the evaluated workload")
+            notes.append(f"{kind} of {size_text(nb)}: measured but not in the evaluated workload")
             continue
         r = _ratio(m, p)
-        rows.append(Row(what=f"{kind} {_size_text(nb)}", kind=kind, bytes_per_call=nb, measured_s=m, predicted_s=p,
+        rows.append(Row(what=f"{kind} {size_text(nb)}", kind=kind, bytes_per_call=nb, measured_s=m, predicted_s=p,
                         ratio=r, cause=collective_cause(kind, nb, r)))
     pst = ev.step_time_s
     for q in ("p50", "p99"):

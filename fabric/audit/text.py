@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
+from fabric.audit.compare import size_text
 from fabric.audit.report import Audit
 from fabric.units import time_text
 
 __all__ = ["audit_lines", "link_lines"]
-
-
-def _b(n) -> str:
-    if n is None:
-        return "?"
-    for unit, f in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= f:
-            return f"{n / f:.3g} {unit}"
-    return f"{n} B"
 
 
 def _opt(x, fmt="{:.3g}") -> str:
@@ -74,7 +66,7 @@ def audit_lines(a: Audit) -> list[str]:
                    "kernel  exposed")
         for c in s.collectives:
             out.append(f"  {c.kind or '?':<14} {c.group or 'world':<10} {c.calls_per_step:>5.3g}  "
-                       f"{_b(c.median_bytes):>9}  {time_text(c.comm_s_per_step):>10}  "
+                       f"{size_text(c.median_bytes, '?'):>9}  {time_text(c.comm_s_per_step):>10}  "
                        f"{time_text(c.exposed_s_per_step):>10}")
         out.extend(f"note: {n}" for n in s.notes)
     for c in a.comparisons:

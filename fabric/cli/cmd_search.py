@@ -197,9 +197,9 @@ def run(args) -> int:
     from fabric.search.robust import RobustObjective, robust_lines
 
     if objective is not None:
-        from fabric.plans.report import front_plan_lines
+        from fabric.plans.report import front_plan_lines, given_plan_name
 
-        for line in front_plan_lines(res.front, "the trace's plan" if objective.basis.measured else "the given plan"):
+        for line in front_plan_lines(res.front, given_plan_name(objective.basis)):
             print(line)
     if isinstance(workload, RobustObjective):
         import json as _json

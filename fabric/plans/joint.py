@@ -217,10 +217,7 @@ class JointSpace:
         tail = [g.choices.index(v) for g, v in zip(self.plan_genes, genes)]
         return np.concatenate([head, np.array(tail, dtype=np.int64)])
 
-    def repair(self, x) -> np.ndarray:
-        design, _ = self.decode(x)
-        y = self.encode(design)
-        return np.asarray(x, dtype=np.int64) if y is None else y
+    repair = DesignSpace.repair        # decode, then encode the repaired (design, plan): the same rule
 
     def enumerate(self):
         """Every distinct (design, plan) genome: each distinct design at each plan of its GPU system."""
