@@ -284,3 +284,22 @@ def test_the_evaluation_cache_is_capped_by_its_limit(monkeypatch):
         cache.put(k, {"key": k})
     assert len(cache) == 3
     assert cache.get(0) is None and cache.get(1) is None and cache.get(4) == {"key": 4}
+
+
+def test_process_runner_evaluates_in_process_until_its_workers_start_and_the_front_is_unchanged():
+    """Warm start: the batches asked for before the spawned worker has started (a new interpreter importing fabric,
+    about a second) are evaluated in the calling process; the front is the in-process one either way."""
+    from fabric.search.run import GLOBAL_CACHE
+
+    cons = Constraints(**SMALL)
+    ref = run_search(_workload(), cons, budget_evals=64, seed=13, pop_size=16, samples=32)
+    GLOBAL_CACHE._d.clear()
+    warm = ProcessRunner(1)
+    res = run_search(_workload(), cons, budget_evals=64, seed=13, pop_size=16, samples=32, runner=warm)
+    assert warm.in_process >= 16          # at least the first generation did not wait for the worker
+    assert _front_set(res) == _front_set(ref)
+    GLOBAL_CACHE._d.clear()
+    cold = ProcessRunner(1, warm_start=False)
+    res = run_search(_workload(), cons, budget_evals=64, seed=13, pop_size=16, samples=32, runner=cold)
+    assert cold.in_process == 0
+    assert _front_set(res) == _front_set(ref)

@@ -36,6 +36,11 @@ def _eval_chunk_in_worker(designs_with_meta):
                        c["constraints"], c["overrides"])
 
 
+def _worker_ready() -> bool:
+    """A no-op task: done once a worker process has started, imported fabric and received the search's context."""
+    return True
+
+
 def _chunks(items: list, n_workers: int, min_chunk: int = 4, cases: int = 1, key=None) -> list[list]:
     """Designs in chunks of about equal work: at least ``min_chunk`` evaluations each (task overhead), about four
     chunks per worker (balance); a design of a robust objective is ``cases`` evaluations, so its chunks are that
@@ -94,20 +99,28 @@ class InProcessRunner:
 class ProcessRunner:
     """Evaluate on ``workers`` local processes (spawned; the workload is sent once per worker).
 
+    A spawned worker takes about a second to start (a new interpreter importing numpy, pandas and fabric). With
+    ``warm_start`` (the default) the batches asked for before every worker has started are evaluated in this
+    process meanwhile, so the first generation does not wait for them; ``in_process`` counts those evaluations.
+    Evaluations are pure, so the results are the same wherever they run.
+
     If a worker process dies (killed, out of memory), the pool is rebuilt and the batch evaluated again, up to
-    ``retries`` times: evaluations are pure, so the results are the same.
+    ``retries`` times.
     """
 
     name = "processes"
 
-    def __init__(self, workers: int, *, retries: int = 3):
+    def __init__(self, workers: int, *, retries: int = 3, warm_start: bool = True):
         if workers < 1:
             raise FabricError(f"--workers must be at least 1, got {workers}")
         self.workers = workers
         self.retries = retries
+        self.warm_start = warm_start
         self.restarts = 0
+        self.in_process = 0
         self._pool = None
         self._ctx = None
+        self._started: list = []
 
     def start(self, workload, scenario, seed, samples, catalog, constraints, overrides=None):
         self._ctx = (workload, scenario, seed, samples, catalog, constraints, overrides)
@@ -117,6 +130,12 @@ class ProcessRunner:
     def _new_pool(self):
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"),
                                          initializer=_init_worker, initargs=self._ctx)
+        # one no-op per worker: the pool starts a process for each task that finds no idle worker, so all start now
+        self._started = [self._pool.submit(_worker_ready) for _ in range(self.workers)] if self.warm_start else []
+
+    def ready(self) -> bool:
+        """True once every worker process has started (always, without ``warm_start``)."""
+        return all(f.done() for f in self._started)
 
     def worker_pids(self) -> list[int]:
         """Process ids of the live workers (for fault-injection tests and monitoring)."""
@@ -125,6 +144,9 @@ class ProcessRunner:
     def map(self, designs_with_meta: list) -> list[dict]:
         from concurrent.futures.process import BrokenProcessPool
 
+        if not self.ready():
+            self.in_process += len(designs_with_meta) * self._cases
+            return _eval_chunk(designs_with_meta, *self._ctx)
         for attempt in range(self.retries + 1):
             try:
                 out = []
