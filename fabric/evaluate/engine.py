@@ -230,6 +230,8 @@ class _TrafficPlan:
 
     tr: object
     loads: tuple
+    #: the op's line-rate lower bound per (in-network, NVLink SHARP), memoized (:func:`_line_rate_bound`)
+    bounds: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def _traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, algorithm: str,
@@ -286,9 +288,6 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
     net = np.zeros(samples)
     latency = tr.scaleup_steps * prof.nvlink_alpha_s
     link_loads = []
-    port_line = fabric.link_speed_bps / 8.0
-    injection = 0.0                 # seconds per op byte the busiest NIC port, NVLink or link needs at line rate
-    moved_by = dict.fromkeys(RESOURCES, 0.0)
     for pi, (ph, load) in enumerate(zip(tr.phases, plan.loads)):
         reorder = prof.reorder_slowdown if design.routing == "spray" and not prof.reorder_tolerant else 1.0
         t, per_class = sample_phase_factor(load, model, design.routing, net_eff, nv_eff, prof.adaptive_imbalance,
@@ -299,6 +298,29 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
         latency += ph.steps * (prof.step_alpha_s + load.hops * sw_lat + 2 * nic_lat + prop
                                + (prof.nvlink_alpha_s if load.forward_nvlink > 0 else 0.0))
         link_loads += [(c, b, pi) for c, b in zip(load.classes, per_class)]
+    per_byte = np.maximum(up, net) if tr.pipelined else up + net
+    memo = (bool(in_net), bool(hardware.nvls))
+    if memo not in plan.bounds:
+        plan.bounds[memo] = _line_rate_bound(fabric, model, plan, kind, shape.members, nv_line, in_net,
+                                             hardware.nvls)
+    lb, bound_by = plan.bounds[memo]
+    return _TrafficSamples(per_byte, latency, lb, tr.algorithm, tr.group_size, link_loads,
+                           issue_s=tr.peers * prof.peer_issue_s, bound_by=bound_by, up_per_byte=float(up),
+                           net_per_byte=net, nv_latency_s=float(tr.scaleup_steps * prof.nvlink_alpha_s),
+                           pipelined=bool(tr.pipelined))
+
+
+def _line_rate_bound(fabric, model, plan: _TrafficPlan, kind: str, members, nv_line: float, in_net: bool,
+                     nvls: bool) -> tuple[float, str]:
+    """An op's lower bound per byte and the resource that sets it: the bandwidth-optimal bound, unless this
+    placement moves fewer bytes than it assumes (irregular groups whose pairs share a node): then the line-rate time
+    of the traffic itself (every NIC port, NVLink and link group at its mean load) bounds every sample. A function
+    of the traffic plan alone (no random draw), so it is computed once per plan."""
+    tr = plan.tr
+    port_line = fabric.link_speed_bps / 8.0
+    injection = 0.0                 # seconds per op byte the busiest NIC port, NVLink or link needs at line rate
+    moved_by = dict.fromkeys(RESOURCES, 0.0)
+    for load in plan.loads:
         terms = {"nic": load.nic_max / port_line, "nvlink": load.nvlink_max / nv_line if nv_line > 0 else 0.0}
         for c in load.classes:      # a group's busiest link carries at least its mean
             res = _RESOURCE_OF_GROUP.get(c.kind, "router links")
@@ -307,21 +329,13 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
         injection += max(terms.values())
         for res, v in terms.items():
             moved_by[res] = moved_by.get(res, 0.0) + v
-    per_byte = np.maximum(up, net) if tr.pipelined else up + net
-    # the bandwidth-optimal bound, unless this placement moves fewer bytes than it assumes (irregular groups whose
-    # pairs share a node): then the line-rate time of the traffic itself (every NIC port, NVLink and link group at
-    # its mean load) bounds every sample
     up_line = tr.scaleup_bytes_per_byte / nv_line if nv_line > 0 else 0.0
     moved = max(up_line, injection) if tr.pipelined else up_line + injection
     moved_by["nvlink"] = max(moved_by["nvlink"], up_line) if tr.pipelined else moved_by["nvlink"] + up_line
-    optimal = _op_lower_bound_terms(fabric, model, tr, kind, shape.members, nv_line, in_net, hardware.nvls)
+    optimal = _op_lower_bound_terms(fabric, model, tr, kind, members, nv_line, in_net, nvls)
     best = max(optimal.values(), default=0.0)
     lb, by = (best, optimal) if best <= moved else (moved, moved_by)
-    bound_by = _binding(by) if lb > 0 else "none"
-    return _TrafficSamples(per_byte, latency, lb, tr.algorithm, tr.group_size, link_loads,
-                           issue_s=tr.peers * prof.peer_issue_s, bound_by=bound_by, up_per_byte=float(up),
-                           net_per_byte=net, nv_latency_s=float(tr.scaleup_steps * prof.nvlink_alpha_s),
-                           pipelined=bool(tr.pipelined))
+    return lb, (_binding(by) if lb > 0 else "none")
 
 
 #: The lower-bound resource of each link-group kind (dragonfly groups are "router links").
@@ -469,10 +483,11 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
         if primary is None or (job.kind == "training" and (primary[0].kind != "training"
                                                            or job.world_size > primary[0].world_size)):
             primary = (job, r)
-        for t, lb, ex, op, (_, ts, _) in zip(r["op_times"], r["op_lb"], r["exposed"], r["ops"], r["op_meta"]):
+        times = np.array([np.broadcast_to(t, (samples,)) for t in r["op_times"]]).reshape(-1, samples)
+        pct = np.percentile(times, (50, 99), axis=1) if len(times) else np.zeros((2, 0))   # one call for all ops
+        for k, (lb, ex, op, (_, ts, _)) in enumerate(zip(r["op_lb"], r["exposed"], r["ops"], r["op_meta"])):
             ex = np.broadcast_to(ex, (samples,))
-            t = np.broadcast_to(t, (samples,))
-            t50, t99 = np.percentile(t, (50, 99))
+            t, t50, t99 = times[k], pct[0, k], pct[1, k]
             all_ops.append(OpResult(
                 job=job.name, name=op.name, kind=op.kind, group=op.group, group_size=ts.group_size,
                 bytes=int(op.bytes), count_per_step=float(op.count_per_step), algorithm=ts.algorithm,
@@ -897,12 +912,16 @@ def _burst_duration(per_nic: float, design, fabric, prof) -> float:
 def _accumulate_hot(hot: dict, job, ops, op_meta, i99: int, step: np.ndarray, fabric, model) -> None:
     mean_step = float(step.mean())
     p99_step = float(step[i99])
+    labels: dict = {}               # (kind, member) -> where, once per call (node_label builds a string)
     for op, (_, ts, _) in zip(ops, op_meta):
         size = float(op.bytes) * op.count_per_step
         for cls, busiest, _pi in ts.link_loads:
             member = int(cls.member_ids[0])
-            where = fabric.node_label(member) if cls.kind.startswith(("leaf", "router local")) and \
-                fabric.switch_base <= member < fabric.switch_base + fabric.n_switches else f"#{member}"
+            where = labels.get((cls.kind, member))
+            if where is None:
+                where = labels[(cls.kind, member)] = fabric.node_label(member) \
+                    if cls.kind.startswith(("leaf", "router local")) and \
+                    fabric.switch_base <= member < fabric.switch_base + fabric.n_switches else f"#{member}"
             key = (job.name, cls.kind, cls.k, cls.n, cls.slow, where)
             h = hot.setdefault(key, {"job": job.name, "links": cls.kind, "example": where,
                                      "groups": cls.members, "links_per_group": cls.n,
