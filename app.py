@@ -1,53 +1,11 @@
 """fabric dashboard: entry point. Sets up the session's state (from the link, if any), the pages, and keeps the
 URL in step with the view so a link reproduces it. Every page reads input, calls fabric, and draws."""
 
-import streamlit as st
-
-
-@st.fragment(run_every=10)
-def heartbeat() -> None:
-    """While this browser tab is open, on any page, tell the session's search it is still wanted; a search
-    nobody watches any more is cancelled by the server after ``search_abandon_after_s`` (see
-    fabric.ui_support.jobs), which ends its worker processes."""
-    job = st.session_state.get("search_job")
-    if job is not None and job.running:
-        job.touch()
-
-
-def main() -> None:
-    """One run of the dashboard script."""
-    # Imported here, not at the top: a search worker process imports this file as __mp_main__ (see the end of the
-    # file), and pages._common defines a dozen st.cache_data functions, each of which logs "No runtime found,
-    # using MemoryCacheStorageManager" when defined outside a Streamlit server: 12 lines per worker per search.
-    from pages._common import init_state, sync_url
-
-    st.set_page_config(page_title="fabric: network design for AI clusters", layout="wide")
-    # Less empty space above the title: the page must fit a 1280x720 shared screen.
-    st.html("<style>[data-testid='stMainBlockContainer'] {padding-top: 2rem; padding-bottom: 2rem;}"
-            "h1 {font-size: 2.1rem !important; padding-bottom: 0.3rem !important;}"
-            "h2 {font-size: 1.6rem !important;} h3 {font-size: 1.3rem !important;}</style>")
-    init_state()
-    heartbeat()
-    pages = [
-        st.Page("pages/workload.py", title="Workload", default=True),
-        st.Page("pages/constraints.py", title="Constraints"),
-        st.Page("pages/search.py", title="Search"),
-        st.Page("pages/design.py", title="Design"),
-        st.Page("pages/calibrate.py", title="Calibrate"),
-        st.Page("pages/compare.py", title="Compare"),
-        st.Page("pages/brief.py", title="Brief"),
-        st.Page("pages/upgrade.py", title="Upgrade"),
-        st.Page("pages/build.py", title="Fabric & BOM"),
-    ]
-    # An empty first slot: when a fragment's timed rerun (the search progress, the heartbeat) lands right after a
-    # full rerun, Streamlit can drop the first element of the page; this keeps that from being the page's title.
-    st.empty()
-    st.navigation(pages, position="top").run()
-    sync_url()
-
-
 # Streamlit runs this file as __main__. Search worker processes are spawned (multiprocessing "spawn"), and a spawned
-# process imports the parent's main module under the name __mp_main__: there it must define things, not draw a
-# dashboard (it would run the whole app in every worker, without a browser session).
+# process imports the parent's main module under the name __mp_main__: there it must neither draw a dashboard
+# (without a browser session) nor import Streamlit (half a second of every worker's start, while the first front
+# waits for it). So the dashboard lives in pages/_entry.py and runs only under __main__.
 if __name__ == "__main__":
+    from pages._entry import main
+
     main()

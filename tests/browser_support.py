@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
+import importlib.util
 import signal
 import socket
 import subprocess
@@ -44,13 +44,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _streamlit_command() -> str:
-    exe = Path(sys.executable).parent / "streamlit"
-    if exe.exists():
-        return str(exe)
-    if shutil.which("streamlit") is None:
-        pytest.skip("streamlit command not found")
-    return "streamlit"
+def _dashboard_command() -> list[str]:
+    """How ``scripts/run_dashboard.sh`` starts the server: ``scripts/serve.py`` (``streamlit run app.py`` with the
+    libraries imported first)."""
+    if importlib.util.find_spec("streamlit") is None:
+        pytest.skip("streamlit is not installed")
+    return [sys.executable, str(ROOT / "scripts" / "serve.py")]
 
 
 # ------------------------------------------------------------------ processes, from /proc
@@ -105,7 +104,8 @@ def rss_bytes(pid: int) -> int:
 
 @dataclass
 class Dashboard:
-    """One ``streamlit run app.py`` on 127.0.0.1, in its own process group."""
+    """One dashboard server (``scripts/serve.py``, i.e. ``streamlit run app.py``) on 127.0.0.1, in its own process
+    group."""
 
     port: int
     env: dict = field(default_factory=dict)
@@ -119,7 +119,7 @@ class Dashboard:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60) -> "Dashboard":
-        cmd = [_streamlit_command(), "run", "app.py", "--server.headless", "true", "--server.address", "127.0.0.1",
+        cmd = [*_dashboard_command(), "--server.headless", "true", "--server.address", "127.0.0.1",
                "--server.port", str(self.port), "--browser.gatherUsageStats", "false"]
         if self.file_watcher is not None:
             cmd += ["--server.fileWatcherType", self.file_watcher]

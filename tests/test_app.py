@@ -551,7 +551,7 @@ def test_build_page_changes_size_and_reports_errors():
 def test_every_page_is_titled_as_its_navigation_entry_and_design_pages_export():
     import re as _re
 
-    titles = dict(_re.findall(r'st\.Page\("(pages/\w+\.py)", title="([^"]+)"', (ROOT / "app.py").read_text()))
+    titles = dict(_re.findall(r'st\.Page\("(pages/\w+\.py)", title="([^"]+)"', (ROOT / "pages" / "_entry.py").read_text()))
     assert len(titles) == 9 and titles["pages/build.py"] == "Fabric & BOM" and titles["pages/upgrade.py"] == "Upgrade"
     at = app().run()
     for page, title in titles.items():
@@ -571,10 +571,13 @@ def test_search_workers_importing_the_main_module_do_not_run_the_dashboard():
     import subprocess
     import sys
 
-    code = "import runpy, sys; sys.path.insert(0, '.'); runpy.run_path('app.py', run_name='__mp_main__')"
+    code = ("import runpy, sys; sys.path.insert(0, '.'); runpy.run_path('app.py', run_name='__mp_main__'); "
+            "print('imported streamlit:', 'streamlit' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "ScriptRunContext" not in done.stderr
+    # nor does it import Streamlit: half a second of every worker's start, while the first front waits
+    assert "imported streamlit: False" in done.stdout
 
 
 def test_design_page_strong_scaling_of_a_plan():
