@@ -322,3 +322,16 @@ def test_bad_hash_correlation_is_refused_by_name(cat, bad):
     with pytest.raises(FabricError, match="hash_correlation must be .*between 0 and 1"):
         evaluate(d, _one_op("all_reduce", GIB, 72), catalog=cat, samples=16,
                  transport_overrides={"hash_correlation": bad})
+
+
+def test_a_calibration_file_carries_hash_correlation(tmp_path):
+    """The way to set it from the CLI (`fabric evaluate --calibration FILE`): the file's overrides."""
+    from fabric.calibrate import load_profile
+
+    good = tmp_path / "polar.json"
+    good.write_text(json.dumps({"overrides": {"hash_correlation": 0.28}, "transport": "roce"}))
+    assert load_profile(good).overrides == {"hash_correlation": 0.28}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"overrides": {"hash_correlation": 2}, "transport": "roce"}))
+    with pytest.raises(FabricError, match="hash_correlation must be between 0 and 1"):
+        load_profile(bad)

@@ -59,12 +59,6 @@ def check_hash_correlation(value) -> float:
     return v
 
 
-def _members(a: np.ndarray, b: np.ndarray, ids: np.ndarray, owner: int) -> np.ndarray:
-    """Link ids of ``ids`` whose end ``a`` is ``owner``, in ECMP member order (far end's node id, then link id)."""
-    m = ids[a[ids] == owner]
-    return m[np.lexsort((m, b[m]))]
-
-
 def polarized_shares(fabric) -> dict:
     """Per kind of :data:`POLARIZED_KINDS`: the probabilities that a polarized flow uses each of one pod's
     core-facing links (an array over the pod's links, summing to 1), on the healthy cabling. Empty for fabrics
@@ -80,45 +74,35 @@ def polarized_shares(fabric) -> dict:
         return {}
     ls = np.flatnonzero(kind == _LS)
     leaf = int(a[ls].min())                               # the first leaf, in the first pod
-    up1 = _members(a, b, ls, leaf)                        # its uplinks, in member order
-    spine_of = b[up1]
-    spines = np.unique(spine_of)
-    up2 = {int(s): _members(a, b, sc, int(s)) for s in spines}
-    pod_links = np.concatenate([up2[int(s)] for s in spines])
-    cores = np.unique(b[pod_links])
-    # a core's members into a pod: its links to that pod's spines (the same pod stands for every destination pod,
-    # cabled alike), ordered by spine
-    into = {}
-    for c in cores.tolist():
-        m = sc[(b[sc] == c) & np.isin(a[sc], spines)]
-        into[c] = m[np.lexsort((m, a[m]))]
-    sizes = [up1.size] + [v.size for v in up2.values()] + [v.size for v in into.values()]
+    up1 = ls[a[ls] == leaf]
+    up1 = up1[np.lexsort((up1, b[up1]))]                  # its uplinks in member order: by spine, then link id
+    spines = np.unique(b[up1])
+    # the pod's core-facing links by (spine, core, link id): spine s's uplinks in member order are a contiguous run
+    pod = sc[np.isin(a[sc], spines)]
+    pod = pod[np.lexsort((pod, b[pod], a[pod]))]
+    # and by (core, spine, link id): a core's members into a pod (the same pod stands for every destination pod,
+    # cabled alike) are a contiguous run
+    by_core = np.lexsort((pod, a[pod], b[pod]))
+    cores = np.unique(b[pod])
+    up_n = np.bincount(np.searchsorted(spines, a[pod]), minlength=spines.size)
+    dn_n = np.bincount(np.searchsorted(cores, b[pod]), minlength=cores.size)
     H = 1
-    for s in sizes:
-        H = H * s // math.gcd(H, s)
+    for size in [up1.size] + up_n.tolist() + dn_n.tolist():
+        H = H * size // math.gcd(H, max(size, 1))
     if H <= ENUMERATE_MAX:
         h = np.arange(H, dtype=np.int64)
     else:
         h = np.random.default_rng(0).integers(0, np.iinfo(np.int64).max, ENUMERATE_MAX, dtype=np.int64)
-    pos = {int(x): i for i, x in enumerate(pod_links.tolist())}
-    # flat tables: spine s's uplink r is up_tab[up_off[s] + r]; core c's member x is dn_tab[dn_off[c] + x]
-    sp_idx = np.searchsorted(spines, spine_of)
-    up_n = np.array([up2[int(s)].size for s in spines], np.int64)
     up_off = np.concatenate([[0], np.cumsum(up_n)[:-1]])
-    up_tab = np.concatenate([up2[int(s)] for s in spines])
-    core_of_up = np.searchsorted(cores, b[up_tab])
-    dn_n = np.array([into[c].size for c in cores.tolist()], np.int64)
     dn_off = np.concatenate([[0], np.cumsum(dn_n)[:-1]])
-    dn_tab = np.concatenate([into[c] for c in cores.tolist()])
-    s = sp_idx[h % up1.size]
-    u = up_off[s] + h % up_n[s]                            # index into up_tab
-    c = core_of_up[u]
-    d = dn_off[c] + h % np.maximum(dn_n[c], 1)             # index into dn_tab
-    to_pos = np.vectorize(pos.__getitem__, otypes=[np.int64])
-    n = pod_links.size
-    up_share = np.bincount(to_pos(up_tab)[u], minlength=n) / h.size
-    dn_share = np.bincount(to_pos(dn_tab)[d], minlength=n) / h.size
-    return {"pod core uplinks": up_share, "pod core downlinks": dn_share}
+    core_of = np.searchsorted(cores, b[pod])              # core index of each pod link (by position)
+    s = np.searchsorted(spines, b[up1])[h % up1.size]      # the spine the leaf's hash picks
+    u = up_off[s] + h % up_n[s]                            # position of the spine's pick among the pod's links
+    c = core_of[u]
+    d = by_core[dn_off[c] + h % np.maximum(dn_n[c], 1)]    # position of the core's pick into the destination pod
+    n = pod.size
+    return {"pod core uplinks": np.bincount(u, minlength=n) / h.size,
+            "pod core downlinks": np.bincount(d, minlength=n) / h.size}
 
 
 def mixture_groups(shares: np.ndarray, n: int, rho: float) -> tuple:
