@@ -335,3 +335,14 @@ def test_a_calibration_file_carries_hash_correlation(tmp_path):
     bad.write_text(json.dumps({"overrides": {"hash_correlation": 2}, "transport": "roce"}))
     with pytest.raises(FabricError, match="hash_correlation must be between 0 and 1"):
         load_profile(bad)
+
+
+def test_mixture_groups_by_hand():
+    """4 of 16 links polarized (1/4 each): at rho 0.5 a ball lands on one of those with 0.5/4 + 0.5/16 = 5/32 and
+    on another with 1/32; with a link of the pod failed (15 left) the profile keeps 4 polarized links of 11 + 4."""
+    shares = np.array([0.25] * 4 + [0.0] * 12)
+    assert mixture_groups(shares, 16, 0.5) == ((12, 1 / 32), (4, 5 / 32))
+    assert mixture_groups(shares, 16, 0.0) == ((12, 1 / 16), (4, 1 / 16))
+    assert mixture_groups(shares, 15, 1.0) == ((11, 0.0), (4, 0.25))
+    groups = mixture_groups(shares, 15, 0.3)
+    assert sum(c for c, _ in groups) == 15 and sum(c * p for c, p in groups) == pytest.approx(1.0)
