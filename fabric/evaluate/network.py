@@ -17,7 +17,9 @@ L independent experiments. Unequal flows (all-to-allv) count as ``k_eff = (sum b
 The phase time is the largest of: the busiest NIC port (injection or ejection) at the NIC speed, every class's busiest
 link at its links' speed (uplinks may run faster or slower than the NIC ports: ``Design.uplink_gbps``), and the
 busiest GPU's NVLink share. Leaf-to-leaf flows cross a leaf uplink and a leaf downlink; flows between 3-tier pods
-also cross a pod's core-facing links (one of ``spines_per_pod x spine_uplinks``, uniformly, by the Clos symmetry).
+also cross a pod's core-facing links (one of ``spines_per_pod x spine_uplinks``, uniformly, by the Clos symmetry;
+under ECMP with the transport's ``hash_correlation`` > 0 a share of the flows hash there as at their leaf and load
+those links unevenly: :mod:`fabric.evaluate.polarization`).
 
 In-network reduction (SHARP) loads given links, not hashed ones: each aggregation tree holds one link from each of its
 leaves to its spine (:mod:`fabric.evaluate.innetwork`), a *pinned* class whose busiest link is known.
