@@ -39,8 +39,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["max_load_cdf", "pair_max_load_cdf", "weighted_max_load_cdf", "sample_max_load", "sample_from_cdf", "expected_max_load",
-           "cdf_at", "EXACT_MAX_BALLS", "MaxLoad"]
+__all__ = ["max_load_cdf", "pair_max_load_cdf", "weighted_max_load_cdf", "sample_max_load", "sample_from_cdf",
+           "expected_max_load", "cdf_at", "EXACT_MAX_BALLS", "MaxLoad"]
 
 #: Above this many balls the Gaussian approximation replaces the exact computation.
 EXACT_MAX_BALLS = 1024
