@@ -22,6 +22,13 @@ counts c_1..c_s, the uplink bundle and the downlink bundle of spine j split c_j 
 
 with F_b(m | c) = P(max of c balls in b bins <= m) (the same Poisson conditioning as above). With b = 1 the
 uplink and downlink loads are equal and this is the plain maximum of k balls in s bins.
+
+Unequal bins (:func:`weighted_max_load_cdf`): when bins are chosen with unequal probabilities (hash polarization,
+:mod:`fabric.evaluate.polarization`), groups of ``c_g`` bins of probability ``p_g`` each give
+
+    P(max <= m) = [y^k] prod_g (sum_{j<=m} pois_{k p_g}(j) y^j)^{c_g} / pois_k(k)
+
+by the same conditioning; beyond ``EXACT_MAX_BALLS`` balls, prod_g Binomial(k, p_g).cdf(m)^{c_g}.
 """
 
 from __future__ import annotations
@@ -32,8 +39,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["max_load_cdf", "pair_max_load_cdf", "sample_max_load", "sample_from_cdf", "expected_max_load",
-           "cdf_at", "EXACT_MAX_BALLS", "MaxLoad"]
+__all__ = ["max_load_cdf", "pair_max_load_cdf", "weighted_max_load_cdf", "sample_max_load", "sample_from_cdf",
+           "expected_max_load", "cdf_at", "EXACT_MAX_BALLS", "MaxLoad"]
 
 #: Above this many balls the Gaussian approximation replaces the exact computation.
 EXACT_MAX_BALLS = 1024
@@ -194,6 +201,52 @@ def pair_max_load_cdf(k: int, s: int, b: int) -> MaxLoad:
     cdf[-1] = 1.0
     start = int(np.searchsorted(cdf, 1e-300))
     return MaxLoad(lo + start, cdf[start:].copy())
+
+
+@lru_cache(maxsize=1024)
+def weighted_max_load_cdf(k: int, groups: tuple) -> MaxLoad:
+    """Distribution of the maximum bin load of k balls thrown independently onto bins of unequal probability.
+
+    ``groups``: ``((count, p), ...)``, ``count`` bins each chosen with probability ``p`` (the p's sum to 1 over all
+    bins; bins of probability 0 may be left out). See the module docstring.
+    """
+    groups = tuple((int(c), float(p)) for c, p in groups if c > 0 and p > 0)
+    if k <= 0 or not groups:
+        return MaxLoad(0, np.ones(1))
+    if len(groups) == 1:
+        return max_load_cdf(k, groups[0][0])
+    support = sum(c for c, _ in groups)
+    p_max = max(p for _, p in groups)
+    lam = k * p_max
+    lo = int(math.ceil(k / support - 1e-9))
+    if k > EXACT_MAX_BALLS:
+        from scipy.stats import binom
+
+        hi = min(k, int(math.ceil(lam + 14.0 * math.sqrt(lam) + 14)))
+        m = np.arange(lo, hi + 1)
+        with np.errstate(under="ignore", divide="ignore"):
+            logc = sum(c * np.log(np.clip(binom.cdf(m, k, p), 1e-300, 1.0)) for c, p in groups)
+            cdf = np.exp(logc)
+        cdf[-1] = 1.0
+        cdf = np.maximum.accumulate(cdf)
+        start = int(np.searchsorted(cdf, 1e-300))
+        return MaxLoad(lo + start, cdf[start:].copy())
+    j = np.arange(k + 1, dtype=float)
+    pois = [(c, np.exp(_log_pois(j, k * p))) for c, p in groups]
+    denom = math.exp(float(_log_pois(np.array([float(k)]), float(k))[0]))
+    hi = min(k, int(math.ceil(lam + 12.0 * math.sqrt(lam) + 12)))
+    vals = []
+    for m in range(lo, hi + 1):
+        prod = np.ones(1)
+        for c, pj in pois:
+            prod = _poly_mul(prod, _poly_pow(pj[: m + 1], c, k), k)
+        val = prod[k] / denom if prod.size > k else 0.0
+        vals.append(min(max(val, 0.0), 1.0))
+        if vals[-1] > 1.0 - 1e-12:
+            break
+    cdf = np.maximum.accumulate(np.array(vals))
+    cdf[-1] = 1.0
+    return MaxLoad(lo, cdf)
 
 
 def sample_from_cdf(dist: MaxLoad, groups: int, u: np.ndarray, cap: int | None = None) -> np.ndarray:

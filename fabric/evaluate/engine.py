@@ -292,7 +292,8 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
         reorder = prof.reorder_slowdown if design.routing == "spray" and not prof.reorder_tolerant else 1.0
         t, per_class = sample_phase_factor(load, model, design.routing, net_eff, nv_eff, prof.adaptive_imbalance,
                                            rng, samples, reorder_slowdown=reorder,
-                                           reorder_floor=prof.reorder_floor)
+                                           reorder_floor=prof.reorder_floor,
+                                           hash_correlation=prof.hash_correlation)
         net += t
         prop = 2 * 50.0 * 5e-9 if load.hops > 1 else 2 * 30.0 * 5e-9
         latency += ph.steps * (prof.step_alpha_s + load.hops * sw_lat + 2 * nic_lat + prop

@@ -17,7 +17,9 @@ L independent experiments. Unequal flows (all-to-allv) count as ``k_eff = (sum b
 The phase time is the largest of: the busiest NIC port (injection or ejection) at the NIC speed, every class's busiest
 link at its links' speed (uplinks may run faster or slower than the NIC ports: ``Design.uplink_gbps``), and the
 busiest GPU's NVLink share. Leaf-to-leaf flows cross a leaf uplink and a leaf downlink; flows between 3-tier pods
-also cross a pod's core-facing links (one of ``spines_per_pod x spine_uplinks``, uniformly, by the Clos symmetry).
+also cross a pod's core-facing links (one of ``spines_per_pod x spine_uplinks``, uniformly, by the Clos symmetry;
+under ECMP with the transport's ``hash_correlation`` > 0 a share of the flows hash there as at their leaf and load
+those links unevenly: :mod:`fabric.evaluate.polarization`).
 
 In-network reduction (SHARP) loads given links, not hashed ones: each aggregation tree holds one link from each of its
 leaves to its spine (:mod:`fabric.evaluate.innetwork`), a *pinned* class whose busiest link is known.
@@ -86,6 +88,16 @@ class NetworkModel:
     tree_memo: dict = field(default_factory=dict, repr=False)
     #: failed leaves (index: node id - switch_base) whose NICs carry on through their other ports (dualtor.py)
     dead_leaf: np.ndarray | None = None
+    _polar: dict | None = field(default=None, repr=False)
+
+    def polar_shares(self) -> dict:
+        """Where a polarized flow lands on a pod's core-facing links (computed on first use, healthy cabling):
+        :func:`fabric.evaluate.polarization.polarized_shares`."""
+        if self._polar is None:
+            from fabric.evaluate.polarization import polarized_shares
+
+            self._polar = polarized_shares(self.fabric) if self.pod_bins.size else {}
+        return self._polar
 
     def cabling(self) -> dict:
         """Alive leaf-spine links by leaf (computed on first use): CSR arrays over switch index.
@@ -769,13 +781,14 @@ def _dragonfly_classes(model: NetworkModel, sl, dl, pc, qc) -> list[LinkClass]:
 
 def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff: float, nv_bytes_per_s: float,
                         imbalance: float, rng: np.random.Generator, samples: int, reorder_slowdown: float = 1.0,
-                        reorder_floor: float = 0.45):
+                        reorder_floor: float = 0.45, hash_correlation: float = 0.0):
     """Seconds per op byte of the phase in each sample, and per class the sampled busiest-link bytes per op byte.
 
     NIC ports run at the NIC speed, each link group at its own links' speed (:meth:`NetworkModel.link_bps`).
     ``reorder_slowdown`` > 1 (a reorder-intolerant transport under per-packet spraying) stretches the network time
     of a phase whose flows take several paths by :func:`fabric.evaluate.transport.reorder_factor`, from the
-    utilization of its busiest link group over the phase.
+    utilization of its busiest link group over the phase. ``hash_correlation`` > 0 (ECMP only): that share of the
+    flows on a pod's core-facing links hash as the tier below them did (:mod:`fabric.evaluate.polarization`).
     """
     cap = model.capacity_bps / 8.0 * eff
     nic_t = load.nic_max / cap
@@ -808,6 +821,13 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
             busiest = sample_max_load(c.k, c.n, c.members, rng.random(samples)) * c.ball
         elif c.joint >= 0 and routing == "ecmp":
             busiest = drawn[id(c)].copy()
+        elif routing == "ecmp" and hash_correlation > 0 and c.kind in model.polar_shares():
+            from fabric.evaluate.ballsbins import sample_from_cdf, weighted_max_load_cdf
+            from fabric.evaluate.polarization import mixture_groups
+
+            groups = mixture_groups(model.polar_shares()[c.kind], c.n, hash_correlation)
+            busiest = sample_from_cdf(weighted_max_load_cdf(c.k, groups), c.members, rng.random(samples),
+                                      cap=c.k) * c.ball
         else:
             busiest = _healthy_busiest(c, model, routing, imbalance, rng, samples)
         if model.sample_faults is not None and c.kind.startswith("leaf") and not c.pinned:

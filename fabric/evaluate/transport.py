@@ -60,6 +60,10 @@ Parameters:
   trip.
 - ``adaptive_imbalance``: adaptive routing is modelled as a near-even split whose most loaded path carries this much
   more than the mean (an exposed assumption, not a sourced figure; facts.md section 3).
+- ``hash_correlation``: share of the flows (0-1) whose ECMP hash at a spine and at a core follows the leaf's (hash
+  polarization between tiers: identical hash functions and seeds); default 0, independent per-switch hashes, as
+  before. An assumption with no source for values in between (:mod:`fabric.evaluate.polarization`,
+  docs/evaluator.md "Hash polarization").
 - ``small_message_floor_s``: minimum time of a collective under 1 MB by rank count (SimAI workload/Layer.cc):
   10/12/15/66/135/200/320 us for 2/4/8/16/32/64/128 ranks, log-interpolated and extrapolated linearly in p beyond.
 """
@@ -93,6 +97,9 @@ class TransportProfile:
     nvls_efficiency_scale: float = 0.85
     peer_issue_s: float = 1e-6
     adaptive_imbalance: float = 0.05
+    #: share of the flows whose spine and core ECMP hash follows the leaf's (hash polarization between tiers,
+    #: fabric.evaluate.polarization); 0: independent per-switch hashes
+    hash_correlation: float = 0.0
     reorder_tolerant: bool = False
     #: time multiple of a sprayed flow alone on its NIC port when the transport is not reorder tolerant
     reorder_slowdown: float = 1.0
@@ -115,6 +122,10 @@ class TransportProfile:
         unknown = sorted(set(kw) - known)
         if unknown:
             raise DesignError(f"unknown transport parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        if "hash_correlation" in kw:
+            from fabric.evaluate.polarization import check_hash_correlation
+
+            kw["hash_correlation"] = check_hash_correlation(kw["hash_correlation"])
         if "regimes" in kw:
             kw["regimes"] = tuple(tuple(float(x) for x in r) for r in kw["regimes"])
         return replace(self, **kw)
