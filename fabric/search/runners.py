@@ -120,7 +120,7 @@ class ProcessRunner:
         self.in_process = 0
         self._pool = None
         self._ctx = None
-        self._started: list = []
+        self._started: list | None = None
 
     def start(self, workload, scenario, seed, samples, catalog, constraints, overrides=None):
         self._ctx = (workload, scenario, seed, samples, catalog, constraints, overrides)
@@ -128,13 +128,19 @@ class ProcessRunner:
         self._new_pool()
 
     def _new_pool(self):
+        # no process starts until a task is submitted: a search whose records are all cached never starts one
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"),
                                          initializer=_init_worker, initargs=self._ctx)
-        # one no-op per worker: the pool starts a process for each task that finds no idle worker, so all start now
-        self._started = [self._pool.submit(_worker_ready) for _ in range(self.workers)] if self.warm_start else []
+        self._started = None
 
     def ready(self) -> bool:
-        """True once every worker process has started (always, without ``warm_start``)."""
+        """True once every worker process has started (always, without ``warm_start``); the first call starts
+        them."""
+        if not self.warm_start:
+            return True
+        if self._started is None:
+            # one no-op per worker: the pool starts a process for each task that finds no idle worker
+            self._started = [self._pool.submit(_worker_ready) for _ in range(self.workers)]
         return all(f.done() for f in self._started)
 
     def worker_pids(self) -> list[int]:
@@ -144,6 +150,13 @@ class ProcessRunner:
     def map(self, designs_with_meta: list) -> list[dict]:
         from concurrent.futures.process import BrokenProcessPool
 
+        if self.warm_start and self._started is None:
+            # the first batch: here, and the workers start after it (their start, a second of CPU, would compete
+            # with it on a small machine)
+            self.in_process += len(designs_with_meta) * self._cases
+            out = _eval_chunk(designs_with_meta, *self._ctx)
+            self.ready()
+            return out
         if not self.ready():
             self.in_process += len(designs_with_meta) * self._cases
             return _eval_chunk(designs_with_meta, *self._ctx)
