@@ -303,3 +303,25 @@ def test_process_runner_evaluates_in_process_until_its_workers_start_and_the_fro
     res = run_search(_workload(), cons, budget_evals=64, seed=13, pop_size=16, samples=32, runner=cold)
     assert cold.in_process == 0
     assert _front_set(res) == _front_set(ref)
+
+
+def test_process_runner_started_early_and_sharing_its_batches_gives_the_same_front():
+    """spawn() before the search's context exists (the dashboard starts its worker while it ranks a plan
+    shortlist; the context travels with each chunk), and share=True (this process takes chunks from the back of
+    each batch while the worker takes them from the front): the front is the in-process one, and both sides
+    evaluated part of it."""
+    import time
+
+    from fabric.search.run import GLOBAL_CACHE
+
+    cons = Constraints(**SMALL)
+    ref = run_search(_workload(), cons, budget_evals=64, seed=13, pop_size=16, samples=32)
+    GLOBAL_CACHE._d.clear()
+    runner = ProcessRunner(1, share=True).spawn()
+    deadline = time.monotonic() + 120
+    while not runner.ready() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert runner.ready() and runner.worker_pids()
+    res = run_search(_workload(), cons, budget_evals=64, seed=13, pop_size=16, samples=32, runner=runner)
+    assert _front_set(res) == _front_set(ref)
+    assert 0 < runner.in_process < res.evaluations      # this process and the worker each took chunks

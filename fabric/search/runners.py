@@ -7,8 +7,10 @@ identical whichever runner it uses.
 
 from __future__ import annotations
 
+import itertools
 import math
 import multiprocessing as mp
+import pickle
 from concurrent.futures import ProcessPoolExecutor
 
 from fabric.errors import FabricError
@@ -25,19 +27,17 @@ def _eval_chunk(designs_with_meta, workload, scenario, seed, samples, catalog, c
             for d, g, r in designs_with_meta]
 
 
-def _init_worker(workload, scenario, seed, samples, catalog, constraints, overrides=None):
-    _WORKER_CONTEXT.update(workload=workload, scenario=scenario, seed=seed, samples=samples, catalog=catalog,
-                           constraints=constraints, overrides=overrides)
-
-
-def _eval_chunk_in_worker(designs_with_meta):
-    c = _WORKER_CONTEXT
-    return _eval_chunk(designs_with_meta, c["workload"], c["scenario"], c["seed"], c["samples"], c["catalog"],
-                       c["constraints"], c["overrides"])
+def _eval_chunk_in_worker(context_id: int, context: bytes, designs_with_meta):
+    """A chunk evaluated in a worker process; ``context`` (the pickled search context, a few tens of kB) is
+    unpickled once per worker and search (``context_id``)."""
+    if _WORKER_CONTEXT.get("id") != context_id:
+        _WORKER_CONTEXT.clear()
+        _WORKER_CONTEXT.update(id=context_id, ctx=pickle.loads(context))
+    return _eval_chunk(designs_with_meta, *_WORKER_CONTEXT["ctx"])
 
 
 def _worker_ready() -> bool:
-    """A no-op task: done once a worker process has started, imported fabric and received the search's context."""
+    """A no-op task: done once a worker process has started and imported fabric's evaluation."""
     return True
 
 
@@ -96,12 +96,19 @@ class InProcessRunner:
         pass
 
 
+_CONTEXT_IDS = itertools.count(1)
+
+
 class ProcessRunner:
-    """Evaluate on ``workers`` local processes (spawned; the workload is sent once per worker).
+    """Evaluate on ``workers`` local processes (spawned; the search's context travels with each chunk, pickled
+    once, and is unpickled once per worker).
 
     A spawned worker takes about a second to start (a new interpreter importing numpy, pandas and fabric). With
     ``warm_start`` (the default) the batches asked for before every worker has started are evaluated in this
-    process meanwhile, so the first generation does not wait for them; ``in_process`` counts those evaluations.
+    process meanwhile; the workers start with the second batch that needs them (their start would compete with the
+    first on a small machine), or earlier with :meth:`spawn` (a caller with other work to do first, such as ranking
+    a plan shortlist). With ``share``, this process also evaluates chunks of each batch alongside the workers (a
+    dashboard's server, with one worker on a 2-core machine). ``in_process`` counts the evaluations made here.
     Evaluations are pure, so the results are the same wherever they run.
 
     If a worker process dies (killed, out of memory), the pool is rebuilt and the batch evaluated again, up to
@@ -110,63 +117,68 @@ class ProcessRunner:
 
     name = "processes"
 
-    def __init__(self, workers: int, *, retries: int = 3, warm_start: bool = True):
+    def __init__(self, workers: int, *, retries: int = 3, warm_start: bool = True, share: bool = False):
         if workers < 1:
             raise FabricError(f"--workers must be at least 1, got {workers}")
         self.workers = workers
         self.retries = retries
         self.warm_start = warm_start
+        self.share = share
         self.restarts = 0
         self.in_process = 0
         self._pool = None
         self._ctx = None
         self._started: list | None = None
+        self._batches = 0
 
-    def start(self, workload, scenario, seed, samples, catalog, constraints, overrides=None):
-        self._ctx = (workload, scenario, seed, samples, catalog, constraints, overrides)
-        self._cases = _cases(workload)
-        self._new_pool()
-
-    def _new_pool(self):
-        # no process starts until a task is submitted: a search whose records are all cached never starts one
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"),
-                                         initializer=_init_worker, initargs=self._ctx)
-        self._started = None
-
-    def ready(self) -> bool:
-        """True once every worker process has started (always, without ``warm_start``); the first call starts
-        them."""
-        if not self.warm_start:
-            return True
+    def spawn(self) -> "ProcessRunner":
+        """Start the worker processes now (they need no context to start); returns the runner."""
+        if self._pool is None:
+            self._new_pool()
         if self._started is None:
             # one no-op per worker: the pool starts a process for each task that finds no idle worker
             self._started = [self._pool.submit(_worker_ready) for _ in range(self.workers)]
-        return all(f.done() for f in self._started)
+        return self
+
+    def start(self, workload, scenario, seed, samples, catalog, constraints, overrides=None):
+        self._ctx = (workload, scenario, seed, samples, catalog, constraints, overrides)
+        self._blob = pickle.dumps(self._ctx)
+        self._ctx_id = next(_CONTEXT_IDS)
+        self._cases = _cases(workload)
+        if self._pool is None:
+            self._new_pool()
+
+    def _new_pool(self):
+        # no process starts until a task is submitted: a search whose records are all cached never starts one
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"))
+        self._started = None
+
+    def ready(self) -> bool:
+        """True once every worker process has started (always, without ``warm_start``)."""
+        return not self.warm_start or (self._started is not None and all(f.done() for f in self._started))
 
     def worker_pids(self) -> list[int]:
         """Process ids of the live workers (for fault-injection tests and monitoring)."""
         return list(getattr(self._pool, "_processes", {}) or {})
 
+    def _here(self, designs_with_meta: list) -> list[dict]:
+        self.in_process += len(designs_with_meta) * self._cases
+        return _eval_chunk(designs_with_meta, *self._ctx)
+
     def map(self, designs_with_meta: list) -> list[dict]:
         from concurrent.futures.process import BrokenProcessPool
 
-        if self.warm_start and self._started is None:
-            # the first batch: here, and the workers start after it (their start, a second of CPU, would compete
-            # with it on a small machine)
-            self.in_process += len(designs_with_meta) * self._cases
-            out = _eval_chunk(designs_with_meta, *self._ctx)
-            self.ready()
-            return out
+        self._batches += 1
         if not self.ready():
-            self.in_process += len(designs_with_meta) * self._cases
-            return _eval_chunk(designs_with_meta, *self._ctx)
+            out = self._here(designs_with_meta)
+            if self._started is None:
+                self.spawn()            # after the first batch (see the class docstring)
+            return out
         for attempt in range(self.retries + 1):
             try:
-                out = []
-                chunks = _chunks(designs_with_meta, self.workers, cases=self._cases, key=_cabling_of)
-                for part in self._pool.map(_eval_chunk_in_worker, chunks):
-                    out.extend(part)
-                return out
+                chunks = _chunks(designs_with_meta, self.workers + (1 if self.share else 0), cases=self._cases,
+                                 key=_cabling_of)
+                return [rec for part in self._shared_map(chunks) for rec in part]
             except BrokenProcessPool:
                 if attempt == self.retries:
                     raise FabricError(f"local worker processes kept dying ({self.retries + 1} attempts); "
@@ -174,7 +186,24 @@ class ProcessRunner:
                 self.restarts += 1
                 self._pool.shutdown(wait=False, cancel_futures=True)
                 self._new_pool()
+                self.spawn()
         raise AssertionError("unreachable")
+
+    def _shared_map(self, chunks: list) -> list:
+        """Each chunk's records, in order: the workers take chunks from the front; with ``share`` this process
+        takes them from the back, each one no worker has begun."""
+        futures = [self._pool.submit(_eval_chunk_in_worker, self._ctx_id, self._blob, c) for c in chunks]
+        parts: list = [None] * len(chunks)
+        if self.share:
+            for i in range(len(chunks) - 1, -1, -1):
+                if futures[i].cancel():
+                    parts[i] = self._here(chunks[i])
+                elif not futures[i].done():
+                    break               # the workers have reached this chunk: the rest is theirs
+        for i, f in enumerate(futures):
+            if parts[i] is None:
+                parts[i] = f.result()
+        return parts
 
     def close(self):
         if self._pool is not None:

@@ -387,6 +387,7 @@ class SearchJob:
     def _run(self) -> None:
         from fabric.search import run_search
         from fabric.search.runners import InProcessRunner, ProcessRunner
+        from fabric.ui_support.plans_view import is_plan_objective
         from fabric.ui_support.saved_searches import state_file
 
         try:
@@ -394,8 +395,11 @@ class SearchJob:
                 self._finish("cancelled")
                 return
             catalog = catalog_for_constraints(self.catalog, self.constraints)
+            # the server shares the evaluations with its worker processes (it is otherwise idle while they run)
+            self._runner = ProcessRunner(self.workers, share=True) if self.workers else InProcessRunner()
+            if self.workers and is_plan_objective(self.workload):
+                self._runner.spawn()    # the workers start while the plan shortlist is ranked here
             workload = self._prepared(catalog)
-            self._runner = ProcessRunner(self.workers) if self.workers else InProcessRunner()
             state_path = state_file(self.state_dir, self.search_id) if self.state_dir is not None else None
             res = run_search(workload, self.constraints, budget_evals=self.budget_evals, seed=self.seed,
                              pop_size=self.pop_size, samples=self.samples, runner=self._runner,
@@ -406,15 +410,22 @@ class SearchJob:
         except Exception as err:  # a bug must reach the page as a message, not kill the thread silently
             self._finish("failed", error=f"internal error: {type(err).__name__}: {err}\n{traceback.format_exc()}")
         else:
-            with self._lock:
-                self._front = list(res.front)
-                self._baselines = list(res.baselines)
-                self._evaluations = res.evaluations
-                self._generation = res.generations
-                self._hv_history = list(res.hv_history)
-                if res.hv_history:
-                    self._hypervolume = res.hv_history[-1]["hypervolume"]
-            self._finish("cancelled" if res.stopped_because == "cancelled" else "done", result=res)
+            self._done(res)
+        finally:
+            if self._runner is not None:
+                self._runner.close()    # (run_search closes it too; this is for a plan phase that failed)
+
+    def _done(self, res) -> None:
+        """Keep the finished search's result."""
+        with self._lock:
+            self._front = list(res.front)
+            self._baselines = list(res.baselines)
+            self._evaluations = res.evaluations
+            self._generation = res.generations
+            self._hv_history = list(res.hv_history)
+            if res.hv_history:
+                self._hypervolume = res.hv_history[-1]["hypervolume"]
+        self._finish("cancelled" if res.stopped_because == "cancelled" else "done", result=res)
 
     def _prepared(self, catalog):
         """The workload to search: a plan objective with its plan shortlist (phase "plans" meanwhile, kept in
