@@ -105,10 +105,11 @@ class ProcessRunner:
 
     A spawned worker takes about a second to start (a new interpreter importing numpy, pandas and fabric). With
     ``warm_start`` (the default) the batches asked for before every worker has started are evaluated in this
-    process meanwhile; the workers start with the second batch that needs them (their start would compete with the
-    first on a small machine), or earlier with :meth:`spawn` (a caller with other work to do first, such as ranking
-    a plan shortlist). With ``share``, this process also evaluates chunks of each batch alongside the workers (a
-    dashboard's server, with one worker on a 2-core machine). ``in_process`` counts the evaluations made here.
+    process meanwhile; the workers start after the first batch that needs them (their start would compete with it
+    on a small machine), or, with ``autospawn=False``, when the caller says so with :meth:`spawn` (the dashboard:
+    once the first generation is on the page). With ``share``, this process also evaluates chunks of each batch
+    alongside the workers (a dashboard's server, with one worker on a 2-core machine). ``in_process`` counts the
+    evaluations made here.
     Evaluations are pure, so the results are the same wherever they run.
 
     If a worker process dies (killed, out of memory), the pool is rebuilt and the batch evaluated again, up to
@@ -117,13 +118,15 @@ class ProcessRunner:
 
     name = "processes"
 
-    def __init__(self, workers: int, *, retries: int = 3, warm_start: bool = True, share: bool = False):
+    def __init__(self, workers: int, *, retries: int = 3, warm_start: bool = True, share: bool = False,
+                 autospawn: bool = True):
         if workers < 1:
             raise FabricError(f"--workers must be at least 1, got {workers}")
         self.workers = workers
         self.retries = retries
         self.warm_start = warm_start
         self.share = share
+        self.autospawn = autospawn
         self.restarts = 0
         self.in_process = 0
         self._pool = None
@@ -132,7 +135,8 @@ class ProcessRunner:
         self._batches = 0
 
     def spawn(self) -> "ProcessRunner":
-        """Start the worker processes now (they need no context to start); returns the runner."""
+        """Start the worker processes now (they need no context to start; calling it again does nothing); returns
+        the runner."""
         if self._pool is None:
             self._new_pool()
         if self._started is None:
@@ -171,7 +175,7 @@ class ProcessRunner:
         self._batches += 1
         if not self.ready():
             out = self._here(designs_with_meta)
-            if self._started is None:
+            if self._started is None and self.autospawn:
                 self.spawn()            # after the first batch (see the class docstring)
             return out
         for attempt in range(self.retries + 1):

@@ -375,6 +375,8 @@ class SearchJob:
                 _SLOTS_LOCK.wait(0.5)
 
     def _progress(self, p) -> None:
+        if p.generation >= 1 and hasattr(self._runner, "spawn"):
+            self._runner.spawn()        # the first generation is in: start the worker processes (see _run)
         with self._lock:
             self._generation = p.generation
             self._evaluations = p.evaluations
@@ -387,7 +389,6 @@ class SearchJob:
     def _run(self) -> None:
         from fabric.search import run_search
         from fabric.search.runners import InProcessRunner, ProcessRunner
-        from fabric.ui_support.plans_view import is_plan_objective
         from fabric.ui_support.saved_searches import state_file
 
         try:
@@ -395,10 +396,11 @@ class SearchJob:
                 self._finish("cancelled")
                 return
             catalog = catalog_for_constraints(self.catalog, self.constraints)
-            # the server shares the evaluations with its worker processes (it is otherwise idle while they run)
-            self._runner = ProcessRunner(self.workers, share=True) if self.workers else InProcessRunner()
-            if self.workers and is_plan_objective(self.workload):
-                self._runner.spawn()    # the workers start while the plan shortlist is ranked here
+            # The first generation is evaluated here, and the worker processes start once it is on the page (their
+            # start, a second of imports, would compete with it and with the browser on a 2-core machine); from
+            # then on the server shares the evaluations with them (it is otherwise idle while they run).
+            self._runner = ProcessRunner(self.workers, share=True, autospawn=False) if self.workers \
+                else InProcessRunner()
             workload = self._prepared(catalog)
             state_path = state_file(self.state_dir, self.search_id) if self.state_dir is not None else None
             res = run_search(workload, self.constraints, budget_evals=self.budget_evals, seed=self.seed,
