@@ -236,20 +236,21 @@ def draw(snap, *, live: bool) -> None:
         st.progress(0.0, text=f"Search waiting for a free slot on the server ({ahead}; the server runs at most "
                               f"max_concurrent_searches at once), {snap.elapsed_s:.0f} s")
         return
-    if snap.phase == "plans":
+    if snap.phase == "plans":      # (the empty charts below are drawn meanwhile: the browser loads plotly)
         st.progress(0.0, text=f"Search running: ranking the parallelism plans on a few probe designs, the shortlist "
                               f"every design will be tried at (once per server for the same inputs), "
                               f"{snap.elapsed_s:.1f} s")
-        return
-    state = {"running": "running", "done": "finished", "cancelled": "cancelled", "failed": "failed"}[snap.state]
-    if snap.state == "cancelled" and ss["search_job"].abandoned:
-        state = "cancelled (no open page was watching it)"
-    resumed = ""
-    if snap.resumed_from:
-        resumed = (f", continued from its saved state at generation {snap.resumed_from} after a server restart"
-                   if snap.after_restart else f", reopened from its saved state at generation {snap.resumed_from}")
-    st.progress(snap.fraction, text=f"Search {state}: generation {snap.generation}, {snap.evaluations:,} designs "
-                                    f"evaluated (budget {budget:,}), {snap.elapsed_s:.1f} s{resumed}")
+    else:
+        state = {"running": "running", "done": "finished", "cancelled": "cancelled", "failed": "failed"}[snap.state]
+        if snap.state == "cancelled" and ss["search_job"].abandoned:
+            state = "cancelled (no open page was watching it)"
+        resumed = ""
+        if snap.resumed_from:
+            resumed = (f", continued from its saved state at generation {snap.resumed_from} after a server restart"
+                       if snap.after_restart else
+                       f", reopened from its saved state at generation {snap.resumed_from}")
+        st.progress(snap.fraction, text=f"Search {state}: generation {snap.generation}, {snap.evaluations:,} "
+                                        f"designs evaluated (budget {budget:,}), {snap.elapsed_s:.1f} s{resumed}")
     if snap.state == "failed":
         st.error(f"The search stopped: {C.public_message(snap.error) if snap.error else 'unknown error'}")
         return

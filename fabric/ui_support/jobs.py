@@ -375,8 +375,8 @@ class SearchJob:
                 _SLOTS_LOCK.wait(0.5)
 
     def _progress(self, p) -> None:
-        if p.generation >= 1 and hasattr(self._runner, "spawn"):
-            self._runner.spawn()        # the first generation is in: start the worker processes (see _run)
+        if p.generation >= 2 and hasattr(self._runner, "spawn"):
+            self._runner.spawn()        # the first front is on the page: start the worker processes (see _run)
         with self._lock:
             self._generation = p.generation
             self._evaluations = p.evaluations
@@ -396,9 +396,10 @@ class SearchJob:
                 self._finish("cancelled")
                 return
             catalog = catalog_for_constraints(self.catalog, self.constraints)
-            # The first generation is evaluated here, and the worker processes start once it is on the page (their
-            # start, a second of imports, would compete with it and with the browser on a 2-core machine); from
-            # then on the server shares the evaluations with them (it is otherwise idle while they run).
+            # The first generations are evaluated here, and the worker processes start once the first front is on
+            # the page, after the second generation (their start, a second of imports, would compete with the
+            # first front and the browser drawing it on a 2-core machine); from then on the server shares the
+            # evaluations with them (it is otherwise idle while they run).
             self._runner = ProcessRunner(self.workers, share=True, autospawn=False) if self.workers \
                 else InProcessRunner()
             workload = self._prepared(catalog)
