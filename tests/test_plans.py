@@ -161,6 +161,39 @@ def test_rank_plans_is_exact_against_evaluating_every_plan():
     assert plan_key(ranking.best[0].candidate.plan) != ()
 
 
+def test_the_screen_without_the_report_ranks_exactly_as_the_full_evaluation():
+    """rank_plans(detail=False), the shortlist's screen (fabric.evaluate.engine.step_time_stats: the percentiles
+    without per-op results and hot links), gives the same plans and the same p99s as the full evaluation, on a
+    design whose ECMP hashing draws random numbers (the draws must be the same ones)."""
+    basis = basis_from_preset("mixtral-8x7b", 128)
+    design = preset_design("fat-tree", 128).replace(routing="ecmp", oversubscription=(2.0, 2.0))
+    space = plan_space(basis, design.gpu_model)
+    full = rank_plans(design, basis, samples=64, keep=6, space=space, seed=5)
+    screen = rank_plans(design, basis, samples=64, keep=6, space=space, seed=5, detail=False)
+    assert [r.label for r in screen.best] == [r.label for r in full.best]
+    assert [(r.p50_s, r.p95_s, r.p99_s, r.mean_s, r.compute_s) for r in screen.best] == \
+        [(r.p50_s, r.p95_s, r.p99_s, r.mean_s, r.compute_s) for r in full.best]
+    assert all(r.evaluation is None for r in screen.best) and full.best[0].evaluation is not None
+    assert screen.evaluated == full.evaluated
+
+
+def test_step_time_stats_is_the_evaluations_step_time_with_several_jobs():
+    from fabric.evaluate import evaluate
+    from fabric.evaluate.engine import step_time_stats
+    from fabric.workload.presets import preset_workload
+
+    design = preset_design("fat-tree", 256)
+    for name in ("llama3-70b", "mixtral-8x7b"):
+        wl = preset_workload(name, 128)
+        two = wl.with_jobs(list(wl.jobs) + [replace(j, name=j.name + " (second)") for j in wl.jobs
+                                            if j.kind != "storage"])
+        for w in (wl, two):
+            ev = evaluate(design, w, seed=3, samples=64)
+            st = step_time_stats(design, w, seed=3, samples=64)
+            assert {k: st[k] for k in ("p50", "p95", "p99", "mean")} == ev.step_time_s
+            assert st["compute_s"] == ev.compute_s
+
+
 def test_catalog_hbm_column_is_optional(tmp_path):
     from fabric.catalog import default_catalog, load_catalog
 

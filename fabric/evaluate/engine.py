@@ -47,7 +47,8 @@ from fabric.topology.fabric import LINK_KINDS
 from fabric.workload.accounting import step_ops
 from fabric.workload.model import CommOp, Job, Workload
 
-__all__ = ["Evaluation", "OpResult", "evaluate", "scale_workload", "scaling_efficiency", "DEFAULT_SAMPLES"]
+__all__ = ["Evaluation", "OpResult", "evaluate", "step_time_stats", "scale_workload", "scaling_efficiency",
+           "DEFAULT_SAMPLES"]
 
 DEFAULT_SAMPLES = 256
 _PERCENTILES = (50, 95, 99)
@@ -398,25 +399,10 @@ def _canonical_kind(kind: str) -> str:
 # ------------------------------------------------------------------ evaluate
 
 
-def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, seed: int = 0,
-             samples: int = DEFAULT_SAMPLES, catalog=None, transport_overrides: dict | None = None,
-             algorithms: dict | None = None, top_links: int = 10, serving_curve: bool = False,
-             reuse: dict | None = None) -> Evaluation:
-    """Evaluate ``workload`` on ``design`` under ``scenario``; deterministic for a given seed.
-
-    ``algorithms`` forces an algorithm per collective kind (e.g. ``{"all_reduce": "hierarchical"}``) instead of
-    the NCCL-like choice; ``transport_overrides`` replaces transport-profile values (calibration).
-
-    ``reuse``: a dict the caller keeps across evaluations of one design on several workloads and scenarios (the
-    robust objective, :mod:`fabric.search.robust`): the fabric and its bill of materials, the network model of
-    each set of failed and slow switches and links, and each op's traffic pattern and link-group loads on a model
-    are computed once and taken from it afterwards. Only deterministic intermediate results are kept (keyed by
-    everything they depend on: design, catalog, calibration, samples, the model's failures, the op's placed group
-    and algorithm); every random draw is made again, so the result is identical with or without ``reuse``.
-
-    Serving jobs (with a ``serving`` request structure) also get request-level latency in ``Evaluation.serving``
-    (:mod:`fabric.evaluate.serving`); ``serving_curve`` adds their latency-versus-load curve.
-    """
+def _simulate(design, workload: Workload, scenario, *, seed: int, samples: int, catalog, transport_overrides,
+              algorithms, reuse) -> dict:
+    """The step-time samples of every job of ``workload`` on ``design`` (what :func:`evaluate` reports on and
+    :func:`step_time_stats` summarizes), with what the report needs besides."""
     algorithms = dict(algorithms or {})
     scenario = scenario or Scenario()
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 16 or samples > 100_000:
@@ -469,6 +455,59 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
                     _run_job(job, gpus, _with_background(model, usage, i), seq, **ctx)
                     for i, (job, gpus, seq) in enumerate(zip(compute_jobs, placements, job_seeds))]
             notes.append("jobs sharing link groups get a max-min fair share of them while the others are active")
+    return dict(design=design, scenario=scenario, fabric=fabric, bom=bom, prof=prof, model=model,
+                compute_jobs=compute_jobs, placements=placements, job_seeds=job_seeds, ctx=ctx, runs=runs,
+                alone=alone, usage=usage, notes=notes, bases=bases, storage=storage)
+
+
+def _primary(compute_jobs: list) -> int:
+    """The index of the job whose step time an evaluation reports: the largest training job (else the first)."""
+    best = None
+    for i, job in enumerate(compute_jobs):
+        if best is None or (job.kind == "training" and (compute_jobs[best].kind != "training"
+                                                        or job.world_size > compute_jobs[best].world_size)):
+            best = i
+    return best
+
+
+def step_time_stats(design, workload: Workload, scenario: Scenario | None = None, *, seed: int = 0,
+                    samples: int = DEFAULT_SAMPLES, catalog=None, transport_overrides: dict | None = None,
+                    reuse: dict | None = None) -> dict:
+    """The primary job's step-time percentiles (``p50``, ``p95``, ``p99``, ``mean``) and ``compute_s``, exactly
+    as :func:`evaluate` reports them, without the report (per-op results, hot links, breakdown): what ranking
+    hundreds of parallelism plans on one design needs (:mod:`fabric.plans.best`)."""
+    sim = _simulate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog,
+                    transport_overrides=transport_overrides, algorithms=None, reuse=reuse)
+    i = _primary(sim["compute_jobs"])
+    return {**_stats(sim["runs"][i]["step"]), "compute_s": float(sim["compute_jobs"][i].compute_time_s)}
+
+
+def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, seed: int = 0,
+             samples: int = DEFAULT_SAMPLES, catalog=None, transport_overrides: dict | None = None,
+             algorithms: dict | None = None, top_links: int = 10, serving_curve: bool = False,
+             reuse: dict | None = None) -> Evaluation:
+    """Evaluate ``workload`` on ``design`` under ``scenario``; deterministic for a given seed.
+
+    ``algorithms`` forces an algorithm per collective kind (e.g. ``{"all_reduce": "hierarchical"}``) instead of
+    the NCCL-like choice; ``transport_overrides`` replaces transport-profile values (calibration).
+
+    ``reuse``: a dict the caller keeps across evaluations of one design on several workloads and scenarios (the
+    robust objective, :mod:`fabric.search.robust`): the fabric and its bill of materials, the network model of
+    each set of failed and slow switches and links, and each op's traffic pattern and link-group loads on a model
+    are computed once and taken from it afterwards. Only deterministic intermediate results are kept (keyed by
+    everything they depend on: design, catalog, calibration, samples, the model's failures, the op's placed group
+    and algorithm); every random draw is made again, so the result is identical with or without ``reuse``.
+
+    Serving jobs (with a ``serving`` request structure) also get request-level latency in ``Evaluation.serving``
+    (:mod:`fabric.evaluate.serving`); ``serving_curve`` adds their latency-versus-load curve.
+    """
+    sim = _simulate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog,
+                    transport_overrides=transport_overrides, algorithms=algorithms, reuse=reuse)
+    design, scenario, fabric, bom, prof, model = (sim[k] for k in ("design", "scenario", "fabric", "bom", "prof",
+                                                                    "model"))
+    compute_jobs, placements, job_seeds, ctx = sim["compute_jobs"], sim["placements"], sim["job_seeds"], sim["ctx"]
+    runs, alone, usage, notes, bases, storage = (sim[k] for k in ("runs", "alone", "usage", "notes", "bases",
+                                                                  "storage"))
 
     job_results = {}
     primary = None

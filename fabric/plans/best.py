@@ -16,6 +16,7 @@ import heapq
 from dataclasses import dataclass, field
 
 from fabric.evaluate import evaluate
+from fabric.evaluate.engine import step_time_stats
 from fabric.evaluate.gpu_compute import compute_basis
 from fabric.evaluate.scenario import Scenario
 from fabric.plans.basis import PlanBasis, primary_training_job
@@ -92,10 +93,17 @@ def _factor(basis: PlanBasis, cand: Candidate, gpu_model: str, catalog) -> float
 
 
 def evaluate_plan(design, basis: PlanBasis, cand: Candidate, *, scenario=None, seed: int = 0, samples: int = 256,
-                  catalog=None, transport_overrides=None, reuse: dict | None = None) -> PlanResult:
-    """``cand`` evaluated on ``design`` (the primary training job's percentiles)."""
-    ev = evaluate(design, plan_workload(basis, cand.plan), scenario or Scenario(), seed=seed, samples=samples,
-                  catalog=catalog, transport_overrides=transport_overrides, reuse=reuse)
+                  catalog=None, transport_overrides=None, reuse: dict | None = None,
+                  detail: bool = True) -> PlanResult:
+    """``cand`` evaluated on ``design`` (the primary training job's percentiles); with ``detail`` False only the
+    percentiles (:func:`fabric.evaluate.engine.step_time_stats`, the same numbers without the report: no
+    ``evaluation``)."""
+    kw = dict(seed=seed, samples=samples, catalog=catalog, transport_overrides=transport_overrides, reuse=reuse)
+    if not detail:
+        st = step_time_stats(design, plan_workload(basis, cand.plan), scenario or Scenario(), **kw)
+        return PlanResult(cand, st["p50"], st["p95"], st["p99"], st["mean"], st["compute_s"],
+                          provenance(basis, cand.plan), None)
+    ev = evaluate(design, plan_workload(basis, cand.plan), scenario or Scenario(), **kw)
     st = ev.step_time_s
     return PlanResult(cand, float(st["p50"]), float(st["p95"]), float(st["p99"]), float(st["mean"]),
                       float(ev.compute_s), provenance(basis, cand.plan), ev)
@@ -103,14 +111,15 @@ def evaluate_plan(design, basis: PlanBasis, cand: Candidate, *, scenario=None, s
 
 def rank_plans(design, basis: PlanBasis, *, scenario=None, seed: int = 0, samples: int = 256, catalog=None,
                transport_overrides=None, keep: int = 3, space: PlanSpace | None = None,
-               candidates=None, reuse: dict | None = None) -> PlanRanking:
+               candidates=None, reuse: dict | None = None, detail: bool = True) -> PlanRanking:
     """The ``keep`` best plans of ``design`` by p99 step time (exact: see the module docstring). ``candidates``
-    restricts the plans tried (default: the whole space)."""
+    restricts the plans tried (default: the whole space); ``detail`` False: the results carry no evaluation
+    (:func:`evaluate_plan`; a third faster, for a screen of the whole space)."""
     space = space or plan_space(basis, design.gpu_model, domain=design.domain_size, catalog=catalog)
     cands = list(space.candidates if candidates is None else candidates)
     reuse = {} if reuse is None else reuse
     kw = dict(scenario=scenario, seed=seed, samples=samples, catalog=catalog,
-              transport_overrides=transport_overrides, reuse=reuse)
+              transport_overrides=transport_overrides, reuse=reuse, detail=detail)
     if not cands:
         return PlanRanking(design.name, space, (), None, 0, 0)
     factor = _factor(basis, cands[0], design.gpu_model, catalog)

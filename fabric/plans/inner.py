@@ -144,7 +144,7 @@ class PlanObjective:
             first = d.gpu_model not in screened
             r = rank_plans(d, self.basis, scenario=scenario, seed=seed, samples=samples, catalog=space.catalog,
                            transport_overrides=overrides, keep=SCREENED if first else PER_PROBE, space=sp,
-                           candidates=None if first else screened[d.gpu_model])
+                           candidates=None if first else screened[d.gpu_model], detail=False)
             if first:
                 screened[d.gpu_model] = [x.candidate for x in r.best]
             chosen = per.setdefault(d.gpu_model, [])
