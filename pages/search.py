@@ -228,6 +228,18 @@ if ss.pop("_open_design", False):
     st.switch_page(C.PAGE_FILES["design"])
 
 
+def _figure(name: str, snap, live: bool, inputs: tuple, build):
+    """A chart's figure; in the live panel (redrawn twice a second) built again only when the search has moved on
+    or ``inputs`` changed, so the server's time goes to the search."""
+    if not live:
+        return build()
+    key = (id(ss.get("search_job")), snap.phase, snap.state, snap.generation, snap.evaluations, inputs)
+    memo = ss.setdefault("_live_figures", {})
+    if name not in memo or memo[name][0] != key:
+        memo[name] = (key, build())
+    return memo[name][1]
+
+
 def draw(snap, *, live: bool) -> None:
     """Progress, Pareto front, hypervolume, summary and the front table of one snapshot."""
     budget = snap.budget_evals or 0
@@ -284,10 +296,11 @@ def draw(snap, *, live: bool) -> None:
         st.subheader("Pareto front: network capex vs robust p99 across the job mix" if robust and y_col == "p99_s"
                      else f"Pareto front: network capex vs {y_title}")
         beyond = [] if live or res is None else res.beyond_target()
-        fig = charts.pareto_figure(snap.front, snap.baselines, others=others, p99_target_s=cons.p99_target_s,
-                                   beyond=beyond,
-                                   budget_usd=cons.budget_usd, height=470 if robust else 400, y_col=y_col,
-                                   y_title=y_title, step_word="unloaded request" if only else "step", **extra)
+        inputs = (y_col, robust, cons.p99_target_s, cons.budget_usd)
+        fig = _figure("pareto", snap, live, inputs, lambda: charts.pareto_figure(
+            snap.front, snap.baselines, others=others, p99_target_s=cons.p99_target_s, beyond=beyond,
+            budget_usd=cons.budget_usd, height=470 if robust else 400, y_col=y_col, y_title=y_title,
+            step_word="unloaded request" if only else "step", **extra))
         if live:
             st.plotly_chart(fig, width="stretch", theme=None, key="pareto_live")
         else:
@@ -312,7 +325,8 @@ def draw(snap, *, live: bool) -> None:
                          "design.")
     with right:
         st.subheader("Search progress")
-        st.plotly_chart(charts.hypervolume_figure(snap.hv_history, finished=not snap.running, height=330),
+        st.plotly_chart(_figure("hypervolume", snap, live, (), lambda: charts.hypervolume_figure(
+                            snap.hv_history, finished=not snap.running, height=330)),
                         width="stretch", theme=None, key="hv_live" if live else "hv_chart")
         st.caption("Hypervolume dominated by the front after each generation, in % of "
                    + ("the best so far" if snap.running else "this run's final value")
