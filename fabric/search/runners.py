@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import math
 import multiprocessing as mp
-import pickle
 from concurrent.futures import ProcessPoolExecutor
 
 from fabric.errors import FabricError
@@ -27,12 +26,13 @@ def _eval_chunk(designs_with_meta, workload, scenario, seed, samples, catalog, c
             for d, g, r in designs_with_meta]
 
 
-def _eval_chunk_in_worker(context_id: int, context: bytes, designs_with_meta):
-    """A chunk evaluated in a worker process; ``context`` (the pickled search context, a few tens of kB) is
-    unpickled once per worker and search (``context_id``)."""
+def _eval_chunk_in_worker(context_id: int, context: tuple, designs_with_meta):
+    """A chunk evaluated in a worker process. ``context`` (the search's, a few tens of kB) comes with every chunk;
+    the worker keeps the first copy of each search's (``context_id``), so caches keyed on its objects (the catalog)
+    stay warm across chunks."""
     if _WORKER_CONTEXT.get("id") != context_id:
         _WORKER_CONTEXT.clear()
-        _WORKER_CONTEXT.update(id=context_id, ctx=pickle.loads(context))
+        _WORKER_CONTEXT.update(id=context_id, ctx=context)
     return _eval_chunk(designs_with_meta, *_WORKER_CONTEXT["ctx"])
 
 
@@ -100,8 +100,8 @@ _CONTEXT_IDS = itertools.count(1)
 
 
 class ProcessRunner:
-    """Evaluate on ``workers`` local processes (spawned; the search's context travels with each chunk, pickled
-    once, and is unpickled once per worker).
+    """Evaluate on ``workers`` local processes (spawned; the search's context travels with each chunk, and each
+    worker keeps its first copy).
 
     A spawned worker takes about a second to start (a new interpreter importing numpy, pandas and fabric). With
     ``warm_start`` (the default) the batches asked for before every worker has started are evaluated in this
@@ -146,7 +146,6 @@ class ProcessRunner:
 
     def start(self, workload, scenario, seed, samples, catalog, constraints, overrides=None):
         self._ctx = (workload, scenario, seed, samples, catalog, constraints, overrides)
-        self._blob = pickle.dumps(self._ctx)
         self._ctx_id = next(_CONTEXT_IDS)
         self._cases = _cases(workload)
         if self._pool is None:
@@ -196,7 +195,7 @@ class ProcessRunner:
     def _shared_map(self, chunks: list) -> list:
         """Each chunk's records, in order: the workers take chunks from the front; with ``share`` this process
         takes them from the back, each one no worker has begun."""
-        futures = [self._pool.submit(_eval_chunk_in_worker, self._ctx_id, self._blob, c) for c in chunks]
+        futures = [self._pool.submit(_eval_chunk_in_worker, self._ctx_id, self._ctx, c) for c in chunks]
         parts: list = [None] * len(chunks)
         if self.share:
             for i in range(len(chunks) - 1, -1, -1):
