@@ -107,7 +107,7 @@ class ProcessRunner:
     ``warm_start`` (the default) the batches asked for before every worker has started are evaluated in this
     process meanwhile; the workers start after the first batch that needs them (their start would compete with it
     on a small machine), or, with ``autospawn=False``, when the caller says so with :meth:`spawn` (the dashboard:
-    once the first generation is on the page). With ``share``, this process also evaluates chunks of each batch
+    after the second generation, once the first front is on the page). With ``share``, this process also evaluates chunks of each batch
     alongside the workers (a dashboard's server, with one worker on a 2-core machine). ``in_process`` counts the
     evaluations made here.
     Evaluations are pure, so the results are the same wherever they run.
@@ -132,7 +132,6 @@ class ProcessRunner:
         self._pool = None
         self._ctx = None
         self._started: list | None = None
-        self._batches = 0
 
     def spawn(self) -> "ProcessRunner":
         """Start the worker processes now (they need no context to start; calling it again does nothing); returns
@@ -171,7 +170,6 @@ class ProcessRunner:
     def map(self, designs_with_meta: list) -> list[dict]:
         from concurrent.futures.process import BrokenProcessPool
 
-        self._batches += 1
         if not self.ready():
             out = self._here(designs_with_meta)
             if self._started is None and self.autospawn:
