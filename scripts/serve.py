@@ -5,7 +5,8 @@ numpy, pandas, plotly (and its chart template), pymoo and fabric's modules. Stre
 a browser connects, so without this the first visitor after a server start waits for those imports (about 1 s on
 a 2-core machine) and for plotly's first figure (its template and property validators load on first use).
 ``scripts/run_dashboard.sh`` and the browser tests start the dashboard this way; ``streamlit run app.py`` still works
-(the first visit is then slower).
+(the first visit is then slower). It also starts the fork server the search workers are forked from, with
+fabric imported in it, so a search's worker starts at once instead of importing for a second.
 
 Only libraries and ``fabric`` are imported here, not ``pages``: the pages define Streamlit caches, which must be
 created inside the running server.
@@ -32,6 +33,10 @@ def preload() -> None:
     from fabric.ui_support import charts
 
     charts.style(go.Figure(go.Scatter(x=[0.0], y=[0.0]))).to_plotly_json()
+    # search workers are forks of a server process that has fabric imported (fabric.search.runners)
+    from fabric.search.runners import start_fork_server
+
+    start_fork_server()
 
 
 def main() -> None:

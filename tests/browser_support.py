@@ -90,6 +90,16 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def is_search_worker(pid: int) -> bool:
+    """True for a live multiprocessing worker: spawned (``spawn_main``) or forked by the fork server (a child of
+    the fork server process, whose command line it shares)."""
+    line = cmdline(pid)
+    if "spawn_main" in line:
+        return True
+    st = _stat(pid)
+    return "forkserver" in line and st is not None and "forkserver" in cmdline(st[0])
+
+
 def rss_bytes(pid: int) -> int:
     """Resident memory of one process (0 when it is gone)."""
     try:
@@ -150,8 +160,9 @@ class Dashboard:
         return self.proc.pid
 
     def search_workers(self) -> list[int]:
-        """The server's live search worker processes (multiprocessing spawns them with ``spawn_main``)."""
-        return [p for p in descendants(self.pid) if "spawn_main" in cmdline(p)]
+        """The server's live search worker processes: forks of its multiprocessing fork server
+        (fabric.search.runners.worker_context), or, where there is none, processes spawned with ``spawn_main``."""
+        return [p for p in descendants(self.pid) if is_search_worker(p)]
 
     def tree_rss_bytes(self) -> int:
         """Resident memory of the server and every process below it."""

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from browser_support import (ROOT, VIEW, Dashboard, cmdline, download_text, expect, free_port, go_to_search,
+from browser_support import (ROOT, VIEW, Dashboard, download_text, expect, free_port, go_to_search, is_search_worker,
                              open_with_upload, wait_for_search, wait_for_upload, wait_until)
 
 pytestmark = pytest.mark.browser
@@ -182,7 +182,7 @@ def test_a_search_interrupted_by_a_server_crash_resumes_after_a_restart(browser,
         workers = dash.search_workers()
         assert workers
         dash.kill()                                             # the server and its workers die at once
-        assert not [p for p in workers if "spawn_main" in cmdline(p)]
+        assert not [p for p in workers if is_search_worker(p)]
         ctx.close()
     finally:
         dash.stop()

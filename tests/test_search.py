@@ -325,3 +325,23 @@ def test_process_runner_started_early_and_sharing_its_batches_gives_the_same_fro
     res = run_search(_workload(), cons, budget_evals=64, seed=13, pop_size=16, samples=32, runner=runner)
     assert _front_set(res) == _front_set(ref)
     assert 0 < runner.in_process < res.evaluations      # this process and the worker each took chunks
+
+
+def test_local_workers_are_forks_of_the_fork_server():
+    """Where the platform has one, workers are forks of the multiprocessing fork server (started with fabric
+    imported by a long-running server: scripts/serve.py), not interpreters spawned by this process."""
+    import os
+
+    from fabric.search.runners import start_fork_server, worker_context
+
+    if not start_fork_server():
+        pytest.skip("no fork server on this platform")
+    assert worker_context().get_start_method() == "forkserver"
+    runner = ProcessRunner(1).spawn()
+    try:
+        parent = runner.share_map(os.getppid, [()], share=False)[0]
+        assert parent != os.getpid()
+        with open(f"/proc/{parent}/cmdline", "rb") as fh:
+            assert b"forkserver" in fh.read()
+    finally:
+        runner.close()

@@ -15,7 +15,8 @@ from concurrent.futures import ProcessPoolExecutor
 from fabric.errors import FabricError
 from fabric.search.records import evaluate_record
 
-__all__ = ["InProcessRunner", "ProcessRunner", "DaskRunner", "make_runner"]
+__all__ = ["InProcessRunner", "ProcessRunner", "DaskRunner", "make_runner", "worker_context",
+           "start_fork_server"]
 
 _WORKER_CONTEXT: dict = {}
 
@@ -97,20 +98,42 @@ class InProcessRunner:
 
 
 _CONTEXT_IDS = itertools.count(1)
+#: What a worker imports before its first task; a fork server started with them (:func:`start_fork_server`) makes
+#: each new worker a fork of a process that has them already.
+WORKER_MODULES = ("fabric.search.runners", "fabric.search.records", "fabric.plans.inner")
+
+
+def worker_context():
+    """The multiprocessing context of the local workers: "forkserver" where the platform has it (a worker is a
+    fork of a clean single-threaded server process, without a second of imports once that server has imported
+    :data:`WORKER_MODULES`), else "spawn". Never plain "fork": the dashboard's server has threads."""
+    return mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
+
+
+def start_fork_server() -> bool:
+    """Start the fork server now, with :data:`WORKER_MODULES` imported in it (a long-running server, such as the
+    dashboard's, calls this at start so its first search's workers start at once); False where there is none."""
+    if "forkserver" not in mp.get_all_start_methods():
+        return False
+    from multiprocessing import forkserver
+
+    mp.set_forkserver_preload(list(WORKER_MODULES))
+    forkserver.ensure_running()
+    return True
 
 
 class ProcessRunner:
-    """Evaluate on ``workers`` local processes (spawned; the search's context travels with each chunk, and each
-    worker keeps its first copy).
+    """Evaluate on ``workers`` local processes (:func:`worker_context`; the search's context travels with each
+    chunk, and each worker keeps its first copy).
 
-    A spawned worker takes about a second to start (a new interpreter importing numpy, pandas and fabric). With
-    ``warm_start`` (the default) the batches asked for before every worker has started are evaluated in this
-    process meanwhile; the workers start after the first batch that needs them (their start would compete with it
-    on a small machine), or, with ``autospawn=False``, when the caller says so with :meth:`spawn` (the dashboard:
-    after the second generation, once the first front is on the page). With ``share``, this process also evaluates chunks of each batch
-    alongside the workers (a dashboard's server, with one worker on a 2-core machine). ``in_process`` counts the
-    evaluations made here.
-    Evaluations are pure, so the results are the same wherever they run.
+    A new worker takes about a second to start (importing numpy, pandas and fabric) unless the fork server has them
+    imported already (:func:`start_fork_server`). With ``warm_start`` (the default) the batches asked for before
+    every worker has started are evaluated in this process meanwhile; the workers start after the first batch that
+    needs them (their start would compete with it on a small machine), or, with ``autospawn=False``, when the
+    caller says so with :meth:`spawn` (the dashboard: after the second generation, once the first front is on the
+    page). With ``share``, this process also evaluates chunks of each batch alongside the workers (a dashboard's
+    server, with one worker on a 2-core machine). ``in_process`` counts the evaluations made here. Evaluations are
+    pure, so the results are the same wherever they run.
 
     If a worker process dies (killed, out of memory), the pool is rebuilt and the batch evaluated again, up to
     ``retries`` times.
@@ -152,7 +175,7 @@ class ProcessRunner:
 
     def _new_pool(self):
         # no process starts until a task is submitted: a search whose records are all cached never starts one
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"))
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=worker_context())
         self._started = None
 
     def ready(self) -> bool:
@@ -191,18 +214,28 @@ class ProcessRunner:
         raise AssertionError("unreachable")
 
     def _shared_map(self, chunks: list) -> list:
-        """Each chunk's records, in order: the workers take chunks from the front; with ``share`` this process
-        takes them from the back, each one no worker has begun."""
-        futures = [self._pool.submit(_eval_chunk_in_worker, self._ctx_id, self._ctx, c) for c in chunks]
-        parts: list = [None] * len(chunks)
-        if self.share:
-            for i in range(len(chunks) - 1, -1, -1):
+        """Each chunk's records, in order (see :meth:`share_map`)."""
+        return self.share_map(_eval_chunk_in_worker, [(self._ctx_id, self._ctx, c) for c in chunks],
+                              here=lambda args: self._here(args[2]), share=self.share)
+
+    def share_map(self, fn, args_list: list, *, here=None, share: bool = True) -> list:
+        """``fn(*args)`` for each of ``args_list``, in order: the workers take them from the front; with ``share``
+        this process takes them from the back (``here(args)``, default ``fn(*args)``), each one no worker has
+        begun, so nothing waits for a worker that has not started yet. ``fn`` must be a module-level function."""
+        if self._pool is None:
+            self._new_pool()
+        futures = [self._pool.submit(fn, *args) for args in args_list]
+        parts: list = [None] * len(args_list)
+        done = [False] * len(args_list)
+        if share:
+            for i in range(len(args_list) - 1, -1, -1):
                 if futures[i].cancel():
-                    parts[i] = self._here(chunks[i])
+                    parts[i] = here(args_list[i]) if here is not None else fn(*args_list[i])
+                    done[i] = True
                 elif not futures[i].done():
-                    break               # the workers have reached this chunk: the rest is theirs
+                    break               # the workers have reached this one: the rest is theirs
         for i, f in enumerate(futures):
-            if parts[i] is None:
+            if not done[i]:
                 parts[i] = f.result()
         return parts
 
