@@ -510,7 +510,6 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
                                                                   "storage"))
 
     job_results = {}
-    primary = None
     all_ops: list[OpResult] = []
     hot: dict = {}
     for job, r in zip(compute_jobs, runs):
@@ -520,9 +519,6 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
                                  "lower_bound_by": r["lower_by"], "gpus": int(job.world_size),
                                  "compute_s": job.compute_time_s,
                                  "compute_basis": next(b.to_dict() for b in bases if b.job == job.name)}
-        if primary is None or (job.kind == "training" and (primary[0].kind != "training"
-                                                           or job.world_size > primary[0].world_size)):
-            primary = (job, r)
         times = np.array([np.broadcast_to(t, (samples,)) for t in r["op_times"]]).reshape(-1, samples)
         pct = np.percentile(times, (50, 99), axis=1) if len(times) else np.zeros((2, 0))   # one call for all ops
         for k, (lb, ex, op, (_, ts, _)) in enumerate(zip(r["op_lb"], r["exposed"], r["ops"], r["op_meta"])):
@@ -550,7 +546,8 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
                 world_of={j.name: j.world_size for j in compute_jobs}, curve=serving_curve)
             job_results[job.name]["serving"] = serving[job.name]
 
-    job, r = primary
+    main_job = _primary(compute_jobs)
+    job, r = compute_jobs[main_job], runs[main_job]
     i99 = r["i99"]
     per_op: dict = {}
     for o in all_ops:

@@ -397,9 +397,9 @@ class SearchJob:
                 return
             catalog = catalog_for_constraints(self.catalog, self.constraints)
             # The first generations are evaluated here, and the worker processes start once the first front is on
-            # the page, after the second generation (their start, a second of imports, would compete with the
-            # first front and the browser drawing it on a 2-core machine); from then on the server shares the
-            # evaluations with them (it is otherwise idle while they run).
+            # the page, after the second generation (their start would compete with the first front and the
+            # browser drawing it on a 2-core machine: a fork of the fork server costs little, a spawned
+            # interpreter a second of imports); from then on the server shares the evaluations with them.
             self._runner = ProcessRunner(self.workers, share=True, autospawn=False) if self.workers \
                 else InProcessRunner()
             workload = self._prepared(catalog)
