@@ -16,7 +16,7 @@ from fabric.design.presets import preset_design
 from fabric.errors import WorkloadError
 from fabric.evaluate.placement import group_instances
 from fabric.plans.basis import basis_from_preset, basis_from_workload, plan_key
-from fabric.plans.best import evaluate_plan, rank_plans
+from fabric.plans.best import degrees, evaluate_plan, rank_plans, screen_plans
 from fabric.plans.memory import plan_memory
 from fabric.plans.space import check_plan, plan_space
 from fabric.plans.workloads import plan_workload, provenance
@@ -159,6 +159,34 @@ def test_rank_plans_is_exact_against_evaluating_every_plan():
     assert ranking.given is not None
     assert ranking.given_slowdown() == pytest.approx(ranking.given.p99_s / every[0].p99_s - 1)
     assert plan_key(ranking.best[0].candidate.plan) != ()
+
+
+def test_grouped_screen_ranks_each_degree_combination_then_the_best_combinations_in_full():
+    """screen_plans (the plan search's first screen) against its rule applied to every plan evaluated: one plan per
+    (TP, PP, DP, CP, EP) -- its least compute, ties by label -- then every plan of the 4 combinations whose plan
+    ranked best; the 6 best of what was evaluated. Its compute bound must skip nothing that rule would keep."""
+    basis = basis_from_preset("mixtral-8x7b", 128)
+    design = preset_design("fat-tree", 128)
+    space = plan_space(basis, design.gpu_model)
+    every = {c.label: evaluate_plan(design, basis, c, samples=64, detail=False) for c in space.candidates}
+    combos: dict = {}
+    for c in sorted(space.candidates, key=lambda c: (c.compute_s, c.label)):
+        combos.setdefault((c.plan.tp, c.plan.pp, c.plan.dp, c.plan.cp, c.plan.ep), []).append(c)
+    firsts = sorted((cs[0] for cs in combos.values()), key=lambda c: (every[c.label].p99_s, c.label))
+    looked = {c.label for c in firsts} | {c.label for f in firsts[:4] for c in combos[degrees(f)]}
+    expected = sorted(looked, key=lambda k: (every[k].p99_s, k))[:6]
+    screen = screen_plans(design, basis, keep=6, groups=4, samples=64, space=space)
+    assert [r.label for r in screen.best] == expected
+    assert [r.p99_s for r in screen.best] == [every[k].p99_s for k in expected]
+    assert len(combos) < screen.evaluated < len(space.candidates) / 2
+    everything = screen_plans(design, basis, keep=len(looked), groups=4, samples=64, space=space)
+    assert [r.label for r in everything.best] == sorted(looked, key=lambda k: (every[k].p99_s, k))
+    # with every combination looked at in full it is the exact ranking
+    exact = rank_plans(design, basis, samples=64, keep=6, space=space, detail=False)
+    whole = screen_plans(design, basis, keep=6, groups=len(combos), samples=64, space=space)
+    assert [r.label for r in whole.best] == [r.label for r in exact.best] == \
+        sorted(every, key=lambda k: (every[k].p99_s, k))[:6]
+    assert screen.best[0].label == exact.best[0].label     # here the screen finds the best plan too
 
 
 def test_the_screen_without_the_report_ranks_exactly_as_the_full_evaluation():

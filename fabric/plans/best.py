@@ -23,7 +23,7 @@ from fabric.plans.basis import PlanBasis, primary_training_job
 from fabric.plans.space import Candidate, PlanSpace, plan_space
 from fabric.plans.workloads import plan_workload, provenance
 
-__all__ = ["PlanResult", "PlanRanking", "rank_plans", "evaluate_plan", "slower_text"]
+__all__ = ["PlanResult", "PlanRanking", "rank_plans", "screen_plans", "degrees", "evaluate_plan", "slower_text"]
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,27 @@ def evaluate_plan(design, basis: PlanBasis, cand: Candidate, *, scenario=None, s
                       float(ev.compute_s), provenance(basis, cand.plan), ev)
 
 
+def _in_compute_order(design, basis, cands, keep: int, factor: float, kw: dict, found=()) -> tuple[list, int, int]:
+    """Evaluate ``cands`` in order of compute until the next one's compute reaches the ``keep``-th best p99 among
+    them and ``found`` (results already in hand): ``(found + new results, evaluated, skipped)``. None of the skipped
+    plans can be among the ``keep`` best (see the module docstring)."""
+    results = list(found)
+    best_p99 = [-r.p99_s for r in heapq.nsmallest(keep, results, key=lambda r: r.p99_s)]
+    heapq.heapify(best_p99)         # the keep shortest p99s so far, negated (a max-heap of them)
+    done = 0
+    for c in sorted(cands, key=lambda c: (c.compute_s, c.label)):
+        if len(best_p99) >= keep and c.compute_s * factor * (1 - 1e-9) >= -best_p99[0]:
+            break                   # its compute alone reaches the keep-th best p99
+        r = evaluate_plan(design, basis, c, **kw)
+        done += 1
+        results.append(r)
+        if len(best_p99) < keep:
+            heapq.heappush(best_p99, -r.p99_s)
+        elif r.p99_s < -best_p99[0]:
+            heapq.heapreplace(best_p99, -r.p99_s)
+    return results, done, len(cands) - done
+
+
 def rank_plans(design, basis: PlanBasis, *, scenario=None, seed: int = 0, samples: int = 256, catalog=None,
                transport_overrides=None, keep: int = 3, space: PlanSpace | None = None,
                candidates=None, reuse: dict | None = None, detail: bool = True) -> PlanRanking:
@@ -117,31 +138,55 @@ def rank_plans(design, basis: PlanBasis, *, scenario=None, seed: int = 0, sample
     (:func:`evaluate_plan`; a third faster, for a screen of the whole space)."""
     space = space or plan_space(basis, design.gpu_model, domain=design.domain_size, catalog=catalog)
     cands = list(space.candidates if candidates is None else candidates)
-    reuse = {} if reuse is None else reuse
     kw = dict(scenario=scenario, seed=seed, samples=samples, catalog=catalog,
-              transport_overrides=transport_overrides, reuse=reuse, detail=detail)
+              transport_overrides=transport_overrides, reuse={} if reuse is None else reuse, detail=detail)
     if not cands:
         return PlanRanking(design.name, space, (), None, 0, 0)
     factor = _factor(basis, cands[0], design.gpu_model, catalog)
-    cands.sort(key=lambda c: (c.compute_s, c.label))
-    results: list[PlanResult] = []
-    best_p99: list[float] = []      # the keep shortest p99s so far, negated (a max-heap of them)
-    given = None
-    done = 0
-    for i, c in enumerate(cands):
-        if len(results) >= keep and c.compute_s * factor * (1 - 1e-9) >= -best_p99[0]:
-            break                   # its compute alone reaches the keep-th best p99 (see the module docstring)
-        r = evaluate_plan(design, basis, c, **kw)
-        done += 1
-        results.append(r)
-        if len(best_p99) < keep:
-            heapq.heappush(best_p99, -r.p99_s)
-        elif r.p99_s < -best_p99[0]:
-            heapq.heapreplace(best_p99, -r.p99_s)
-        if c.given:
-            given = r
+    results, done, skipped = _in_compute_order(design, basis, cands, keep, factor, kw)
+    return _ranking(design, basis, space, results, done, skipped, keep, kw)
+
+
+def _ranking(design, basis, space, results, done, skipped, keep, kw) -> PlanRanking:
+    given = next((r for r in results if r.candidate.given), None)
     if space.given is not None and given is None:
         given = evaluate_plan(design, basis, space.given, **kw)
         done += 1
-    results.sort(key=lambda r: (r.p99_s, r.label))
-    return PlanRanking(design.name, space, tuple(results[:keep]), given, done, len(cands) - (i if done else 0))
+    results = sorted(results, key=lambda r: (r.p99_s, r.label))
+    return PlanRanking(design.name, space, tuple(results[:keep]), given, done, skipped)
+
+
+def degrees(cand: Candidate) -> tuple[int, int, int, int, int]:
+    """A plan's parallel degrees (TP, PP, DP, CP, EP): what the screen of :func:`screen_plans` groups by."""
+    p = cand.plan
+    return (p.tp, p.pp, p.dp, p.cp, p.ep)
+
+
+def screen_plans(design, basis: PlanBasis, *, keep: int, groups: int, scenario=None, seed: int = 0,
+                 samples: int = 256, catalog=None, transport_overrides=None, space: PlanSpace | None = None,
+                 reuse: dict | None = None) -> PlanRanking:
+    """About the ``keep`` best plans of ``design`` for a third of :func:`rank_plans`' evaluations: first one plan per
+    combination of parallel degrees (:func:`degrees`; the one with the least compute, ties by label) is ranked,
+    then every plan (rank order, ZeRO stage, micro-batching) of the ``groups`` combinations whose plan ranked best;
+    the ``keep`` best of those plans (the compute bound skips those that cannot be among them). Not exact: a combination whose least-compute plan ranks low is not
+    looked at further (how often that changes the plan search's shortlist: docs/plans.md). No ``evaluation`` in
+    the results (as ``detail=False``)."""
+    space = space or plan_space(basis, design.gpu_model, domain=design.domain_size, catalog=catalog)
+    cands = list(space.candidates)
+    kw = dict(scenario=scenario, seed=seed, samples=samples, catalog=catalog,
+              transport_overrides=transport_overrides, reuse={} if reuse is None else reuse, detail=False)
+    if not cands:
+        return PlanRanking(design.name, space, (), None, 0, 0)
+    factor = _factor(basis, cands[0], design.gpu_model, catalog)
+    members: dict[tuple, list[Candidate]] = {}
+    for c in sorted(cands, key=lambda c: (c.compute_s, c.label)):
+        members.setdefault(degrees(c), []).append(c)
+    firsts = [cs[0] for cs in members.values()]
+    found, done, _ = _in_compute_order(design, basis, firsts, groups, factor, kw)
+    found.sort(key=lambda r: (r.p99_s, r.label))
+    seen = {r.label for r in found}
+    rest = [c for r in found[:groups] for c in members[degrees(r.candidate)][1:]] + \
+        [c for c in firsts if c.label not in seen]       # (skipped above: they may still be among the keep best)
+    results, more, _ = _in_compute_order(design, basis, rest, keep, factor, kw, found=found)
+    done += more
+    return _ranking(design, basis, space, results, done, len(cands) - done, keep, kw)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from fabric.errors import DesignError, FabricError
 from fabric.plans.basis import PlanBasis, plan_key
-from fabric.plans.best import evaluate_plan, rank_plans
+from fabric.plans.best import evaluate_plan, rank_plans, screen_plans
 from fabric.plans.space import Candidate, plan_space
 from fabric.plans.workloads import plan_workload, provenance
 
@@ -34,8 +34,12 @@ __all__ = ["PlanObjective", "probe_designs", "plan_record_fields", "PLAN_COLUMNS
 
 #: Best plans of each probe design taken into the shortlist.
 PER_PROBE = 1
-#: Plans the first probe (the 1:1 fat tree) passes on to the other probes: its best by p99.
+#: Plans the first probe (the 1:1 fat tree) passes on to the other probes: its best by p99 ...
 SCREENED = 24
+#: ... among every plan of the combinations of parallel degrees whose least-compute plan ranked among this many
+#: best (:func:`fabric.plans.best.screen_plans`); None: the exact ranking of every plan (for comparison:
+#: ``benchmarks/bench_plan_screen.py``)
+GROUPS = 12
 #: Record columns inner and joint mode add (docs/plans.md).
 PLAN_COLUMNS = ("plan", "plan_tp", "plan_pp", "plan_dp", "plan_cp", "plan_ep", "plan_zero", "plan_micro_batch",
                 "plan_micro_batches", "plan_order", "plan_provenance", "plan_memory_gb", "plan_next",
@@ -141,10 +145,12 @@ class PlanObjective:
             sp = spaces[at]
             if not sp.candidates:
                 continue
+            kw = dict(scenario=scenario, seed=seed, samples=samples, catalog=space.catalog,
+                      transport_overrides=overrides, space=sp)
             first = d.gpu_model not in screened
-            r = rank_plans(d, self.basis, scenario=scenario, seed=seed, samples=samples, catalog=space.catalog,
-                           transport_overrides=overrides, keep=SCREENED if first else PER_PROBE, space=sp,
-                           candidates=None if first else screened[d.gpu_model], detail=False)
+            r = screen_plans(d, self.basis, keep=SCREENED, groups=GROUPS, **kw) if first and GROUPS else \
+                rank_plans(d, self.basis, keep=SCREENED, detail=False, **kw) if first else \
+                rank_plans(d, self.basis, keep=PER_PROBE, candidates=screened[d.gpu_model], detail=False, **kw)
             if first:
                 screened[d.gpu_model] = [x.candidate for x in r.best]
             chosen = per.setdefault(d.gpu_model, [])
