@@ -172,20 +172,21 @@ class PlanObjective:
 
         cands = self.candidates_for(design.gpu_model)
         reuse: dict = {}
+        kw = dict(scenario=scenario, seed=seed, samples=samples, catalog=catalog,
+                  transport_overrides=transport_overrides, reuse=reuse)
         tried = []
-        for c in cands:       # the step-time evaluation of every plan; the full record of the best only
+        for c in cands:       # the step time of every plan (without the report); the full evaluation of the best
             try:
-                r = evaluate_plan(design, self.basis, c, scenario=scenario, seed=seed, samples=samples,
-                                  catalog=catalog, transport_overrides=transport_overrides, reuse=reuse)
+                r = evaluate_plan(design, self.basis, c, detail=False, **kw)
             except FabricError:
                 break          # unbuildable: the record below says why
-            tried.append((c, r.p99_s, r.evaluation))
-        tried.sort(key=lambda cr: (cr[1], cr[0].label))
+            tried.append((c, r.p99_s))
+        tried.sort(key=lambda cp: (cp[1], cp[0].label))
         best_c = tried[0][0] if tried else cands[0]
+        evaluation = evaluate_plan(design, self.basis, best_c, **kw).evaluation if tried else None
         best = evaluate_record(design, plan_workload(self.basis, best_c.plan), scenario, seed, samples, catalog,
                                constraints, genome=genome, repairs=repairs, transport_overrides=transport_overrides,
-                               reuse=reuse, evaluation=tried[0][2] if tried else None)
-        tried = [(c, p) for c, p, _ in tried]
+                               reuse=reuse, evaluation=evaluation)
         if not best["buildable"] or not tried:
             return {**best, **dict.fromkeys(PLAN_COLUMNS), "plan": ""}
         out = {**best, **plan_record_fields(self.basis, best_c)}
