@@ -9,9 +9,10 @@ design of a search would cost hundreds of evaluations per design. So the plan sp
 GPU system, before the search starts, to a **shortlist**: the best plan of each of a few **probe designs** that
 span the search space's networks (:func:`probe_designs`: the human baselines, each other allowed family on the fat
 tree's hardware, and the fat tree at the highest allowed oversubscription), plus the given plan. The first probe, the
-1:1 fat tree, ranks the whole plan space (:func:`fabric.plans.best.rank_plans`, exact) and passes its best
-:data:`SCREENED` plans to the other probes, which rank those. Each design is then evaluated at every shortlisted
-plan and keeps the best by p99 step time (its record made from that plan's evaluation, not a second one). The
+1:1 fat tree, screens the plan space (:func:`fabric.plans.best.screen_plans`: one plan per combination of parallel
+degrees, then every plan of the :data:`GROUPS` best combinations) and passes its best :data:`SCREENED` plans to the
+other probes, which rank those exactly. Each design is then evaluated at every shortlisted plan (its step time) and
+keeps the best by p99 step time (its record made from that plan's full evaluation). The
 shortlist is a function of the search space, so a record stays a pure function of (design, objective, scenario,
 seed, samples): identical on every runner, cacheable. A design whose best plan lies outside the shortlist is judged
 at the best shortlisted one (how far that is from its exact best is measured in ``benchmarks/bench_plans.py``;
