@@ -7,7 +7,7 @@ step is shorter than its compute (the evaluator's lower bound starts from the me
 communication), so plans are evaluated in order of their compute on the design's GPU and the ranking stops when the
 next plan's compute is at least the ``keep``-th best p99 found: none of the remaining plans can enter the top
 ``keep``. The given plan (the workload's own) is always evaluated, for the comparison "with the given plan it is
-X % slower".
+X % slower". :func:`screen_plans` is the plan search's cheaper first screen: grouped by parallel degrees, not exact.
 """
 
 from __future__ import annotations
@@ -148,6 +148,7 @@ def rank_plans(design, basis: PlanBasis, *, scenario=None, seed: int = 0, sample
 
 
 def _ranking(design, basis, space, results, done, skipped, keep, kw) -> PlanRanking:
+    """The ranking of ``results`` (the given plan evaluated too when it is not among them)."""
     given = next((r for r in results if r.candidate.given), None)
     if space.given is not None and given is None:
         given = evaluate_plan(design, basis, space.given, **kw)
@@ -168,9 +169,10 @@ def screen_plans(design, basis: PlanBasis, *, keep: int, groups: int, scenario=N
     """About the ``keep`` best plans of ``design`` for a third of :func:`rank_plans`' evaluations: first one plan per
     combination of parallel degrees (:func:`degrees`; the one with the least compute, ties by label) is ranked,
     then every plan (rank order, ZeRO stage, micro-batching) of the ``groups`` combinations whose plan ranked best;
-    the ``keep`` best of those plans (the compute bound skips those that cannot be among them). Not exact: a combination whose least-compute plan ranks low is not
-    looked at further (how often that changes the plan search's shortlist: docs/plans.md). No ``evaluation`` in
-    the results (as ``detail=False``)."""
+    the ``keep`` best of those plans (the compute bound skips those that cannot be among them). Not exact: a
+    combination whose least-compute plan ranks low is not looked at further (how often that changes the plan
+    search's shortlist: docs/plans.md, ``benchmarks/bench_plan_screen.py``). No ``evaluation`` in the results (as
+    ``detail=False``)."""
     space = space or plan_space(basis, design.gpu_model, domain=design.domain_size, catalog=catalog)
     cands = list(space.candidates)
     kw = dict(scenario=scenario, seed=seed, samples=samples, catalog=catalog,
