@@ -3,7 +3,12 @@ wastes, and how fast extra network spend pays for itself.
 
 The cluster costs money every second whether its GPUs compute or wait:
 
-    usd_per_s = (server capex + network capex) / life  +  (server power + network power) x PUE x electricity price
+    usd_per_s = (server capex + network capex) / life  +  IT power x PUE x electricity price
+
+where IT power is the servers' rated power plus the network's bill of materials without its NICs, which the
+servers' rating already includes (DGX H100: 10.2 kW with its eight ConnectX-7; :func:`fabric.rackpower.it_power_w`,
+the same figure as the rack report's). The servers' part of the running cost is their rating less the NICs; the
+network's part keeps its NICs' power, as its capex keeps their price.
 
 and one step costs ``usd_per_s x step`` (the p99 step: the pace a synchronous job keeps). GPUs wait on the network
 for the exposed scale-out communication of the step (communication not hidden behind compute, checkpoint interference
@@ -64,7 +69,7 @@ def economics(evaluation, design, *, catalog=None, params: EconomicsParams | Non
 
     Keys: ``usd_per_step``, ``usd_per_hour``, ``network_usd_per_step`` (the network's part of it),
     ``gpu_idle_fraction_network``, ``idle_usd_per_step`` (what the waiting costs), ``server_capex_usd``,
-    ``network_capex_usd``, ``power_w`` (IT), ``params``; with ``reference``: ``reference_design``,
+    ``network_capex_usd``, ``power_w`` (IT power: servers and network, the NICs once), ``params``; with ``reference``: ``reference_design``,
     ``extra_network_capex_usd``, ``p99_saved_s``, ``payback_days`` (None when the design is not faster, or
     not dearer: then nothing is bought back or nothing is spent).
     """
@@ -75,7 +80,8 @@ def economics(evaluation, design, *, catalog=None, params: EconomicsParams | Non
     per_gpu_price = gpu.server_price_usd / gpu.server_gpus
     per_gpu_power = gpu.server_power_w / gpu.server_gpus
     server_capex = design.gpus * per_gpu_price
-    server_power = design.gpus * per_gpu_power
+    nic_power = float(evaluation.cost_by_category.get("nic", {}).get("power_w", 0.0))
+    server_power = design.gpus * per_gpu_power - nic_power      # (the NICs are the network's: module docstring)
     life_s = p.life_years * SECONDS_PER_YEAR
     usd_per_j = p.electricity_usd_per_kwh / _J_PER_KWH
     server_usd_per_s = server_capex / life_s + server_power * p.pue * usd_per_j

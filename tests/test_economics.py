@@ -27,7 +27,15 @@ def test_cost_per_step_equals_the_hand_computation(mixtral):
     # H100 server row: $290,000 and 10.2 kW for 8 GPUs; 4 years; $0.08/kWh; PUE 1.3
     life_s = 4 * 365.25 * 86400
     capex = 256 * 290_000 / 8 + ev.cost_usd
-    watts = 256 * 10_200 / 8 + ev.power_w
+    # the servers' 10.2 kW includes their NICs, which the network's power counts too: 256 ConnectX-7 at 25 W once
+    assert ev.cost_by_category["nic"]["power_w"] == 256 * 25
+    watts = 256 * 10_200 / 8 + ev.power_w - 256 * 25
+    assert e["power_w"] == pytest.approx(watts, rel=1e-12)
+    from fabric.cost.bom import bill_of_materials
+    from fabric.rackpower import it_power_w
+    from fabric.topology import build_fabric
+
+    assert e["power_w"] == pytest.approx(it_power_w(bill_of_materials(build_fabric(d))), rel=1e-12)
     per_s = capex / life_s + watts * 1.3 * 0.08 / 3.6e6
     assert e["server_capex_usd"] == 9_280_000
     assert e["usd_per_hour"] == pytest.approx(per_s * 3600, rel=1e-12)
@@ -54,7 +62,7 @@ def test_payback_of_a_faster_dearer_network(mixtral):
     extra = ev_f.cost_usd - ev_c.cost_usd
     saved = ev_c.step_time_s["p99"] - ev_f.step_time_s["p99"]
     assert extra > 0 and saved > 0
-    server_per_s = 9_280_000 / (4 * 365.25 * 86400) + 326_400 * 1.3 * 0.08 / 3.6e6
+    server_per_s = 9_280_000 / (4 * 365.25 * 86400) + (326_400 - 256 * 25) * 1.3 * 0.08 / 3.6e6
     assert e["payback_days"] == pytest.approx(extra / (server_per_s * saved / ev_c.step_time_s["p99"]) / 86400,
                                               rel=1e-12)
     assert e["extra_network_capex_usd"] == pytest.approx(extra) and e["p99_saved_s"] == pytest.approx(saved)
@@ -76,7 +84,9 @@ def test_search_can_minimize_cost_per_step(mixtral):
     # every record carries the cost per step of fabric.economics under the constraints' parameters
     r = feas[0]
     life_s = 5 * 365.25 * 86400
-    per_s = (9_280_000 + r["cost_usd"]) / life_s + (326_400 + r["power_w"]) * 1.3 * 0.08 / 3.6e6
+    # IT power: the servers' 326.4 kW (NICs included) and the network without its NICs, the record's it_power_w
+    assert 326_400 < r["it_power_w"] < 326_400 + r["power_w"]
+    per_s = (9_280_000 + r["cost_usd"]) / life_s + r["it_power_w"] * 1.3 * 0.08 / 3.6e6
     assert r["usd_per_step"] == pytest.approx(per_s * r["p99_s"], rel=1e-9)
     # the front is the non-dominated set in (cost per step, p99), not in (network capex, p99)
     outside = {b["key"] for b in res.baselines if not b.get("in_space", True)}
