@@ -89,8 +89,11 @@ def test_what_cannot_be_grown_is_named():
         return Workload(jobs=(Job(name="j", world_size=world, groups=groups,
                                   ops=(CommOp("all_reduce", 1024, groups[0].name),), compute_time_s=0.1),))
 
-    with pytest.raises(WorkloadError, match="not a whole multiple of the traced 8 ranks"):
+    with pytest.raises(WorkloadError, match="not a whole multiple of the traced 8 ranks of job 'j'; use 8 or 16$"):
         scale_to(job((ProcessGroup("w", 8, "world"),)), 12)
+    # below the traced size the way out is the traced size or a multiple (not "8 or 8")
+    with pytest.raises(WorkloadError, match=r"traced 8 ranks of job 'j'; use 8 \(the traced size\) or a multiple"):
+        scale_to(job((ProcessGroup("w", 8, "world"),)), 6)
     with pytest.raises(WorkloadError, match="no 'pp' group to grow"):
         scale_to(job((ProcessGroup("w", 8, "world"),)), 16, grow="pp")
     with pytest.raises(WorkloadError, match="not evenly spaced"):

@@ -115,8 +115,9 @@ def scale_to(workload: Workload, gpus: int, *, grow: str = "dp", job: str | None
     world = target.world_size
     if gpus % world:
         lo, hi = (gpus // world) * world, (gpus // world + 1) * world
+        use = f"{lo:,} or {hi:,}" if lo >= world else f"{world:,} (the traced size) or a multiple of it"
         raise WorkloadError(f"scale to: {gpus:,} GPUs is not a whole multiple of the traced {world:,} ranks of job "
-                            f"{target.name!r}; use {max(lo, world):,} or {hi:,}")
+                            f"{target.name!r}; use {use}")
     factor = gpus // world
     if factor == 1:
         return workload
