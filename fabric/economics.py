@@ -69,9 +69,9 @@ def economics(evaluation, design, *, catalog=None, params: EconomicsParams | Non
 
     Keys: ``usd_per_step``, ``usd_per_hour``, ``network_usd_per_step`` (the network's part of it),
     ``gpu_idle_fraction_network``, ``idle_usd_per_step`` (what the waiting costs), ``server_capex_usd``,
-    ``network_capex_usd``, ``power_w`` (IT power: servers and network, the NICs once), ``params``; with ``reference``: ``reference_design``,
-    ``extra_network_capex_usd``, ``p99_saved_s``, ``payback_days`` (None when the design is not faster, or
-    not dearer: then nothing is bought back or nothing is spent).
+    ``network_capex_usd``, ``power_w`` (IT power: servers and network, the NICs once), ``params``; with
+    ``reference``: ``reference_design``, ``extra_network_capex_usd``, ``p99_saved_s``, ``payback_days`` (None
+    when the design is not faster, or not dearer: then nothing is bought back or nothing is spent).
     """
     from fabric.catalog import default_catalog
 

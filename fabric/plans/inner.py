@@ -149,9 +149,12 @@ class PlanObjective:
             kw = dict(scenario=scenario, seed=seed, samples=samples, catalog=space.catalog,
                       transport_overrides=overrides, space=sp)
             first = d.gpu_model not in screened
-            r = screen_plans(d, self.basis, keep=SCREENED, groups=GROUPS, **kw) if first and GROUPS else \
-                rank_plans(d, self.basis, keep=SCREENED, detail=False, **kw) if first else \
-                rank_plans(d, self.basis, keep=PER_PROBE, candidates=screened[d.gpu_model], detail=False, **kw)
+            if not first:
+                r = rank_plans(d, self.basis, keep=PER_PROBE, candidates=screened[d.gpu_model], detail=False, **kw)
+            elif GROUPS:
+                r = screen_plans(d, self.basis, keep=SCREENED, groups=GROUPS, **kw)
+            else:
+                r = rank_plans(d, self.basis, keep=SCREENED, detail=False, **kw)
             if first:
                 screened[d.gpu_model] = [x.candidate for x in r.best]
             chosen = per.setdefault(d.gpu_model, [])
