@@ -119,8 +119,12 @@ def _worst_serving(ev) -> tuple[float, float]:
 
 
 def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samples: int | None = None,
-           min_gain: float = 0.005, transport_overrides: dict | None = None) -> dict:
+           min_gain: float = 0.005, transport_overrides: dict | None = None, evaluator=None) -> dict:
     """Rank single changes of ``design`` (see the module docstring).
+
+    ``evaluator``: ``evaluator(design)`` instead of evaluating on ``workload`` (anything with ``step_time_s["p99"]``,
+    ``cost_usd`` and ``serving``): the design judged in a context of its own, e.g. the robust p99 over a job mix or
+    each design at its best plan (:func:`fabric.review.record.context_judge`).
 
     Returns ``{"design", "p99_s", "cost_usd", "advice": [Advice.to_dict()...], "not_helping": [...],
     "not_possible": [{"change", "reason"}...], "answer": sentence}``.
@@ -135,7 +139,7 @@ def advise(design, workload, scenario=None, *, catalog=None, seed: int = 0, samp
 
     def run(d):          # each design evaluated once, for the single changes and the best free policy alike
         if d not in seen:
-            seen[d] = evaluate(d, workload, scenario, **kw)
+            seen[d] = evaluator(d) if evaluator is not None else evaluate(d, workload, scenario, **kw)
         return seen[d]
 
     base = run(design)

@@ -20,6 +20,7 @@ FIGURES = {
     "p50_s": ("p50 step", "time"),
     "p95_s": ("p95 step", "time"),
     "p99_s": ("p99 step", "time"),
+    "robust_p99_s": ("Robust p99 step", "time"),
     "lower_bound_s": ("Lower bound", "time"),
     "compute_s": ("Compute (mean rank)", "time"),
     "stragglers_s": ("Stragglers (slowest rank's extra compute)", "time"),

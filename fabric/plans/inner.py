@@ -43,7 +43,7 @@ SCREENED = 24
 GROUPS = 12
 #: Record columns inner and joint mode add (docs/plans.md).
 PLAN_COLUMNS = ("plan", "plan_tp", "plan_pp", "plan_dp", "plan_cp", "plan_ep", "plan_zero", "plan_micro_batch",
-                "plan_micro_batches", "plan_order", "plan_provenance", "plan_memory_gb", "plan_next",
+                "plan_micro_batches", "plan_order", "plan_provenance", "plan_memory_gb", "plan_next", "plan_tried",
                 "given_plan", "given_plan_p99_s", "given_plan_slowdown")
 
 
@@ -195,6 +195,8 @@ class PlanObjective:
             return {**best, **dict.fromkeys(PLAN_COLUMNS), "plan": ""}
         out = {**best, **plan_record_fields(self.basis, best_c)}
         out["plan_next"] = [{"plan": c.label, "p99_s": p} for c, p in tried[1:self.keep]]
+        # every shortlisted plan's p99 on this design, best first: the one ranking every view shows of it
+        out["plan_tried"] = [{"plan": c.label, "p99_s": p, "given": bool(c.given)} for c, p in tried]
         given = next(((c, p) for c, p in tried if c.given), None)
         out["given_plan"] = given[0].label if given else ""
         out["given_plan_p99_s"] = given[1] if given else None

@@ -34,11 +34,12 @@ import numpy as np
 
 from fabric.errors import FabricError
 
-__all__ = ["RobustObjective", "ROBUST_MODES", "evaluate_robust_record", "robust_key", "case_front",
+__all__ = ["RobustObjective", "ROBUST_MODES", "evaluate_robust_record", "robust_key", "robust_combine", "robust_failure_p99", "case_front",
            "brittle_designs", "robust_lines"]
 
 ROBUST_MODES = ("worst", "mean")
-_COMBINED = ("p50_s", "p95_s", "p99_s", "mean_s", "lower_bound_s")
+#: Record columns that are kept per case only (``<name>_by_case``): a robust combination of them means nothing.
+_PER_CASE = ("p50_s", "p95_s", "mean_s", "lower_bound_s", "gpu_idle_fraction_network")
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,29 @@ class RobustObjective:
         return f"robust ({self.mode}) over {', '.join(n for n, _, _ in self.workloads)}"
 
 
+def robust_combine(obj: RobustObjective, p99_by_case: dict) -> tuple[float, float]:
+    """``(robust p99 in seconds, robust slowdown)`` of one design's p99 on every case of ``obj`` (the rule of the
+    module docstring: the worst or weighted-mean slowdown against the references, times their weighted mean)."""
+    cases = obj.cases
+    if set(p99_by_case) != {name for name, _, _, _ in cases}:
+        raise FabricError(f"robust objective: p99s given for {', '.join(sorted(p99_by_case))}, its cases are "
+                          f"{', '.join(name for name, _, _, _ in cases)}")
+    refs = obj.references or {name: 1.0 for name, _, _, _ in cases}
+    ratios = np.array([p99_by_case[name] / refs[name] for name, _, _, _ in cases])
+    weights = np.array([w for _, _, _, w in cases])
+    slowdown = float(ratios.max()) if obj.mode == "worst" else float(weights @ ratios)
+    scale = sum(w * refs[name] for name, _, _, w in cases)          # weighted mean reference, seconds
+    return slowdown * scale, slowdown
+
+
+def robust_failure_p99(obj: RobustObjective, failure_p99_by_case: dict) -> float:
+    """The robust p99 under the worst single failure: the worst case's slowdown against the (healthy) references,
+    in seconds of their weighted mean, whatever the robust rule (a failure is judged at its worst)."""
+    refs = obj.references or {name: 1.0 for name, _, _, _ in obj.cases}
+    scale = sum(w * refs[name] for name, _, _, w in obj.cases)
+    return max(p / refs[name] for name, p in failure_p99_by_case.items()) * scale
+
+
 def robust_key(obj: RobustObjective) -> str:
     """A stable key of the objective's content."""
     from fabric.search.records import workload_key
@@ -129,16 +153,13 @@ def evaluate_robust_record(design, obj: RobustObjective, scenario, seed: int, sa
             return r
         recs.append((name, weight, r))
     out = dict(recs[0][2])
-    refs = obj.references or {name: 1.0 for name, _, _ in recs}
-    scale = sum(w * refs[name] for name, w, _ in recs)          # weighted mean reference, seconds
-    for key in _COMBINED:
-        ratios = np.array([r[key] / refs[name] for name, _, r in recs])
-        weights = np.array([w for _, w, _ in recs])
-        slowdown = float(ratios.max()) if obj.mode == "worst" else float(weights @ ratios)
-        out[key] = slowdown * scale
-        if key == "p99_s":
-            out["robust_slowdown"] = slowdown
     by_case = {name: r["p99_s"] for name, _, r in recs}
+    out["p99_s"], out["robust_slowdown"] = robust_combine(obj, by_case)
+    # p50, p95, the mean and the lower bound have no robust counterpart (a combined p50 would be a figure of no
+    # case): the record keeps each case's instead
+    for key in _PER_CASE:
+        out.pop(key, None)
+        out[f"{key.removesuffix('_s')}_by_case"] = {name: r[key] for name, _, r in recs}
     out["p99_by_case"] = by_case
     worst = max(by_case.values())
     best = min(by_case.values())
@@ -146,13 +167,13 @@ def evaluate_robust_record(design, obj: RobustObjective, scenario, seed: int, sa
     _combine_serving(out, recs, obj.mode)
     # cost per step follows the combined step the same way (it is proportional to the p99 step)
     out["usd_per_step"] = float(recs[0][2]["usd_per_step"]) * out["p99_s"] / recs[0][2]["p99_s"]
+    if "p99_failure_s" in out:   # under failure too: the worst case's slowdown (the same references)
+        out["p99_failure_s"] = robust_failure_p99(obj, {name: r["p99_failure_s"] for name, _, r in recs})
     v = violations(out, constraints)
     out["violations"] = v
     out["feasible"] = all(x <= 0 for x in v.values())
     from fabric.search.records import objective_cost, objective_p99
 
-    if "p99_failure_s" in out:   # under failure too: the worst case's slowdown (the same references)
-        out["p99_failure_s"] = max(r["p99_failure_s"] / refs[name] for name, _, r in recs) * scale
     out["objective_cost"] = objective_cost(out, constraints)
     out["objective_p99"] = objective_p99(out, constraints)
     return out

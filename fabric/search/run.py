@@ -225,10 +225,10 @@ def open_session(workload, constraints: Constraints, *, seed: int, samples: int,
 
 
 def _space_for(workload, constraints: Constraints, catalog):
-    """The design space of ``constraints``, or the space an objective brings (plan genes, fabric.plans.joint)."""
-    if hasattr(workload, "design_space"):
-        return workload.design_space(constraints, catalog, serving=has_serving_jobs(workload))
-    return DesignSpace(constraints, catalog, workload, serving=has_serving_jobs(workload))
+    """The design space of ``constraints``, or the space an objective brings (fabric.search.prepare.space_for)."""
+    from fabric.search.prepare import space_for
+
+    return space_for(workload, constraints, catalog)
 
 
 def _baseline_records(session, space, bases) -> list[dict]:
@@ -348,22 +348,11 @@ class _HV:
 
 
 def _with_robust_references(workload, space, seed, samples, overrides, scenario=None):
-    """A robust objective normalised by the first buildable human baseline (fabric.search.robust); an objective
-    that prepares itself for the space (a plan objective's shortlist, fabric.plans) prepared; other workloads
-    unchanged."""
-    from fabric.search.robust import RobustObjective
+    """The objective prepared for ``space`` (fabric.search.prepare.prepare_objective: a robust objective's
+    references, a plan objective's shortlist; other workloads unchanged)."""
+    from fabric.search.prepare import prepare_objective
 
-    if hasattr(workload, "prepared_for"):
-        return workload.prepared_for(space, seed=seed, samples=samples, overrides=overrides, scenario=scenario)
-    if not isinstance(workload, RobustObjective) or workload.references is not None:
-        return workload
-    for d in baseline_designs(space):
-        try:
-            return workload.with_references(d, seed=seed, samples=samples, catalog=space.catalog,
-                                            transport_overrides=overrides)
-        except FabricError:
-            continue
-    return workload
+    return prepare_objective(workload, space, seed=seed, samples=samples, overrides=overrides, scenario=scenario)
 
 
 def _check_budget(budget_evals, budget_seconds):

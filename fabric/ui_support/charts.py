@@ -113,8 +113,13 @@ _UNBOUNDED_S = 1e8
 
 def _hover_record(r: Mapping, scale: float, unit: str, step_word: str = "step") -> str:
     s_scale, s_unit = time_unit([r["p99_s"]])
-    out = (f"<b>{r['design']}</b><br>network capex {money_text(r['cost_usd'])}<br>"
-           f"p99 {step_word} {r['p99_s'] * s_scale:,.3g} {s_unit} · p50 {r['p50_s'] * s_scale:,.3g} {s_unit}<br>"
+    if r.get("p99_by_case"):     # a robust record: its p99 is the robust one; p50 exists per case only
+        cases = " · ".join(f"{c.split('|')[0] if c.endswith('|baseline') else c} {time_text(p)}"
+                           for c, p in r["p99_by_case"].items())
+        times = f"robust p99 {step_word} {r['p99_s'] * s_scale:,.3g} {s_unit}<br>p99 per case: {cases}"
+    else:
+        times = f"p99 {step_word} {r['p99_s'] * s_scale:,.3g} {s_unit} · p50 {r['p50_s'] * s_scale:,.3g} {s_unit}"
+    out = (f"<b>{r['design']}</b><br>network capex {money_text(r['cost_usd'])}<br>{times}<br>"
            f"network power {r['power_w'] / 1e3:,.1f} kW")
     if "serving_tpot_p99_s" in r:
         if r["serving_tpot_p99_s"] >= _UNBOUNDED_S:

@@ -6,8 +6,6 @@ figure comes from :mod:`fabric.plans`."""
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
@@ -155,36 +153,15 @@ def objective_from_json(data: Mapping):
     return plan_objective(workload_from_dict(p["workload"]), None if model is None else str(model))
 
 
-_PREPARED: "OrderedDict[tuple, object]" = OrderedDict()
-_PREPARED_LOCK = threading.Lock()
-_PREPARED_KEEP = 16
-
-
 def prepared_objective(objective, constraints, catalog, *, seed: int, samples: int, transport_overrides=None):
     """``objective`` with its plan shortlist for the search space of ``constraints`` (what
-    :func:`fabric.search.run_search` prepares before its first generation: the same call, so the same records),
-    kept in this server process while the inputs are the same, so a search run again (a second visit, the other
-    plan space and back) starts its first generation at once. ``catalog`` must be the object the search uses."""
-    import json
-
+    :func:`fabric.search.run_search` prepares before its first generation: the same call, kept in this server
+    process by :func:`fabric.search.prepare.prepare_objective`, so a search run again starts at once). ``catalog``
+    must be the object the search uses."""
     from fabric.evaluate import Scenario
-    from fabric.search import DesignSpace
-    from fabric.search.run import has_serving_jobs
+    from fabric.search.prepare import prepare_objective, space_for
 
     if objective.shortlist is not None:
         return objective
-    key = (objective.key(), json.dumps(constraints.to_dict(), sort_keys=True, default=str), id(catalog), int(seed),
-           int(samples), json.dumps(transport_overrides, sort_keys=True, default=str))
-    with _PREPARED_LOCK:
-        hit = _PREPARED.get(key)
-        if hit is not None and hit[0] is catalog:
-            _PREPARED.move_to_end(key)
-            return hit[1]
-    space = DesignSpace(constraints, catalog, objective, serving=has_serving_jobs(objective))
-    ready = objective.prepared_for(space, seed=seed, samples=samples, overrides=transport_overrides,
-                                   scenario=Scenario())
-    with _PREPARED_LOCK:
-        _PREPARED[key] = (catalog, ready)      # keeps the catalog alive, so its id is not reused while listed
-        while len(_PREPARED) > _PREPARED_KEEP:
-            _PREPARED.popitem(last=False)
-    return ready
+    return prepare_objective(objective, space_for(objective, constraints, catalog), seed=seed, samples=samples,
+                             overrides=transport_overrides, scenario=Scenario())
