@@ -72,6 +72,7 @@ def start_search() -> None:
         folder = state_dir()
         prune(folder)
         job = SearchJob(workload, C.constraints(), budget_evals=budget, seed=int(ss["search_seed"]),
+                        samples=C.SAMPLES_PER_EVALUATION,
                         catalog=cb.catalog, inputs_key=C.inputs_key(), transport_overrides=C.calibration_overrides(),
                         state_dir=folder, label=label)
     except (FabricError, OSError) as err:
@@ -365,8 +366,9 @@ def draw(snap, *, live: bool) -> None:
         st.markdown("\n".join(f"- {C.md_text(line)}" for line in lines))
         front = res.front_frame()
         serving_cols = [c for c in serving_front.SERVING_COLUMNS if c in front.columns]
-        table = front[["design", "cost_usd", "p99_s", "p50_s", *serving_cols, "power_w", "family", "switch_model",
-                       "nic_model", "transport", "policy", "free_upgrade_of", "ties"]].copy()
+        table = front[[c for c in ("design", "cost_usd", "p99_s", "p50_s", *serving_cols, "power_w", "family",
+                                   "switch_model", "nic_model", "transport", "policy", "free_upgrade_of", "ties")
+                       if c in front.columns]].copy()     # (a robust record has no p50 of its own: per case)
         for c in serving_cols:     # ms and %, like the Design page; a service above capacity has no finite latency
             table[c] = [None if v >= 1e8 else v * 1e3 for v in table[c]] if c.endswith("_s") else table[c] * 100
         table.insert(0, "recommended", ["★" if rec is not None and n == rec["design"] else "" for n in table["design"]])
@@ -391,7 +393,7 @@ def draw(snap, *, live: bool) -> None:
         case_cols = {}
         if robust:      # each design's spread across the cases, the brittle ones flagged, every case's p99
             rob = robust_view.front_columns(front.to_dict("records"), res.records, res.baselines)
-            table = table.drop(columns=["p50_s"])
+            table = table.drop(columns=[c for c in ("p50_s",) if c in table.columns])
             table.insert(3, "brittle", ["⚠ " + b if b else "" for b in rob["brittle"]])
             for i, col in enumerate(["robust slowdown", "spread across cases", "worst case"]):
                 table.insert(4 + i, col, rob[col].values)

@@ -168,6 +168,18 @@ class DesignRecord:
             memo[key] = _what_if(self, scenario)
         return memo[key]
 
+    def scaling(self) -> list[dict]:
+        """Weak scaling of the first case (:func:`fabric.evaluate.scaling_efficiency`: the job and the fabric grown
+        2x and 4x) with the context's seed, samples, catalog and calibration; kept with the record."""
+        if "_scaling" not in self.__dict__:
+            from fabric.evaluate import scaling_efficiency
+
+            ctx, c = self.context, self.primary
+            self.__dict__["_scaling"] = scaling_efficiency(
+                self.design, c.workload, seed=ctx.seed, samples=ctx.samples, catalog=ctx.catalog,
+                scenario=c.scenario, transport_overrides=ctx.transport_overrides)
+        return self.__dict__["_scaling"]
+
     # ------------------------------------------------------------------ output
 
     def to_dict(self) -> dict:
