@@ -78,6 +78,8 @@ _LIMITS = (("budget_usd", "network budget {}", "usd"), ("p99_target_s", "p99 tar
            ("power_w", "network power {}", "power"), ("rack_power_w", "{} per rack", "power"),
            ("facility_power_w", "facility power {}", "power"),
            ("max_p99_under_failure_s", "p99 under the worst single failure {}", "time"),
+           ("max_p99_slowdown_under_failure", "p99 under the worst single failure at most {} over the healthy p99",
+            "share"),
            ("inference_ttft_p99_s", "serving p99 TTFT {}", "time"), ("inference_tpot_p99_s", "serving p99 TPOT {}", "time"),
            ("inference_slo_attainment", "serving SLO attainment {}", "share"))
 
@@ -92,6 +94,11 @@ def constraint_lines(constraints) -> list[str]:
            + (f"; GPU systems compared: {', '.join(c.gpu_models)}" if c.gpu_models else "") + "."]
     limits = [words.format(figure_text(getattr(c, key), kind)) for key, words, kind in _LIMITS
               if getattr(c, key, None) is not None]
+    lost = getattr(c, "max_gpus_lost_on_single_failure", None)
+    if lost is not None:
+        limits.append(f"at most {int(lost):,} GPUs out of the job on the worst single switch failure" if lost >= 1
+                      else f"at most {lost:.1%} of the GPUs ({c.gpus_lost_limit():,.0f}) out of the job on the worst "
+                           f"single switch failure")
     if c.cable_count is not None:
         limits.append(f"{c.cable_count:,} cables")
     if c.max_radix is not None:

@@ -366,9 +366,13 @@ def draw(snap, *, live: bool) -> None:
         st.markdown("\n".join(f"- {C.md_text(line)}" for line in lines))
         front = res.front_frame()
         serving_cols = [c for c in serving_front.SERVING_COLUMNS if c in front.columns]
-        table = front[[c for c in ("design", "cost_usd", "p99_s", "p50_s", *serving_cols, "power_w", "family",
-                                   "switch_model", "nic_model", "transport", "policy", "free_upgrade_of", "ties")
-                       if c in front.columns]].copy()     # (a robust record has no p50 of its own: per case)
+        blast_cols = [c for c in ("gpus_lost_on_worst_switch_failure", "p99_failure_slowdown") if c in front.columns]
+        table = front[[c for c in ("design", "cost_usd", "p99_s", "p50_s", *serving_cols, *blast_cols, "power_w",
+                                   "family", "switch_model", "nic_model", "transport", "policy", "free_upgrade_of",
+                                   "ties") if c in front.columns]].copy()     # (a robust record: no p50 of its own)
+        if "p99_failure_slowdown" in table.columns:   # a design that does not survive has no finite figure
+            table["p99_failure_slowdown"] = [None if v is None or v != v or v > 1e6 else v
+                                             for v in table["p99_failure_slowdown"]]
         for c in serving_cols:     # ms and %, like the Design page; a service above capacity has no finite latency
             table[c] = [None if v >= 1e8 else v * 1e3 for v in table[c]] if c.endswith("_s") else table[c] * 100
         table.insert(0, "recommended", ["★" if rec is not None and n == rec["design"] else "" for n in table["design"]])
@@ -422,6 +426,15 @@ def draw(snap, *, live: bool) -> None:
                            "serving_slo_attainment": st.column_config.NumberColumn(
                                "SLO attainment (%)", format="%.1f",
                                help="The worst serving job's share of requests within both latency budgets"),
+                           "gpus_lost_on_worst_switch_failure": st.column_config.NumberColumn(
+                               "GPUs lost, worst failure", format="%d",
+                               help="GPUs the worst single switch failure takes out of the job (whole servers left "
+                                    "without a NIC port; a GPU whose own NIC is down sends through its server's "
+                                    "other NICs over NVLink and is not lost)"),
+                           "p99_failure_slowdown": st.column_config.NumberColumn(
+                               "p99 slowdown, worst failure", format="percent",
+                               help="How much slower the p99 step is under the worst single switch or cable failure "
+                                    "(evaluated with the same seed)"),
                            "power_w": st.column_config.NumberColumn("network power (kW)", format="%.1f"),
                            "family": st.column_config.TextColumn("family (hardware)"),
                            "switch_model": st.column_config.TextColumn("switch (hardware)"),

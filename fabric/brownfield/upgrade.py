@@ -652,15 +652,14 @@ def upgrade_front(installed: Installed, workload, limits: UpgradeLimits | None =
                 run(h, pols)
     within = [u for u in upgrades if not u.violations]
     if failures:
-        from fabric.resilience import resilience
+        from fabric.resilience import failure_p99, resilience
 
         for u in within:
             r = resilience(u.design, workload, scenario=scenario, healthy_p99_s=u.p99_s, **kw)
             u.failure = {k: r.get(k) for k in ("worst_switch", "worst_switch_failure_p99_s", "worst_link",
-                                               "worst_link_failure_p99_s", "partitions_on_single_failure",
-                                               "survives_single_failure")}
-            worst = [x for x in (r["worst_switch_failure_p99_s"], r["worst_link_failure_p99_s"]) if x is not None]
-            u.p99_under_failure_s = None if not r["survives_single_failure"] else max(worst + [u.p99_s])
+                                               "worst_link_failure_p99_s", "worst_leaf", "worst_leaf_failure_p99_s",
+                                               "partitions_on_single_failure", "survives_single_failure")}
+            u.p99_under_failure_s = failure_p99(r, u.p99_s)
     front = _pareto(within, lambda u: u.p99_s)
     failure_front = _pareto(within, lambda u: u.p99_under_failure_s) if failures else []
     meeting = sorted((u for u in within if u.meets(limits)),

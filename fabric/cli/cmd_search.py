@@ -46,6 +46,14 @@ def register(sub) -> None:
     p.add_argument("--model", metavar="NAME", help="with --plan-space: the workload's model when fabric does not "
                                                    "recognise it (llama3-70b, mixtral-8x7b)")
     p.add_argument("--constraints", "-c", metavar="FILE", help="constraints (JSON/YAML; see docs/search.md)")
+    p.add_argument("--max-gpus-lost", type=float, metavar="N|SHARE",
+                   help="blast radius: the most GPUs the worst single switch failure may take out of the job, a "
+                        "count (64) or a share of the cluster below 1 (0.125); overrides the constraints file's "
+                        "max_gpus_lost_on_single_failure (default: no limit; the front shows the figure)")
+    p.add_argument("--max-failure-slowdown", type=float, metavar="SHARE",
+                   help="the p99 under the worst single failure may be at most this much slower than the healthy "
+                        "p99 (0.25 = +25 %%; every design is then evaluated under its failures, about 2x the time); "
+                        "overrides max_p99_slowdown_under_failure (default: no limit; the front shows the figure)")
     p.add_argument("--gpus", type=int, help="GPU count (overrides the constraints file; default: the workload's)")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--budget-evals", type=int, help="stop after this many distinct evaluations (default 3000)")
@@ -156,6 +164,12 @@ def run(args) -> int:
     cons = dataclasses.replace(cons, gpus=gpus) if cons else Constraints(gpus=gpus)
     if args.cost_objective:
         cons = dataclasses.replace(cons, cost_objective=args.cost_objective)
+    if args.max_gpus_lost is not None:
+        lost = args.max_gpus_lost
+        cons = dataclasses.replace(cons, max_gpus_lost_on_single_failure=int(lost) if lost >= 1 and lost == int(lost)
+                                   else lost)
+    if args.max_failure_slowdown is not None:
+        cons = dataclasses.replace(cons, max_p99_slowdown_under_failure=args.max_failure_slowdown)
     if cons.nic_models:
         from fabric.search import DesignSpace
 

@@ -830,7 +830,8 @@ def switch_labels(fabric) -> dict[str, int]:
 
 def resolve_failures(fabric, switches, links) -> tuple[list[int], list[int]]:
     """Node ids of the named switches and link ids of the named links (one cable each); DesignError naming any
-    name the fabric does not have, or a leaf/router (whose failure takes its servers out of the job)."""
+    name the fabric does not have, or a leaf/router holding every NIC port of its servers (whose failure takes
+    them out of the job: :func:`fabric.evaluate.dualtor.check_leaf_failure`)."""
     from fabric.errors import DesignError
 
     labels = switch_labels(fabric)

@@ -26,6 +26,9 @@ leaves to its spine (:mod:`fabric.evaluate.innetwork`), a *pinned* class whose b
 
 PXN (``design.pxn``, always on for rail-only fabrics): a flow between different rails first moves over NVLink to
 the source node's GPU on the destination rail, so it stays on that rail.
+
+A failed leaf whose servers keep live NICs elsewhere (a rail leaf): the flows of its dead NICs detour over NVLink
+through the server's live NICs (:mod:`fabric.evaluate.detour`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import numpy as np
 from fabric.evaluate.ballsbins import sample_max_load
 from fabric.evaluate.bounds import fabric_cuts
 from fabric.evaluate.computed import computed_busiest_balls
+from fabric.evaluate.detour import dead_nics, detour_flows
 from fabric.topology.fabric import LINK_KINDS
 
 __all__ = ["NetworkModel", "LinkClass", "PhaseLoad", "PairUnits", "PathSample", "phase_load", "sample_phase_factor",
@@ -88,6 +92,9 @@ class NetworkModel:
     tree_memo: dict = field(default_factory=dict, repr=False)
     #: failed leaves (index: node id - switch_base) whose NICs carry on through their other ports (dualtor.py)
     dead_leaf: np.ndarray | None = None
+    #: NICs (index from nic_base) whose every port is on a failed leaf: their GPUs detour over NVLink through the
+    #: server's live NICs (detour.py); None when there is none
+    dead_nic: np.ndarray | None = None
     _polar: dict | None = field(default=None, repr=False)
 
     def polar_shares(self) -> dict:
@@ -208,6 +215,7 @@ class NetworkModel:
             rail_based=fabric.family in ("rail_optimized", "rail_only"),
             force_pxn=fabric.family == "rail_only",
             cuts=fabric_cuts(fabric, pod if pod_bins.size else None), dead_leaf=dead_leaf,
+            dead_nic=dead_nics(fabric, dead_leaf),
         )
 
 
@@ -291,7 +299,8 @@ class PhaseLoad:
     flows_per_port: float = 1.0  # fewest concurrent flows (x QPs) of a NIC port that sends across leaves
     multipath: bool = False      # some flows leave their leaf (several paths: spraying can reorder them)
     #: busiest GPU's bytes (per op byte) forwarded over NVLink to the GPU on the destination's rail before they
-    #: enter the network (rail-only fabrics, PXN): an extra hop in series with the network (issue 28)
+    #: enter the network (rail-only fabrics, PXN): an extra hop in series with the network (issue 28); with dead
+    #: NICs (detour.py) also the busiest GPU's bytes received over NVLink from the NIC of another GPU
     forward_nvlink: float = 0.0
 
 
@@ -350,7 +359,7 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
     f = model.fabric
     if phase.all_pairs is not None:
         simple = (f.gpu_nics.shape[1] == 1 and f.nic_ports.shape[1] == 1 and not model.is_dragonfly
-                  and not ((pxn or model.force_pxn) and model.rail_based))
+                  and not ((pxn or model.force_pxn) and model.rail_based) and model.dead_nic is None)
         if simple:
             return _all_pairs_load(phase, model, qps)
         phase = phase.expand()
@@ -375,6 +384,14 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
                                 weights=per[cross])
             forward = float(moved.max())
             src_nic = np.where(cross, src_nic - s_loc + d_loc, src_nic)
+    if model.dead_nic is not None and src_nic.size:
+        # a NIC whose every port lost its leaf: the flows it carried go through the server's other NICs (detour.py)
+        sg, dg = (np.repeat(src, k_nic), np.repeat(dst, k_nic)) if k_nic > 1 else (src, dst)
+        sg, dg, src_nic, dst_nic, per, fwd = detour_flows(
+            f, model.dead_nic, sg, dg, src_nic, dst_nic, per,
+            same_rail=bool((pxn or model.force_pxn) and model.rail_based))
+        if fwd is not None:
+            forward = fwd
     ports = f.nic_ports.shape[1]
     si, di = src_nic - f.nic_base, dst_nic - f.nic_base
     port_cls = []
@@ -861,7 +878,7 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
         t = t * reorder_factor(reorder_slowdown, rho, links, load.flows_per_port, per_link, reorder_floor)
     t = np.maximum(t, nv_t)
     if load.forward_nvlink > 0 and nv_bytes_per_s > 0:
-        t = t + load.forward_nvlink / nv_bytes_per_s        # the NVLink hop before the network (rail-only, PXN)
+        t = t + load.forward_nvlink / nv_bytes_per_s        # the NVLink hops around the network (PXN, detour)
     return t, per_class
 
 

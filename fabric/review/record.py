@@ -113,7 +113,7 @@ class DesignRecord:
         under a single failure combined like the record's p99 (``p99_failure_s``, the search's figure):
         ``{"primary": <resilience of the first case>, "cases": {case: resilience}, "p99_failure_s",
         "survives_single_failure", "gpus_lost_on_worst_switch_failure"}``."""
-        from fabric.resilience import resilience
+        from fabric.resilience import failure_p99, resilience
         from fabric.search.records import INFEASIBLE_P99
 
         ctx = self.context
@@ -123,10 +123,9 @@ class DesignRecord:
                                      samples=ctx.samples, transport_overrides=ctx.transport_overrides,
                                      scenario=c.scenario, healthy_p99_s=float(c.evaluation.step_time_s["p99"]))
         worst = {}
-        for name, r in per.items():
-            vals = [x for x in (r["worst_switch_failure_p99_s"], r["worst_link_failure_p99_s"]) if x is not None]
-            worst[name] = (INFEASIBLE_P99 if not r["survives_single_failure"]
-                           else max(vals + [float(r["healthy_p99_s"])]))
+        for name, r in per.items():      # the search's figure (fabric.resilience.failure_p99)
+            p = failure_p99(r)
+            worst[name] = INFEASIBLE_P99 if p is None else p
         if self.robust:
             from fabric.search.robust import robust_failure_p99
 

@@ -20,6 +20,10 @@ KEY_COLUMNS = ["design", "family", "switch_model", "nic_model", "nics_per_gpu", 
                "planes", "routing", "qps_per_connection", "transport", "placement", "pxn", "storage_isolation",
                "in_network_reduction", "uplink_leaf_gbps", "uplink_spine_gbps"]
 OBJECTIVE_COLUMNS = ["cost_usd", "p99_s", "power_w", "p50_s", "p95_s", "mean_s", "lower_bound_s"]
+#: The blast radius, right after the objectives (fabric.search.records.BLAST_COLUMNS; the failure p99 columns are
+#: on the front and the baselines after every search, on every record when the constraints need them)
+BLAST_COLUMNS = ["gpus_lost_on_worst_switch_failure", "gpus_detoured_on_single_failure", "p99_failure_s",
+                 "p99_failure_slowdown", "worst_failure"]
 BREAKDOWN_COLUMNS = ["switch_usd", "nic_usd", "transceiver_usd", "cable_usd", "cable_count", "radix", "tiers"]
 #: Gene columns that are free policy (routing, queue pairs, placement rule, PXN) and hardware, from the one
 #: definition in fabric.design.policy
@@ -272,7 +276,15 @@ class SearchResult:
                 lines.append(f"for the cost of '{name}' (${c['baseline_cost_usd']:,.0f}), "
                              f"'{c['at_cost_design']}' has "
                              f"{speedup_text(c['baseline_p99_s'], c['at_cost_p99_s'])}.")
-        return lines + self.serving_lines() + self.free_upgrade_lines()
+        return lines + self.serving_lines() + self.free_upgrade_lines() + self.blast_radius_lines()
+
+    def blast_radius_lines(self) -> list[str]:
+        """The recommended design's blast radius (fabric.search.recommend.blast_radius_text), one sentence."""
+        from fabric.search.recommend import blast_radius_text, recommend
+
+        rec = recommend(self.front, self.baselines, p99_target_s=(self.constraints or {}).get("p99_target_s")).record
+        text = blast_radius_text(rec) if rec is not None else ""
+        return [f"the recommended design, '{rec['design']}': {text[0].lower()}{text[1:]}"] if text else []
 
     def serving_lines(self) -> list[str]:
         """The serving jobs' request latency across the front (records with serving columns only)."""
@@ -314,12 +326,13 @@ def policy_text_of_record(rec: dict) -> str:
 
 
 def _frame(records: list) -> pd.DataFrame:
-    cols = KEY_COLUMNS + OBJECTIVE_COLUMNS + BREAKDOWN_COLUMNS + ["feasible", "buildable", "error", "repairs"]
+    cols = KEY_COLUMNS + OBJECTIVE_COLUMNS + BLAST_COLUMNS + BREAKDOWN_COLUMNS + ["feasible", "buildable", "error",
+                                                                               "repairs"]
     if not records:
         return pd.DataFrame(columns=cols + ["violations"])
     df = pd.DataFrame(records)
     df["violations"] = df["violations"].apply(lambda v: json.dumps(v, sort_keys=True))
-    for c in ("min_uplink_switches", "gpus_lost_on_worst_switch_failure"):     # blank: no uplinks (one tier)
+    for c in ("min_uplink_switches", "gpus_lost_on_worst_switch_failure", "gpus_detoured_on_single_failure"):
         if c in df.columns:
             df[c] = df[c].astype("Int64")
     rest = [c for c in df.columns if c not in cols and c not in ("genome", "key")]
