@@ -318,7 +318,9 @@ def test_brief_says_the_same_verdict():
     wl = _sample("llama3-70b-online.json")
     c = Constraints(gpus=256, survive_single_failure=False)      # so that the one-switch design can be proposed
     rec = evaluate_record(ONE_SWITCH, wl, Scenario(), 0, 32, None, c)
-    b = review_brief([rec], [], wl, c, samples=16)
+    from fabric.review import prepare_context
+
+    b = review_brief([rec], [], prepare_context(wl, c, samples=32))
     lines = dict(brief_sections(b))
     res = lines["Resilience"]
     assert res[0].startswith("Does not survive a single failure") and "256 of 256 GPUs" in res[0]

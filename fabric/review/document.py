@@ -185,9 +185,14 @@ def _what_if_lines(d: dict) -> list[str]:
         if w["p99_s"] is None:
             out.append(f"{w['scenario']}: {w.get('error', 'n/a')}.")
             continue
-        out.append(f"{w['scenario']}: {which} {_t(w['p99_s'])} ({w['change']:+.1%})"
+        out.append(f"{w['scenario']}: {which} step {_t(w['p99_s'])} ({_change(w['change'])})"
                    + "".join(f"; '{n}' {serving_text(m)}" for n, m in (w.get("serving") or {}).items()) + ".")
     return out
+
+
+def _change(x: float) -> str:
+    """A relative change; under 0.05 % it is no change at all, said so (never "+0.0 %")."""
+    return "no change" if abs(x) < 0.0005 else f"{x:+.1%}"
 
 
 def _fix_lines(d: dict) -> list[str]:
