@@ -47,7 +47,7 @@ from fabric.topology.fabric import LINK_KINDS
 __all__ = ["RESOURCES", "Cuts", "fabric_cuts", "cut_bound_per_byte"]
 
 #: The resources a lower bound can be bound by, in the order ties are broken.
-RESOURCES = ("nic", "nvlink", "leaf uplinks", "pod uplinks")
+RESOURCES = ("nic", "nvlink", "leaf uplinks", "pod uplinks", "switch tree slots")
 
 _LS = LINK_KINDS.index("leaf-spine")
 _SC = LINK_KINDS.index("spine-core")
