@@ -701,8 +701,9 @@ def _story_words(st: dict, size: float, p99: float) -> str:
     Th = st.get("healthy_trees")
     for name, held in failed.items():
         if held:
+            live = st.get("live_spines", 0)
             words.append(f"{name} is down: it held {held} of the {Th} trees the healthy fabric builds; built "
-                         f"again on the {st.get('live_spines', 0)} live spines, "
+                         f"again on the {live} live spine{'' if live == 1 else 's'}, "
                          + (f"{T} fit" if F else f"all {T} fit at no cost (free links remained)"))
         else:
             words.append(f"{name} is down but held none of the {Th} trees the healthy fabric builds")
