@@ -623,9 +623,10 @@ def _story(shape: GroupShape, fabric, model: NetworkModel, placement: TreePlacem
         out["slow"] = {f.node_label(int(s)): _trees_through(p, int(s)) for s in model.slow_spines}
         out["slow_factor"] = float(model.slow_factor)
     if served is not None:
-        send, recv = _port_bytes(served, model, pxn, routing)
-        out["nic_s"] = max(float(send.max(initial=0.0)), float(recv.max(initial=0.0))) / \
-            (model.capacity_bps / 8.0 * net_eff)
+        if "slow" in out:           # the NIC ports' time, to say whether the slow trees outlast them
+            send, recv = _port_bytes(served, model, pxn, routing)
+            out["nic_s"] = max(float(send.max(initial=0.0)), float(recv.max(initial=0.0))) / \
+                (model.capacity_bps / 8.0 * net_eff)
         tree_b = max([float(x.max()) for x in (p.up_bytes, p.pod_bytes) if x.size], default=0.0)
         kind = "leaf uplinks" if p.up_bytes.size else "pod core uplinks"
         if tree_b > 0:
