@@ -27,11 +27,18 @@ the network, beside the other instances' trees, and the evaluation says so.
 
 **Loads.** Tree links are *pinned* (:class:`fabric.evaluate.network.LinkClass`): each carries B per op byte up and
 B down whatever the routing, at its line rate, or at ``slow_factor`` of it on a slow spine; other jobs' traffic on
-the same link groups shares them like any class. An op some of whose instances fell back takes the longer of its
-trees and its fallback, which shares the link groups it crosses with the trees (max-min: the trees take the share
-tree bytes / (tree bytes + fallback bytes) of each). Failures and slow switches come from the
-:class:`~fabric.evaluate.network.NetworkModel`: a failed spine holds no tree (its trees move to other spines, or
-their instances fall back when no spine has free ports), a slow spine slows the trees rooted on it.
+the same link groups shares them like any class.
+
+**Failures, slow switches, fallback** (docs/evaluator.md, issue 34 item 10). Trees are placed on the scenario's
+:class:`~fabric.evaluate.network.NetworkModel`: a failed spine holds none (the trees it held are built again on the
+live spines where free links remain) and a failed cable is not a free link. A slow spine slows the trees on it; the
+op waits for its slowest tree and its NIC ports. Instances without a tree run their ordinary algorithm at the same
+time as the trees, and the bytes add where the two parts meet: a link group holding trees adds its tree's bytes to
+the fallback's busiest link (exact when the trees hold every link of the group, or the fallback spreads evenly; an
+upper bound otherwise), and a NIC port with GPUs of both parts carries both. The op's lower bound is the larger of
+the trees' and the fallback's (with the shared ports and links at line rate); the excess is charged to the resource
+the fallback lacked (:data:`LACKING`), so that a failure moves that term of the bound's split, not the NIC's. What
+the trees did is kept as figures (``story``: :func:`_story`) and said in words by :func:`in_network_lines`.
 """
 
 from __future__ import annotations
@@ -705,7 +712,7 @@ def _story_words(st: dict, size: float, p99: float) -> str:
             live = st.get("live_spines", 0)
             words.append(f"{name} is down: it held {held} of the {Th} trees the healthy fabric builds; built "
                          f"again on the {live} live spine{'' if live == 1 else 's'}, "
-                         + (f"{T} fit" if F else f"all {T} fit at no cost (free links remained)"))
+                         + (f"{T} fit" if F else f"all {T} fit (free links remained)"))
         else:
             words.append(f"{name} is down but held none of the {Th} trees the healthy fabric builds")
     if st.get("cables_down"):
