@@ -724,7 +724,7 @@ def _story_words(st: dict, size: float, p99: float) -> str:
                f" for {tight['trees']} trees, one tree per link" if tight and tight["uplinks"] < tight["trees"]
                else st.get("reason", ""))
         words.append(f"{F} of {I} instance(s) found no tree ({why}) and ran NCCL's {st.get('fallback_algorithm')}"
-                     f" algorithm over the network, sharing links and NIC ports with the {T} trees")
+                     " algorithm over the network" + (f", sharing links and NIC ports with the {T} trees" if T else ""))
     for name, held in (st.get("slow") or {}).items():
         pct = f"{st.get('slow_factor', 1.0):.0%}"
         if not held:
