@@ -43,8 +43,8 @@ from fabric.evaluate.computed import computed_busiest_balls
 from fabric.evaluate.detour import dead_nics, detour_flows
 from fabric.topology.fabric import LINK_KINDS
 
-__all__ = ["NetworkModel", "LinkClass", "PhaseLoad", "PairUnits", "PathSample", "phase_load", "sample_phase_factor",
-           "PATH_SAMPLE_BUDGET"]
+__all__ = ["NetworkModel", "LinkClass", "PhaseLoad", "PairUnits", "PathSample", "phase_load", "port_loads",
+           "sample_phase_factor", "PATH_SAMPLE_BUDGET"]
 
 _LS = LINK_KINDS.index("leaf-spine")
 _SC = LINK_KINDS.index("spine-core")
@@ -363,8 +363,73 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
         if simple:
             return _all_pairs_load(phase, model, qps)
         phase = phase.expand()
-    src, dst, per = phase.src_gpu, phase.dst_gpu, phase.bytes_per_byte
     nvlink_max = phase.nvlink_bytes_per_byte
+    pf = _port_flows(phase, model, qps=qps, pxn=pxn, routing=routing)
+    per, q_port, port_cls, forward = pf.per, pf.q_port, pf.port_cls, pf.forward
+    src_leaf, dst_leaf, port_id_s = pf.src_leaf, pf.dst_leaf, pf.port_id_s
+    nic_max = 0.0
+    if per.size:
+        nic_max = max(float(np.bincount(port_id_s, weights=per).max()),
+                      float(np.bincount(pf.port_id_d, weights=per).max()))
+    if phase.injection_only:
+        return PhaseLoad([], nic_max, nvlink_max, 2, phase.steps, forward_nvlink=forward)
+    sb = f.switch_base
+    q = np.broadcast_to(np.asarray(q_port, dtype=float), per.shape).copy()
+    cross = src_leaf != dst_leaf
+    classes: list[LinkClass] = list(port_cls)
+    joint: list = []
+    hops = 1
+    flows_per_port = 1.0
+    if cross.any():
+        hops = 3
+        # flows (x QPs) that share a sending NIC port, at the port that sends across leaves with the fewest
+        per_port = np.bincount(port_id_s) * float(qps)
+        sends_out = np.bincount(port_id_s[cross], minlength=per_port.size) > 0
+        flows_per_port = float(per_port[sends_out].min())
+        sl, dl, pc, qc = src_leaf[cross], dst_leaf[cross], per[cross], q[cross]
+        if model.is_dragonfly:
+            classes += _dragonfly_classes(model, sl, dl, pc, qc)
+        else:
+            xp = np.zeros(sl.size, bool)
+            if model.pod_bins.size:
+                sp, dp = model.pod_of_switch[sl - sb], model.pod_of_switch[dl - sb]
+                xp = sp != dp
+            cls, joint = _leaf_classes(model, sl, dl, pc, qc, xp, routing, samples)
+            classes += cls
+            if model.pod_bins.size:
+                if xp.any():
+                    hops = 5
+                    pb = lambda keys: model.pod_bins[keys]      # noqa: E731
+                    zero = lambda keys: np.zeros(len(keys), np.int64)  # noqa: E731
+                    classes += _group_classes("pod core uplinks", sp[xp], qc[xp], pc[xp], pb, zero,
+                                              lambda k: model.background_of("pod core uplinks", k))
+                    classes += _group_classes("pod core downlinks", dp[xp], qc[xp], pc[xp], pb, zero,
+                                              lambda k: model.background_of("pod core downlinks", k))
+    return PhaseLoad(classes, nic_max, nvlink_max, hops, phase.steps, joint, flows_per_port, bool(cross.any()),
+                     forward_nvlink=forward)
+
+
+@dataclass
+class _PortFlows:
+    """A phase's flows on NIC ports: per flow (after splitting over NICs and ports) its bytes per op byte, its
+    queue pairs per port, its ports (NIC index x ports + port) and their leaves; the NICs' port classes (several
+    ports hashed or placed) and the PXN forwarding hop."""
+
+    per: np.ndarray
+    q_port: object
+    port_id_s: np.ndarray
+    port_id_d: np.ndarray
+    src_leaf: np.ndarray
+    dst_leaf: np.ndarray
+    port_cls: list
+    forward: float
+
+
+def _port_flows(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str) -> _PortFlows:
+    """Map an explicit phase's GPU flows onto NIC ports and leaves (what :func:`phase_load` and
+    :func:`port_loads` share)."""
+    f = model.fabric
+    src, dst, per = phase.src_gpu, phase.dst_gpu, phase.bytes_per_byte
     k_nic = f.gpu_nics.shape[1]
     if k_nic > 1:
         src_nic = f.gpu_nics[src].ravel()
@@ -421,50 +486,21 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
             q_port = np.repeat(float(qps) / n_use if hashed_ports else np.full(n_use.size, float(qps)), ports)[keep]
     else:
         pidx = np.zeros(si.size, np.int64)
-    src_leaf = f.nic_ports[si, pidx]
-    dst_leaf = f.nic_ports[di, pidx]
-    port_id_s = si * ports + pidx
-    port_id_d = di * ports + pidx
-    nic_max = 0.0
-    if per.size:
-        nic_max = max(float(np.bincount(port_id_s, weights=per).max()),
-                      float(np.bincount(port_id_d, weights=per).max()))
-    if phase.injection_only:
-        return PhaseLoad([], nic_max, nvlink_max, 2, phase.steps, forward_nvlink=forward)
-    sb = f.switch_base
-    q = np.broadcast_to(np.asarray(q_port, dtype=float), per.shape).copy()
-    cross = src_leaf != dst_leaf
-    classes: list[LinkClass] = list(port_cls)
-    joint: list = []
-    hops = 1
-    flows_per_port = 1.0
-    if cross.any():
-        hops = 3
-        # flows (x QPs) that share a sending NIC port, at the port that sends across leaves with the fewest
-        per_port = np.bincount(port_id_s) * float(qps)
-        sends_out = np.bincount(port_id_s[cross], minlength=per_port.size) > 0
-        flows_per_port = float(per_port[sends_out].min())
-        sl, dl, pc, qc = src_leaf[cross], dst_leaf[cross], per[cross], q[cross]
-        if model.is_dragonfly:
-            classes += _dragonfly_classes(model, sl, dl, pc, qc)
-        else:
-            xp = np.zeros(sl.size, bool)
-            if model.pod_bins.size:
-                sp, dp = model.pod_of_switch[sl - sb], model.pod_of_switch[dl - sb]
-                xp = sp != dp
-            cls, joint = _leaf_classes(model, sl, dl, pc, qc, xp, routing, samples)
-            classes += cls
-            if model.pod_bins.size:
-                if xp.any():
-                    hops = 5
-                    pb = lambda keys: model.pod_bins[keys]      # noqa: E731
-                    zero = lambda keys: np.zeros(len(keys), np.int64)  # noqa: E731
-                    classes += _group_classes("pod core uplinks", sp[xp], qc[xp], pc[xp], pb, zero,
-                                              lambda k: model.background_of("pod core uplinks", k))
-                    classes += _group_classes("pod core downlinks", dp[xp], qc[xp], pc[xp], pb, zero,
-                                              lambda k: model.background_of("pod core downlinks", k))
-    return PhaseLoad(classes, nic_max, nvlink_max, hops, phase.steps, joint, flows_per_port, bool(cross.any()),
-                     forward_nvlink=forward)
+    return _PortFlows(per, q_port, si * ports + pidx, di * ports + pidx, f.nic_ports[si, pidx],
+                      f.nic_ports[di, pidx], port_cls, forward)
+
+
+def port_loads(phase, model: NetworkModel, *, pxn: bool, routing: str = "ecmp") -> tuple[np.ndarray, np.ndarray]:
+    """Bytes per op byte each NIC port sends and receives in ``phase`` (arrays over NIC index x ports + port):
+    what :func:`phase_load` reduces to its busiest port (``nic_max``), kept per port so that two parts of one op
+    on the same ports can be added (:mod:`fabric.evaluate.innetwork`)."""
+    f = model.fabric
+    size = f.n_nics * f.nic_ports.shape[1]
+    if phase.all_pairs is not None:
+        phase = phase.expand()
+    pf = _port_flows(phase, model, qps=1, pxn=pxn, routing=routing)
+    return (np.bincount(pf.port_id_s, weights=pf.per, minlength=size),
+            np.bincount(pf.port_id_d, weights=pf.per, minlength=size))
 
 
 #: Leaf groups whose flows share spines in tangled ways are drawn path by path while balls x samples stays under
