@@ -140,6 +140,32 @@ def _plan_objective(args, workload, catalog):
     return PlanObjective(basis) if args.plan_space == "auto" else JointObjective(basis)
 
 
+def _recommendation(res, objective, cons, catalog, scenario, args, overrides) -> dict:
+    """summary.json's ``context`` (the line and key every figure was computed in) and ``recommendation``: the design
+    the dashboard recommends by the same rule (fabric.search.recommend), its design file and its record in the
+    search's context (fabric.review), so a script reads the answer a review sees."""
+    from pathlib import Path
+
+    from fabric.design import design_to_dict
+    from fabric.review import design_record, prepare_context
+    from fabric.search.recommend import recommend
+
+    label = ", ".join(Path(g[0]).name for g in args.workload)
+    ctx = prepare_context(objective, cons, catalog=catalog, scenario=scenario, seed=args.seed, samples=args.samples,
+                          transport_overrides=overrides, label=label)
+    out = {"context": {"line": ctx.describe(), "key": ctx.key}}
+    advice = recommend(res.front, res.baselines, p99_target_s=cons.p99_target_s)
+    if advice.record is None or ctx.kind == "joint":
+        out["recommendation"] = {"rule": advice.rule, "design": None, "record": advice.record}
+        return out
+    from fabric.brief import design_of_row
+
+    design = design_of_row(advice.record, cons, ctx.catalog)
+    record = design_record(design, ctx, row=advice.record)
+    out["recommendation"] = {"rule": advice.rule, "design": design_to_dict(design), "record": record.to_dict()}
+    return out
+
+
 def run(args) -> int:
     import dataclasses
     from fabric.cli.common import load_workload_files
@@ -205,7 +231,7 @@ def run(args) -> int:
                          transport_overrides=overrides)
     if not args.quiet:
         sys.stderr.write("\n")
-    out = res.write(args.out)
+    out = res.write(args.out, extra=_recommendation(res, workload, cons, catalog, scenario, args, overrides))
     for line in res.summary_lines():
         print(line)
     from fabric.search.robust import RobustObjective, robust_lines

@@ -225,14 +225,20 @@ def design_record(design, context, *, row: dict | None = None) -> DesignRecord:
     from fabric.search.records import evaluate_record
 
     ctx = context
-    if row is None:
+    c = ctx.constraints
+    first = None
+    if row is None and ctx.kind == "single":     # one evaluation serves the row and the case (the same call)
+        (name, wl, sc, _), = ctx.cases()
+        first = _evaluate_case(design, ctx, wl, sc)
+        row = evaluate_record(design, wl, sc, ctx.seed, ctx.samples, ctx.catalog, c,
+                              transport_overrides=ctx.transport_overrides, evaluation=first)
+    elif row is None:
         row = evaluate_record(design, ctx.search_objective(), ctx.search_scenario(), ctx.seed, ctx.samples,
-                              ctx.catalog, ctx.constraints, transport_overrides=ctx.transport_overrides)
+                              ctx.catalog, c, transport_overrides=ctx.transport_overrides)
     if not row.get("buildable", True):
         raise FabricError(row.get("error") or "the design cannot be built")
-    c = ctx.constraints
     racks = rack_report(design, catalog=ctx.catalog, rack_limit_w=c.rack_power_w, pue=c.pue)
-    cases = tuple(_case(design, ctx, racks, name, wl, sc, w, plan)
+    cases = tuple(_case(design, ctx, racks, name, wl, sc, w, plan, first)
                   for name, wl, sc, w, plan in _cases_of(design, ctx, row))
     return DesignRecord(design, ctx, row, cases, racks)
 
@@ -256,12 +262,18 @@ def _cases_of(design, ctx, row: dict) -> list[tuple]:
                       "records (its plan genes), not as a design alone")
 
 
-def _case(design, ctx, racks, name, workload, scenario, weight, plan) -> CaseResult:
+def _evaluate_case(design, ctx, workload, scenario):
+    """One case's evaluation (with the serving jobs' latency-versus-load curve, which changes no other figure)."""
     from fabric.evaluate import evaluate
+
+    return evaluate(design, workload, scenario, seed=ctx.seed, samples=ctx.samples, catalog=ctx.catalog,
+                    transport_overrides=ctx.transport_overrides, serving_curve=True)
+
+
+def _case(design, ctx, racks, name, workload, scenario, weight, plan, evaluation=None) -> CaseResult:
     from fabric.figures import design_figures
 
-    ev = evaluate(design, workload, scenario, seed=ctx.seed, samples=ctx.samples, catalog=ctx.catalog,
-                  transport_overrides=ctx.transport_overrides, serving_curve=True)
+    ev = evaluation if evaluation is not None else _evaluate_case(design, ctx, workload, scenario)
     figs = design_figures(ev, design, catalog=ctx.catalog, economics_params=ctx.constraints.economics(),
                           racks=racks)
     return CaseResult(name, getattr(workload, "name", name), workload, scenario, float(weight), ev, figs, plan)

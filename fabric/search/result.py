@@ -302,14 +302,15 @@ class SearchResult:
                 f"{seconds_text(span['serving_tpot_p99_s'][1])}; the cheapest front design, '{cheap['design']}', "
                 f"serves {cheap.get('serving_slo_attainment', 1.0):.1%} of requests within their budgets."]
 
-    def write(self, out_dir: str | Path) -> Path:
-        """Write evaluations.csv, pareto.csv, baselines.csv and summary.json into ``out_dir``."""
+    def write(self, out_dir: str | Path, *, extra: dict | None = None) -> Path:
+        """Write evaluations.csv, pareto.csv, baselines.csv and summary.json into ``out_dir`` (``extra``: more
+        fields of summary.json, e.g. the context and the recommendation's record)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         self.frame().to_csv(out / "evaluations.csv", index=False)
         self.front_frame().to_csv(out / "pareto.csv", index=False)
         self.baseline_frame().to_csv(out / "baselines.csv", index=False)
-        (out / "summary.json").write_text(json.dumps(self.summary(), indent=2, default=float))
+        (out / "summary.json").write_text(json.dumps({**self.summary(), **(extra or {})}, indent=2, default=float))
         return out
 
 
