@@ -524,9 +524,6 @@ def search_workload():
     design at its best plan), or with the robust mode on the robust objective of the mix (FabricError naming what
     is wrong with the mix, or why the workload cannot have plans)."""
     if plans_auto():
-        if robust_on():
-            raise FabricError("the plan space auto judges one training workload at each design's best plan; it does "
-                              "not combine with the robust search across a job mix (turn one of them off)")
         return plan_objective()
     if not robust_on():
         return workload_bundle().workload
@@ -537,8 +534,9 @@ def search_workload():
 
 
 def plans_auto() -> bool:
-    """True when the session's search judges every design at its best parallelism plan."""
-    return ss.get("plan_space", "fixed") == "auto"
+    """True when the session's search judges every design at its best parallelism plan (never with the robust mode
+    on: the Search page disables the choice there and says why)."""
+    return ss.get("plan_space", "fixed") == "auto" and not robust_on()
 
 
 def plan_objective():

@@ -198,11 +198,12 @@ def plans_section() -> None:
 plans_section()
 
 # ------------------------------------------------------------------ serving latency
-for job_name, sm in record.serving.items():      # every case's serving jobs (named "case: job" in a mix)
+for i, (job_name, sm) in enumerate(record.serving.items()):   # every case's serving jobs ("case: job" in a mix)
     st.subheader(f"Serving latency: {job_name}")
-    cols = st.columns(4)
-    for col, (label, value, help_) in zip(cols, serving_view.serving_metrics_row(sm)):
-        col.metric(label, value, help=help_)
+    if not (serving_only and i == 0):       # (a serving-only workload's first job has its tiles at the top already)
+        cols = st.columns(4)
+        for col, (label, value, help_) in zip(cols, serving_view.serving_metrics_row(sm)):
+            col.metric(label, value, help=help_)
     (st.warning if not sm["stable"] else st.caption)(C.md_text(serving_view.serving_sentence(job_name, sm)))
     sa, sb = st.columns(2)
     with sa:
@@ -438,8 +439,11 @@ with a:
             label = f"p99, worst {f['what']} failure"
             above = f"A {f['what']} above the leaves (spine, core or between them), the worst of those tried"
             if f["state"] == "evaluated":
-                col.metric(label, figure_text(f["p99_s"], "time"), delta=f"{f['p99_s'] / st_['p99'] - 1:+.1%}",
-                           delta_color="inverse", help=f"{above}: failing {f['failed']}, evaluated with the same seed.")
+                change = f["p99_s"] / st_["p99"] - 1
+                same = abs(change) < 0.0005          # no arrow for no change (never a red "+0.0 %")
+                col.metric(label, figure_text(f["p99_s"], "time"), delta="no change" if same else f"{change:+.1%}",
+                           delta_color="off" if same else "inverse", delta_arrow="off" if same else "auto",
+                           help=f"{above}: failing {f['failed']}, evaluated with the same seed.")
             else:
                 col.metric(label, "partitions" if f["state"] == "partitions" else "none",
                            help=f"{above}: failing {f['failed']}." if f["failed"] else

@@ -159,12 +159,18 @@ def plan_space_controls() -> str | None:
     returns the message said when the workload cannot have plans."""
     from fabric.workload.presets import training_models
 
-    if ss.get("in_plan_space") != ss.get("plan_space", "fixed"):
-        ss["in_plan_space"] = ss.get("plan_space", "fixed")
+    robust = C.robust_on()
+    shown = "fixed" if robust else ss.get("plan_space", "fixed")
+    if ss.get("in_plan_space") != shown:
+        ss["in_plan_space"] = shown
     left, right = st.columns([1.3, 1])
     space = left.radio("Plan space", list(plans_view.PLAN_SPACES), format_func=plans_view.PLAN_SPACES.get,
-                       horizontal=True, key="in_plan_space", help=plans_view.PLAN_SPACE_HELP,
+                       horizontal=True, key="in_plan_space", help=plans_view.PLAN_SPACE_HELP, disabled=robust,
                        on_change=lambda: ss.update(plan_space=ss["in_plan_space"]))
+    if robust:
+        right.caption("Plan space auto is off while the search is robust across a job mix: a mix judges every "
+                      "workload at its own plan (turn the robust mode off on the Workload page to search the plans).")
+        return None
     ss["plan_space"] = space
     if space != "auto":
         return None
@@ -268,7 +274,7 @@ def draw(snap, *, live: bool) -> None:
         st.error(f"The search stopped: {C.public_message(snap.error) if snap.error else 'unknown error'}")
         return
     res = snap.result
-    cons = C.constraints()
+    cons = ss["search_job"].constraints      # the search's own (a front is judged by the limits it ran with)
     if not live and res is not None and res.feasible:
         recommendation_box(res, cons)       # first, so a 1280x720 screen shows it without scrolling
     others = [] if live or res is None else [r for r in res.records if r.get("feasible")]
@@ -344,10 +350,11 @@ def draw(snap, *, live: bool) -> None:
         advice = recommend(res.front, res.baselines, p99_target_s=cons.p99_target_s)
         rec = advice.record
         lines = res.summary_lines()
-        for b in C.baselines():     # a baseline paid for a nearly empty scalable unit: say so beside its savings
-            note = C.su_note(b)
-            if note and "->" in note:
-                lines.append(f"'{b.name}': {note}")
+        if C.result_here() is res:      # (the current baselines only beside a front of the current inputs)
+            for b in C.baselines():     # a baseline paid for a nearly empty scalable unit: say so beside its savings
+                note = C.su_note(b)
+                if note and "->" in note:
+                    lines.append(f"'{b.name}': {note}")
         if beyond:
             cheap = min(beyond, key=lambda r: r["cost_usd"])
             lines.insert(2, f"{len(beyond)} more design{'s meet' if len(beyond) != 1 else ' meets'} every limit but the "
@@ -484,7 +491,9 @@ def draw(snap, *, live: bool) -> None:
             r = front[front["design"] == pick].iloc[0].to_dict()
             C.select_design(C.genes_of_record(r), r["design"])
             st.switch_page(C.PAGE_FILES["design"])
-        z.download_button("Front (CSV)", front.to_csv(index=False).encode(), file_name="pareto_front.csv",
+        from fabric.search.result import csv_frame
+
+        z.download_button("Front (CSV)", csv_frame(front).to_csv(index=False).encode(), file_name="pareto_front.csv",
                           mime="text/csv", key="dl_front", on_click="ignore", width="stretch")
         if robust:
             draw_case_fronts(res)
@@ -565,9 +574,15 @@ snap = job.snapshot()
 if snap.running:
     live_panel()
 else:
-    if job.inputs_key != C.inputs_key():
-        st.warning("The inputs changed since this front was computed (workload, job mix, plan space, constraints, "
-                   "catalog, budget or seed): press **Start search** to update it.")
+    if job.inputs_key != C.inputs_key(evals=job.budget_evals):
+        st.warning(C.md_text(f"This front was computed for other inputs ({job.label or 'an earlier search'}; "
+                             f"{job.constraints.gpus:,} {job.constraints.gpu_model} GPUs): the workload, job mix, "
+                             "plan space, constraints, GPU, catalog, calibration or seed changed since. Its figures "
+                             "are that search's; the Design, Compare and Brief pages do not offer its designs. Press "
+                             "**Start search** to search these inputs."))
+    elif job.inputs_key != C.inputs_key():
+        st.caption("The evaluation budget changed since this front was computed; the front is the one of the "
+                   "budget it ran with.")
     draw(snap, live=False)
 
 C.sync_url()

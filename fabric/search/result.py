@@ -13,7 +13,7 @@ from fabric.design.policy import RECORD_HARDWARE_COLUMNS, RECORD_POLICY_COLUMNS,
     same_record_hardware
 from fabric.tradeoff import same_p99, speedup_text
 
-__all__ = ["SearchResult", "pareto_mask", "hypervolume", "POLICY_COLUMNS", "HARDWARE_COLUMNS", "free_upgrades",
+__all__ = ["SearchResult", "pareto_mask", "hypervolume", "POLICY_COLUMNS", "HARDWARE_COLUMNS", "free_upgrades", "csv_frame",
            "policy_text_of_record"]
 
 KEY_COLUMNS = ["design", "family", "switch_model", "nic_model", "nics_per_gpu", "oversub_leaf", "oversub_spine",
@@ -307,9 +307,9 @@ class SearchResult:
         fields of summary.json, e.g. the context and the recommendation's record)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        self.frame().to_csv(out / "evaluations.csv", index=False)
-        self.front_frame().to_csv(out / "pareto.csv", index=False)
-        self.baseline_frame().to_csv(out / "baselines.csv", index=False)
+        csv_frame(self.frame()).to_csv(out / "evaluations.csv", index=False)
+        csv_frame(self.front_frame()).to_csv(out / "pareto.csv", index=False)
+        csv_frame(self.baseline_frame()).to_csv(out / "baselines.csv", index=False)
         (out / "summary.json").write_text(json.dumps({**self.summary(), **(extra or {})}, indent=2, default=float))
         return out
 
@@ -324,6 +324,24 @@ def policy_text_of_record(rec: dict) -> str:
     if rec.get("serving_class") in (True, 1, "True", "true"):
         parts.append("+serving class")
     return " ".join(parts)
+
+
+def csv_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """A records frame as written to CSV: a robust search's p99 column named ``robust_p99_s`` and each case's
+    figures (``p99_by_case``, ``p50_by_case``, ...) spread into columns ``p99_s|<case>``, so no column of a robust
+    file reads as a plain p99 or p50."""
+    if "p99_by_case" not in df.columns:
+        return df
+    out = df.rename(columns={"p99_s": "robust_p99_s"})
+    for col in [c for c in df.columns if c.endswith("_by_case") and c != "serving_by_case"]:
+        base = col.removesuffix("_by_case")
+        key = base if base == "gpu_idle_fraction_network" else f"{base}_s"
+        cases = sorted({k for v in df[col] if isinstance(v, dict) for k in v})
+        at = list(out.columns).index(col)
+        out = out.drop(columns=[col])
+        for i, case in enumerate(cases):
+            out.insert(at + i, f"{key}|{case}", [v.get(case) if isinstance(v, dict) else None for v in df[col]])
+    return out
 
 
 def _frame(records: list) -> pd.DataFrame:
