@@ -60,7 +60,9 @@ def _baseline_rows(baselines, chosen, record_of, constraints, catalog) -> list[d
                "saving_usd": float(b["cost_usd"]) - float(chosen["cost_usd"]),
                "p99_change": float(chosen["p99_s"]) / float(b["p99_s"]) - 1}
         try:
-            best = record_of(design_of_row(b, constraints, catalog), b).best_free_fix
+            best = ({"p99_s": b["tuned_p99_s"], "policy": b["tuned_policy"], "changes": b["tuned_changes"]}
+                    if b.get("tuned_p99_s") is not None else      # the search tuned it (fabric.search.tuned)
+                    record_of(design_of_row(b, constraints, catalog), b).best_free_fix)
         except FabricError as err:
             row["tuned_error"] = " ".join(str(err).split())
         else:

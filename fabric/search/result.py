@@ -137,6 +137,9 @@ class SearchResult:
     infeasible_reason: str = ""
     cache_hits: int = 0
     constraints: dict = field(default_factory=dict)
+    #: designs evaluated after the search to tune the baselines (their free policies: fabric.search.tuned),
+    #: counted in ``evaluations`` beyond the evaluation budget
+    tuning_evaluations: int = 0
 
     @property
     def feasible(self) -> bool:
@@ -229,6 +232,7 @@ class SearchResult:
             "feasible": self.feasible, "infeasible_reason": self.infeasible_reason,
             "objectives": list(self.objectives), "evaluations": self.evaluations, "generations": self.generations,
             "elapsed_s": self.elapsed_s, "stopped_because": self.stopped_because, "seed": self.seed,
+            "tuning_evaluations": self.tuning_evaluations,
             "hypervolume": self.hv_history[-1]["hypervolume"] if self.hv_history else 0.0,
             "hypervolume_history": self.hv_history, "reference_point": self.reference_point,
             "normalisation": self.normalisation, "front_size": len(self.front), "cache_hits": self.cache_hits,
@@ -244,7 +248,9 @@ class SearchResult:
         if not self.feasible:
             return [f"no feasible design: {self.infeasible_reason}"]
         n = len(self.front)
-        lines = [f"{n} design{'s' if n != 1 else ''} on the front after {self.evaluations:,} evaluations "
+        tuned = (f", {self.tuning_evaluations:,} of them the baselines' free policies (each baseline compared as "
+                 f"drawn and as a team would tune it)" if self.tuning_evaluations else "")
+        lines = [f"{n} design{'s' if n != 1 else ''} on the front after {self.evaluations:,} evaluations{tuned} "
                  f"({self.elapsed_s:.1f} s, {self.stopped_because})."]
         front_keys = {r.get("key") for r in self.front}
         by_name = {b["design"]: b for b in self.baselines}

@@ -481,9 +481,24 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
             extra = plain_variants(front, space, set(session.records))
             if extra:
                 session.evaluate_designs(extra)
+            base_recs = _tuned(session, space, bases, base_recs)
     finally:
         runner.close()
     return _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0, bases)
+
+
+def _tuned(session, space, bases, base_recs):
+    """The baselines' records with their best free policy (fabric.search.tuned), the designs tried kept as records
+    of the search; a baseline outside the space stays off the front, its tuned design too."""
+    from fabric.search.tuned import tune_baselines
+
+    before = session.evaluations
+    out = tune_baselines(session, space, bases, base_recs)
+    session.tuning_evaluations = session.evaluations - before
+    for r in out:
+        if r["key"] in session.outside and r.get("tuned_key"):
+            session.outside.add(r["tuned_key"])
+    return out
 
 
 def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0, bases=()):
@@ -498,7 +513,8 @@ def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj
         reference_point=[] if hv.ref is None else hv.ref.tolist(),
         normalisation=[] if hv.scale is None else hv.scale.tolist(), evaluations=session.evaluations,
         elapsed_s=time.perf_counter() - t0, generations=generation, stopped_because=stopped, seed=seed,
-        objectives=objectives, cache_hits=session.cache_hits, constraints=constraints.to_dict())
+        objectives=objectives, cache_hits=session.cache_hits, constraints=constraints.to_dict(),
+        tuning_evaluations=getattr(session, "tuning_evaluations", 0))
     if not front:
         res.infeasible_reason = _infeasible_reason(records + base_recs, constraints)
     return res
@@ -581,6 +597,7 @@ def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runn
             if callback is not None:
                 callback(SearchProgress(0, session.evaluations, len(genomes), time.perf_counter() - t0, 0.0, [],
                                         base_recs))
+        base_recs = _tuned(session, space, bases, base_recs)
     finally:
         runner.close()
     hv = _HV(n_obj)
