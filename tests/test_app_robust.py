@@ -147,7 +147,8 @@ def test_search_page_runs_a_robust_search_and_shows_spread_brittle_and_case_fron
     ok(at)
     job = at.session_state["search_job"]
     assert isinstance(job.workload, RobustObjective) and len(job.workload.cases) == 4
-    assert "Robust search (worst case) over **2 workloads × 2 scenarios**" in texts(at.caption)
+    line = texts(at.caption).replace("\\", "")
+    assert "Context: robust worst case over 2 workloads" in line and "scenarios baseline, fail-spine" in line
     assert job.wait(120)
     at.run()
     ok(at)
