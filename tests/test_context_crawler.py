@@ -173,7 +173,7 @@ def _cli(mode: str, design_json: bytes, folder: Path) -> dict:
         run(["synth", "--preset", preset, "--gpus", gpus, "--out", str(path)])
         files.append(str(path))
     (folder / "design.json").write_bytes(design_json)
-    argv = ["evaluate", "-d", str(folder / "design.json"), "--json"]
+    argv = ["evaluate", "-d", str(folder / "design.json"), "--json", "--fixes"]
     for f in files:
         argv += ["-w", f]
     if "robust" in params:
@@ -297,6 +297,8 @@ def test_upgrade_and_the_cli_show_the_record(crawl):
         # the same cases in the same order (the CLI names them after its files, the dashboard after its choices)
         assert [v["figures"]["p99_s"] for v in cli["record"]["cases"].values()] == list(rec["p99_by_case"].values())
     assert cli["context"]["line"].endswith("seed 0, 256 samples")
+    free = cli["record"]["fixes"]["best_free_policy"]["sentence"]            # the one best free fix
+    assert free[0].upper() + free[1:] in crawl["design"]["rec"]["md"]
 
 
 # ------------------------------------------------------------------ the GPU switched and back

@@ -61,6 +61,10 @@ def register(sub) -> None:
     p.add_argument("--usd-per-kwh", type=float, default=0.08, help="electricity price (default 0.08 USD/kWh)")
     p.add_argument("--pue", type=float, default=1.3, help="facility power / IT power (default 1.3)")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
+    p.add_argument("--fixes", action="store_true",
+                   help="with --json, also the cheapest single changes and the best free policy judged in the "
+                        "context (the record's fixes, as the Design page and the brief show them; one evaluation "
+                        "per change tried)")
     p.set_defaults(func=run)
 
 
@@ -119,7 +123,8 @@ def run(args) -> int:
 
         out["explanation"] = explain_step(ev)
         out["in_network"] = in_network_lines(ev.ops)
-        record.fixes                                    # noqa: B018  (computed into the record below)
+        if args.fixes:
+            record.fixes                                # noqa: B018  (computed into the record below)
         out["record"] = record.to_dict()
         if scaling is not None:
             out["scaling"] = scaling
