@@ -16,7 +16,7 @@ from collections import OrderedDict
 
 from fabric.errors import FabricError
 
-__all__ = ["space_for", "prepare_objective"]
+__all__ = ["space_for", "prepare_objective", "has_serving_jobs"]
 
 _PREPARED: "OrderedDict[tuple, tuple]" = OrderedDict()
 _LOCK = threading.Lock()
@@ -25,7 +25,6 @@ _KEEP = 16
 
 def space_for(workload, constraints, catalog):
     """The design space of ``constraints``, or the space an objective brings (plan genes, fabric.plans.joint)."""
-    from fabric.search.run import has_serving_jobs
     from fabric.search.space import DesignSpace
 
     if hasattr(workload, "design_space"):
@@ -76,3 +75,10 @@ def _prepare(workload, space, seed, samples, overrides, scenario):
         except FabricError:
             continue
     return workload
+
+
+def has_serving_jobs(workload) -> bool:
+    """True when the workload (or any workload of a robust objective) has a serving job: the search then also
+    chooses whether its traffic gets a class of its own (gene serving_class)."""
+    wls = [w for _, w, _ in workload.workloads] if hasattr(workload, "workloads") else [workload]
+    return any(j.serving is not None for w in wls for j in w.jobs)

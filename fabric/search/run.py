@@ -34,6 +34,7 @@ from fabric.evaluate.scenario import Scenario
 from fabric.limits import current_limits
 from fabric.search.baselines import baseline_designs
 from fabric.search.constraints import Constraints
+from fabric.search.prepare import has_serving_jobs
 from fabric.search.records import INFEASIBLE_P99, EvaluationCache, design_key, workload_key
 from fabric.search.result import SearchResult, hypervolume, pareto_mask, record_objectives
 from fabric.search.runners import InProcessRunner
@@ -380,13 +381,6 @@ def _check_budget(budget_evals, budget_seconds):
                           f"{limits.max_search_evaluations:,} (set FABRIC_LIMIT_MAX_SEARCH_EVALUATIONS to raise it)")
     if budget_seconds is not None and not (0 < budget_seconds <= 7 * 24 * 3600):
         raise FabricError(f"the time budget must be between 0 and one week, got {budget_seconds!r} s")
-
-
-def has_serving_jobs(workload) -> bool:
-    """True when the workload (or any workload of a robust objective) has a serving job: the search then also
-    chooses whether its traffic gets a class of its own (gene serving_class)."""
-    wls = [w for _, w, _ in workload.workloads] if hasattr(workload, "workloads") else [workload]
-    return any(j.serving is not None for w in wls for j in w.jobs)
 
 
 def check_inference_limits(workload, constraints: Constraints) -> None:
