@@ -133,6 +133,20 @@ class SearchResult:
     infeasible_reason: str = ""
     cache_hits: int = 0
     constraints: dict = field(default_factory=dict)
+    #: True when the search met its convergence rule (fabric.search.convergence), or evaluated every design
+    converged: bool = False
+    #: the convergence rule in words ("hypervolume gain below 0.1 % over 5 generations")
+    convergence_rule: str = ""
+    #: the neighbourhood check of the recommendation (fabric.search.neighbourhood.NeighbourhoodCheck.to_dict;
+    #: {} when none ran)
+    neighbourhood: dict = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        """``"converged"`` or ``"not converged: continue"`` (fabric.search.convergence.status_text)."""
+        from fabric.search.convergence import status_text
+
+        return status_text(self.converged)
 
     @property
     def feasible(self) -> bool:
@@ -225,6 +239,8 @@ class SearchResult:
             "feasible": self.feasible, "infeasible_reason": self.infeasible_reason,
             "objectives": list(self.objectives), "evaluations": self.evaluations, "generations": self.generations,
             "elapsed_s": self.elapsed_s, "stopped_because": self.stopped_because, "seed": self.seed,
+            "converged": self.converged, "convergence_rule": self.convergence_rule,
+            "neighbourhood_check": self.neighbourhood,
             "hypervolume": self.hv_history[-1]["hypervolume"] if self.hv_history else 0.0,
             "hypervolume_history": self.hv_history, "reference_point": self.reference_point,
             "normalisation": self.normalisation, "front_size": len(self.front), "cache_hits": self.cache_hits,
@@ -242,6 +258,11 @@ class SearchResult:
         n = len(self.front)
         lines = [f"{n} design{'s' if n != 1 else ''} on the front after {self.evaluations:,} evaluations "
                  f"({self.elapsed_s:.1f} s, {self.stopped_because})."]
+        if self.neighbourhood.get("rounds"):
+            from fabric.search.neighbourhood import NeighbourhoodCheck
+
+            check = NeighbourhoodCheck(**self.neighbourhood).sentence()
+            lines.append(check[:1].upper() + check[1:])
         front_keys = {r.get("key") for r in self.front}
         by_name = {b["design"]: b for b in self.baselines}
         for c in self.comparisons():
