@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fabric.search import Constraints, DesignSpace, exhaustive_search, run_search
-from fabric.search.neighbourhood import check_recommendation, dominates, one_gene_neighbours
+from fabric.search import Constraints, DesignSpace, exhaustive_search, pareto_mask, run_search
+from fabric.search.neighbourhood import check_recommendation, dominates, one_gene_neighbours, polish_front
 from fabric.search.recommend import recommend
 from fabric.search.run import _feasible_front
 from test_search import SMALL, _workload      # the small MoE space test_search.py checks the GA on
@@ -124,6 +124,32 @@ def test_nothing_to_check_on_an_empty_front(space):
     assert check.rounds == 0 and check.evaluated == 0 and not check.local_optimum and check.sentence() == ""
 
 
+def test_a_converged_search_polishes_its_whole_front_first(space, chain):
+    """The recommendation (cheap F1) has no dominating neighbour, but a neighbour of another front design (F2)
+    joins the front: only the front's polish finds it, and it goes on from the new front design until none is
+    left unexpanded (1-opt)."""
+    r, n1, n2, _, _ = chain
+    f1, f2, joins = r, n1, n2               # n2 is one gene from n1
+    table = {f1: (10.0, 5.0, True), f2: (50.0, 1.0, True), joins: (30.0, 2.0, True)}
+    session = HandMadeSession(space, table)
+    session.evaluate_genomes([f1, f2])
+    check = check_recommendation(session, session.front, _pick)               # the recommendation only
+    assert not any(x["genome"] == list(joins) for x in session.front())
+    session = HandMadeSession(space, table)
+    session.evaluate_genomes([f1, f2])
+    check = check_recommendation(session, session.front, _pick, front_evaluations=1000)
+    assert {tuple(x["genome"]) for x in session.front()} == {f1, joins, f2}
+    assert check.front_one_opt and check.front_rounds == 2                    # F1 and F2, then the new one
+    assert check.evaluated == check.front_evaluated == session.evaluations - 2   # the recommendation's were known
+    assert check.local_optimum and check.rounds == 1 and _pick(session.front())["genome"] == list(f1)
+    assert "(1-opt)" in check.sentence()
+    capped = HandMadeSession(space, table)
+    capped.evaluate_genomes([f1, f2])
+    out = polish_front(capped, capped.front, max_evaluations=1)              # one round, then the cap
+    assert out.front_rounds == 1 and out.front_one_opt is False
+    assert "evaluation cap" in out.sentence()
+
+
 @pytest.fixture(scope="module")
 def truth():
     ex = exhaustive_search(_workload(), Constraints(**SMALL), samples=64)
@@ -157,3 +183,17 @@ def test_the_check_can_be_left_out_and_a_cancelled_search_skips_it():
     cancelled = run_search(_workload(), Constraints(**SMALL), budget_evals=24, seed=0, pop_size=16, samples=64,
                            cancel=stop)
     assert cancelled.stopped_because == "cancelled" and cancelled.neighbourhood == {}
+
+
+def test_a_converged_search_ends_on_a_one_opt_front_by_the_ground_truth(truth, space):
+    res = run_search(_workload(), Constraints(**SMALL), budget_evals=3000, seed=0, pop_size=16, samples=64,
+                     eval_seed=0)
+    assert res.converged and res.neighbourhood["front_one_opt"] is True
+    front = res.front
+    for rec in front:
+        for y in one_gene_neighbours(space, rec["genome"]):
+            other = truth[tuple(int(v) for v in y)]
+            assert not any(dominates(other, f) for f in front), other["key"]
+            if other["feasible"]:         # nor does it join the front (unless it ties a front design)
+                pts = np.array([[f["cost_usd"], f["p99_s"]] for f in front + [other]])
+                assert not pareto_mask(pts)[-1] or any(np.allclose(pts[-1], p) for p in pts[:-1])

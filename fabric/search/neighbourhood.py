@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["one_gene_neighbours", "dominates", "NeighbourhoodCheck", "check_recommendation"]
+__all__ = ["one_gene_neighbours", "dominates", "NeighbourhoodCheck", "polish_front", "check_recommendation"]
 
 
 def one_gene_neighbours(space, genome) -> list[np.ndarray]:
@@ -63,11 +63,13 @@ def _cost_p99(rec: dict) -> tuple[float, float]:
 
 @dataclass
 class NeighbourhoodCheck:
-    """What :func:`check_recommendation` did: one-gene neighbours looked at (``checked``) and newly evaluated
-    (``evaluated``, the rest the search had already), rounds, seconds, the recommendation's moves (design names
-    ``{"from", "to"}``) and whether the final recommendation is a local optimum (every one-gene change of it
-    evaluated, none dominating it; False when the round limit stopped the check first or there was nothing to
-    recommend)."""
+    """What :func:`check_recommendation` did. The recommendation's rounds: one-gene neighbours looked at
+    (``checked``), ``rounds``, its ``moves`` (design names ``{"from", "to"}``), whether the final recommendation is a
+    local optimum (every one-gene change of it evaluated, none dominating it; False when the round limit stopped the
+    check first or there was nothing to recommend) and its name. The front's polish (a converged search only):
+    ``front_rounds``, ``front_evaluated`` and ``front_one_opt`` (None: not run; False: its evaluation cap stopped it
+    first). ``evaluated``: every design the check evaluated that the search had not (counted beyond the budget);
+    ``seconds``: the whole check."""
 
     checked: int = 0
     evaluated: int = 0
@@ -76,42 +78,89 @@ class NeighbourhoodCheck:
     moves: list = field(default_factory=list)
     local_optimum: bool = False
     recommended: str = ""
+    front_rounds: int = 0
+    front_evaluated: int = 0
+    front_one_opt: bool | None = None
 
     def to_dict(self) -> dict:
         return {"checked": self.checked, "evaluated": self.evaluated, "rounds": self.rounds,
                 "seconds": self.seconds, "moves": list(self.moves), "local_optimum": self.local_optimum,
-                "recommended": self.recommended}
+                "recommended": self.recommended, "front_rounds": self.front_rounds,
+                "front_evaluated": self.front_evaluated, "front_one_opt": self.front_one_opt}
 
     def sentence(self) -> str:
         """The check in one sentence, for the summary."""
-        if not self.rounds:
+        if not self.rounds and self.front_one_opt is None:
             return ""
-        what = (f"neighbourhood check of the recommendation: {self.checked:,} one-gene change"
-                f"{'s' if self.checked != 1 else ''} looked at ({self.evaluated:,} newly evaluated) in "
-                f"{self.rounds} round{'s' if self.rounds != 1 else ''}, {self.seconds:.1f} s")
+        what = ""
+        if self.front_one_opt is not None:
+            what = (f"the front's one-gene neighbourhoods: {self.front_evaluated:,} designs evaluated in "
+                    f"{self.front_rounds} round{'s' if self.front_rounds != 1 else ''}, "
+                    + ("no one-gene change of a front design dominates one or joins the front (1-opt); "
+                       if self.front_one_opt else "stopped by its evaluation cap before the front was 1-opt; "))
+        what += (f"neighbourhood check of the recommendation: {self.checked:,} one-gene change"
+                 f"{'s' if self.checked != 1 else ''} looked at in {self.rounds} round"
+                 f"{'s' if self.rounds != 1 else ''}, {self.evaluated:,} designs newly evaluated in all, "
+                 f"{self.seconds:.1f} s")
         if self.moves:
             n = len(self.moves)
             what += (f"; the recommendation moved from {self.moves[0]['from']!r} to {self.moves[-1]['to']!r}"
                      + (f" in {n} steps" if n > 1 else ""))
         if self.local_optimum:
             what += "; no one-gene change of the recommended design dominates it"
-        else:
+        elif self.rounds:
             what += "; the round limit stopped the check before the recommendation settled"
         return what + "."
 
 
-def check_recommendation(session, front_of, pick, *, max_rounds: int = 8, after_round=None) -> NeighbourhoodCheck:
+def polish_front(session, front_of, *, max_evaluations: int, max_rounds: int = 20, after_round=None,
+                 out: NeighbourhoodCheck | None = None) -> NeighbourhoodCheck:
+    """Evaluate the one-gene neighbourhood of every front design, again from each new front design, until the front
+    is 1-opt (every front design's neighbourhood evaluated: none of them dominates a front design or joins the
+    front), ``max_rounds`` rounds have run, or ``max_evaluations`` new designs have been evaluated (checked between
+    rounds: the last round may go beyond it by its size). Fills ``out``'s front fields."""
+    out = out if out is not None else NeighbourhoodCheck()
+    expanded: set = set()
+    out.front_one_opt = False
+    while True:
+        todo = [r for r in front_of() if r["key"] not in expanded and r.get("genome") is not None]
+        if not todo:
+            out.front_one_opt = True
+            break
+        if out.front_rounds == max_rounds or out.front_evaluated >= max_evaluations:
+            break
+        out.front_rounds += 1
+        batch = []
+        for r in todo:
+            expanded.add(r["key"])
+            batch.extend(one_gene_neighbours(session.space, r["genome"]))
+        before = session.evaluations
+        session.evaluate_genomes(batch)
+        out.front_evaluated += session.evaluations - before
+        if after_round is not None:
+            after_round()
+    out.evaluated += out.front_evaluated
+    return out
+
+
+def check_recommendation(session, front_of, pick, *, max_rounds: int = 8, after_round=None,
+                         front_evaluations: int = 0) -> NeighbourhoodCheck:
     """Evaluate the one-gene neighbourhood of the recommended design in ``session`` (the search's evaluation
-    session: ``space``, ``evaluate_genomes``, ``evaluations``) until the recommendation stops moving.
+    session: ``space``, ``evaluate_genomes``, ``evaluations``) until the recommendation stops moving; with
+    ``front_evaluations`` > 0, first make the whole front 1-opt with at most about that many new evaluations
+    (:func:`polish_front`).
 
     ``front_of()``: the current feasible front of the session's records; ``pick(front)``: the recommended record of
     a front (or None); ``after_round()``: called after each round's evaluations (the search evaluates the tie rule's
-    plain variants of new front designs there). At most ``max_rounds`` neighbourhoods are evaluated.
+    plain variants of new front designs there). At most ``max_rounds`` neighbourhoods of the recommendation are
+    evaluated.
     """
     if max_rounds < 1:
         raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
     t0 = time.perf_counter()
     out = NeighbourhoodCheck()
+    if front_evaluations > 0:
+        polish_front(session, front_of, max_evaluations=front_evaluations, after_round=after_round, out=out)
     expanded: dict[str, list] = {}      # recommended key -> its neighbours' records
     rec = pick(front_of())
     while rec is not None and rec.get("genome") is not None:

@@ -12,7 +12,8 @@ Hypervolume is computed on objectives normalised by the first baseline's (the fa
 reference point of 1.1 x the worst feasible values of the first generation (fixed for the run). The search stops
 when it has converged (fabric.search.convergence: the hypervolume's gain over the last generations below a stated
 threshold) or on its budget, and says which; at the end the recommended design's one-gene neighbourhood is
-evaluated until no neighbour dominates it (fabric.search.neighbourhood).
+evaluated until no neighbour dominates it, after a converged search's front is made 1-opt
+(fabric.search.neighbourhood).
 """
 
 from __future__ import annotations
@@ -406,8 +407,9 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
     The search stops when ``convergence`` holds (fabric.search.convergence; ``stop_on_convergence=False`` runs to
     the budget and only reports it), when 10 generations bring no new design, or on a budget; the result says
     whether it converged. At the end (not cancelled) the recommended design's one-gene neighbourhood is evaluated
-    until no neighbour dominates it (fabric.search.neighbourhood; ``check_neighbourhood=False`` leaves it out, for
-    comparisons at an equal budget).
+    until no neighbour dominates it, after making a converged search's whole front 1-opt with at most as many new
+    evaluations again as the search spent (at least 200) (fabric.search.neighbourhood; ``check_neighbourhood=False``
+    leaves both out, for comparisons at an equal budget).
     """
     ev_seed = seed if eval_seed is None else eval_seed
     _check_budget(budget_evals, budget_seconds)
@@ -485,8 +487,9 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
         check = None
         if stopped != "cancelled":      # the tie rule's choice evaluated, so identical searches recommend alike
             _evaluate_plain_variants(session, n_obj)
-            if check_neighbourhood:
-                check = _check_recommendation(session, base_recs, n_obj, constraints)
+            if check_neighbourhood:     # a converged search's whole front is made 1-opt first, within a cap
+                check = _check_recommendation(session, base_recs, n_obj, constraints,
+                                              front_evaluations=max(200, session.evaluations) if converged else 0)
                 if check.evaluated:     # the front the check left, as one more point of the history
                     front = _feasible_front(list(session.records.values()), n_obj, session.outside)
                     hv_history = hv_history + [{"generation": generation, "evaluations": session.evaluations,
@@ -506,9 +509,10 @@ def _evaluate_plain_variants(session, n_obj) -> None:
         session.evaluate_designs(extra)
 
 
-def _check_recommendation(session, base_recs, n_obj, constraints):
-    """The recommendation's one-gene neighbourhood evaluated until none dominates it (fabric.search.neighbourhood);
-    the plain variants of new front designs are evaluated after each round, so the tie rule sees them."""
+def _check_recommendation(session, base_recs, n_obj, constraints, *, front_evaluations: int = 0):
+    """The recommendation's one-gene neighbourhood evaluated until none dominates it, after making the front 1-opt
+    with about ``front_evaluations`` new designs at most (fabric.search.neighbourhood); the plain variants of new
+    front designs are evaluated after each round, so the tie rule sees them."""
     from fabric.search.recommend import recommend
 
     def front_of():
@@ -517,7 +521,8 @@ def _check_recommendation(session, base_recs, n_obj, constraints):
     def pick(front):
         return recommend(front, base_recs, p99_target_s=constraints.p99_target_s).record
 
-    return check_recommendation(session, front_of, pick, after_round=lambda: _evaluate_plain_variants(session, n_obj))
+    return check_recommendation(session, front_of, pick, front_evaluations=front_evaluations,
+                                after_round=lambda: _evaluate_plain_variants(session, n_obj))
 
 
 def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0, *,
