@@ -5,7 +5,8 @@ Per case (a built-in sample at a cluster size, or a robust mix) and seed, in one
 before every run:
 
 1. the search with the default convergence rule (fabric.search.convergence) and a cap of ``--cap`` evaluations:
-   evaluations and generations to converge, wall time, the neighbourhood check's rounds, neighbours and seconds;
+   evaluations and generations to converge, wall time, the neighbourhood check (the front's polish to 1-opt, then
+   the recommendation's rounds): designs it evaluated, rounds, seconds;
 2. the same search run on to ``--long`` evaluations without stopping on convergence: the converged front's
    hypervolume in % of the long run's (same seed, so the same reference point) and whether both recommend the same
    design (same cost and p99; "key": the very same design);
@@ -102,11 +103,14 @@ def main() -> None:
             res, dt = _run(wl, cons, budget_evals=args.cap, seed=seed, convergence=rule)
             nb = res.neighbourhood
             ga = res.evaluations - nb.get("evaluated", 0)
+            front = (f"front polish {nb.get('front_evaluated', 0)} designs in {nb.get('front_rounds', 0)} rounds"
+                     f"{' (1-opt)' if nb.get('front_one_opt') else ''}, " if nb.get("front_one_opt") is not None
+                     else "")
             print(f"{name} seed {seed}: {res.status}, {ga:,} evaluations in {res.generations} generations "
-                  f"(+{nb.get('evaluated', 0)} by the neighbourhood check), {dt:.1f} s; check: {nb.get('rounds', 0)} "
-                  f"rounds, {nb.get('checked', 0)} neighbours looked at, {nb.get('seconds', 0.0):.2f} s "
-                  f"({100 * nb.get('seconds', 0.0) / dt:.0f} % of the search), moves {len(nb.get('moves', []))}",
-                  flush=True)
+                  f"(+{nb.get('evaluated', 0)} by the neighbourhood check), {dt:.1f} s; check: {front}"
+                  f"recommendation {nb.get('rounds', 0)} rounds, {nb.get('checked', 0)} neighbours looked at, "
+                  f"moves {len(nb.get('moves', []))}; {nb.get('seconds', 0.0):.2f} s "
+                  f"({100 * nb.get('seconds', 0.0) / dt:.0f} % of the search)", flush=True)
             if args.long:
                 long, dt_long = _run(wl, cons, budget_evals=args.long, seed=seed, stop_on_convergence=False)
                 hv, hv_long = res.hv_history[-1]["hypervolume"], long.hv_history[-1]["hypervolume"]

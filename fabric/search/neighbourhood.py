@@ -10,6 +10,12 @@ cost <= and p99 <= with one strict; or the recommendation rule now picks another
 prefers), the new recommendation's neighbourhood is checked in turn, up to ``max_rounds`` rounds. The recommendation
 that comes out is a local optimum: no one-gene change of it dominates it.
 
+A converged search first makes its whole front 1-opt (:func:`polish_front`: every front design's one-gene
+neighbourhood, again from each new front design, until none is left, within an evaluation cap): a design better than
+the recommendation may be one change away from another front design and several from the recommendation (one 400G
+NIC per two GPUs against one 200G NIC per GPU with 400G uplinks: three genes), and a search under limits the
+recommendation meets could otherwise settle on a design it dominates.
+
 The search's records grow by the neighbours evaluated (they are counted in ``SearchResult.evaluations``, beyond the
 evaluation budget, like the tie rule's plain variants); ``SearchResult.neighbourhood`` says how many, in how many
 rounds, how long it took and whether (and from where to where) the recommendation moved.
