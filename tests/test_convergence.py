@@ -112,7 +112,7 @@ def test_a_converging_search_resumed_from_any_generation_ends_exactly_like_an_un
     full = run_search(_workload(256), CONS, budget_evals=3000, state_path=state,
                       callback=lambda p: copies.setdefault(p.generation, state.read_text()), **KW)
     assert full.stopped_because == converged.stopped_because
-    for k in (1, full.generations // 2, full.generations - 1):
+    for k in (1, full.generations // 2, full.generations - 1, full.generations):   # (the last: resumed converged)
         GLOBAL_CACHE.clear()
         crashed = tmp_path / f"crash-{k}.json"
         crashed.write_text(copies[k])

@@ -144,6 +144,8 @@ def _convergence_line(res, args, state_path) -> str:
     if res.stopped_because == "cancelled":
         return "not converged: the search was cancelled."
     more = args.budget_evals or 3000
+    if not state_path.is_file():
+        return "not converged: the budget ended before the first generation; give a larger budget."
     if args.budget_seconds:
         how = f"--resume {state_path} --budget-seconds {args.budget_seconds:g} (the time budget counts afresh)"
     else:

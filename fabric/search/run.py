@@ -450,6 +450,9 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
         stopped, converged = "budget reached", False
         stale = int(state.get("stale_generations", 0)) if state else 0
         while True:
+            if stop_on_convergence and convergence.met(hv_history):    # (also a resumed state that had converged)
+                stopped, converged = f"converged ({convergence.where(hv_history)})", True
+                break
             if cancel is not None and cancel.is_set():
                 stopped = "cancelled"
                 break
@@ -474,9 +477,6 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
             if callback is not None:
                 callback(SearchProgress(generation, session.evaluations, budget_evals, time.perf_counter() - t0,
                                         hv_history[-1]["hypervolume"], front, base_recs))
-            if stop_on_convergence and convergence.met(hv_history):
-                stopped, converged = f"converged ({convergence.where(hv_history)})", True
-                break
             if stale >= STALE_GENERATIONS:
                 stopped, converged = f"converged (no new designs in {STALE_GENERATIONS} generations)", True
                 break
