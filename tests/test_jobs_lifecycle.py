@@ -274,6 +274,9 @@ def test_a_search_that_cannot_be_continued_says_why(workload, tmp_path):
         running.continued(100)
     running.cancel()
     assert running.wait(120)
+    stopped = running.snapshot()
+    assert stopped.state == "cancelled" and stopped.can_continue
+    assert running.continue_step == 5000 - stopped.evaluations       # a Continue goes on to the budget it had
     unsaved = SearchJob(workload, Constraints(gpus=256), budget_evals=60, seed=SEED, samples=SAMPLES,
                         workers=0).start()
     assert unsaved.wait(120) and unsaved.snapshot().can_continue

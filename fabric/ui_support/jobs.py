@@ -324,8 +324,11 @@ class SearchJob:
 
     @property
     def continue_step(self) -> int:
-        """Evaluations one Continue adds: the budget the search was started with (a continuation's own step)."""
-        return int(self._continued_evals or self.budget_evals)
+        """Evaluations one Continue adds: the budget the search was started with (a continuation's own step); for
+        a search cancelled before its budget, what was left of it."""
+        with self._lock:
+            left = self.budget_evals - self._evaluations if self._state == "cancelled" else 0
+        return int(left if left > 0 else self._continued_evals or self.budget_evals)
 
     def spent(self) -> int:
         """Evaluations this job added to its search (all of them, unless it went on from a saved state)."""
