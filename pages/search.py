@@ -481,7 +481,8 @@ def draw(snap, *, live: bool) -> None:
 
 def convergence_status(snap) -> None:
     """Beside an ended search's progress: "converged", or "not converged: continue" with a one-click **Continue**
-    that goes on from the search's saved state with as many evaluations again (fabric.ui_support.jobs)."""
+    that goes on from the search's saved state (its budget again, or what a Cancel left of it:
+    fabric.ui_support.jobs)."""
     job = ss["search_job"]
     if snap.result is None:
         return
@@ -494,8 +495,8 @@ def convergence_status(snap) -> None:
     mine = not ss.get("search_watching") and job.inputs_key == C.inputs_key()
     right.button(f"Continue (+{job.continue_step:,})", key="continue_search", disabled=not mine,
                  on_click=continue_search, width="stretch",
-                 help="Go on with this search from where it stopped, with as many evaluations again: the front a "
-                      "search with the larger budget would have found." if mine else
+                 help=f"Go on with this search from where it stopped, with {job.continue_step:,} more evaluations: "
+                      "the front a search with the larger budget would have found." if mine else
                       "Only your own search on the current inputs can be continued.")
 
 
