@@ -1,29 +1,32 @@
-"""The one-page brief a design review signs: the design to buy and why, the runner-up and what it gives up,
-resilience, the what-ifs, the cheapest fixes and the cost per step.
+"""The one-page brief a design review signs: the design to buy and why, against the baselines as drawn and as a team
+would tune them, the runner-up and what it gives up, the constraints, and the design's record (each case of a mix,
+bill of materials, serving latency, resilience, what-ifs, cheapest fixes, cost per step).
 
-:func:`review_brief` gathers it from a search result (the front and the baselines) with the same evaluations the
-rest of fabric uses: :func:`fabric.search.recommend.recommend` picks the design (and says by which rule), the
-runner-up is the front design next to it in cost (the cheaper neighbour when there is one: what would be given up
-by saving money; else the faster one: what more money buys), :func:`fabric.resilience.resilience` fails switches
-and links, the what-ifs are evaluations under scenario presets, :func:`fabric.advisor.advise` ranks single
-changes, :func:`fabric.economics.economics` prices the step and :func:`fabric.evaluate.explain.explain_step` says
-whether the network sets the pace. Every figure is a plain number in the returned dict; :func:`brief_sections`
-turns it into the sentences and tables the dashboard and the HTML report show.
+:func:`review_brief` reads a search's front and baselines (records made in one context,
+:class:`fabric.review.Context`) and the chosen design's record in that same context
+(:func:`fabric.review.design_record`): :func:`fabric.search.recommend.recommend` picks the design and says by which
+rule; the runner-up is the front design next to it in cost (the cheaper neighbour when there is one: what saving
+money gives up; else the faster one: what more money buys); every baseline is compared as drawn (its search record)
+and as tuned (its best free policy judged in the same context: :attr:`fabric.review.DesignRecord.best_free_fix`).
+Nothing here evaluates a figure of its own, so the brief, the Search page, Design, Compare and the CLI agree.
+:func:`brief_sections` turns the returned numbers into the sentences the page and the HTML file show.
 """
 
 from __future__ import annotations
 
-__all__ = ["review_brief", "brief_sections", "WHAT_IFS"]
+from fabric.review.document import WHAT_IFS, design_sections, record_facts
 
-#: Scenario presets the brief runs the recommended design under.
-WHAT_IFS = ("fail-spine", "slow-switch", "checkpoint-burst", "job-mix-shift")
+__all__ = ["review_brief", "brief_sections", "constraint_lines", "WHAT_IFS", "design_of_row"]
 
 
-def _design(rec: dict, constraints):
+def design_of_row(rec: dict, constraints, catalog=None):
+    """The design a search record stands for, at the constraints' cluster (its own GPU system when the search chose
+    among several)."""
     from fabric.ui_support.designs import design_from_record
 
     return design_from_record(rec, gpus=constraints.gpus, gpus_per_node=constraints.gpus_per_node,
-                              gpu_model=constraints.gpu_model, rack_power_w=constraints.rack_budget_w)
+                              gpu_model=constraints.gpu_model, rack_power_w=constraints.rack_budget_w,
+                              **({"catalog": catalog} if catalog is not None else {}))
 
 
 def _runner_up(front: list[dict], chosen: dict, beyond: list[dict] = ()) -> tuple[dict | None, str]:
@@ -42,35 +45,29 @@ def _runner_up(front: list[dict], chosen: dict, beyond: list[dict] = ()) -> tupl
     return (misses[-1], "misses the target") if misses else (None, "")
 
 
-def _is_robust(records) -> bool:
-    return any(r.get("p99_by_case") for r in records)
-
-
-def _baseline_rows(baselines, workload, constraints, rec_cost: float, p99: float, robust_rec, kw) -> list[dict]:
-    """Every buildable baseline evaluated on ``workload`` like the design (same seed, samples, catalog): its cost and
-    p99, the design's saving and p99 change against it; with its robust p99 (the search's record) in robust mode."""
+def _baseline_rows(baselines, chosen, record_of, constraints, catalog) -> list[dict]:
+    """Every buildable baseline as drawn (its search record) and as tuned (its best free policy in the same
+    context), with the chosen design's saving and p99 change against each."""
     from fabric.errors import FabricError
-    from fabric.evaluate import evaluate
+    from fabric.search.recommend import violation_text
 
     rows = []
     for b in baselines:
         if not b.get("buildable", True):
             continue
-        row = {"design": b["design"], "feasible": bool(b.get("feasible", True)), "key": b.get("key")}
+        row = {"design": b["design"], "feasible": bool(b.get("feasible", True)), "key": b.get("key"),
+               "cost_usd": float(b["cost_usd"]), "p99_s": float(b["p99_s"]),
+               "saving_usd": float(b["cost_usd"]) - float(chosen["cost_usd"]),
+               "p99_change": float(chosen["p99_s"]) / float(b["p99_s"]) - 1}
         try:
-            ev = evaluate(_design(b, constraints), workload, **kw)
+            best = record_of(design_of_row(b, constraints, catalog), b).best_free_fix
         except FabricError as err:
-            row["error"] = " ".join(str(err).split())
-            rows.append(row)
-            continue
-        row.update(cost_usd=float(ev.cost_usd), p99_s=float(ev.step_time_s["p99"]),
-                   saving_usd=float(ev.cost_usd) - rec_cost, p99_change=p99 / float(ev.step_time_s["p99"]) - 1)
-        if robust_rec is not None and b.get("p99_s") is not None:
-            row.update(robust_p99_s=float(b["p99_s"]),
-                       robust_p99_change=float(robust_rec["p99_s"]) / float(b["p99_s"]) - 1)
+            row["tuned_error"] = " ".join(str(err).split())
+        else:
+            row.update(tuned_p99_s=float(best["p99_s"]), tuned_policy=best["policy"],
+                       tuned_changes=list(best["changes"]),
+                       tuned_p99_change=float(chosen["p99_s"]) / float(best["p99_s"]) - 1)
         if not row["feasible"]:
-            from fabric.search.recommend import violation_text
-
             row["why_not"] = violation_text(b) or "it does not meet the constraints"
         rows.append(row)
     return rows
@@ -81,6 +78,8 @@ _LIMITS = (("budget_usd", "network budget {}", "usd"), ("p99_target_s", "p99 tar
            ("power_w", "network power {}", "power"), ("rack_power_w", "{} per rack", "power"),
            ("facility_power_w", "facility power {}", "power"),
            ("max_p99_under_failure_s", "p99 under the worst single failure {}", "time"),
+           ("max_p99_slowdown_under_failure", "p99 under the worst single failure at most {} over the healthy p99",
+            "share"),
            ("inference_ttft_p99_s", "serving p99 TTFT {}", "time"), ("inference_tpot_p99_s", "serving p99 TPOT {}", "time"),
            ("inference_slo_attainment", "serving SLO attainment {}", "share"))
 
@@ -94,7 +93,12 @@ def constraint_lines(constraints) -> list[str]:
     out = [f"Cluster: {c.gpus:,} {c.gpu_model} GPUs, {c.gpus_per_node} per server"
            + (f"; GPU systems compared: {', '.join(c.gpu_models)}" if c.gpu_models else "") + "."]
     limits = [words.format(figure_text(getattr(c, key), kind)) for key, words, kind in _LIMITS
-              if getattr(c, key) is not None]
+              if getattr(c, key, None) is not None]
+    lost = getattr(c, "max_gpus_lost_on_single_failure", None)
+    if lost is not None:
+        limits.append(f"at most {int(lost):,} GPUs out of the job on the worst single switch failure" if lost >= 1
+                      else f"at most {lost:.1%} of the GPUs ({c.gpus_lost_limit():,.0f}) out of the job on the worst "
+                           f"single switch failure")
     if c.cable_count is not None:
         limits.append(f"{c.cable_count:,} cables")
     if c.max_radix is not None:
@@ -108,61 +112,38 @@ def constraint_lines(constraints) -> list[str]:
     return out
 
 
-def review_brief(front: list[dict], baselines: list[dict], workload, constraints, *, catalog=None, samples: int | None = None,
-                 seed: int = 0, transport_overrides=None, beyond_target: list[dict] = (), ties: list[dict] = (),
-                 workload_label: str | None = None) -> dict:
-    """Everything the brief says, as numbers and sentences (see the module docstring). Raises FabricError when the
-    front is empty.
-
-    ``beyond_target``: designs meeting every limit but the p99 target (the trade-off a target hides; the runner-up
-    when the front holds one design); ``ties``: designs tying with the recommended one on every objective
-    (:func:`fabric.search.ties.front_ties`). In robust mode (front records with ``p99_by_case``) the design is
-    evaluated on ``workload`` (the first of the mix) and every comparison is made twice, each labelled: robust p99
-    against robust p99 (the search's records), and p99 on the workload against p99 on the workload."""
-    from fabric.advisor import advise
-    from fabric.cost import bill_of_materials
-    from fabric.economics import economics
+def review_brief(front: list[dict], baselines: list[dict], context, *, beyond_target: list[dict] = (),
+                 ties: list[dict] = (), record_of=None) -> dict:
+    """Everything the brief says (see the module docstring), as numbers and sentences' parts. ``front`` and
+    ``baselines``: a search's records in ``context``; ``beyond_target``: designs meeting every limit but the p99
+    target (the runner-up when the front holds one design); ``ties``: designs tying with the recommended one
+    (:func:`fabric.search.ties.front_ties`); ``record_of(design, row)``: the record of a design in ``context``
+    (a cache of the caller's; default :func:`fabric.review.design_record`). Raises FabricError when the front is
+    empty."""
     from fabric.errors import FabricError
-    from fabric.evaluate import DEFAULT_SAMPLES, SCENARIO_PRESETS, evaluate
-    from fabric.evaluate.explain import explain_step
-    from fabric.evaluate.gpu_compute import basis_notes
-    from fabric.figures import design_figures
-    from fabric.rackpower import rack_report
-    from fabric.resilience import resilience
+    from fabric.review import design_record
     from fabric.search.recommend import recommend
-    from fabric.topology import build_fabric
 
-    advice = recommend(front, baselines, p99_target_s=constraints.p99_target_s)
+    record_of = record_of or (lambda design, row: design_record(design, context, row=row))
+    c = context.constraints
+    advice = recommend(front, baselines, p99_target_s=c.p99_target_s)
     if advice.record is None:
         raise FabricError("no brief: the search found no design that meets every constraint")
     rec = advice.record
-    samples = DEFAULT_SAMPLES if samples is None else samples   # the Design page's and the search's samples
-    design = _design(rec, constraints)
-    kw = dict(catalog=catalog, seed=seed, samples=samples, transport_overrides=transport_overrides)
-    ev = evaluate(design, workload, **kw)
-    p99 = float(ev.step_time_s["p99"])
-    robust = _is_robust(list(front) + list(baselines))
-    has_training = any(j.kind == "training" for j in workload.jobs)
-    out = {"serving": _serving(ev), "serving_only": bool(ev.serving) and not has_training,
-           "design": rec["design"], "key": rec.get("key"), "rule": advice.rule, "cost_usd": float(ev.cost_usd),
-           "p99_s": p99, "p50_s": float(ev.step_time_s["p50"]), "p95_s": float(ev.step_time_s["p95"]),
-           "power_w": float(ev.power_w), "lower_bound_s": float(ev.lower_bound_s), "samples": int(ev.samples),
-           "seed": int(ev.seed), "step_samples_s": [float(x) for x in ev.step_samples_s],
-           "workload": workload_label or workload.name, "constraints": constraint_lines(constraints),
-           "gpus": int(design.gpus), "gpu_model": design.gpu_model, "gpus_per_node": int(design.gpus_per_node),
-           "ties": [t["design"] for t in ties], "p99_kind": "on the workload"}
-    if robust:
-        out["robust"] = {"p99_s": float(rec["p99_s"]), "cases": len(rec.get("p99_by_case") or {}),
-                         "p99_by_case": dict(rec.get("p99_by_case") or {})}
-    rows = _baseline_rows(baselines, workload, constraints, float(ev.cost_usd), p99, rec if robust else None, kw)
+    R = record_of(design_of_row(rec, c, context.catalog), rec)
+    out = record_facts(R)
+    out.update({"design": rec["design"], "key": rec.get("key"), "rule": advice.rule, "cost_usd": float(rec["cost_usd"]),
+                "ties": [t["design"] for t in ties], "constraints": constraint_lines(c),
+                "p99_target_s": c.p99_target_s, "budget_usd": c.budget_usd,
+                "p50_s": R.primary.figures["p50_s"], "p95_s": R.primary.figures["p95_s"],
+                "first_p99_s": R.primary.figures["p99_s"]})
+    rows = _baseline_rows(baselines, rec, record_of, c, context.catalog)
     out["baselines"] = rows
     ref = advice.reference
-    out["reference"] = None if ref is None else next((dict(r) for r in rows if r.get("key") == ref.get("key")
-                                                      and "p99_s" in r), None)
+    out["reference"] = None if ref is None else next((dict(r) for r in rows if r.get("key") == ref.get("key")), None)
     ru, how = _runner_up(front, rec, list(beyond_target))
     if ru is not None:
         out["runner_up"] = {"design": ru["design"], "relation": how, "cost_usd": ru["cost_usd"], "p99_s": ru["p99_s"],
-                            "p99_kind": "robust" if robust else "on the workload",
                             "delta_cost_usd": ru["cost_usd"] - rec["cost_usd"], "delta_p99_s": ru["p99_s"] - rec["p99_s"],
                             "relative_p99": ru["p99_s"] / rec["p99_s"] - 1}
     out["front"] = [{"design": r["design"], "key": r.get("key"), "cost_usd": float(r["cost_usd"]),
@@ -171,56 +152,7 @@ def review_brief(front: list[dict], baselines: list[dict], workload, constraints
                             for r in beyond_target]
     out["baseline_points"] = [{"design": b["design"], "cost_usd": float(b["cost_usd"]), "p99_s": float(b["p99_s"])}
                               for b in baselines if b.get("buildable", True)]
-    out["p99_target_s"] = constraints.p99_target_s
-    out["budget_usd"] = constraints.budget_usd
-    fab = build_fabric(design, catalog)
-    bom = bill_of_materials(fab, catalog).to_dict()
-    out["bom"] = {k: bom[k] for k in ("switches", "links", "cables", "transceivers", "nics", "cost_usd", "power_w",
-                                      "cost_per_gpu_usd", "by_category")}
-    eco_params = constraints.economics()
-    out["racks"] = rack_report(design, catalog=catalog, rack_limit_w=constraints.rack_power_w, pue=eco_params.pue)
-    out["resilience"] = resilience(design, workload, healthy_p99_s=p99, **kw)
-    whatifs = []
-    from fabric.evaluate.whatif import not_applicable
-
-    for name in WHAT_IFS:
-        why = not_applicable(SCENARIO_PRESETS[name], fab, workload)
-        if why:
-            whatifs.append({"scenario": name, "p99_s": None, "change": None, "not_applicable": why,
-                            "error": f"not applicable: {why}"})
-            continue
-        try:
-            e2 = evaluate(design, workload, SCENARIO_PRESETS[name], **kw)
-            whatifs.append({"scenario": name, "p99_s": float(e2.step_time_s["p99"]),
-                            "change": float(e2.step_time_s["p99"]) / p99 - 1, "serving": _serving(e2)})
-        except FabricError as err:
-            whatifs.append({"scenario": name, "p99_s": None, "change": None, "error": " ".join(str(err).split())})
-    out["what_ifs"] = whatifs
-    adv = advise(design, workload, **kw)
-    out["fixes"] = {"answer": adv["answer"], "top": adv["advice"][:3], "best_free_policy": adv["best_free_policy"]}
-    out["economics"] = economics(ev, design, catalog=catalog, params=eco_params)
-    out["explanation"] = explain_step(ev)
-    out["compute_notes"] = [note for _, note in basis_notes(ev)]
-    out["figures"] = design_figures(ev, design, catalog=catalog, economics_params=eco_params, racks=out["racks"])
     return out
-
-
-def _serving(ev) -> dict:
-    """Each serving job's p99 TTFT, p99 TPOT (None when its load exceeds its capacity), SLO attainment, load."""
-    out = {}
-    for name, m in ev.serving.items():
-        ok = bool(m["stable"])
-        out[name] = {"stable": ok, "ttft_p99_s": float(m["ttft_s"]["p99"]) if ok else None,
-                     "tpot_p99_s": float(m["tpot_s"]["p99"]) if ok else None,
-                     "slo_attainment": m.get("slo_attainment") if ok else 0.0, "load": float(m["load"])}
-    return out
-
-
-def _serving_text(m: dict) -> str:
-    if not m["stable"]:
-        return f"load {m['load']:.0%} of capacity: queues grow without bound"
-    att = "" if m["slo_attainment"] is None else f", SLO attainment {m['slo_attainment']:.1%}"
-    return f"p99 TTFT {_t(m['ttft_p99_s'])}, p99 TPOT {_t(m['tpot_p99_s'])}{att}"
 
 
 def _t(s: float) -> str:
@@ -230,133 +162,81 @@ def _t(s: float) -> str:
 
 
 def _pct(x: float) -> str:
-    return f"{x:+.1%}"
+    from fabric.tradeoff import same_p99
+
+    return "the same (within 0.5 %)" if same_p99(x, 1.0) else f"{x:+.1%}"
 
 
 def _buy_lines(b: dict) -> list[str]:
-    from fabric.figures import figure_texts
-
-    kind = "robust" if b.get("robust") else None
-    f = figure_texts(b["figures"])          # the one definition and format of each figure (fabric.figures)
-    buy = [f"Buy '{b['design']}': network capex {f['network_capex_usd']} ({f['capex_per_gpu_usd']} per GPU), "
-           f"p99 step {f['p99_s']} on {b['workload']} (p50 {f['p50_s']}), network power {f['network_power_w']}.",
-           f"Cluster: {b['gpus']:,} {b['gpu_model']} GPUs, {b['gpus_per_node']} per server; figures from {b['samples']} "
-           f"Monte Carlo samples, seed {b['seed']}, as on every page.",
-           f"Why: {b['rule']}."]
-    if kind:
-        r = b["robust"]
-        buy.append(f"Robust p99 across the job mix ({r['cases']} cases, the search's objective): {_t(r['p99_s'])}; "
-                   f"the step figures above are on {b['workload']} alone, the first workload of the mix.")
+    lines = design_sections(b, first="The design to buy")[0][1]
+    buy = [f"Buy {lines[0]}", lines[1], f"Why: {b['rule']}."]
     if b.get("ties"):
         from fabric.design.policy import TIE_RULE
 
         n = len(b["ties"])
         buy.append(f"{n} other evaluated design{'s tie' if n != 1 else ' ties'} with it at the same cost and p99 (e.g. "
                    f"'{b['ties'][0]}'): the network does not set the pace there; the tie rule keeps {TIE_RULE}.")
-    buy.append(b["explanation"]["sentence"])
-    buy += list(b.get("compute_notes", ()))     # compute scaled to the cluster's GPU, or kept (gpu_compute)
-    return buy
+    return buy + lines[2:]
 
 
 def _baseline_lines(b: dict) -> list[str]:
+    which = "robust p99" if b.get("robust") else "p99"
     out = []
     for r in b["baselines"]:
-        if "p99_s" not in r:
-            out.append(f"'{r['design']}' could not be evaluated: {r.get('error', 'unknown reason')}.")
-            continue
         d = r["saving_usd"]
         money = ("costs the same" if abs(d) < 0.5 else
                  f"{'saves' if d > 0 else 'costs'} ${abs(d):,.0f} ({abs(d) / r['cost_usd']:.1%})")
-        line = (f"Against '{r['design']}' (${r['cost_usd']:,.0f}; p99 {_t(r['p99_s'])} on {b['workload']}): {money}; "
-                f"p99 on {b['workload']} {_pct(r['p99_change'])}")
-        if "robust_p99_s" in r:
-            line += (f"; robust p99 {_t(b['robust']['p99_s'])} against its {_t(r['robust_p99_s'])}: "
-                     f"{_pct(r['robust_p99_change'])}")
+        line = (f"Against '{r['design']}' as drawn (${r['cost_usd']:,.0f}; {which} {_t(r['p99_s'])}): {money}; "
+                f"{which} {_pct(r['p99_change'])}")
+        if "tuned_p99_s" in r:
+            if r["tuned_changes"]:
+                line += (f"; as a team would tune it ({', '.join(r['tuned_changes'])}, no hardware): {which} "
+                         f"{_t(r['tuned_p99_s'])}, so {_pct(r['tuned_p99_change'])} against the tuned baseline")
+            else:
+                line += "; no free policy makes it faster, so as tuned it is as drawn"
+        elif r.get("tuned_error"):
+            line += f"; its best free policy could not be evaluated ({r['tuned_error']})"
         if not r["feasible"]:
             line += f" (this baseline does not meet the constraints: {r.get('why_not')})"
         out.append(line + ".")
     return out or ["No baseline could be built with the allowed hardware."]
 
 
-def _bom_lines(b: dict) -> list[str]:
-    m = b["bom"]
-    sw = ", ".join(f"{n:,} {tier}" for tier, n in m["switches"].items())
-    cab = sum(m["cables"].values())
-    opt = sum(m["transceivers"].values())
-    cats = ", ".join(f"{c} ${v['cost_usd']:,.0f}" for c, v in m["by_category"].items())
-    r = b["racks"]
-    from fabric.figures import figure_texts
+def _runner_up_lines(b: dict) -> list[str]:
+    ru = b.get("runner_up")
+    which = "robust p99" if b.get("robust") else "p99"
+    if not ru:
+        return ["The search evaluated no other design that meets every limit but the p99 target: the front holds "
+                "this one only."]
+    from fabric.tradeoff import same_p99
 
-    f = figure_texts(b["figures"])
-    return [f"Switches: {sw}; {m['nics']:,} NICs; {opt:,} transceivers; {cab:,} cables "
-            f"({', '.join(f'{n:,} {k}' for k, n in m['cables'].items())}).",
-            f"Network capex {f['network_capex_usd']}: {cats}; network power {f['network_power_w']}.",
-            f"Racks and power: {r['compute_racks']:,} compute racks, busiest rack {f['max_rack_power_w']}"
-            + (f" (limit {r['rack_power_limit_w'] / 1e3:,.1f} kW)" if r.get("rack_power_limit_w") else "")
-            + f"; IT power {f['it_power_w']}, facility power {f['facility_power_w']} (IT x PUE {r['pue']:g})."]
+    if ru["relation"] == "cheaper":
+        gives = ("the same " + which + " (within 0.5 %)" if same_p99(ru["relative_p99"], 1.0)
+                 else f"{ru['relative_p99']:+.1%} of {which}")
+        return [f"'{ru['design']}' costs ${-ru['delta_cost_usd']:,.0f} less and gives up {gives} "
+                f"({_t(ru['p99_s'])})."]
+    if ru["relation"] == "faster":
+        if same_p99(ru["relative_p99"], 1.0):
+            return [f"'{ru['design']}' has the same {which} within 0.5 % ({_t(ru['p99_s'])}) for "
+                    f"${ru['delta_cost_usd']:,.0f} more: no reason to pay for it."]
+        return [f"'{ru['design']}' is {-ru['relative_p99']:.1%} faster at {which} ({_t(ru['p99_s'])}) "
+                f"for ${ru['delta_cost_usd']:,.0f} more."]
+    target = b.get("p99_target_s")
+    return [f"No other design meets the p99 target; the next on the cost-vs-p99 trade-off is "
+            f"'{ru['design']}': ${-ru['delta_cost_usd']:,.0f} less, {which} {_t(ru['p99_s'])} "
+            f"({ru['relative_p99']:+.1%})"
+            + (f", {ru['p99_s'] / target - 1:+.1%} over the target {_t(target)}" if target else "") + "."]
 
 
 def brief_sections(b: dict) -> list[tuple[str, list[str]]]:
     """The brief as (heading, sentences) pairs, in reading order."""
+    record = design_sections(b, first="The design to buy")
     sections = [("The design to buy", _buy_lines(b)), ("Against the baselines", _baseline_lines(b)),
-                ("Constraints", list(b["constraints"])), ("Bill of materials", _bom_lines(b))]
-    if b.get("serving"):
-        sections.append(("Serving latency", [
-            f"Serving job '{name}' at its offered load ({m['load']:.0%} of capacity): {_serving_text(m)}."
-            for name, m in b["serving"].items()]))
-    ru = b.get("runner_up")
-    which = "robust p99" if ru and ru.get("p99_kind") == "robust" else "p99"
-    if ru:
-        if ru["relation"] == "cheaper":
-            line = (f"'{ru['design']}' costs ${-ru['delta_cost_usd']:,.0f} less and gives up "
-                    f"{ru['relative_p99']:+.1%} of {which} ({_t(ru['p99_s'])}).")
-        elif ru["relation"] == "faster":
-            line = (f"'{ru['design']}' is {-ru['relative_p99']:.1%} faster at {which} ({_t(ru['p99_s'])}) "
-                    f"for ${ru['delta_cost_usd']:,.0f} more.")
-        else:
-            target = b.get("p99_target_s")
-            line = (f"No other design meets the p99 target; the next on the cost-vs-p99 trade-off is "
-                    f"'{ru['design']}': ${-ru['delta_cost_usd']:,.0f} less, {which} {_t(ru['p99_s'])} "
-                    f"({ru['relative_p99']:+.1%})"
-                    + (f", {ru['p99_s'] / target - 1:+.1%} over the target {_t(target)}" if target else "") + ".")
-        sections.append(("The runner-up", [line]))
-    else:
-        sections.append(("The runner-up", ["The search evaluated no other design that meets every limit but the "
-                                           "p99 target: the front holds this one only."]))
-    from fabric.resilience_text import resilience_lines
-
-    sections.append(("Resilience", resilience_lines(b["resilience"], _t, b["p99_s"])))
-    sections.append(("What if", [f"{w['scenario']}: " + (f"p99 step {_t(w['p99_s'])} ({w['change']:+.1%})"
-                                                        + "".join(f"; '{n}' {_serving_text(m)}"
-                                                                  for n, m in (w.get("serving") or {}).items())
-                                                        if w["p99_s"] is not None else w.get("error", "n/a"))
-                                 for w in b["what_ifs"]]))
-    fixes = [b["fixes"]["answer"][0].upper() + b["fixes"]["answer"][1:] + "."]
-    free = (b["fixes"].get("best_free_policy") or {}).get("sentence")
-    if free:
-        fixes.append(free[0].upper() + free[1:] + ".")
-    for a in b["fixes"]["top"]:
-        cost = "no hardware" if a["kind"] == "free" else f"${a['delta_cost_usd']:+,.0f}"
-        fixes.append(f"{a['change']}: {_t(a['delta_p99_s']) if a['delta_p99_s'] >= 0 else '-' + _t(-a['delta_p99_s'])}"
-                     f" p99, {cost}.")
-    sections.append(("Cheapest fixes", fixes))
-    e = b["economics"]
-    from fabric.figures import figure_texts
-
-    f = figure_texts(b["figures"])
-    sections.append(("Cost per step", [
-        f"{f['usd_per_step']} per p99 step ({f['usd_per_hour']} per hour for the cluster over "
-        f"{e['params']['life_years']:g} years, PUE {e['params']['pue']:g}, ${e['params']['electricity_usd_per_kwh']:g}"
-        f"/kWh); the network is {e['network_usd_per_step'] / e['usd_per_step']:.1%} of it; GPUs wait on the network "
-        f"{f['gpu_idle_fraction_network']} of the step (${e['idle_usd_per_step']:,.2f} per step)."]))
-    if b.get("serving_only"):      # a serving-only workload has no step: its "step" is one unloaded request
-        sections = [(h, [_unloaded(x) for x in lines]) for h, lines in sections]
-        sections = [("Cost per unloaded request" if h == "Cost per step" else h, lines) for h, lines in sections]
+                ("Constraints", list(b["constraints"]))]
+    rest = dict(record[1:])
+    order = [h for h, _ in record[1:]]
+    for h in order:
+        sections.append((h, rest[h]))
+        if h in ("Serving latency",) or (h == "Bill of materials" and "Serving latency" not in rest):
+            sections.append(("The runner-up", _runner_up_lines(b)))
     return sections
-
-
-def _unloaded(line: str) -> str:
-    for a, z in (("p99 step", "p99 unloaded request"), ("of the step", "of the unloaded request"),
-                 ("per step", "per unloaded request")):
-        line = line.replace(a, z)
-    return line

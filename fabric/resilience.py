@@ -2,7 +2,9 @@
 
 The rule (which failures count, what surviving one means) is :mod:`fabric.single_failure`;
 :func:`failure_analysis` applies it to a built fabric, :func:`structural_failures` to a design (cached, for the
-search), and :func:`resilience` adds the evaluated p99 step under the worst failures above the leaves.
+search), and :func:`resilience` adds the evaluated p99 step under the worst failures above the leaves and under the
+worst leaf failure the servers ride out (a rail leaf: its GPUs detour over NVLink through their servers' other
+NICs). :func:`failure_p99` is the one figure a record, the review and an upgrade take from it.
 """
 
 from __future__ import annotations
@@ -10,13 +12,17 @@ from __future__ import annotations
 import numpy as np
 
 from fabric.single_failure import _switch_graph, _up_pairs, single_failure_analysis
+from fabric.topology.fabric import LINK_KINDS
 
-__all__ = ["failure_analysis", "resilience", "structural_failures"]
+_LEAF_SPINE = LINK_KINDS.index("leaf-spine")
+
+__all__ = ["failure_analysis", "resilience", "structural_failures", "failure_p99", "worst_failure", "detour_leaves"]
 
 
-def failure_analysis(fabric, *, max_listed: int = 10) -> dict:
-    """:func:`fabric.single_failure.single_failure_analysis` of ``fabric`` (its fields are documented there)."""
-    return single_failure_analysis(fabric, max_listed=max_listed)
+def failure_analysis(fabric, *, max_listed: int = 10, detour: bool | None = None) -> dict:
+    """:func:`fabric.single_failure.single_failure_analysis` of ``fabric`` (its fields are documented there;
+    ``detour=False``: the rule without the NVLink detour, as before issue 34)."""
+    return single_failure_analysis(fabric, max_listed=max_listed, detour=detour)
 
 
 def _switch_classes(fabric, pairs, mult, per_tier: int = 3) -> list[int]:
@@ -44,6 +50,63 @@ def _switch_classes(fabric, pairs, mult, per_tier: int = 3) -> list[int]:
     return out
 
 
+def detour_leaves(fabric, per_pattern: int = 3) -> list[int]:
+    """Leaves (local switch ids) whose failure keeps every server in the job, a few standing for all: a rail leaf
+    (its NICs' GPUs detour over NVLink through their servers' other NICs: :mod:`fabric.single_failure`) or a leaf of
+    dual-homed NICs. One per pattern (NIC ports on it, uplink cables), at most ``per_pattern``, the most NIC ports
+    first, each pattern by its lowest-numbered leaf. Empty for top-of-rack leaves (they take their servers out)."""
+    from fabric.single_failure import _wholly_on, nvlink_detour
+
+    ns, sb = fabric.n_switches, fabric.switch_base
+    if not ns or not fabric.n_nics:
+        return []
+    ports = fabric.nic_ports.astype(np.int64) - sb
+    cabled = (ports >= 0) & (ports < ns)
+    on = np.bincount(ports[cabled], minlength=ns)                   # NIC ports per switch
+    tier = fabric.node_tier[sb:sb + ns].astype(np.int64)
+    if nvlink_detour(fabric):
+        ok = _wholly_on(fabric) == 0                                # no server hangs wholly off it
+    else:                                                           # every NIC on it has a port elsewhere
+        lo = np.where(cabled, ports, ns).min(axis=1)
+        hi = np.where(cabled, ports, -1).max(axis=1)
+        single = lo == hi
+        ok = np.bincount(lo[single & (lo < ns)], minlength=ns) == 0
+    cand = np.flatnonzero((tier == 0) & (on > 0) & ok)
+    if not cand.size:
+        return []
+    up = np.bincount(fabric.link_a[fabric.link_kind == _LEAF_SPINE] - sb, minlength=ns)
+    pattern = np.stack([on[cand], up[cand]], axis=1)
+    rows, first = np.unique(pattern, axis=0, return_index=True)
+    rep = cand[first]
+    order = np.lexsort((rep, -on[rep]))
+    return rep[order[:per_pattern]].tolist()
+
+
+def failure_p99(r: dict, healthy_p99_s: float | None = None) -> float | None:
+    """The p99 step under the worst single failure that :func:`resilience` evaluated (switches above the leaves,
+    cables between switches, leaves the servers ride out), never below the healthy p99; None when the design does
+    not survive a single failure (it has no such p99: the search counts it as infinitely slow)."""
+    if not r["survives_single_failure"]:
+        return None
+    base = float(r["healthy_p99_s"] if healthy_p99_s is None else healthy_p99_s)
+    vals = [r.get(k) for k in ("worst_switch_failure_p99_s", "worst_link_failure_p99_s", "worst_leaf_failure_p99_s")]
+    return max([float(v) for v in vals if v is not None] + [base])
+
+
+def worst_failure(r: dict) -> str | None:
+    """The failure (a switch label, or a cable ``a-b``) that sets :func:`failure_p99`: the slowest evaluated one,
+    switches before cables before leaves on a tie; None when the design does not survive or none was evaluated."""
+    if not r["survives_single_failure"]:
+        return None
+    best, which = None, None
+    for name, key in (("worst_switch", "worst_switch_failure_p99_s"), ("worst_link", "worst_link_failure_p99_s"),
+                      ("worst_leaf", "worst_leaf_failure_p99_s")):
+        v = r.get(key)
+        if v is not None and (best is None or v > best):
+            best, which = v, r.get(name)
+    return which
+
+
 def _critical_links(fabric, pairs, mult) -> list[tuple[int, int]]:
     """Per switch tier above the leaves, the cable whose loss removes the largest share of one lower switch's
     uplink capacity: the thinnest bundle of the switch with the fewest uplinks (local switch ids)."""
@@ -69,14 +132,17 @@ def _critical_links(fabric, pairs, mult) -> list[tuple[int, int]]:
 def resilience(design, workload, *, catalog=None, seed: int = 0, samples: int | None = None, transport_overrides=None,
                scenario=None, healthy_p99_s: float | None = None) -> dict:
     """Evaluated resilience of ``design`` for ``workload``: :func:`failure_analysis` plus the p99 step under the
-    worst single switch failure above the leaves and the worst single link failure between switches.
+    worst single switch failure above the leaves, the worst single link failure between switches and the worst
+    leaf failure whose servers stay in the job.
 
-    Candidates (evaluated, not guessed): one switch per cabling pattern of each tier above the leaves, and per
-    tier the cable carrying the largest share of one switch's uplinks. A failure that partitions the fabric gives
-    no finite p99 (None, with ``..._partitions``). Leaf, rail-switch and router failures take servers out of the
-    job rather than slowing it: :mod:`fabric.single_failure` counts them (``gpus_lost_on_worst_switch_failure``)
-    and decides ``survives_single_failure``. ``worst_switch`` / ``worst_link`` are None when the fabric has no
-    switch above the leaves / no switch-to-switch cable to fail.
+    Candidates (evaluated, not guessed): one switch per cabling pattern of each tier above the leaves, per tier the
+    cable carrying the largest share of one switch's uplinks, and the leaves of :func:`detour_leaves` (rail leaves
+    and rail switches: their GPUs detour over NVLink through their servers' other NICs, which carry the failed
+    NIC's traffic). A failure that partitions the fabric gives no finite p99 (None, with ``..._partitions``).
+    Top-of-rack leaves and routers take servers out of the job rather than slowing it: :mod:`fabric.single_failure`
+    counts them (``gpus_lost_on_worst_switch_failure``) and decides ``survives_single_failure``. ``worst_switch`` /
+    ``worst_link`` / ``worst_leaf`` are None when the fabric has no switch above the leaves / no switch-to-switch
+    cable / no leaf its servers ride out to fail.
     """
     from dataclasses import replace as _replace
 
@@ -112,20 +178,25 @@ def resilience(design, workload, *, catalog=None, seed: int = 0, samples: int | 
 
     sw = [labels[u + fab.switch_base] for u in _switch_classes(fab, pairs, mult)]
     ln = [f"{labels[a + fab.switch_base]}-{labels[b + fab.switch_base]}" for a, b in _critical_links(fab, pairs, mult)]
+    lv = [labels[u + fab.switch_base] for u in detour_leaves(fab)]
     ps, which_s, cut_s = worst(sw, "fail_switches")
     pl, which_l, cut_l = worst(ln, "fail_links")
+    pv, which_v, cut_v = worst(lv, "fail_switches")
     # a failure never makes the step faster: a failure p99 a hair under the healthy one is Monte Carlo noise
     ps = None if ps is None else max(ps, healthy_p99_s)
     pl = None if pl is None else max(pl, healthy_p99_s)
+    pv = None if pv is None else max(pv, healthy_p99_s)
     out.update({
         "healthy_p99_s": healthy_p99_s,
         "worst_switch_failure_p99_s": None if cut_s else ps, "worst_switch": which_s,
         "worst_switch_failure_partitions": cut_s,
         "worst_link_failure_p99_s": None if cut_l else pl, "worst_link": which_l,
         "worst_link_failure_partitions": cut_l,
-        "switches_tried": sw, "links_tried": ln,
+        "worst_leaf_failure_p99_s": None if cut_v else pv, "worst_leaf": which_v,
+        "worst_leaf_failure_partitions": cut_v,
+        "switches_tried": sw, "links_tried": ln, "leaves_tried": lv,
     })
-    if cut_s or cut_l:      # the evaluator found no path: never looser than the rule (tests check they agree)
+    if cut_s or cut_l or cut_v:      # the evaluator found no path: never looser than the rule (tests check they agree)
         out["partitions_on_single_failure"] = True
         out["survives_single_failure"] = False
     return out

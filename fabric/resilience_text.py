@@ -13,12 +13,13 @@ __all__ = ["RULE_TEXT", "verdict_text", "uplinks_text", "uplinks_value", "evalua
 
 #: The rule in one paragraph (the Constraints page's help, the Design page's caption).
 RULE_TEXT = ("Counts every switch (leaves and rail switches too), every switch-to-switch cable and every NIC cable, "
-             "one at a time. A GPU whose every NIC port hangs off the failed part has no network path left: its "
-             "server leaves the job (fabric models no detour through another server's or another GPU's NIC for "
-             "it). A design survives when no single failure splits the GPUs still in the job (over the paths the "
-             "evaluator models), takes every server out, or takes more than half of the servers out while they "
-             "keep other NIC ports (a rail switch holding one NIC of each server: collateral damage; a top-of-rack "
-             "leaf's own servers are their failure domain).")
+             "one at a time. A GPU whose own NICs lost every port sends through the other NICs of its server over "
+             "NVLink (NCCL's PXN path): its server stays in the job at reduced bandwidth, which the evaluator "
+             "computes. A server none of whose NIC ports is left (a top-of-rack leaf's) leaves the job; nothing "
+             "fails over to another server's NIC. A design survives when no single failure splits the GPUs still in "
+             "the job (over the paths the evaluator models), takes every server out, or takes more than half of the "
+             "servers out while they keep other NIC ports (collateral damage; a top-of-rack leaf's own servers are "
+             "their failure domain).")
 
 
 def _n(x: int) -> str:
@@ -56,9 +57,17 @@ def verdict_text(r: dict) -> str:
                 "groups that cannot reach each other).")
     head = ("Survives any single failure: no switch or cable failure splits the GPUs still in the job, takes every "
             "server out, or takes more than half of the servers out for a slice of their GPUs")
+    det = ""
+    if r.get("gpus_detoured_on_single_failure"):
+        det = (f"; {r['detour_switch']} takes the own NICs of {_n(r['gpus_detoured_on_single_failure'])} GPUs in "
+               f"{_n(r['servers_detoured_on_single_failure'])} servers away, and they carry on through their "
+               f"servers' other NICs over NVLink")
     if r.get("worst_switch_out"):
         return (f"{head}; the worst, {r['worst_switch_out']}, takes {_n(r['servers_out_on_worst_switch_failure'])} "
-                f"of {_n(r['servers'])} servers ({_n(r['gpus_lost_on_worst_switch_failure'])} GPUs) out of the job.")
+                f"of {_n(r['servers'])} servers ({_n(r['gpus_lost_on_worst_switch_failure'])} GPUs) out of the job"
+                f"{det}.")
+    if det:
+        return f"{head}; no single switch takes a GPU out of the job{det}."
     return f"{head}; no single switch cuts any GPU off (each keeps a NIC port on another switch or plane)."
 
 
@@ -83,15 +92,19 @@ def uplinks_text(r: dict) -> str:
 
 
 def evaluated_failures(r: dict) -> list[dict]:
-    """The evaluated worst failures above the leaves: ``what`` (switch / cable), ``failed`` (its label or None),
-    ``p99_s`` (None when it partitions or when there is nothing of that kind to fail) and ``state``
-    ("evaluated", "partitions" or "none"), with ``none_text`` saying what the fabric lacks."""
+    """The evaluated worst failures: above the leaves (switch, cable), then the leaves whose servers ride the
+    failure out through their other NICs (leaf; listed only when :func:`fabric.resilience.resilience` tried
+    leaves): ``what`` (switch / cable / leaf), ``failed`` (its label or None), ``p99_s`` (None when it partitions
+    or when there is nothing of that kind to fail) and ``state`` ("evaluated", "partitions" or "none"), with
+    ``none_text`` saying what the fabric lacks."""
     out = []
     for what, name, key, cut, none in (
             ("switch", "worst_switch", "worst_switch_failure_p99_s", "worst_switch_failure_partitions",
              "no switch above the leaves to fail"),
             ("cable", "worst_link", "worst_link_failure_p99_s", "worst_link_failure_partitions",
-             "no switch-to-switch cable to fail")):
+             "no switch-to-switch cable to fail"),
+            ("leaf", "worst_leaf", "worst_leaf_failure_p99_s", "worst_leaf_failure_partitions",
+             "no leaf whose servers keep a NIC on another switch")):
         if name not in r:
             continue
         failed, v = r.get(name), r.get(key)
@@ -107,12 +120,15 @@ def resilience_lines(r: dict, time_text: Callable[[float], str], healthy_p99_s: 
     base = healthy_p99_s if healthy_p99_s is not None else r.get("healthy_p99_s")
     lines = [verdict_text(r), f"Uplink switches per leaf: {uplinks_value(r)} ({uplinks_text(r)})."]
     for f in evaluated_failures(r):
+        where = ("whose servers carry on through their other NICs" if f["what"] == "leaf" else "above the leaves")
+        what = "leaf" if f["what"] == "leaf" else f["what"]
         if f["state"] == "none":
-            lines.append(f"Worst {f['what']} failure above the leaves: none ({f['none_text']}).")
+            if f["what"] == "leaf":
+                continue            # top-of-rack leaves take their servers out: the verdict counts them
+            lines.append(f"Worst {what} failure {where}: none ({f['none_text']}).")
         elif f["state"] == "partitions":
-            lines.append(f"Worst {f['what']} failure above the leaves ({f['failed']}): partitions the fabric.")
+            lines.append(f"Worst {what} failure {where} ({f['failed']}): partitions the fabric.")
         else:
             delta = f" ({f['p99_s'] / base - 1:+.1%})" if base else ""
-            lines.append(f"Worst {f['what']} failure above the leaves ({f['failed']}): p99 "
-                         f"{time_text(f['p99_s'])}{delta}.")
+            lines.append(f"Worst {what} failure {where} ({f['failed']}): p99 {time_text(f['p99_s'])}{delta}.")
     return lines

@@ -6,38 +6,49 @@ One definition, used by the search constraint ``survive_single_failure``, :func:
 **Failures counted**: every switch (leaves, rail switches and routers included), every cable between two switches,
 and every cable between a NIC port and its switch; one at a time.
 
-**What a failure does** (over the paths the evaluator models: a GPU's traffic leaves through its own NICs; PXN, on
-rail-only fabrics and on rail-optimized ones with ``pxn``, moves a flow over NVLink to a GPU of the *same* server
-only to change rails; no path crosses a third server and nothing fails over to another server's NIC):
+**What a failure does** (over the paths the evaluator models: a GPU's traffic leaves through the NICs of its
+server; PXN, on rail-only fabrics and on rail-optimized ones with ``pxn``, moves a flow over NVLink to a GPU of the
+*same* server to change rails; no path crosses a third server and nothing fails over to another server's NIC):
 
-- a GPU is **cut off** when every port of every NIC it uses hangs off the failed switch (or the failed cable):
-  it has no network path left;
+- **the detour** (issue 34): a GPU whose own NICs lost every port keeps working through the live NICs of the other
+  GPUs of its server, over NVLink. This is NCCL's behaviour, not a design option: NCCL builds its rings and trees
+  over the NICs that are up, and reaches a NIC through another GPU of the same node when that GPU sits on the NIC's
+  PCI switch, is joined to it by NVLink and it has no PCI path of its own to the NIC (PXN, "PCI x NVLink":
+  NVIDIA/nccl src/graph/paths.cc, ``ncclTopoComputePaths``; ``NCCL_PXN_DISABLE`` defaults to 0, i.e. on). So it
+  applies to every server whose GPUs share NVLink (every GPU system of the catalog), whatever the design's ``pxn``
+  field, which is the healthy step's forwarding policy (cross-rail traffic through NVLink or through the spines).
+  The server stays in the job at reduced bandwidth: its surviving NICs carry the failed NIC's traffic
+  (:mod:`fabric.evaluate.detour` evaluates it); ``gpus_detoured_on_single_failure`` counts such GPUs.
+  ``detour=False`` gives the rule without it (the figures before issue 34);
+- a GPU is **cut off** when it has no network path left: every port of every NIC of its server hangs off the failed
+  switch (or the failed cable); without the detour, every port of every NIC it uses itself;
 - a server with a cut-off GPU **leaves the job**: its tensor/expert-parallel group lost a member, so the scheduler
   drains it and the job restarts on the others. *GPUs out of the job* counts whole servers; a top-of-rack leaf
-  takes its servers out; a rail switch holding rail r of every server cuts GPU r of every server off and takes
-  every server out;
+  takes its servers out. (Without the detour a rail switch holding rail r of every server would cut GPU r of every
+  server off and take every server out; with it, every server runs on its other rails);
 - the GPUs still in the job must reach each other: for each *endpoint class* (the NIC port index: a flow leaves
   and arrives on the same port index, i.e. the same plane; with PXN the rail, i.e. the NIC's index in its server
   and the port) the live ports of the servers still in the job must lie in one connected piece of the surviving
-  switches and switch-to-switch cables.
+  switches and switch-to-switch cables. (A single failure leaves every server of two or more NICs all but at most
+  the NICs of one switch, so two servers always share a live rail.)
 
 A server out of the job either hangs **wholly** off the failed switch (every port of every NIC: the servers of a
 top-of-rack leaf, whose leaf is part of their own failure domain like their NICs and cables), or is **collateral**
-damage: it keeps live ports on other switches but lost a GPU's only ones (a rail leaf holds one NIC of each server
-it serves).
+damage: it keeps live ports on other switches but lost a GPU's only ones (only without the detour: a rail leaf
+holds one NIC of each server it serves).
 
 **Not survived** (in a cluster of two or more servers) when some single failure
 
 - **partitions** the GPUs still in the job (last point above), or
 - takes **every server** out of the job (the one switch of a one-switch cluster), or
 - takes **more than half of the servers** out as collateral damage: the cluster would stop for a part that every
-  server only partly depends on (a rail switch of a rail-only fabric holds rail r of every server; so does a rail
-  leaf of a rail-optimized fabric of one scalable unit).
+  server only partly depends on (without the detour: a rail switch of a rail-only fabric holds rail r of every
+  server; so does a rail leaf of a rail-optimized fabric of one scalable unit).
 
-A top-of-rack leaf, a rail leaf of a rail-optimized fabric of several units (one unit's servers: 32 of the 127 of
-the 1,016-GPU SuperPOD) and a switch of one plane of a multi-plane fabric (its servers keep their other planes'
-ports: nobody is cut off) are survived. A NIC-to-switch cable takes at most the one server of that NIC out; it is
-counted in the GPUs-out figures only.
+A top-of-rack leaf, a rail leaf (its servers detour: none leaves the job) and a switch of one plane of a
+multi-plane fabric (its servers keep their other planes' ports: nobody is cut off) are survived. A NIC-to-switch
+cable takes at most the one server of that NIC out (with the detour only a server of one cable); it is counted in
+the GPUs-out figures only.
 
 Candidates are checked exactly: a failure can split the endpoints only if it splits the switch graph, so small
 fabrics check its articulation points and bridges (networkx) and large layered fabrics the sole upper neighbour
@@ -51,7 +62,7 @@ import numpy as np
 
 from fabric.topology.fabric import LINK_KINDS
 
-__all__ = ["single_failure_analysis", "EXACT_MAX_PAIRS"]
+__all__ = ["single_failure_analysis", "EXACT_MAX_PAIRS", "nvlink_detour"]
 
 #: Above this many distinct switch-to-switch pairs the candidates are structural (see the module docstring).
 EXACT_MAX_PAIRS = 5_000
@@ -116,11 +127,21 @@ def _labels(n: int, pairs: np.ndarray, keep: np.ndarray | None = None) -> np.nda
     return lab
 
 
+def nvlink_detour(fabric) -> bool:
+    """Whether the detour (module docstring) applies to ``fabric``: its servers' GPUs are joined by NVLink (a
+    server of one GPU has no sibling to detour through, and none is needed: its NICs are its own)."""
+    if fabric.design.gpus_per_node <= 1:
+        return True
+    nv = fabric.link_kind == LINK_KINDS.index("nvlink")
+    return bool(nv.any() and float(fabric.link_capacity_bps[nv].min()) > 0)
+
+
 class _Endpoints:
     """Every cabled NIC port: its switch (local id), its endpoint class and its server; and per GPU the one
-    switch all its ports hang off (-1 when they reach two or more)."""
+    switch all the ports it can use hang off (-1 when they reach two or more): its own NICs' ports, or with the
+    detour every NIC port of its server (``own_home``: its own NICs' switch either way)."""
 
-    def __init__(self, fabric, per_rail: bool):
+    def __init__(self, fabric, per_rail: bool, detour: bool = False):
         sb = fabric.switch_base
         ports = fabric.nic_ports.astype(np.int64)                       # (NICs, ports): switch node ids
         n_nics, n_ports = ports.shape
@@ -139,8 +160,20 @@ class _Endpoints:
         g_sw = ports[fabric.gpu_nics - fabric.nic_base].reshape(fabric.n_gpus, -1) - sb
         g_sw = np.where((g_sw >= 0) & (g_sw < fabric.n_switches), g_sw, -1)
         lo, hi = g_sw.min(axis=1), g_sw.max(axis=1)
-        self.gpu_home = np.where((lo == hi) & (lo >= 0), lo, -1)       # single-homed: the one switch
+        self.own_home = np.where((lo == hi) & (lo >= 0), lo, -1)       # single-homed: the one switch
+        self.gpu_home = self.own_home
         self.gpu_cables = (g_sw >= 0).sum(axis=1)                     # NIC-to-switch cables a GPU can use
+        if detour and fabric.n_gpus:
+            # the GPU reaches every NIC of its server over NVLink: the server's ports are its ports
+            node = fabric.gpu_node.astype(np.int64)
+            n_nodes = int(node.max()) + 1
+            s_lo = np.full(n_nodes, np.iinfo(np.int64).max)
+            s_hi = np.full(n_nodes, -1)
+            np.minimum.at(s_lo, node, lo)
+            np.maximum.at(s_hi, node, hi)
+            home = np.where((s_lo == s_hi) & (s_lo >= 0), s_lo, -1)
+            self.gpu_home = home[node]
+            self.gpu_cables = np.bincount(self.node, minlength=n_nodes)[node]
 
 
 def _wholly_on(fabric) -> np.ndarray:
@@ -168,7 +201,8 @@ def _out_per_switch(fabric, ep: _Endpoints):
     return cut, servers, gpus, n_nodes, gpus_of_node, (s_of, n_of)
 
 
-def single_failure_analysis(fabric, *, max_listed: int = 10, pxn: bool | None = None) -> dict:
+def single_failure_analysis(fabric, *, max_listed: int = 10, pxn: bool | None = None,
+                            detour: bool | None = None) -> dict:
     """The single-failure rule (module docstring) applied to ``fabric``.
 
     Returns ``survives_single_failure``; ``partitions_on_single_failure`` with ``partitioning_switches`` /
@@ -180,15 +214,21 @@ def single_failure_analysis(fabric, *, max_listed: int = 10, pxn: bool | None = 
     path left), ``servers_out_on_worst_switch_failure`` and ``gpus_lost_on_worst_switch_failure`` (the GPUs of
     those servers); ``gpus_lost_on_worst_nic_cable_failure``; ``servers``, ``gpus``; ``tiers``;
     ``min_uplink_switches`` (the fewest distinct upper switches any leaf's uplinks reach; None when no switch has
-    uplinks: a single tier of switches or a dragonfly); ``method`` ("exact" or "structural").
+    uplinks: a single tier of switches or a dragonfly); ``method`` ("exact" or "structural"); ``detour`` (whether
+    the NVLink detour applied: :func:`nvlink_detour` unless ``detour`` says otherwise), and for the switch that
+    sends the most GPUs through another GPU's NIC ``detour_switch`` (its label, None when none does),
+    ``gpus_detoured_on_single_failure`` and ``servers_detoured_on_single_failure`` (their servers, which stay in
+    the job at reduced bandwidth).
     """
     d = fabric.design
     if pxn is None:
         pxn = bool(getattr(d, "pxn", False))
+    if detour is None:
+        detour = nvlink_detour(fabric)
     per_rail = fabric.family == "rail_only" or (fabric.family == "rail_optimized" and pxn)
     ns = fabric.n_switches
     pairs, mult = _switch_graph(fabric)
-    ep = _Endpoints(fabric, per_rail)
+    ep = _Endpoints(fabric, per_rail, detour)
     cut, servers, gpus_out, n_nodes, gpus_of_node, (s_of, n_of) = _out_per_switch(fabric, ep)
     sw_tier = fabric.node_tier[fabric.switch_base:fabric.switch_base + ns].astype(np.int64)
     lo_up, hi_up = _up_pairs(pairs, sw_tier)
@@ -240,6 +280,12 @@ def single_failure_analysis(fabric, *, max_listed: int = 10, pxn: bool | None = 
     first = int(loss[np.argmax(servers[loss])]) if loss.size else None
     worst = int(np.argmax(gpus_out)) if ns and gpus_out.max() > 0 else None
     one_cable = (ep.gpu_cables == 1).any() if fabric.n_gpus else False
+    # GPUs whose own NICs hang off one switch but whose server keeps a port elsewhere: they detour over NVLink
+    moved = (ep.own_home >= 0) & (ep.gpu_home != ep.own_home)
+    det_gpus = np.bincount(ep.own_home[moved], minlength=ns)
+    det_servers = np.bincount(np.unique(ep.own_home[moved] * max(n_nodes, 1) + fabric.gpu_node[moved])
+                              // max(n_nodes, 1), minlength=ns) if moved.any() else np.zeros(ns, np.int64)
+    det = int(np.argmax(det_gpus)) if ns and det_gpus.max() > 0 else None
     gpn = int(gpus_of_node.max()) if gpus_of_node.size else 0
 
     def label(s: int) -> str:
@@ -275,6 +321,10 @@ def single_failure_analysis(fabric, *, max_listed: int = 10, pxn: bool | None = 
         "family": fabric.family,
         "min_uplink_switches": min_up,
         "method": "structural" if structural else "exact",
+        "detour": bool(detour),
+        "detour_switch": None if det is None else label(det),
+        "gpus_detoured_on_single_failure": 0 if det is None else int(det_gpus[det]),
+        "servers_detoured_on_single_failure": 0 if det is None else int(det_servers[det]),
     }
 
 

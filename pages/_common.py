@@ -33,7 +33,6 @@ from fabric.catalog import Catalog, default_catalog
 from fabric.cost import bill_of_materials
 from fabric.design import Design, design_from_dict, design_to_dict
 from fabric.errors import FabricError
-from fabric.evaluate import SCENARIO_PRESETS, evaluate, scaling_efficiency
 from fabric.search import Constraints, DesignSpace
 from fabric.search.baselines import baseline_designs
 from fabric.search.records import workload_key
@@ -76,6 +75,9 @@ PAGE_FILES = {"workload": "pages/workload.py", "constraints": "pages/constraints
               "upgrade": "pages/upgrade.py"}
 
 ss = st.session_state
+#: Monte Carlo samples of every evaluation of the dashboard: the search's (fabric.ui_support.jobs.SearchJob), so a
+#: page's record of a design is the search's record of it.
+SAMPLES_PER_EVALUATION = 256
 
 
 # ------------------------------------------------------------------ cached calls (content-keyed)
@@ -101,47 +103,16 @@ def catalog_from_json(tables_json: str) -> Catalog:
     return Catalog.from_tables(tables, source="catalog edited in the dashboard")
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
-def _evaluate(design_json: str, wl_key: str, cat_key: str, scenario: str, _workload, _catalog,
-              overrides_json: str = "null"):
-    return evaluate(design_from_dict(json.loads(design_json)), _workload, SCENARIO_PRESETS[scenario],
-                    catalog=_catalog, transport_overrides=json.loads(overrides_json), serving_curve=True)
-
-
-@st.cache_data(show_spinner=False, max_entries=128)
-def _scaling(design_json: str, wl_key: str, cat_key: str, _workload, _catalog, overrides_json: str = "null"):
-    return scaling_efficiency(design_from_dict(json.loads(design_json)), _workload, catalog=_catalog,
-                              transport_overrides=json.loads(overrides_json))
-
-
 @st.cache_data(show_spinner=False, max_entries=64)
 def _strong(design_json: str, cat_key: str, preset: str, counts: tuple, overrides_json: str, global_batch,
-            virtual_stages, _catalog, transport_json: str = "null"):
+            virtual_stages, _catalog, transport_json: str = "null", seed: int = 0,
+            samples: int = SAMPLES_PER_EVALUATION):
     from fabric.evaluate.strong_scaling import strong_scaling
 
     return strong_scaling(design_from_dict(json.loads(design_json)), preset, list(counts),
                           overrides=json.loads(overrides_json), global_batch=global_batch,
-                          virtual_stages=virtual_stages, catalog=_catalog, samples=128,
+                          virtual_stages=virtual_stages, catalog=_catalog, samples=samples, seed=seed,
                           transport_overrides=json.loads(transport_json))
-
-
-@st.cache_data(show_spinner="Failing switches and links one at a time...", max_entries=64)
-def _resilience(design_json: str, wl_key: str, cat_key: str, scenario: str, healthy_p99_s: float, _workload,
-                _catalog, overrides_json: str = "null") -> dict:
-    from fabric.resilience import resilience
-
-    return resilience(design_from_dict(json.loads(design_json)), _workload, catalog=_catalog,
-                      transport_overrides=json.loads(overrides_json), scenario=SCENARIO_PRESETS[scenario],
-                      healthy_p99_s=healthy_p99_s)
-
-
-@st.cache_data(show_spinner="Trying single changes of the design...", max_entries=64)
-def _advice(design_json: str, wl_key: str, cat_key: str, scenario: str, _workload, _catalog,
-            overrides_json: str = "null") -> dict:
-    from fabric.advisor import advise
-
-    return advise(design_from_dict(json.loads(design_json)), _workload, SCENARIO_PRESETS[scenario], catalog=_catalog,
-                  transport_overrides=json.loads(overrides_json))
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
@@ -354,15 +325,104 @@ def constraints() -> Constraints:
     return ss["constraints"]
 
 
-def inputs_key() -> str:
+def inputs_key(*, evals: int | None = None) -> str:
     """What a search result depends on: workload (the robust objective when the robust mode is on), constraints,
-    catalog, budget and seed."""
+    catalog, budget and seed (``evals``: the budget to key with instead of the session's)."""
     wb, cb = workload_bundle(), catalog_bundle()
-    text = json.dumps([wb.key, constraints().to_dict(), cb.key, ss.get("search_evals"), ss.get("search_seed")]
+    text = json.dumps([wb.key, constraints().to_dict(), cb.key, ss.get("search_evals") if evals is None else evals,
+                       ss.get("search_seed")]
                       + ([cal["key"]] if (cal := ss.get(CALIBRATION_KEY)) else [])
                       + ([_robust_key_or_error()] if robust_on() else [])
                       + (["plans", ss.get("plan_model")] if plans_auto() else []), sort_keys=True, default=str)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+# ------------------------------------------------------------------ the context and its records (fabric.review)
+
+@st.cache_resource(show_spinner="Preparing the context (the mix's references, the plan shortlist)...",
+                   max_entries=16)
+def _context(key: str, _objective, _constraints, _catalog, seed: int, samples: int, _overrides, label: str,
+             cat_key: str):
+    from fabric.review import prepare_context
+
+    return prepare_context(_objective, _constraints, catalog=_catalog, seed=seed, samples=samples,
+                           transport_overrides=_overrides, label=label, catalog_key=cat_key)
+
+
+def context():
+    """The session's context (fabric.review.Context): the search's objective for the current inputs (the workload,
+    the robust mix, or every design at its best plan), constraints, catalog, calibration, seed and samples, prepared
+    as the search prepares it; the same object while the inputs do not change. FabricError saying why when the
+    inputs cannot make one (e.g. an invalid mix)."""
+    from fabric.ui_support.jobs import catalog_for_constraints
+
+    wb, cb, c = workload_bundle(), catalog_bundle(), constraints()
+    objective = search_workload()
+    catalog = catalog_for_constraints(cb.catalog, c)      # the object the search evaluates with
+    seed = int(ss.get("search_seed", 0))
+    return _context(inputs_key(evals=0), objective, c, catalog, seed, SAMPLES_PER_EVALUATION,
+                    calibration_overrides(), wb.label, cb.key)
+
+
+def context_or_error():
+    """``(context, None)``, or ``(None, message)`` when the inputs cannot make one."""
+    try:
+        return context(), None
+    except FabricError as err:
+        from fabric.ui_support.plans_view import dashboard_words
+
+        return None, dashboard_words(public_message(err))
+
+
+def result_here():
+    """The session's finished search result when it was computed in the current context (same inputs), else
+    None: a front from other inputs is never shown beside this context's records."""
+    job = ss.get("search_job")
+    res = finished_result()
+    if res is None or job is None or job.inputs_key != inputs_key(evals=job.budget_evals):
+        return None
+    return res
+
+
+def stale_result_note() -> str | None:
+    """What to say when the session's last finished search ran in another context (None when it did not)."""
+    job = ss.get("search_job")
+    if finished_result() is None or result_here() is not None:
+        return None
+    return ("The last search ran with other inputs (workload, job mix, plan space, constraints, GPU, catalog, "
+            "calibration or seed), so its designs are not offered here: start a search on the Search page for "
+            "this context." + (f" It searched: {job.label}." if getattr(job, "label", "") else ""))
+
+
+@st.cache_resource(show_spinner="Evaluating the design in this context...", max_entries=256)
+def _record(ctx_key: str, design_json: str, _ctx, _design, _row):
+    from fabric.review import design_record
+
+    return design_record(_design, _ctx, row=_row)
+
+
+def record_of(design: Design):
+    """The record of ``design`` in the session's context (fabric.review.design_record): every figure a page shows
+    of it, from one evaluation; the search's own row when the search evaluated it. FabricError when it cannot be
+    built or evaluated."""
+    from fabric.search.records import design_key
+
+    ctx = context()
+    res = result_here()
+    row = None
+    if res is not None:
+        key = design_key(design)
+        row = next((r for r in list(res.records) + list(res.baselines) if r.get("key") == key), None)
+    return _record(ctx.key, _design_json(design), ctx, design, row)
+
+
+def context_line() -> None:
+    """One caption line: the context every figure of the page is computed in (fabric.review.Context.describe)."""
+    ctx, err = context_or_error()
+    if ctx is None:
+        inputs_line()
+        return
+    st.caption(md_text(f"Context: {ctx.describe()}.") + " Change it on the Workload, Constraints and Search pages.")
 
 
 # ------------------------------------------------------------------ robust design across a job mix
@@ -464,9 +524,6 @@ def search_workload():
     design at its best plan), or with the robust mode on the robust objective of the mix (FabricError naming what
     is wrong with the mix, or why the workload cannot have plans)."""
     if plans_auto():
-        if robust_on():
-            raise FabricError("the plan space auto judges one training workload at each design's best plan; it does "
-                              "not combine with the robust search across a job mix (turn one of them off)")
         return plan_objective()
     if not robust_on():
         return workload_bundle().workload
@@ -477,8 +534,9 @@ def search_workload():
 
 
 def plans_auto() -> bool:
-    """True when the session's search judges every design at its best parallelism plan."""
-    return ss.get("plan_space", "fixed") == "auto"
+    """True when the session's search judges every design at its best parallelism plan (never with the robust mode
+    on: the Search page disables the choice there and says why)."""
+    return ss.get("plan_space", "fixed") == "auto" and not robust_on()
 
 
 def plan_objective():
@@ -525,75 +583,6 @@ def plan_ranking(design: Design):
     basis = plan_objective().basis
     cb = catalog_bundle()
     return _plan_ranking(_design_json(design), basis.key, cb.key, _overrides_json(), basis, cb.catalog)
-
-
-def design_workload(design: Design) -> WorkloadBundle:
-    """The workload ``design`` is evaluated on: the session's; with the plan space auto, its best plan's over the
-    whole plan space (:func:`plan_ranking`), so every figure of the Design, Compare and Brief pages is at the
-    design's own best plan. A workload that cannot have plans stays as it is (the pages say why)."""
-    wb = workload_bundle()
-    if not plans_auto() or robust_on():
-        return wb
-    try:
-        ranking = plan_ranking(design)
-    except FabricError:
-        return wb
-    if ranking.top is None:
-        return wb
-    from fabric.plans.basis import plan_key
-    from fabric.plans.workloads import plan_workload as workload_of_plan
-
-    plan = ranking.top.candidate.plan
-    wl = workload_of_plan(ranking.space.basis, plan)
-    key = hashlib.sha1(json.dumps([ranking.space.basis.key, list(plan_key(plan))], default=str).encode()
-                       ).hexdigest()[:16]
-    return replace(wb, workload=wl, key=key, label=f"{wb.label} at {ranking.top.label}")
-
-
-@st.cache_resource(show_spinner=False, max_entries=256)
-def _pool_best(design_json: str, basis_key: str, pool_key: str, cat_key: str, overrides_json: str, _basis, _pool,
-               _catalog):
-    from fabric.plans.best import rank_plans
-    from fabric.plans.space import plan_space
-
-    design = design_from_dict(json.loads(design_json))
-    space = plan_space(_basis, design.gpu_model, domain=design.domain_size, catalog=_catalog)
-    cands = [c for c in (space.find(p) for p in _pool) if c is not None]
-    if not cands:
-        raise FabricError(f"none of the compared designs' best plans fits {design.gpu_model}")
-    return rank_plans(design, _basis, catalog=_catalog, transport_overrides=json.loads(overrides_json), keep=1,
-                      space=space, candidates=cands).top.evaluation
-
-
-def pool_evaluator(designs) -> object:
-    """With the plan space auto, an ``evaluate(design)`` for the designs a comparison makes on the way (a design's
-    free policy on another's hardware): each at the best of the plans that suit the compared ``designs`` (their
-    three best each), so the steps of the money split add up at best plans; the compared designs themselves come
-    out at their own best plans. Without the plan space auto: :func:`evaluate_design`."""
-    if not plans_auto():
-        return evaluate_design
-    from fabric.plans.basis import plan_key
-
-    pool = {}
-    for d in designs:
-        for r in plan_ranking(d).best:
-            pool.setdefault(plan_key(r.candidate.plan), r.candidate.plan)
-    plans = tuple(pool.values())
-    pool_key = hashlib.sha1(json.dumps(sorted(map(list, pool)), default=str).encode()).hexdigest()[:16]
-    basis, cb = plan_objective().basis, catalog_bundle()
-    return lambda design: _pool_best(_design_json(design), basis.key, pool_key, cb.key, _overrides_json(), basis,
-                                     plans, cb.catalog)
-
-
-def best_plan_of(design: Design):
-    """The plan result ``design`` is evaluated at with the plan space auto (its best over the whole space), or
-    None (plan space fixed, or the workload cannot have plans, or no plan fits)."""
-    if not plans_auto() or robust_on():
-        return None
-    try:
-        return plan_ranking(design).top
-    except FabricError:
-        return None
 
 
 def _robust_objective():
@@ -783,7 +772,7 @@ def design_choices() -> list[dict]:
         seen.add(key)
         out.append({"label": f"{source}: {name}", "name": name, "genes": genes, "source": source})
 
-    res = finished_result()
+    res = result_here()       # a front of other inputs is not this context's (stale_result_note says so)
     rec = None
     if res is not None and res.front:
         rec = recommended_record(res.front, res.baselines, p99_target_s=constraints().p99_target_s)
@@ -844,37 +833,6 @@ def _overrides_json() -> str:
     return json.dumps(calibration_overrides(), sort_keys=True)
 
 
-def evaluate_design(design: Design, scenario: str = "baseline"):
-    wb, cb = design_workload(design), catalog_bundle()
-    return _evaluate(_design_json(design), wb.key, cb.key, scenario, wb.workload, cb.catalog, _overrides_json())
-
-
-def scaling_rows(design: Design):
-    wb, cb = design_workload(design), catalog_bundle()
-    return _scaling(_design_json(design), wb.key, cb.key, wb.workload, cb.catalog, _overrides_json())
-
-
-def resilience_of(design: Design, healthy_p99_s: float, scenario: str = "baseline") -> dict:
-    """fabric.resilience of ``design`` on the session's workload (cached)."""
-    wb, cb = design_workload(design), catalog_bundle()
-    return _resilience(_design_json(design), wb.key, cb.key, scenario, float(healthy_p99_s), wb.workload, cb.catalog,
-                       _overrides_json())
-
-
-def scenario_not_applicable(design: Design, scenario: str) -> str | None:
-    """Why the what-if ``scenario`` cannot apply to ``design`` on the session's workload (None when it can)."""
-    from fabric.evaluate.whatif import not_applicable
-
-    wb, cb = design_workload(design), catalog_bundle()
-    return not_applicable(SCENARIO_PRESETS[scenario], build_fabric(design, cb.catalog), wb.workload)
-
-
-def advice(design: Design, scenario: str = "baseline") -> dict:
-    """The advisor's ranked single changes of ``design`` on the session's workload (cached)."""
-    wb, cb = design_workload(design), catalog_bundle()
-    return _advice(_design_json(design), wb.key, cb.key, scenario, wb.workload, cb.catalog, _overrides_json())
-
-
 def strong_scaling_rows(design: Design, counts: tuple, global_batch: int | None, virtual_stages: int | None):
     """Strong-scaling rows of the session's plan workload on ``design`` (FabricError when it is not a plan)."""
     choice = ss.get("wl_choice") or {}
@@ -882,17 +840,9 @@ def strong_scaling_rows(design: Design, counts: tuple, global_batch: int | None,
         raise FabricError("strong scaling needs a parallelism plan: choose 'Parallelism plan' on the Workload page")
     over = {k: choice[k] for k in urlstate.PLAN_KEYS
             if choice.get(k) is not None and k not in ("global_batch",)}
-    cb = catalog_bundle()
-    return _strong(_design_json(design), cb.key, choice["preset"], tuple(counts), json.dumps(over, sort_keys=True),
-                   global_batch, virtual_stages, cb.catalog, _overrides_json())
-
-
-def figures_of(design: Design, ev) -> dict:
-    """The design's headline figures (fabric.figures.design_figures) for this session's catalog and economics."""
-    from fabric.figures import design_figures
-
-    return design_figures(ev, design, catalog=catalog_bundle().catalog, economics_params=constraints().economics(),
-                          racks=racks_of(design))
+    ctx = context()          # the context's catalog, calibration, seed and samples
+    return _strong(_design_json(design), ctx.key, choice["preset"], tuple(counts), json.dumps(over, sort_keys=True),
+                   global_batch, virtual_stages, ctx.catalog, _overrides_json(), ctx.seed, ctx.samples)
 
 
 def racks_of(design: Design, *, rack_limit_w: float | None = None, pue: float | None = None) -> dict:
@@ -902,10 +852,12 @@ def racks_of(design: Design, *, rack_limit_w: float | None = None, pue: float | 
     return _racks(_design_json(design), cb.key, limit, float(c.pue if pue is None else pue), cb.catalog)
 
 
-def traffic_of(design: Design) -> dict:
-    """fabric.scaleup.traffic_split of ``design`` on the session's workload (cached)."""
-    wb, cb = design_workload(design), catalog_bundle()
-    return _traffic(_design_json(design), wb.key, cb.key, wb.workload, cb.catalog)
+def traffic_of(record) -> dict:
+    """fabric.scaleup.traffic_split of a record's design on its first case's workload (cached)."""
+    from fabric.search.records import workload_key
+
+    wl, cb = record.primary.workload, catalog_bundle()
+    return _traffic(_design_json(record.design), workload_key(wl), cb.key, wl, record.context.catalog)
 
 
 def rack_section(design: Design, report: dict) -> None:
@@ -958,27 +910,6 @@ def inputs_line(*, search: bool = False, plans: bool = False) -> None:
         what += " (every design at its best parallelism plan)"
     st.caption(f"{what} · cluster: **{c.gpus:,} GPUs** ({c.gpus_per_node} per server, "
                f"{c.gpu_model}) · change them on the Workload and Constraints pages.")
-
-
-def robust_design_note(genes: dict | None = None, *, what: str = "This page evaluates the design") -> None:
-    """On a page that evaluates designs afresh (Design, Compare, Brief): when the session's last search was robust
-    across a job mix, say that the page evaluates on the first workload of the mix only, and (``genes``: one
-    design) give its p99 on every case of the search when the search evaluated it."""
-    from fabric.ui_support.charts import time_text
-
-    res = finished_result()
-    if res is None or not robust_view.is_robust(res.records):
-        return
-    n = len({c for r in res.records for c in (r.get("p99_by_case") or {})})
-    cases = ""
-    if genes is not None:
-        rec = next((r for r in res.records if r.get("p99_by_case") and genes_of_record(r) == genes), None)
-        if rec is not None:
-            cases = " In the search its p99 was: " + "; ".join(
-                f"{c} {time_text(p)}" for c, p in sorted(rec["p99_by_case"].items())) + "."
-    st.info(md_text(f"The last search was robust across a job mix ({n} cases). {what} on the first workload of the "
-                    f"mix, {workload_bundle().label}, on the healthy network (the what-ifs add one condition at a "
-                    f"time).{cases}"))
 
 
 def calibration_line(key: str, *, design: Design | None = None, search: bool = False) -> None:

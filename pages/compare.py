@@ -9,19 +9,18 @@ from pages import _common as C
 from fabric.errors import FabricError
 from fabric.evaluate.gpu_compute import basis_notes
 from fabric.ui_support import charts, serving_front
-from fabric.advisor import free_policy_summary
-from fabric.design.policy import best_free_policy
 from fabric.ui_support.compare import gene_frame, metrics_frame, money_deltas, money_split
 from fabric.ui_support.designs import design_genes, short_label
-from fabric.ui_support.plans_view import compact_plan_of
 
 ss = st.session_state
 C.require_entry()
 
 st.title("Compare", help="Designs side by side: their genes, bills of materials, step-time distributions and what the money buys.")
 C.show_url_problems()
-C.inputs_line(plans=True)
-C.robust_design_note(what="This page evaluates the designs")
+C.context_line()
+stale = C.stale_result_note()
+if stale:
+    st.info(stale)
 
 choices = C.design_choices()
 labels = [c["label"] for c in choices]
@@ -44,44 +43,47 @@ if len(picked) < 2:
     st.warning("Pick at least two designs to compare.")
     C.stop()
 
-plans_note = ""
-if C.plans_auto() and not C.robust_on():
-    basis, why = C.plan_basis_or_error()
-    if basis is None:
-        st.info(C.md_text(f"Plan space auto does not apply to this workload ({why}): the designs are compared at "
-                          "the workload's own plan."))
-    else:
-        plans_note = ("Plan space auto: each design is compared at its own best parallelism plan (the whole plan "
-                      "space ranked on it, as on the Design page; row 'parallelism plan'), not at the workload's "
-                      "own plan.")
-        st.info(plans_note)
-rows, samples, designs = [], {}, {}
+ctx, why = C.context_or_error()
+if ctx is None:
+    st.error(f"No context to compare the designs in: {why}")
+    C.stop()
+plans_note = ("Plan space auto: each design is compared at its own best plan of the search's shortlist (row "
+              "'parallelism plan'), not at the workload's own plan." if ctx.kind == "plans" else "")
+if plans_note:
+    st.info(plans_note)
+rows, samples, designs, records = [], {}, {}, {}
 serving_only = serving_front.is_serving_only(C.workload_bundle().workload)   # its "step" is one unloaded request
-serving = serving_front.has_serving(C.workload_bundle().workload)
+serving = serving_front.has_serving(C.workload_bundle().workload) or any(
+    j.serving is not None for c in ([] if ctx.kind != "robust" else ctx.cases()) for j in c[1].jobs)
 for p in picked:
     entry = by_label[p]
     try:
         d = C.design_from_genes(entry["genes"], entry["name"])
-        ev = C.evaluate_design(d)        # at the design's own best plan with the plan space auto
-        top = C.best_plan_of(d) if plans_note else None
-        plan = compact_plan_of(top.candidate.plan) if top is not None else None
+        rec = C.record_of(d)             # the design's record in the session's context (fabric.review)
     except FabricError as err:
         st.error(f"{p}: {C.public_message(err)}")
         continue
     name = entry["name"]
     while name in designs:
         name += "'"
-    designs[name] = d
+    designs[name], records[name] = d, rec
+    ev = rec.evaluation
     samples[name] = ev.step_samples_s
-    rows.append({"name": name, "cost_usd": ev.cost_usd, "power_w": ev.power_w, "step_time_s": ev.step_time_s,
-                 "lower_bound_s": ev.lower_bound_s, "serving": ev.serving, "serving_only": serving_only,
-                 "compute_s": ev.compute_s, "compute_notes": basis_notes(ev), "plan": plan})
+    step = {"p99": rec.p99_s} if rec.robust else dict(ev.step_time_s)
+    rows.append({"name": name, "cost_usd": float(rec.row["cost_usd"]), "power_w": float(rec.row["power_w"]),
+                 "step_time_s": step, "lower_bound_s": ev.lower_bound_s, "serving": rec.serving,
+                 "serving_only": serving_only, "compute_s": None if rec.robust else ev.compute_s,
+                 "compute_notes": basis_notes(ev), "robust": rec.robust,
+                 "p99_by_case": {c.name: c.figures["p99_s"] for c in rec.cases},
+                 "plan": rec.plan["plan"] if rec.plan else None})
 if len(rows) < 2:
     C.stop()
 
 st.subheader("Side by side")
 st.dataframe(metrics_frame(rows), width="stretch")
-st.caption("One column per design (full names), network capex, network power, "
+st.caption(("One column per design (full names), network capex, network power, the robust p99 (the search's "
+            "objective over the job mix) and every case's p99, "
+            if ctx.kind == "robust" else "One column per design (full names), network capex, network power, ")
            + ("each serving job's p99 time to first token (TTFT) and per output token (TPOT) in ms at its offered "
               "load and its SLO attainment in %, " if serving else "")
            + ("the unloaded request's percentiles (one request's critical path, no queueing) and the lower bound "
@@ -111,15 +113,16 @@ def _words(text: str) -> str:
 st.subheader("What money buys")
 ref_name, ref_design = next(iter(designs.items()))
 try:
-    judge = C.pool_evaluator(designs.values())      # at best plans with the plan space auto
-    best = best_free_policy(ref_design, judge)
+    from fabric.review import context_judge
+
+    judge = context_judge(ctx, records[ref_name])       # each design on the way judged in the context
+    summary = records[ref_name].best_free_fix            # the record's: the Design page's and the brief's sentence
     splits = {x["design"]: x for x in money_split(designs, judge)}
 except FabricError as err:
     st.error(f"The free-policy split could not be evaluated: {C.public_message(err)}")
-    best, splits = None, {}
-if best is not None:      # the same function and sentence as the Design page's cheapest fixes for this design
-    summary = free_policy_summary(best)
-    st.markdown(f"- **Free first** ('{C.md_text(ref_name)}', {best['tried']} policies tried): "
+    summary, splits = None, {}
+if summary is not None:
+    st.markdown(f"- **Free first** ('{C.md_text(ref_name)}', {summary['tried']} policies tried): "
                 f"{C.md_text(_words(summary['sentence']))}.")
 for d in money_deltas(rows):
     parts = [f"- {C.md_text(_words(d['sentence']))}"]
@@ -131,8 +134,9 @@ st.caption(_words("Each design against the first one picked: capex difference in
                   "design on the first design's hardware, at no cost; then the hardware, on the same policy, which the "
                   "whole capex difference buys (dollars per millisecond of p99 it saves). 'Free first' is the best "
                   "free policy on the first design's hardware, before any money is spent.")
-           + (" Plan space auto: every design on the way is judged at the best of the plans that suit the designs "
-              "compared (their three best each)." if plans_note else ""))
+           + (" Plan space auto: every design on the way is judged at its own best plan of the search's "
+              "shortlist." if plans_note else "")
+           + (" Robust mix: every design on the way is judged by its robust p99." if ctx.kind == "robust" else ""))
 
 st.subheader("Genes")
 only = st.toggle("Only the genes that differ", value=True, key="cmp_only_diff")

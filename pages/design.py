@@ -10,13 +10,14 @@ import streamlit as st
 
 from pages import _common as C
 from fabric.errors import FabricError
+from fabric.evaluate import SCENARIO_PRESETS
 from fabric.evaluate.gpu_compute import basis_notes
 from fabric.evaluate.innetwork import in_network_lines
 from fabric.figures import figure_text, figure_texts
 from fabric.tradeoff import usd_per_ms_text
-from fabric.ui_support import charts, serving_front, serving_view
+from fabric.ui_support import charts, serving_view
 from fabric.ui_support.designs import short_label
-from fabric.ui_support.report import Section, cell_text, report_html
+from fabric.ui_support.report import Section
 from fabric.ui_support.topology_view import MAX_PER_ROW, topology_figure
 
 ss = st.session_state
@@ -34,7 +35,10 @@ DEFAULT_SCENARIOS = ["fail-spine", "slow-switch", "checkpoint-burst", "job-mix-s
 
 st.title("Design")
 C.show_url_problems()
-C.inputs_line(plans=True)
+C.context_line()
+stale = C.stale_result_note()
+if stale:
+    st.info(stale)
 
 choices = C.design_choices()
 if not choices:
@@ -46,36 +50,47 @@ default = next((i for i, c in enumerate(choices) if c["genes"] == cur), 0)
 if ss.get("design_pick") not in labels:
     ss["design_pick"] = labels[default]
 pick = st.selectbox("Design", labels, key="design_pick",
-                    help="The selected design, the recommended one and the front of the last search, the baselines.")
+                    help="The selected design, the recommended one and the front of the last search (when it ran in "
+                         "this context), the baselines.")
 entry = choices[labels.index(pick)]
 if entry["genes"] != cur:
     C.select_design(entry["genes"], entry["name"])
 
 try:
     design = C.design_from_genes(entry["genes"], entry["name"])
-    ev = C.evaluate_design(design)
+    record = C.record_of(design)          # every figure of this page: one record in the session's context
     bom = C.bom_dict(design)
 except FabricError as err:
     st.error(f"This design cannot be evaluated: {C.public_message(err)}")
     C.stop()
+ev = record.evaluation                   # the first case's (the only one unless the context is a robust mix)
+first = record.primary
 
 st.caption(f"Genes: {short_label(entry['genes'])} · {design.gpus:,} GPUs, {design.gpus_per_node} per server.")
 C.calibration_line("clear_cal_design", design=design)
-C.robust_design_note(entry["genes"])
 for status, note in basis_notes(ev):          # compute scaled to this design's GPU, or kept (unknown source GPU)
     (st.warning if status == "kept" else st.info)(C.md_text(note))
 st_ = ev.step_time_s
 scale, unit = charts.time_unit([st_["p50"]])
-serving_only = bool(ev.serving) and all(j.get("kind") != "training" for j in ev.jobs.values())
-# the headline figures, from the one definition every page, the brief, the report and the CLI use (fabric.figures)
-fig_text = figure_texts(C.figures_of(design, ev))
+serving_only = bool(ev.serving) and all(j.get("kind") != "training" for c in record.cases
+                                        for j in c.evaluation.jobs.values())
+# the headline figures, from the record every page, the brief, the report and the CLI render (fabric.review)
+fig_text = figure_texts({k: v for k, v in record.figures.items() if v is not None})
 m = st.columns(6)
 m[0].metric("Network capex", fig_text["network_capex_usd"])
 m[1].metric("Per GPU", fig_text["capex_per_gpu_usd"])
 m[2].metric("Network power", fig_text["network_power_w"])
-if serving_only:      # a service is judged by its request latency, not by a step time
-    first = next(iter(ev.serving.values()))
-    for col, (label, value, help_) in zip(m[3:], serving_view.serving_metrics_row(first)[:3]):
+if record.robust:          # a job mix: one robust p99, the step percentiles per case below
+    rule = "worst case" if record.context.objective.mode == "worst" else "weighted mean"
+    m[3].metric("Robust p99 step", fig_text["robust_p99_s"],
+                help=f"The search's objective: the {rule} of the cases' p99 slowdowns against the reference "
+                     f"baseline, in seconds of their weighted mean p99 on it (each case's figures below).")
+    worst = max(record.cases, key=lambda c: c.figures["p99_s"])
+    m[4].metric("Cases", f"{len(record.cases)}")
+    m[5].metric("Slowest case (p99)", C.md_text(worst.name), help=charts.time_text(worst.figures["p99_s"]))
+elif serving_only:      # a service is judged by its request latency, not by a step time
+    first_sm = next(iter(ev.serving.values()))
+    for col, (label, value, help_) in zip(m[3:], serving_view.serving_metrics_row(first_sm)[:3]):
         col.metric(label, value, help=help_)
 else:
     m[3].metric("p50 step", fig_text["p50_s"])
@@ -83,40 +98,68 @@ else:
                 delta=f"{st_['p99'] / st_['p50'] - 1:+.1%} vs p50", delta_color="off")
     m[5].metric("Lower bound", fig_text["lower_bound_s"],
                 help=f"Bandwidth-optimal step time at line rate; bound by {ev.lower_bound_by}")
+if record.robust:
+    from fabric.review.document import case_rows
+
+    T = charts.time_text
+    st.dataframe(pd.DataFrame([{"case": r["case"], "weight": r["weight"], "p50 step": T(r["p50_s"]),
+                                "p95 step": T(r["p95_s"]), "p99 step": T(r["p99_s"]),
+                                "lower bound": T(r["lower_bound_s"])} for r in case_rows(record)]),
+                 hide_index=True, width="stretch", key="case_table")
+    st.caption(C.md_text(f"Each case of the mix (workload|scenario, its weight in the robust rule): the step "
+                         f"percentiles exist per case only. The charts below are the first case's, {first.name}."))
 
 # ------------------------------------------------------------------ parallelism plans
 
 
 def plans_section() -> None:
-    """The design's best parallelism plans and the workload's own (fabric.plans.rank_plans over the whole plan
-    space, as fabric plans prints them), with which numbers are measured and which derived. With the plan space
-    auto every figure of the page is at the best one; otherwise the ranking is shown on request."""
-    from fabric.plans.best import slower_text
+    """The parallelism plans. With the plan space auto the record's own ranking: every plan of the search's
+    shortlist on this design, best first (the plan every figure of the page is at). The whole plan space ranked
+    exactly (fabric plans) is an exploration outside the context, shown on request and labelled so."""
     from fabric.plans.report import compute_rule_text, given_plan_name
     from fabric.ui_support.plans_view import RANKING_CAPTION, provenance_notes, ranking_frame
 
-    auto = C.plans_auto() and not C.robust_on()
+    T = charts.time_text
+    plan = record.plan
     basis, why = C.plan_basis_or_error()
-    if basis is None:
-        if auto:
-            st.info(C.md_text(f"Plan space auto does not apply to this workload ({why}): this page evaluates it "
-                              "as given."))
+    if plan is not None:
+        st.subheader("Parallelism plans")
+        tried = plan["tried"]
+        best = tried[0]["p99_s"]
+        table = pd.DataFrame([{"": str(i) + (" (given)" if t.get("given") else ""), "plan": t["plan"],
+                               "p99 step": T(t["p99_s"]), "vs best": "" if i == 1 else f"{t['p99_s'] / best - 1:+.1%}"}
+                              for i, t in enumerate(tried, 1)])
+        st.dataframe(table, hide_index=True, width="stretch", key="plans_table",
+                     column_config={"plan": st.column_config.TextColumn("plan", width="large")})
+        given = ""
+        if plan.get("given_plan_slowdown") is not None and plan.get("given_plan") != plan["plan"]:
+            given = f" With the workload's own plan the p99 step is {plan['given_plan_slowdown']:+.1%}."
+        st.info(C.md_text(f"Every figure on this page is at the design's best plan of the search's shortlist, "
+                          f"{plan['plan']} (p99 step {T(tried[0]['p99_s'])}): the same ranking as the Search page's "
+                          f"plan column and the brief.{given}"))
+    elif C.plans_auto() and basis is None:
+        st.info(C.md_text(f"Plan space auto does not apply to this workload ({why}): this page evaluates it as "
+                          "given."))
         return
-    st.subheader("Parallelism plans")
-    if not auto and not st.toggle("Rank the parallelism plans on this design", key="rank_plans",
-                                  help="Every plan of the workload's model that fits the GPU's memory (TP/PP/DP/EP/"
-                                       "CP, micro-batches, ZeRO, rank order), evaluated on this design "
-                                       "(fabric plans). Plan space auto on the Search page judges every design at "
-                                       "its best one."):
-        st.caption("This page evaluates the design at the workload's own parallelism plan.")
+    if basis is None or record.robust:
+        return
+    if plan is None:
+        st.subheader("Parallelism plans")
+    label = ("Rank the whole plan space on this design (exact, outside this context)" if plan is not None else
+             "Rank the parallelism plans on this design (an exploration: this page stays at the workload's own "
+             "plan)")
+    if not st.toggle(label, key="rank_plans",
+                     help="Every plan of the workload's model that fits the GPU's memory (TP/PP/DP/EP/CP, "
+                          "micro-batches, ZeRO, rank order), evaluated on this design (fabric plans). The page's "
+                          "figures stay in the context."):
+        if plan is None:
+            st.caption(C.md_text(f"This page evaluates the design at {given_plan_name(basis)}, the context's plan."))
         return
     try:
         ranking = C.plan_ranking(design)
     except FabricError as err:
         st.error(f"The plans cannot be ranked on this design: {C.public_message(err)}")
         return
-    T = charts.time_text
-    given = given_plan_name(basis)
     top = ranking.top
     if top is None:
         from fabric.plans.report import space_lines
@@ -124,16 +167,8 @@ def plans_section() -> None:
         st.warning(C.md_text(f"No plan of {basis.model.name} fits this design's GPUs: "
                              + "; ".join(space_lines(ranking.space, C.catalog_bundle().catalog))))
         return
-    cost = slower_text(ranking.given_slowdown(), given)
-    cost = cost[:1].upper() + cost[1:] + "." if cost else ""
-    if auto:
-        st.info(C.md_text(f"Plan space auto: every figure on this page is at the design's best plan, {top.label} "
-                          f"(p99 step {T(top.p99_s)}). {cost}"))
-    else:
-        st.caption(C.md_text(f"This page evaluates the design at {given}; its best plan is {top.label} (p99 step "
-                             f"{T(top.p99_s)}). {cost}"))
     table = ranking_frame(ranking)
-    st.dataframe(table, hide_index=True, width="stretch", key="plans_table",
+    st.dataframe(table, hide_index=True, width="stretch", key="plans_exact_table",
                  column_config={"": st.column_config.TextColumn("", width=70),
                                 "plan": st.column_config.TextColumn(
                                     "plan", width="large", help="TP x CP x PP x DP x EP (CP, EP when above 1), "
@@ -150,25 +185,25 @@ def plans_section() -> None:
                                     "numbers", help="measured: the trace's own plan as traced; derived: "
                                                     "synthesized from the recognised model shape")})
     notes = "; ".join(provenance_notes(table["numbers"]))
+    where = ""
+    if plan is not None:
+        gap = top.p99_s / plan["tried"][0]["p99_s"] - 1
+        where = (" The search's shortlist already holds the whole space's best here." if top.label == plan["plan"]
+                 else f" The whole space's best, {top.label}, is {gap:+.1%} against the context's plan: it is not "
+                      f"in the search's shortlist, so no figure of this page, the front or the brief uses it.")
     st.caption(C.md_text(f"{RANKING_CAPTION} Numbers: {notes}. Model {basis.model.name}, from {basis.source}; "
-                         f"{compute_rule_text(basis)}."))
-    res = C.finished_result()
-    rec = None if res is None or not auto else next(
-        (r for r in res.records if r.get("plan") and C.genes_of_record(r) == entry["genes"]), None)
-    if rec is not None and rec["plan"] != top.label:
-        st.caption(C.md_text(f"The search judged this design at {rec['plan']} (p99 step {T(rec['p99_s'])}), the "
-                             "best of the shortlist of plans it ranked before searching; the whole plan space has "
-                             "the better plan above."))
+                         f"{compute_rule_text(basis)}.{where}"))
 
 
 plans_section()
 
 # ------------------------------------------------------------------ serving latency
-for job_name, sm in ev.serving.items():
+for i, (job_name, sm) in enumerate(record.serving.items()):   # every case's serving jobs ("case: job" in a mix)
     st.subheader(f"Serving latency: {job_name}")
-    cols = st.columns(4)
-    for col, (label, value, help_) in zip(cols, serving_view.serving_metrics_row(sm)):
-        col.metric(label, value, help=help_)
+    if not (serving_only and i == 0):       # (a serving-only workload's first job has its tiles at the top already)
+        cols = st.columns(4)
+        for col, (label, value, help_) in zip(cols, serving_view.serving_metrics_row(sm)):
+            col.metric(label, value, help=help_)
     (st.warning if not sm["stable"] else st.caption)(C.md_text(serving_view.serving_sentence(job_name, sm)))
     sa, sb = st.columns(2)
     with sa:
@@ -217,7 +252,7 @@ st.subheader("Scale-up versus scale-out")
 try:
     from fabric.ui_support.racks_view import traffic_rows, traffic_summary
 
-    split = C.traffic_of(design)
+    split = C.traffic_of(record)
 except FabricError as err:
     st.caption(f"Not available: {C.public_message(err)}")
 else:
@@ -289,7 +324,7 @@ with a:
                                  "strong": "strong: fixed global batch"}.get, label_visibility="collapsed")
     if mode == "weak":
         try:
-            rows = C.scaling_rows(design)
+            rows = record.scaling()
         except FabricError as err:
             st.info(f"Scaling cannot be evaluated for this design: {C.public_message(err)}")
             rows = []
@@ -339,23 +374,22 @@ with b:
     scen = st.multiselect("Scenarios", list(SCENARIOS), default=DEFAULT_SCENARIOS, key="scenarios",
                           help="; ".join(f"{k}: {v}" for k, v in SCENARIOS.items()))
     srows, skipped = [], []
+    which = "robust p99" if record.robust else "p99"
     for s in scen:
-        why = C.scenario_not_applicable(design, s)
-        if why:
-            skipped.append(f"{s}: not applicable: {why}.")
+        w = record.what_if(SCENARIO_PRESETS[s])        # kept with the record: the brief shows the same
+        if w["not_applicable"]:
+            skipped.append(f"{s}: not applicable: {w['not_applicable']}.")
             continue
-        try:
-            e2 = C.evaluate_design(design, s)
-        except FabricError as err:
-            st.warning(f"{s}: {C.public_message(err)}")
+        if w["p99_s"] is None:
+            st.warning(f"{s}: {C.public_message(w.get('error', 'no result'))}")
             continue
-        if not all(math.isfinite(v) for v in e2.step_time_s.values()):
+        if not math.isfinite(w["p99_s"]):
             st.warning(f"{s}: no finite step time under this scenario (the fabric may be cut in two, e.g. its only "
                        "spine failed); left out of the chart.")
             continue
-        srows.append({"scenario": s, "p50_s": e2.step_time_s["p50"], "p99_s": e2.step_time_s["p99"],
-                      "delta_p50": e2.step_time_s["p50"] / st_["p50"] - 1,
-                      "delta_p99": e2.step_time_s["p99"] / st_["p99"] - 1})
+        p50_after = w["p50_by_case"][first.name]
+        srows.append({"scenario": s, "p50_s": p50_after, "p99_s": w["p99_s"],
+                      "delta_p50": p50_after / first.figures["p50_s"] - 1, "delta_p99": w["change"]})
     if srows:
         scen_fig = charts.scenario_figure(srows)
         st.plotly_chart(scen_fig, width="stretch", theme=None, key="scen_chart")
@@ -366,10 +400,14 @@ with b:
 report_scenario_table = None
 if srows:
     # the same unit as the step-time charts above, so the table, the charts and the captions agree
+    p99_word = "robust p99" if record.robust else "p99"
+    p50_word = f"p50 on {first.name}" if record.robust else "p50"
     sdf = pd.DataFrame([{"scenario": r["scenario"], "what happens": SCENARIOS[r["scenario"]],
-                         f"p50 before ({unit})": st_["p50"] * scale, f"p50 after ({unit})": r["p50_s"] * scale,
-                         f"p99 before ({unit})": st_["p99"] * scale, f"p99 after ({unit})": r["p99_s"] * scale,
-                         "p99 change": f"{r['delta_p99']:+.1%}"} for r in srows])
+                         f"{p50_word} before ({unit})": st_["p50"] * scale,
+                         f"{p50_word} after ({unit})": r["p50_s"] * scale,
+                         f"{p99_word} before ({unit})": record.p99_s * scale,
+                         f"{p99_word} after ({unit})": r["p99_s"] * scale,
+                         f"{p99_word} change": f"{r['delta_p99']:+.1%}"} for r in srows])
     num = st.column_config.NumberColumn(format="%.4g")
     st.dataframe(sdf, hide_index=True, width="stretch",
                  column_config={c: num for c in sdf.columns if c.endswith(f"({unit})")})
@@ -384,10 +422,11 @@ a, b = st.columns(2)
 with a:
     st.subheader("Single failures")
     try:
-        res_ = C.resilience_of(design, st_["p99"])
+        fails = record.failures          # every case's single failures, kept with the record
+        res_ = fails["primary"]
     except FabricError as err:
         st.info(f"Failures cannot be evaluated on this design: {C.public_message(err)}")
-        res_ = None
+        fails = res_ = None
     if res_ is not None:
         from fabric.resilience_text import RULE_TEXT, evaluated_failures, uplinks_text, uplinks_value, verdict_text
 
@@ -400,8 +439,11 @@ with a:
             label = f"p99, worst {f['what']} failure"
             above = f"A {f['what']} above the leaves (spine, core or between them), the worst of those tried"
             if f["state"] == "evaluated":
-                col.metric(label, figure_text(f["p99_s"], "time"), delta=f"{f['p99_s'] / st_['p99'] - 1:+.1%}",
-                           delta_color="inverse", help=f"{above}: failing {f['failed']}, evaluated with the same seed.")
+                change = f["p99_s"] / st_["p99"] - 1
+                same = abs(change) < 0.0005          # no arrow for no change (never a red "+0.0 %")
+                col.metric(label, figure_text(f["p99_s"], "time"), delta="no change" if same else f"{change:+.1%}",
+                           delta_color="off" if same else "inverse", delta_arrow="off" if same else "auto",
+                           help=f"{above}: failing {f['failed']}, evaluated with the same seed.")
             else:
                 col.metric(label, "partitions" if f["state"] == "partitions" else "none",
                            help=f"{above}: failing {f['failed']}." if f["failed"] else
@@ -414,27 +456,37 @@ with a:
                         f"{res_['gpus_cut_off_on_worst_switch_failure']:,} GPUs lose every NIC port, so "
                         f"{res_['servers_out_on_worst_switch_failure']:,} servers leave the job." if
                         res_["worst_switch_out"] else "No single switch cuts a GPU off the network."))
+        if record.robust:
+            pf = fails["p99_failure_s"]
+            st.caption(C.md_text(f"The figures above are {first.name}'s. Over the whole mix, the robust p99 under "
+                                 f"the worst single failure is "
+                                 + (f"{charts.time_text(pf)} ({pf / record.p99_s - 1:+.1%})." if pf < 1e8 else
+                                    "unbounded: a failure partitions the fabric for some case.")))
         st.caption(f"Switch failures above the leaves are evaluated, not guessed: each is applied to the cabling and "
                    f"the workload evaluated again (same seed). {RULE_TEXT}")
 with b:
     st.subheader("Cost per step")
-    eco = economics(ev, design, catalog=C.catalog_bundle().catalog, params=C.constraints().economics())
+    eco = economics(ev, design, catalog=record.context.catalog, params=record.context.constraints.economics())
     e1, e2, e3 = st.columns(3)
-    e1.metric("Cost per p99 step", fig_text["usd_per_step"],
-              help="Servers and network amortized, plus power x PUE x electricity, times the p99 step")
+    e1.metric("Cost per robust p99 step" if record.robust else "Cost per p99 step", fig_text["usd_per_step"],
+              help="Servers and network amortized, plus power x PUE x electricity, times the "
+                   + ("robust p99 step" if record.robust else "p99 step"))
     e2.metric("Cluster cost per hour", fig_text["usd_per_hour"])
-    e3.metric("GPU time waiting on the network", fig_text["gpu_idle_fraction_network"],
+    idle = eco["gpu_idle_fraction_network"]
+    e3.metric("GPU time waiting on the network" + (f" ({first.name})" if record.robust else ""),
+              figure_text(idle, "share"),
               help="Exposed scale-out communication and checkpoint interference in the p99 step")
     p = eco["params"]
     st.caption(f"{p['life_years']:g}-year life, ${p['electricity_usd_per_kwh']:g} per kWh, PUE {p['pue']:g} (set on "
                f"the Constraints page's limits file or with fabric evaluate flags); the network is "
-               f"{eco['network_usd_per_step'] / eco['usd_per_step']:.1%} of the cost per step; waiting on it costs "
+               f"{eco['network_usd_per_step'] / eco['usd_per_step']:.1%} of the cost per step"
+               + (f" on {first.name}" if record.robust else "") + f"; waiting on it costs "
                f"${eco['idle_usd_per_step']:,.2f} per step.")
 
 # ------------------------------------------------------------------ cheapest fixes
 st.subheader("Cheapest fixes")
 try:
-    adv = C.advice(design)
+    adv = record.fixes        # judged in the context: the robust p99, or each design at its best plan
 except FabricError as err:
     st.info(f"The advisor cannot run on this design: {C.public_message(err)}")
     adv = None
@@ -453,7 +505,12 @@ if adv is not None:
                      column_config={f"p99 change ({unit_a})": st.column_config.NumberColumn(format="%+.4g"),
                                     "cost change (USD)": st.column_config.NumberColumn(format="dollar"),
                                     "change": st.column_config.TextColumn(width="large")})
-    st.caption("Every single change of this design evaluated on the same workload and seed: free policy changes "
+    st.caption(("Every single change of this design judged by the robust p99 over the whole mix (the search's "
+                "objective), same seed: " if record.robust else
+                "Every single change of this design, each at its own best plan of the shortlist, same seed: "
+                if record.plan is not None else
+                "Every single change of this design evaluated on the same workload and seed: ")
+               + "free policy changes "
                "(routing, queue pairs, placement rule, PXN) first, by p99 saved; then hardware (lower "
                "oversubscription, a second plane, faster NICs, a storage network) by dollars per millisecond of p99 "
                "saved. Changes that save under 0.5 % of the p99 are left out (`fabric advise` lists them).")
@@ -555,54 +612,31 @@ with st.expander("Packet-level check (ns-3)"):
 
 
 # Everything the report shows is taken now, while the page runs: Streamlit calls the download's data function
-# later, outside this script run, where the session's state (the workload choice) cannot be read.
-report_workload = C.workload_bundle().label
-report_cluster = f"{design.gpus:,} GPUs, {design.gpus_per_node} per server ({C.constraints().gpu_model})"
+# later, outside this script run, where the session's state cannot be read.
 report_genes = short_label(entry["genes"])
+report_scenarios = tuple(scen)
+report_hot = hot_df if hot else None
 
 
 def _report() -> str:
-    facts = [f"Workload: {report_workload}", f"Cluster: {report_cluster}", f"Genes: {report_genes}",
-             explained["sentence"],
-             f"Network capex {fig_text['network_capex_usd']} ({fig_text['capex_per_gpu_usd']} per GPU), power "
-             f"{fig_text['network_power_w']}",
-             *(note for _, note in basis_notes(ev)),
-             f"{'One unloaded request (critical path, no queueing)' if serving_only else 'Step time'} p50 "
-             f"{fig_text['p50_s']}, p95 {fig_text['p95_s']}, p99 {fig_text['p99_s']}; lower bound "
-             f"{fig_text['lower_bound_s']} ({ev.samples} samples, seed {ev.seed})",
-             f"Cost per p99 step {fig_text['usd_per_step']}; GPUs wait on the network "
-             f"{fig_text['gpu_idle_fraction_network']} of it",
-             f"Busiest rack {fig_text['max_rack_power_w']}; IT power {fig_text['it_power_w']}; facility power "
-             f"{fig_text['facility_power_w']}", *serving_front.serving_lines(ev.serving),
-             *(f"In-network reduction (SHARP): {line}" for line in sharp_lines)]
-    money = {"unit price (USD)": "usd", "total (USD)": "usd", "count": "count", "power (W)": "count"}
-    sections = [Section("Topology", view.title, topo_fig),
-                Section("Bill of materials", "Count x catalog unit price (USD); power in W.", items, money),
-                *serving_front.serving_report_sections(ev.serving),
-                Section("One request, unloaded" if serving_only else "Step-time distribution",
-                        ("Histogram and CDF of one request's critical path (no queueing) over the Monte Carlo "
-                         "samples" if serving_only else "Histogram and CDF of the Monte Carlo steps")
-                        + "; p50/p95/p99 marked.", step_fig),
-                Section("Where the p99 unloaded request goes" if serving_only else "Where the p99 step goes",
-                        "Compute and each op's exposed communication in the p99 "
-                        + ("unloaded request." if serving_only else "step."), brk_fig)]
-    if hot:
-        sections.append(Section("Hot spots", "Busiest link groups: utilization as a share of line rate.", hot_df,
-                                {"mean utilization": "percent", "busiest link in p99 step": "percent",
-                                 "groups like it": "count", "links per group": "count"}))
-    if scal_fig is not None:
-        sections.append(Section("Scaling efficiency", "Throughput relative to linear at N, 2N, 4N GPUs.", scal_fig))
-    if scen_fig is not None:
-        sections.append(Section("What if", f"Change of p99 step time under each scenario ({unit} in the table).",
-                                scen_fig))
-        sections.append(Section("What if: step times", f"Before and after, in {unit}.", report_scenario_table))
-    if skipped:
-        sections.append(Section("What if: not applicable", "Scenarios that change nothing this design has.", skipped))
-    if res_ is not None:
-        from fabric.resilience_text import RULE_TEXT, resilience_lines
+    """The design's record as one small HTML file: the same sentences as the brief's record sections (context,
+    each case, plan, serving, bill of materials, resilience, the what-ifs picked above, cheapest fixes, cost per
+    step), static charts and the tables of switches, links and hot spots (fabric.review.document)."""
+    from fabric.review.document import design_sections, record_facts
+    from fabric.ui_support.brief_view import record_html
 
-        sections.append(Section("Single failures", RULE_TEXT, resilience_lines(res_, charts.time_text, st_["p99"])))
-    return report_html(f"fabric design report: {design.name}", facts, sections)
+    d = record_facts(record, what_ifs=report_scenarios)
+    tables = [Section("Switches and links", "Switches per tier and physical links (one cable each) per tier pair.",
+                      pd.concat([sw.rename(columns={"tier": "item", "switches": "count"}),
+                                 ln.rename(columns={"links": "item"})], ignore_index=True), {"count": "count"}),
+              Section("Bill of materials, item by item", "Count x catalog unit price (USD); power in W.", items,
+                      {"unit price (USD)": "usd", "total (USD)": "usd", "count": "count", "power (W)": "count"})]
+    if report_hot is not None:
+        tables.append(Section("Hot spots", "Busiest link groups: utilization as a share of line rate.", report_hot,
+                              {"mean utilization": "percent", "busiest link in p99 step": "percent",
+                               "groups like it": "count", "links per group": "count"}))
+    return record_html(d, design_sections(d), facts=[f"Genes: {report_genes}"], tables=tables,
+                       title=f"fabric design report: {design.name}")
 
 
 st.subheader("Share")

@@ -72,6 +72,7 @@ def start_search() -> None:
         folder = state_dir()
         prune(folder)
         job = SearchJob(workload, C.constraints(), budget_evals=budget, seed=int(ss["search_seed"]),
+                        samples=C.SAMPLES_PER_EVALUATION,
                         catalog=cb.catalog, inputs_key=C.inputs_key(), transport_overrides=C.calibration_overrides(),
                         state_dir=folder, label=label)
     except (FabricError, OSError) as err:
@@ -158,12 +159,18 @@ def plan_space_controls() -> str | None:
     returns the message said when the workload cannot have plans."""
     from fabric.workload.presets import training_models
 
-    if ss.get("in_plan_space") != ss.get("plan_space", "fixed"):
-        ss["in_plan_space"] = ss.get("plan_space", "fixed")
+    robust = C.robust_on()
+    shown = "fixed" if robust else ss.get("plan_space", "fixed")
+    if ss.get("in_plan_space") != shown:
+        ss["in_plan_space"] = shown
     left, right = st.columns([1.3, 1])
     space = left.radio("Plan space", list(plans_view.PLAN_SPACES), format_func=plans_view.PLAN_SPACES.get,
-                       horizontal=True, key="in_plan_space", help=plans_view.PLAN_SPACE_HELP,
+                       horizontal=True, key="in_plan_space", help=plans_view.PLAN_SPACE_HELP, disabled=robust,
                        on_change=lambda: ss.update(plan_space=ss["in_plan_space"]))
+    if robust:
+        right.caption("Plan space auto is off while the search is robust across a job mix: a mix judges every "
+                      "workload at its own plan (turn the robust mode off on the Workload page to search the plans).")
+        return None
     ss["plan_space"] = space
     if space != "auto":
         return None
@@ -271,7 +278,7 @@ def draw(snap, *, live: bool) -> None:
     if not live:
         convergence_status(snap)
     res = snap.result
-    cons = C.constraints()
+    cons = ss["search_job"].constraints      # the search's own (a front is judged by the limits it ran with)
     if not live and res is not None and res.feasible:
         recommendation_box(res, cons)       # first, so a 1280x720 screen shows it without scrolling
     others = [] if live or res is None else [r for r in res.records if r.get("feasible")]
@@ -347,10 +354,11 @@ def draw(snap, *, live: bool) -> None:
         advice = recommend(res.front, res.baselines, p99_target_s=cons.p99_target_s)
         rec = advice.record
         lines = res.summary_lines()
-        for b in C.baselines():     # a baseline paid for a nearly empty scalable unit: say so beside its savings
-            note = C.su_note(b)
-            if note and "->" in note:
-                lines.append(f"'{b.name}': {note}")
+        if C.result_here() is res:      # (the current baselines only beside a front of the current inputs)
+            for b in C.baselines():     # a baseline paid for a nearly empty scalable unit: say so beside its savings
+                note = C.su_note(b)
+                if note and "->" in note:
+                    lines.append(f"'{b.name}': {note}")
         if beyond:
             cheap = min(beyond, key=lambda r: r["cost_usd"])
             lines.insert(2, f"{len(beyond)} more design{'s meet' if len(beyond) != 1 else ' meets'} every limit but the "
@@ -369,8 +377,13 @@ def draw(snap, *, live: bool) -> None:
         st.markdown("\n".join(f"- {C.md_text(line)}" for line in lines))
         front = res.front_frame()
         serving_cols = [c for c in serving_front.SERVING_COLUMNS if c in front.columns]
-        table = front[["design", "cost_usd", "p99_s", "p50_s", *serving_cols, "power_w", "family", "switch_model",
-                       "nic_model", "transport", "policy", "free_upgrade_of", "ties"]].copy()
+        blast_cols = [c for c in ("gpus_lost_on_worst_switch_failure", "p99_failure_slowdown") if c in front.columns]
+        table = front[[c for c in ("design", "cost_usd", "p99_s", "p50_s", *serving_cols, *blast_cols, "power_w",
+                                   "family", "switch_model", "nic_model", "transport", "policy", "free_upgrade_of",
+                                   "ties") if c in front.columns]].copy()     # (a robust record: no p50 of its own)
+        if "p99_failure_slowdown" in table.columns:   # a design that does not survive has no finite figure
+            table["p99_failure_slowdown"] = [None if v is None or v != v or v > 1e6 else v
+                                             for v in table["p99_failure_slowdown"]]
         for c in serving_cols:     # ms and %, like the Design page; a service above capacity has no finite latency
             table[c] = [None if v >= 1e8 else v * 1e3 for v in table[c]] if c.endswith("_s") else table[c] * 100
         table.insert(0, "recommended", ["★" if rec is not None and n == rec["design"] else "" for n in table["design"]])
@@ -395,7 +408,7 @@ def draw(snap, *, live: bool) -> None:
         case_cols = {}
         if robust:      # each design's spread across the cases, the brittle ones flagged, every case's p99
             rob = robust_view.front_columns(front.to_dict("records"), res.records, res.baselines)
-            table = table.drop(columns=["p50_s"])
+            table = table.drop(columns=[c for c in ("p50_s",) if c in table.columns])
             table.insert(3, "brittle", ["⚠ " + b if b else "" for b in rob["brittle"]])
             for i, col in enumerate(["robust slowdown", "spread across cases", "worst case"]):
                 table.insert(4 + i, col, rob[col].values)
@@ -424,6 +437,15 @@ def draw(snap, *, live: bool) -> None:
                            "serving_slo_attainment": st.column_config.NumberColumn(
                                "SLO attainment (%)", format="%.1f",
                                help="The worst serving job's share of requests within both latency budgets"),
+                           "gpus_lost_on_worst_switch_failure": st.column_config.NumberColumn(
+                               "GPUs lost, worst failure", format="%d",
+                               help="GPUs the worst single switch failure takes out of the job (whole servers left "
+                                    "without a NIC port; a GPU whose own NIC is down sends through its server's "
+                                    "other NICs over NVLink and is not lost)"),
+                           "p99_failure_slowdown": st.column_config.NumberColumn(
+                               "p99 slowdown, worst failure", format="percent",
+                               help="How much slower the p99 step is under the worst single switch or cable failure "
+                                    "(evaluated with the same seed)"),
                            "power_w": st.column_config.NumberColumn("network power (kW)", format="%.1f"),
                            "family": st.column_config.TextColumn("family (hardware)"),
                            "switch_model": st.column_config.TextColumn("switch (hardware)"),
@@ -473,7 +495,9 @@ def draw(snap, *, live: bool) -> None:
             r = front[front["design"] == pick].iloc[0].to_dict()
             C.select_design(C.genes_of_record(r), r["design"])
             st.switch_page(C.PAGE_FILES["design"])
-        z.download_button("Front (CSV)", front.to_csv(index=False).encode(), file_name="pareto_front.csv",
+        from fabric.search.result import csv_frame
+
+        z.download_button("Front (CSV)", csv_frame(front).to_csv(index=False).encode(), file_name="pareto_front.csv",
                           mime="text/csv", key="dl_front", on_click="ignore", width="stretch")
         if robust:
             draw_case_fronts(res)
@@ -594,9 +618,15 @@ snap = job.snapshot()
 if snap.running:
     live_panel()
 else:
-    if job.inputs_key != C.inputs_key():
-        st.warning("The inputs changed since this front was computed (workload, job mix, plan space, constraints, "
-                   "catalog, budget or seed): press **Start search** to update it.")
+    if job.inputs_key != C.inputs_key(evals=job.budget_evals):
+        st.warning(C.md_text(f"This front was computed for other inputs ({job.label or 'an earlier search'}; "
+                             f"{job.constraints.gpus:,} {job.constraints.gpu_model} GPUs): the workload, job mix, "
+                             "plan space, constraints, GPU, catalog, calibration or seed changed since. Its figures "
+                             "are that search's; the Design, Compare and Brief pages do not offer its designs. Press "
+                             "**Start search** to search these inputs."))
+    elif job.inputs_key != C.inputs_key():
+        st.caption("The evaluation budget changed since this front was computed; the front is the one of the "
+                   "budget it ran with.")
     draw(snap, live=False)
 
 C.sync_url()

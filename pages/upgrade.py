@@ -27,16 +27,19 @@ st.caption("Most clusters exist already. Describe what is installed, set the upg
            "NICs, a storage network, free policy) is priced item by item (installed items are free, removed ones "
            "bring their resale value) and evaluated on the session's workload.")
 C.show_url_problems()
-C.inputs_line()
+C.context_line()
 
 
 @st.cache_data(show_spinner="Searching the upgrades (every option within the limits is evaluated)...",
                max_entries=8)
-def _upgrade(design_json: str, items_json: str, wl_key: str, cat_key: str, limits_json: str, failures: bool,
-             _workload, _catalog, overrides_json: str) -> dict:
+def _upgrade(design_json: str, items_json: str, ctx_key: str, limits_json: str, failures: bool, _ctx) -> dict:
+    """The upgrade search of the installed fabric, every option judged in the session's context (the records every
+    page shows: fabric.review), so the installed p99 is the one Design, Compare and the brief give it."""
     from fabric.brownfield import Installed, UpgradeLimits, upgrade_front
     from fabric.brownfield.inventory import Inventory
     from fabric.design import design_from_dict
+    from fabric.review import context_judge, design_record
+    from fabric.search.records import INFEASIBLE_P99
 
     design = design_from_dict(json.loads(design_json))
     items = json.loads(items_json)
@@ -44,11 +47,25 @@ def _upgrade(design_json: str, items_json: str, wl_key: str, cat_key: str, limit
     if inv is None:
         from fabric.brownfield import installed_from_design
 
-        inst = installed_from_design(design, _catalog)
+        inst = installed_from_design(design, _ctx.catalog)
     else:
         inst = Installed(design, inv, "uploaded fabric")
-    res = upgrade_front(inst, _workload, UpgradeLimits(**json.loads(limits_json)), catalog=_catalog, samples=64,
-                        failures=failures, transport_overrides=json.loads(overrides_json))
+    judge = context_judge(_ctx)
+
+    def failure_judge(d) -> dict:
+        rec = design_record(d, _ctx)
+        fl = rec.failures
+        worst = fl["p99_failure_s"] if fl["p99_failure_s"] < INFEASIBLE_P99 else None
+        first = fl["primary"]
+        return {**{k: first.get(k) for k in ("worst_switch", "worst_link", "worst_leaf",
+                                             "partitions_on_single_failure")},
+                "survives_single_failure": fl["survives_single_failure"], "healthy_p99_s": rec.p99_s,
+                "worst_switch_failure_p99_s": worst, "worst_link_failure_p99_s": None, "worst_leaf_failure_p99_s": None}
+
+    res = upgrade_front(inst, None, UpgradeLimits(**json.loads(limits_json)), catalog=_ctx.catalog,
+                        seed=_ctx.seed, samples=_ctx.samples, failures=failures,
+                        transport_overrides=_ctx.transport_overrides,
+                        judge=lambda d: judge(d).step_time_s["p99"], failure_judge=failure_judge)
     return res.to_dict()
 
 
@@ -142,8 +159,7 @@ target_s, match_note = None, None
 if target_kind.startswith("the p99"):
     ref = design.replace(oversubscription=(1.0, design.oversub(1)), spines=None, name=f"{design.name} at 1:1")
     try:
-        ref_ev = C.evaluate_design(ref)
-        target_s = float(ref_ev.step_time_s["p99"])
+        target_s = C.record_of(ref).p99_s
         match_note = (f"target: the p99 of the same fabric at 1:1 ({charts.time_text(target_s)}), which costs "
                       f"{charts.money_text(C.bom_dict(ref)['cost_usd'])} built new")
     except FabricError as err:
@@ -158,8 +174,9 @@ limits = {"budget_usd": float(budget), "rack_power_w": rack_kw * 1e3 or None,
 from fabric.design import design_to_dict  # noqa: E402
 
 try:
-    res = _upgrade(json.dumps(design_to_dict(design), sort_keys=True), json.dumps(items), wb.key, cb.key,
-                   json.dumps(limits, sort_keys=True), bool(failures), wb.workload, cb.catalog, C._overrides_json())
+    ctx = C.context()
+    res = _upgrade(json.dumps(design_to_dict(design), sort_keys=True), json.dumps(items), ctx.key,
+                   json.dumps(limits, sort_keys=True), bool(failures), ctx)
 except FabricError as err:
     st.error(f"No upgrade search: {C.public_message(err)}")
     C.stop()
@@ -167,7 +184,9 @@ except FabricError as err:
 inst = res["installed"]
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Installed network", charts.money_text(inst["value_usd"]))
-m2.metric("Installed p99", charts.time_text(inst["p99_s"]))
+m2.metric("Installed robust p99" if ctx.kind == "robust" else "Installed p99", charts.time_text(inst["p99_s"]),
+          help="The installed fabric's record in the session's context (the same figure as on Design, Compare and "
+               "the brief).")
 m3.metric("Most power of a compute rack", power_text(inst["max_compute_rack_w"]))
 m4.metric(f"Facility power (PUE {limits['pue']:g})", power_text(inst["facility_power_w"]),
           help=f"IT power {power_text(inst['it_power_w'])} (servers plus network) x PUE {limits['pue']:g}.")

@@ -282,12 +282,16 @@ with b:
 st.subheader("Compute vs communication")
 if bases:
     try:
-        ev = C.evaluate_design(bases[0])
+        ref_case = C.record_of(bases[0]).primary      # the reference fabric's record in the session's context
     except FabricError as err:
-        st.info(f"Communication time needs a fabric that holds the workload: {err}")
+        st.info(f"Communication time needs a fabric that holds the workload: {C.public_message(err)}")
     else:
-        st.plotly_chart(charts.compute_comm_figure(compute_comm_rows(wl, ev)), width="stretch", theme=None,
-                        key="wl_cc")
+        ev = ref_case.evaluation
+        st.plotly_chart(charts.compute_comm_figure(compute_comm_rows(ref_case.workload, ev)), width="stretch",
+                        theme=None, key="wl_cc")
+        if ref_case.plan:
+            st.caption(C.md_text(f"With the plan space auto the workload runs at the reference fabric's best plan "
+                                 f"of the search's shortlist, {ref_case.plan}."))
         st.caption(f"Per job, time per step (a serving job: per request) on the reference fabric '{bases[0].name}' "
                    f"({C.constraints().gpus:,} GPUs of {gpu}): compute, and in the p99 step all the job's calls "
                    "run back to back, and the part of that communication left exposed (not hidden behind compute); "

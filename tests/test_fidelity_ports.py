@@ -86,6 +86,6 @@ def test_a_failed_tor_leaves_dual_homed_nics_their_other_port():
                       transport_overrides=IDEAL)
         assert float(np.max(ev.step_samples_s)) == pytest.approx(size / (200e9 / 8), rel=1e-3), routing
         assert float(np.min(ev.step_samples_s)) == pytest.approx(size / (200e9 / 8), rel=1e-3), routing
-    with pytest.raises(DesignError, match="no other"):
+    with pytest.raises(DesignError, match="holding every NIC port of its servers"):
         evaluate(_design("nic-eth-400", 1, 1), _chain(4, size), Scenario(name="x", fail_switches=("leaf0",)),
                  seed=0, samples=16)

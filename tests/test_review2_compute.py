@@ -183,7 +183,9 @@ def test_brief_carries_the_compute_note():
     wl = preset_workload("llama3-70b-online", gpus=16)
     c = Constraints(gpus=16, gpu_model="b200")
     res = run_search(wl, c, budget_evals=24, seed=0, samples=16)
-    b = review_brief(res.front, res.baselines, wl, c, samples=16)
+    from fabric.review import prepare_context
+
+    b = review_brief(res.front, res.baselines, prepare_context(wl, c, samples=16))
     notes = b["compute_notes"]
     assert len(notes) == 1 and "989 / 2,250 = 0.4396" in notes[0]
     buy = dict(brief_sections(b))["The design to buy"]

@@ -1,5 +1,6 @@
 """Issue 24, items 1 and 15: one single-failure rule for the search, the Design page, the brief and the CLI;
-what-ifs that cannot apply say so; the vectorized switch classes equal a plain loop.
+what-ifs that cannot apply say so; the vectorized switch classes equal a plain loop. Issue 34: the rule with the
+NVLink detour (a GPU whose own NIC lost its switch sends through its server's other NICs) and without it.
 
 The rule (fabric.single_failure) is checked here against an independent brute force on the full cabling: every
 switch, every switch-to-switch cable and every NIC cable removed one at a time, GPUs cut off read from the cables
@@ -22,6 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 RAIL_ONLY = Design(name="x", family="rail_only", switch_model="ib-ndr-64x400", nic_model="nic-cx6-200",
                    nics_per_gpu=0.5, gpus=1024, gpu_model="h100-sxm", gpus_per_node=8, oversubscription=(1.0, 1.0),
                    routing="ecmp", transport="infiniband", placement="packed")
+#: one switch for the whole cluster (256 GPUs on a 144 x 800G switch split into 288 x 400G ports): its failure takes
+#: every server out of the job, detour or not
+ONE_SWITCH = Design(name="one switch", gpus=256, switch_model="ib-xdr-144x800", tiers=1)
 
 
 def _sample(name):
@@ -32,10 +36,12 @@ def _sample(name):
 
 # ------------------------------------------------------------------ an independent brute force of the rule
 
-def brute_force(fab) -> dict:
+def brute_force(fab, detour: bool = True) -> dict:
     """The rule by exhaustion on the full cabling (no code shared with fabric.single_failure): returns whether
-    the design survives, whether some failure partitions the GPUs still in the job, and the most GPUs one switch
-    failure takes out of the job (whole servers of the GPUs it leaves without a cable)."""
+    the design survives, whether some failure partitions the GPUs still in the job, the most GPUs one switch
+    failure takes out of the job (whole servers of the GPUs it leaves without a cable) and the most GPUs one switch
+    failure leaves without a cable of their own while their server keeps one (they detour over NVLink).
+    ``detour``: a GPU uses every NIC cable of its server (issue 34), else only its own NICs' cables."""
     kinds = fab.link_kind.tolist()
     a, b = fab.link_a.tolist(), fab.link_b.tolist()
     nic_leaf = LINK_KINDS.index("nic-leaf")
@@ -59,10 +65,19 @@ def brute_force(fab) -> dict:
         return any(not dead(i) for g in range(fab.n_gpus) if int(fab.gpu_node[g]) == server
                    for n in fab.gpu_nics[g].tolist() for i in nic_cables[n])
 
+    server_nics: dict[int, set] = {}
+    for g in range(fab.n_gpus):
+        server_nics.setdefault(int(fab.gpu_node[g]), set()).update(fab.gpu_nics[g].tolist())
+
+    def usable(g):                                 # the NICs GPU g can send through
+        return sorted(server_nics[int(fab.gpu_node[g])]) if detour else fab.gpu_nics[g].tolist()
+
     def outcome(dead_switch=None, dead_link=None):
         dead = lambda i: i == dead_link or dead_switch in (a[i], b[i])  # noqa: E731
-        cut_gpus = [g for g in range(fab.n_gpus)
-                    if all(dead(i) for n in fab.gpu_nics[g].tolist() for i in nic_cables[n])]
+        own_cut = [g for g in range(fab.n_gpus)
+                   if all(dead(i) for n in fab.gpu_nics[g].tolist() for i in nic_cables[n])]
+        cut_gpus = [g for g in range(fab.n_gpus) if all(dead(i) for n in usable(g) for i in nic_cables[n])]
+        detoured = len(set(own_cut) - set(cut_gpus))
         out = {int(fab.gpu_node[g]) for g in cut_gpus}
         h = nx.MultiGraph()
         h.add_nodes_from(x for x in range(fab.switch_base, fab.switch_base + fab.n_switches) if x != dead_switch)
@@ -82,16 +97,16 @@ def brute_force(fab) -> dict:
         gpus_out = sum(1 for g in range(fab.n_gpus) if int(fab.gpu_node[g]) in out)
         collateral = sum(1 for s in out if keeps_a_port(s, dead))
         loss = len(servers) >= 2 and (len(out) == len(servers) or 2 * collateral > len(servers))
-        return split, loss, gpus_out
+        return split, loss, gpus_out, detoured
 
-    splits, loss, worst = False, False, 0
+    splits, loss, worst, moved = False, False, 0, 0
     for s in range(fab.switch_base, fab.switch_base + fab.n_switches):
-        sp, lo, g_out = outcome(dead_switch=s)
-        splits, loss, worst = splits or sp, loss or lo, max(worst, g_out)
+        sp, lo, g_out, det = outcome(dead_switch=s)
+        splits, loss, worst, moved = splits or sp, loss or lo, max(worst, g_out), max(moved, det)
     for i in sw_links + [i for c in nic_cables.values() for i in c]:
-        sp, lo, _ = outcome(dead_link=i)
+        sp, lo, _, _ = outcome(dead_link=i)
         splits, loss = splits or sp, loss or lo
-    return {"survives": not (splits or loss), "partitions": splits, "gpus_out": worst}
+    return {"survives": not (splits or loss), "partitions": splits, "gpus_out": worst, "gpus_detoured": moved}
 
 
 CASES = [Design(gpus=64, gpus_per_node=1, tiers=2), Design(gpus=256), Design(gpus=64, family="rail_optimized"),
@@ -111,39 +126,68 @@ CASES = [Design(gpus=64, gpus_per_node=1, tiers=2), Design(gpus=256), Design(gpu
 
 @pytest.mark.parametrize("design", CASES, ids=lambda d: f"{d.family}-{d.gpus}-{d.planes}p-{d.nics_per_gpu}-"
                                                        f"{d.switch_model}-t{d.tiers}")
-def test_the_rule_equals_brute_force(design):
+@pytest.mark.parametrize("detour", [True, False], ids=["detour", "no-detour"])
+def test_the_rule_equals_brute_force(design, detour):
     from fabric.resilience import failure_analysis
 
     fab = build_fabric(design)
-    got = failure_analysis(fab)
-    want = brute_force(fab)
+    got = failure_analysis(fab, detour=detour)
+    want = brute_force(fab, detour=detour)
     assert (got["survives_single_failure"], got["partitions_on_single_failure"],
             got["gpus_lost_on_worst_switch_failure"]) == (want["survives"], want["partitions"], want["gpus_out"])
+    assert got["gpus_detoured_on_single_failure"] == want["gpus_detoured"]
 
 
 def test_rail_only_by_hand():
     # 1,024 GPUs in 128 servers of 8; 0.5 NIC per GPU: 4 NICs per server, NIC r serving GPUs 2r and 2r+1, cabled
     # to the switch of rail r, which holds NIC r of all 128 servers (one tier, no uplinks). Failing rail r's
-    # switch leaves GPUs 2r, 2r+1 of every server without a cable: 2 x 128 = 256 GPUs cut off, every one of the
-    # 128 servers has a GPU cut off and leaves the job: 1,024 GPUs out. Each of the 4 rail switches does it.
+    # switch leaves GPUs 2r, 2r+1 of every server without a NIC of their own: 2 x 128 = 256 GPUs. With the detour
+    # they send through the server's 3 other NICs over NVLink: no server leaves the job, the design survives.
     from fabric.resilience import failure_analysis
 
     fab = build_fabric(RAIL_ONLY)
     assert fab.n_switches == 4 and fab.tiers == 1
     r = failure_analysis(fab)
-    assert r["gpus_cut_off_on_worst_switch_failure"] == 2 * 128
-    assert r["servers_out_on_worst_switch_failure"] == 128
-    assert r["gpus_lost_on_worst_switch_failure"] == 1024
-    assert r["server_loss_switch_count"] == 4
-    assert r["server_loss"]["collateral_servers"] == 128          # each server keeps its 3 other NICs
-    assert r["survives_single_failure"] is False and r["partitions_on_single_failure"] is False
+    assert r["detour"] is True
+    assert (r["gpus_cut_off_on_worst_switch_failure"], r["servers_out_on_worst_switch_failure"],
+            r["gpus_lost_on_worst_switch_failure"]) == (0, 0, 0)
+    assert (r["gpus_detoured_on_single_failure"], r["servers_detoured_on_single_failure"]) == (2 * 128, 128)
+    assert r["server_loss_switch_count"] == 0 and r["server_loss"] is None
+    assert r["survives_single_failure"] is True and r["partitions_on_single_failure"] is False
     assert r["min_uplink_switches"] is None                  # no uplinks at all, not "0 uplink switches"
+    assert r["gpus_lost_on_worst_nic_cable_failure"] == 0    # a NIC cable: the other 3 NICs carry on
     from fabric.resilience_text import uplinks_value, verdict_text
 
     assert uplinks_value(r) == "none"
     v = verdict_text(r)
+    assert v.startswith("Survives any single failure") and "no single switch takes a GPU out of the job" in v
+    assert "leaf0 takes the own NICs of 256 GPUs in 128 servers away" in v
+    # without the detour (the rule before issue 34): every server has a GPU cut off and leaves the job, 1,024 GPUs
+    # out, each of the 4 rail switches does it, all 128 servers as collateral damage (each keeps 3 NICs)
+    old = failure_analysis(fab, detour=False)
+    assert old["gpus_cut_off_on_worst_switch_failure"] == 2 * 128
+    assert old["servers_out_on_worst_switch_failure"] == 128
+    assert old["gpus_lost_on_worst_switch_failure"] == 1024
+    assert old["server_loss_switch_count"] == 4
+    assert old["server_loss"]["collateral_servers"] == 128
+    assert old["survives_single_failure"] is False and old["partitions_on_single_failure"] is False
+    assert old["gpus_detoured_on_single_failure"] == 0 and old["gpus_lost_on_worst_nic_cable_failure"] == 8
+    v = verdict_text(old)
     assert v.startswith("Does not survive a single failure") and "every server leaves the job" in v
     assert "1,024 of 1,024 GPUs" in v and "256 GPUs, 2 in each of 128 servers" in v
+
+
+def test_one_switch_does_not_survive_detour_or_not():
+    from fabric.resilience import failure_analysis
+    from fabric.resilience_text import verdict_text
+
+    fab = build_fabric(ONE_SWITCH)
+    assert fab.n_switches == 1
+    for detour in (True, False):
+        r = failure_analysis(fab, detour=detour)
+        assert not r["survives_single_failure"] and r["gpus_lost_on_worst_switch_failure"] == 256
+        assert r["gpus_detoured_on_single_failure"] == 0
+        assert "every server leaves the job (256 of 256 GPUs)" in verdict_text(r)
 
 
 def test_deployable_designs_stay_feasible():
@@ -155,31 +199,39 @@ def test_deployable_designs_stay_feasible():
 
     for gpus in (256, 1024):
         c = Constraints(gpus=gpus)
-        for d in baseline_designs(DesignSpace(c))[:2]:
+        for d in baseline_designs(DesignSpace(c)):          # the SuperPOD-like baseline too, at 256 GPUs as well
             assert failure_analysis(build_fabric(d))["survives_single_failure"], (gpus, d.name)
     for name in ("dgx-h100-superpod", "alibaba-hpn", "meta-roce-zone", "fat-tree", "gb200-nvl72-superpod",
                  "hyperscale-multiplane"):
         r = failure_analysis(build_fabric(preset_design(name)))
         assert r["survives_single_failure"], name
     sp = failure_analysis(build_fabric(preset_design("dgx-h100-superpod")))
-    # a rail leaf of the 1,016-GPU SuperPOD holds rail r of one 32-node unit: 32 servers (256 GPUs) leave the job
+    # a rail leaf of the 1,016-GPU SuperPOD holds rail r of one 32-node unit: its 32 servers' GPU r (32 GPUs) send
+    # through their 7 other NICs; nobody leaves the job (without the detour: 32 servers, 256 GPUs)
     assert (sp["min_uplink_switches"], sp["servers_out_on_worst_switch_failure"],
-            sp["gpus_lost_on_worst_switch_failure"]) == (16, 32, 256)
+            sp["gpus_lost_on_worst_switch_failure"]) == (16, 0, 0)
+    assert (sp["gpus_detoured_on_single_failure"], sp["servers_detoured_on_single_failure"]) == (32, 32)
+    old = failure_analysis(build_fabric(preset_design("dgx-h100-superpod")), detour=False)
+    assert (old["servers_out_on_worst_switch_failure"], old["gpus_lost_on_worst_switch_failure"]) == (32, 256)
 
 
-def test_the_search_constraint_rejects_the_rail_only_design():
+def test_the_search_constraint_rejects_a_design_one_switch_takes_down():
     from fabric.evaluate import Scenario
     from fabric.search import Constraints
     from fabric.search.records import evaluate_record
     from fabric.search.recommend import violation_text
 
     wl = _sample("llama3-70b-online.json")
-    rec = evaluate_record(RAIL_ONLY, wl, Scenario(), 0, 32, None, Constraints(gpus=1024))
+    rec = evaluate_record(ONE_SWITCH, wl, Scenario(), 0, 32, None, Constraints(gpus=256))
     assert rec["buildable"] and not rec["feasible"] and rec["violations"]["partition"] > 0
-    assert rec["gpus_lost_on_worst_switch_failure"] == 1024
+    assert rec["gpus_lost_on_worst_switch_failure"] == 256
     assert "does not survive a single switch or cable failure" in violation_text(rec)
-    off = evaluate_record(RAIL_ONLY, wl, Scenario(), 0, 32, None, Constraints(gpus=1024, survive_single_failure=False))
+    off = evaluate_record(ONE_SWITCH, wl, Scenario(), 0, 32, None, Constraints(gpus=256, survive_single_failure=False))
     assert off["feasible"]
+    # the rail-only design rides a rail switch failure out (detour): feasible under the default rule
+    ok = evaluate_record(RAIL_ONLY, wl, Scenario(), 0, 32, None, Constraints(gpus=1024))
+    assert ok["feasible"] and ok["survives_single_failure"]
+    assert (ok["gpus_lost_on_worst_switch_failure"], ok["gpus_detoured_on_single_failure"]) == (0, 256)
 
 
 def test_serving_search_front_survives_every_single_failure():
@@ -232,18 +284,29 @@ def test_cli_says_the_same_verdict(tmp_path):
     import json
     from dataclasses import asdict
 
-    path = tmp_path / "rail_only.json"
-    path.write_text(json.dumps(asdict(RAIL_ONLY)))
+    path = tmp_path / "one_switch.json"
+    path.write_text(json.dumps(asdict(ONE_SWITCH)))
     wl = str(ROOT / "sample_traces" / "llama3-70b-online.json")
     text = _evaluate_cli(["evaluate", "-w", wl, "-d", str(path), "--samples", "16"])
-    assert "resilience: Does not survive a single failure" in text and "1,024 of 1,024 GPUs" in text
+    assert "resilience: Does not survive a single failure" in text and "256 of 256 GPUs" in text
     assert "Uplink switches per leaf: none" in text and "partitions the fabric" not in text
     data = json.loads(_evaluate_cli(["evaluate", "-w", wl, "-d", str(path), "--samples", "16", "--json"]))
     res = data["resilience"]
-    assert res["survives_single_failure"] is False and res["gpus_lost_on_worst_switch_failure"] == 1024
+    assert res["survives_single_failure"] is False and res["gpus_lost_on_worst_switch_failure"] == 256
     assert res["worst_switch"] is None and res["min_uplink_switches"] is None
     head = _evaluate_cli(["evaluate", "-w", wl, "-d", str(path), "--samples", "16", "-s", "fail-spine"])
     assert "scenario fail-spine (not applicable: this design has no spines" in head.splitlines()[0]
+    # the rail-only design rides a rail switch failure out: the CLI says so and evaluates it
+    ro = tmp_path / "rail_only.json"
+    ro.write_text(json.dumps(asdict(RAIL_ONLY)))
+    text = _evaluate_cli(["evaluate", "-w", wl, "-d", str(ro), "--samples", "16"])
+    assert "resilience: Survives any single failure" in text
+    assert "leaf0 takes the own NICs of 256 GPUs in 128 servers away" in text
+    assert "resilience: Worst leaf failure whose servers carry on through their other NICs (leaf0): p99" in text
+    res = json.loads(_evaluate_cli(["evaluate", "-w", wl, "-d", str(ro), "--samples", "16", "--json"]))["resilience"]
+    assert res["survives_single_failure"] is True and res["gpus_lost_on_worst_switch_failure"] == 0
+    assert res["gpus_detoured_on_single_failure"] == 256 and res["worst_leaf"] == "leaf0"
+    assert res["worst_leaf_failure_p99_s"] >= res["healthy_p99_s"]
 
 
 def test_brief_says_the_same_verdict():
@@ -253,12 +316,14 @@ def test_brief_says_the_same_verdict():
     from fabric.search.records import evaluate_record
 
     wl = _sample("llama3-70b-online.json")
-    c = Constraints(gpus=1024, survive_single_failure=False)      # so that the rail-only design can be proposed
-    rec = evaluate_record(RAIL_ONLY, wl, Scenario(), 0, 32, None, c)
-    b = review_brief([rec], [], wl, c, samples=16)
+    c = Constraints(gpus=256, survive_single_failure=False)      # so that the one-switch design can be proposed
+    rec = evaluate_record(ONE_SWITCH, wl, Scenario(), 0, 32, None, c)
+    from fabric.review import prepare_context
+
+    b = review_brief([rec], [], prepare_context(wl, c, samples=32))
     lines = dict(brief_sections(b))
     res = lines["Resilience"]
-    assert res[0].startswith("Does not survive a single failure") and "1,024 of 1,024 GPUs" in res[0]
+    assert res[0].startswith("Does not survive a single failure") and "256 of 256 GPUs" in res[0]
     assert any(x.startswith("Uplink switches per leaf: none") for x in res)
     assert not any("partitions the fabric" in x for x in res)
     whatif = {x.split(":")[0]: x for x in lines["What if"]}
@@ -275,7 +340,8 @@ def test_design_page_shows_the_constraint_verdict():
     from fabric.ui_support.urlstate import encode_genes
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    # the dashboard's serving sample (the review's Llama-3-70B online serving on 1,024 GPUs)
+    # the dashboard's serving sample (the review's Llama-3-70B online serving on 1,024 GPUs): the rail-only design
+    # survives a rail switch failure through the NVLink detour, and the page says it as the rule does
     at.query_params.update({"evals": "60", "wl": "sample:llama3-70b-serving.json", "gpus": "1024",
                             "design": encode_genes(design_genes(RAIL_ONLY))})
     at.run()
@@ -283,10 +349,13 @@ def test_design_page_shows_the_constraint_verdict():
     assert not at.exception, [e.value for e in at.exception]
     assert not at.warning, [w.value for w in at.warning]                # the link was read as it is
     assert "sample llama3-70b-serving.json" in " ".join(c.value for c in at.caption)
-    errors = " ".join(e.value for e in at.error)
-    assert "Does not survive a single failure" in errors and "1,024 of 1,024 GPUs" in errors
+    from fabric.resilience import failure_analysis
+    from fabric.resilience_text import verdict_text
+
+    verdict = verdict_text(failure_analysis(build_fabric(RAIL_ONLY)))
+    assert verdict in " ".join(x.value for x in at.success)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["GPUs out of the job (of 1,024)"] == "1,024"
+    assert metrics["GPUs out of the job (of 1,024)"] == "0"
     assert metrics["Uplink switches per leaf"] == "none"
     assert all(v != "partitions" for k, v in metrics.items() if k.startswith("p99, worst"))
     infos = " ".join(i.value for i in at.info)

@@ -35,7 +35,9 @@ def test_brief_of_a_serving_only_workload_gives_request_latency_and_no_step(disa
     from fabric.evaluate import evaluate
 
     wl, res = disagg_front
-    b = review_brief(res.front, res.baselines, wl, Constraints(**SPACE), samples=32)
+    from fabric.review import prepare_context
+
+    b = review_brief(res.front, res.baselines, prepare_context(wl, Constraints(**SPACE), samples=32))
     sections = dict(brief_sections(b))
     assert "Serving latency" in sections and "Cost per unloaded request" in sections
     text = "\n".join(line for lines in sections.values() for line in lines)

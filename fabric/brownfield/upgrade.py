@@ -557,13 +557,18 @@ def _with_policy(hw_design, policy_design):
 def upgrade_front(installed: Installed, workload, limits: UpgradeLimits | None = None, *, scenario=None,
                   catalog=None, seed: int = 0, samples: int = 128, moves=None, policies: str = "auto",
                   failures: bool = False, transport_overrides: dict | None = None, qps=(1, 2, 4, 8),
-                  progress=None) -> UpgradeResult:
+                  progress=None, judge=None, failure_judge=None) -> UpgradeResult:
     """Search the upgrades of ``installed`` for ``workload`` within ``limits`` (see the module docstring).
 
     ``policies``: ``"auto"`` (two rounds) or ``"all"`` (every policy on every hardware). ``failures``: also
     evaluate each upgrade within the limits under its worst single switch and link failure
     (:func:`fabric.resilience.resilience`) for the second front (always on when ``limits`` bound the p99 under
     failure). ``progress(done, total)`` is told after each evaluation.
+
+    ``judge(design)``: the p99 of a design in a context of the caller's instead of evaluating it on ``workload``
+    (the dashboard's records: the robust p99 of a job mix, each design at its best plan; FabricError when it cannot
+    be built), and ``failure_judge(design)`` its resilience dict (:func:`fabric.resilience.resilience`'s fields)
+    in that context, so the installed fabric's p99 is the figure every other page shows of it.
     """
     from fabric.evaluate import Scenario, evaluate
 
@@ -592,8 +597,13 @@ def upgrade_front(installed: Installed, workload, limits: UpgradeLimits | None =
         k = design_key(design)
         if k not in cache:
             try:
-                cache[k] = float(evaluate(design, workload, scenario, **kw).step_time_s["p99"])
+                cache[k] = (float(judge(design)) if judge is not None else
+                            float(evaluate(design, workload, scenario, **kw).step_time_s["p99"]))
             except DesignError:
+                cache[k] = None
+            except FabricError:
+                if judge is None:
+                    raise
                 cache[k] = None
             evaluated += 1
             if progress is not None:
@@ -652,15 +662,15 @@ def upgrade_front(installed: Installed, workload, limits: UpgradeLimits | None =
                 run(h, pols)
     within = [u for u in upgrades if not u.violations]
     if failures:
-        from fabric.resilience import resilience
+        from fabric.resilience import failure_p99, resilience
 
         for u in within:
-            r = resilience(u.design, workload, scenario=scenario, healthy_p99_s=u.p99_s, **kw)
+            r = (failure_judge(u.design) if failure_judge is not None else
+                 resilience(u.design, workload, scenario=scenario, healthy_p99_s=u.p99_s, **kw))
             u.failure = {k: r.get(k) for k in ("worst_switch", "worst_switch_failure_p99_s", "worst_link",
-                                               "worst_link_failure_p99_s", "partitions_on_single_failure",
-                                               "survives_single_failure")}
-            worst = [x for x in (r["worst_switch_failure_p99_s"], r["worst_link_failure_p99_s"]) if x is not None]
-            u.p99_under_failure_s = None if not r["survives_single_failure"] else max(worst + [u.p99_s])
+                                               "worst_link_failure_p99_s", "worst_leaf", "worst_leaf_failure_p99_s",
+                                               "partitions_on_single_failure", "survives_single_failure")}
+            u.p99_under_failure_s = failure_p99(r, u.p99_s)
     front = _pareto(within, lambda u: u.p99_s)
     failure_front = _pareto(within, lambda u: u.p99_under_failure_s) if failures else []
     meeting = sorted((u for u in within if u.meets(limits)),

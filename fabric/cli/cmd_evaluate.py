@@ -24,8 +24,23 @@ def register(sub) -> None:
                 "  fabric evaluate --workload w.json --design my.yaml --scenario fail-spine --json"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--workload", "-w", required=True, nargs="+", metavar="FILE",
-                   help="workload or trace file(s), any supported format (.gz too)")
+    p.add_argument("--workload", "-w", required=True, nargs="+", action="append", metavar="FILE",
+                   help="workload or trace file(s), any supported format (.gz too); repeat -w for a job mix "
+                        "(--robust), as fabric search takes it")
+    p.add_argument("--robust", choices=["worst", "mean"],
+                   help="the context of a robust search: every -w workload and --scenarios case, combined as the "
+                        "worst or weighted-mean slowdown against the fat-tree baseline (fabric search --robust)")
+    p.add_argument("--weights", metavar="W1,W2,...", help="weights of the -w workloads for --robust")
+    p.add_argument("--scenarios", metavar="S1,S2,...", help="scenario presets of the --robust cases")
+    p.add_argument("--plan-space", choices=["fixed", "auto"], default="fixed",
+                   help="fixed (default): the workload's own parallelism plan; auto: the design at its best plan of "
+                        "the shortlist fabric search --plan-space auto ranks for the constraints' space")
+    p.add_argument("--model", metavar="NAME", help="with --plan-space auto: the workload's model when fabric does "
+                                                   "not recognise it")
+    p.add_argument("--constraints", "-c", metavar="FILE",
+                   help="the search's constraints (JSON/YAML): the space whose baselines set a robust mix's "
+                        "references and whose probes rank the plan shortlist, and the limits each figure is held "
+                        "to; default: the design's own cluster")
     p.add_argument("--design", "-d", required=True, metavar="FILE|PRESET",
                    help="design file (.json/.yaml) or preset name (fabric build --list-presets)")
     p.add_argument("--gpus", type=int, help="resize the design to this many GPUs")
@@ -50,54 +65,74 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from fabric.cli.common import load_design_arg, load_workload_files
-    from fabric.evaluate import evaluate, load_scenario, scaling_efficiency
+    from fabric.cli.cmd_search import _plan_objective, _workload_arg
+    from fabric.cli.common import load_design_arg
+    from fabric.evaluate import load_scenario
+    from fabric.review import design_record, prepare_context
 
     catalog = catalog_arg(args.catalog)
-    workload = load_workload_files(args.workload)
+    if args.robust and args.scenario != "baseline":
+        from fabric.errors import FabricError
+
+        raise FabricError("with --robust give the scenarios as --scenarios a,b,... (every case is judged under "
+                          "each), not --scenario")
+    workload = _workload_arg(args)
     design = load_design_arg(args.design, args.gpus, catalog)
     scenario = load_scenario(args.scenario)
     check_samples(args.samples)
     overrides = _calibration(args.calibration)
     _warn_calibration(args.calibration, design=design, catalog=catalog)
-    ev = evaluate(design, workload, scenario, seed=args.seed, samples=args.samples, catalog=catalog,
-                  transport_overrides=overrides, serving_curve=True)
+    objective = _plan_objective(args, workload, catalog) or workload
+    cons = _constraints_for(args, design)
+    ctx = prepare_context(objective, cons, catalog=catalog, scenario=scenario, seed=args.seed, samples=args.samples,
+                          transport_overrides=overrides, label=_label(args))
+    record = design_record(design, ctx)       # every figure below: one record in one context (fabric.review)
+    ev = record.evaluation
+    workload = record.primary.workload
+    from fabric.evaluate import scaling_efficiency
     from fabric.evaluate.innetwork import in_network_lines
+
     scaling = scaling_efficiency(design, workload, seed=args.seed, samples=args.samples, catalog=catalog,
-                                 scenario=scenario, transport_overrides=overrides) if args.scaling else None
-    from fabric.economics import EconomicsParams, economics
+                                 scenario=record.primary.scenario, transport_overrides=overrides) \
+        if args.scaling else None
+    from fabric.economics import economics
 
-    eco = economics(ev, design, catalog=catalog, params=EconomicsParams(
-        life_years=args.life_years, electricity_usd_per_kwh=args.usd_per_kwh, pue=args.pue))
+    eco = economics(ev, design, catalog=catalog, params=cons.economics())
     warnings = _scaling_warnings(scaling)
-    from fabric.resilience import resilience
-
-    res = resilience(design, workload, catalog=catalog, seed=args.seed, samples=args.samples,
-                     transport_overrides=overrides, scenario=scenario, healthy_p99_s=ev.step_time_s["p99"])
+    res = record.failures["primary"]
     from fabric.evaluate.whatif import not_applicable
     from fabric.topology import build_fabric
 
     why = not_applicable(scenario, build_fabric(design, catalog), workload)
     if args.json:
-        from fabric.figures import design_figures, figure_texts
+        from fabric.figures import figure_texts
 
         out = ev.to_dict()
+        out["context"] = {"line": ctx.describe(), "key": ctx.key}
         out["scenario_not_applicable"] = why
         out["economics"] = eco
         out["resilience"] = res
-        # the headline figures as every page, the brief and the report show them (fabric.figures)
-        out["figures"] = design_figures(ev, design, catalog=catalog, economics_params=EconomicsParams(
-            life_years=args.life_years, electricity_usd_per_kwh=args.usd_per_kwh, pue=args.pue))
-        out["figure_texts"] = figure_texts(out["figures"])
+        # the headline figures as every page, the brief and the report show them (the record's: fabric.review)
+        out["figures"] = dict(record.figures)
+        out["figure_texts"] = figure_texts({k: v for k, v in record.figures.items() if v is not None})
         from fabric.evaluate.explain import explain_step
 
         out["explanation"] = explain_step(ev)
         out["in_network"] = in_network_lines(ev.ops)
+        record.fixes                                    # noqa: B018  (computed into the record below)
+        out["record"] = record.to_dict()
         if scaling is not None:
             out["scaling"] = scaling
             out["scaling_warnings"] = warnings
         print(json.dumps(out, indent=2, default=float))
         return 0
+    print(f"context: {ctx.describe()}")
+    if record.robust:
+        print(f"robust p99 step {record.p99_s * 1e3:,.2f} ms over {len(record.cases)} cases: "
+              + "; ".join(f"{c.name} {c.figures['p99_s'] * 1e3:,.2f} ms" for c in record.cases)
+              + f" (the figures below are {record.primary.name}'s)")
+    if record.plan:
+        print(f"plan: {record.plan['plan']} (best of {len(record.plan['tried'])} shortlisted plans)")
     st = ev.step_time_s
     ms = lambda x: f"{x * 1e3:,.2f} ms"  # noqa: E731
     scen = f"scenario {ev.scenario}" + (f" (not applicable: {why}; the figures are the healthy fabric's)"
@@ -148,6 +183,27 @@ def run(args) -> int:
     for w in warnings:
         print(f"warning: {w}")
     return 0
+
+
+def _constraints_for(args, design):
+    """The constraints of the context: the file's (``--constraints``), at the design's cluster, or the design's own
+    cluster (its GPU count, GPUs per server and GPU model) with every other field at its default, as ``fabric search
+    --gpus N`` starts."""
+    import dataclasses
+
+    from fabric.search import Constraints, load_constraints
+
+    fields = dict(gpus=design.gpus, gpus_per_node=design.gpus_per_node, gpu_model=design.gpu_model)
+    if args.constraints:
+        return dataclasses.replace(load_constraints(args.constraints), **fields)
+    return Constraints(**fields)
+
+
+def _label(args) -> str:
+    from pathlib import Path
+
+    groups = args.workload
+    return ", ".join(Path(g[0]).name for g in groups)
 
 
 def serving_lines(name: str, m: dict) -> list[str]:

@@ -46,6 +46,14 @@ def register(sub) -> None:
     p.add_argument("--model", metavar="NAME", help="with --plan-space: the workload's model when fabric does not "
                                                    "recognise it (llama3-70b, mixtral-8x7b)")
     p.add_argument("--constraints", "-c", metavar="FILE", help="constraints (JSON/YAML; see docs/search.md)")
+    p.add_argument("--max-gpus-lost", type=float, metavar="N|SHARE",
+                   help="blast radius: the most GPUs the worst single switch failure may take out of the job, a "
+                        "count (64) or a share of the cluster below 1 (0.125); overrides the constraints file's "
+                        "max_gpus_lost_on_single_failure (default: no limit; the front shows the figure)")
+    p.add_argument("--max-failure-slowdown", type=float, metavar="SHARE",
+                   help="the p99 under the worst single failure may be at most this much slower than the healthy "
+                        "p99 (0.25 = +25 %%; every design is then evaluated under its failures, about 2x the time); "
+                        "overrides max_p99_slowdown_under_failure (default: no limit; the front shows the figure)")
     p.add_argument("--gpus", type=int, help="GPU count (overrides the constraints file; default: the workload's)")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--budget-evals", type=int, help="stop after this many distinct evaluations (default 3000)")
@@ -153,6 +161,32 @@ def _convergence_line(res, args, state_path) -> str:
     return f"not converged ({res.convergence_rule} not met): continue with the same command and {how}."
 
 
+def _recommendation(res, objective, cons, catalog, scenario, args, overrides) -> dict:
+    """summary.json's ``context`` (the line and key every figure was computed in) and ``recommendation``: the design
+    the dashboard recommends by the same rule (fabric.search.recommend), its design file and its record in the
+    search's context (fabric.review), so a script reads the answer a review sees."""
+    from pathlib import Path
+
+    from fabric.design import design_to_dict
+    from fabric.review import design_record, prepare_context
+    from fabric.search.recommend import recommend
+
+    label = ", ".join(Path(g[0]).name for g in args.workload)
+    ctx = prepare_context(objective, cons, catalog=catalog, scenario=scenario, seed=args.seed, samples=args.samples,
+                          transport_overrides=overrides, label=label)
+    out = {"context": {"line": ctx.describe(), "key": ctx.key}}
+    advice = recommend(res.front, res.baselines, p99_target_s=cons.p99_target_s)
+    if advice.record is None or ctx.kind == "joint":
+        out["recommendation"] = {"rule": advice.rule, "design": None, "record": advice.record}
+        return out
+    from fabric.brief import design_of_row
+
+    design = design_of_row(advice.record, cons, ctx.catalog)
+    record = design_record(design, ctx, row=advice.record)
+    out["recommendation"] = {"rule": advice.rule, "design": design_to_dict(design), "record": record.to_dict()}
+    return out
+
+
 def run(args) -> int:
     import dataclasses
     from fabric.cli.common import load_workload_files
@@ -177,6 +211,12 @@ def run(args) -> int:
     cons = dataclasses.replace(cons, gpus=gpus) if cons else Constraints(gpus=gpus)
     if args.cost_objective:
         cons = dataclasses.replace(cons, cost_objective=args.cost_objective)
+    if args.max_gpus_lost is not None:
+        lost = args.max_gpus_lost
+        cons = dataclasses.replace(cons, max_gpus_lost_on_single_failure=int(lost) if lost >= 1 and lost == int(lost)
+                                   else lost)
+    if args.max_failure_slowdown is not None:
+        cons = dataclasses.replace(cons, max_p99_slowdown_under_failure=args.max_failure_slowdown)
     if cons.nic_models:
         from fabric.search import DesignSpace
 
@@ -217,7 +257,7 @@ def run(args) -> int:
                          transport_overrides=overrides)
     if not args.quiet:
         sys.stderr.write("\n")
-    out = res.write(args.out)
+    out = res.write(args.out, extra=_recommendation(res, workload, cons, catalog, scenario, args, overrides))
     for line in res.summary_lines():
         print(line)
     if not args.exhaustive:

@@ -33,7 +33,9 @@ the spanning groups touch)``: the busiest island, and the traffic spread over ev
 split of the total over the islands leaves one at least at the average; instances share the islands they touch).
 In-network reduction (SHARP-like) aggregates inside the switches: each island still sends S once out and gets it once
 in, and its aggregation trees' link loads are in the op time (:mod:`fabric.evaluate.innetwork`); its bound keeps the
-NIC term, so its fabric term is left out. Dragonfly fabrics have no leaf uplinks: only the NIC and NVLink terms apply.
+NIC term, so its fabric term is left out; instances that find no tree add their fallback's bound, charged to the
+resource they lacked (``switch tree slots`` when the switches' tree limit binds; :mod:`fabric.evaluate.innetwork`).
+Dragonfly fabrics have no leaf uplinks: only the NIC and NVLink terms apply.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from fabric.topology.fabric import LINK_KINDS
 __all__ = ["RESOURCES", "Cuts", "fabric_cuts", "cut_bound_per_byte"]
 
 #: The resources a lower bound can be bound by, in the order ties are broken.
-RESOURCES = ("nic", "nvlink", "leaf uplinks", "pod uplinks")
+RESOURCES = ("nic", "nvlink", "leaf uplinks", "pod uplinks", "switch tree slots")
 
 _LS = LINK_KINDS.index("leaf-spine")
 _SC = LINK_KINDS.index("spine-core")

@@ -2,8 +2,10 @@
 leaf that stays up (a dual-plane or dual-ToR NIC, as in Alibaba HPN); its NICs then run on their other ports.
 
 A flow between two NICs can use the ports (planes) that are up at both ends; its queue pairs are hashed (ECMP) or
-placed (computed paths) onto those, or split evenly over them (adaptive, spraying). With one leaf per node port
-(a single-homed NIC) a leaf failure takes servers out of the job instead, which the evaluator refuses.
+placed (computed paths) onto those, or split evenly over them (adaptive, spraying). A NIC whose every port is on
+the failed leaf is dead: its GPU detours over NVLink through the server's other NICs when the server keeps one
+(a rail leaf: :mod:`fabric.evaluate.detour`). A leaf holding every NIC port of a server (top of rack) takes that
+server out of the job instead, which the evaluator refuses.
 """
 
 from __future__ import annotations
@@ -16,16 +18,26 @@ __all__ = ["check_leaf_failure", "usable_ports"]
 
 
 def check_leaf_failure(fabric, leaf: int, name: str) -> None:
-    """DesignError unless every NIC with a port on ``leaf`` (node id) has another port on another leaf."""
+    """DesignError unless every server with a NIC port on ``leaf`` (node id) keeps a NIC port on another switch
+    that its GPUs reach: another port of the same NIC (dual-homed), or, with the NVLink detour
+    (:func:`fabric.single_failure.nvlink_detour`), another NIC of the server."""
+    from fabric.single_failure import nvlink_detour
+
     on = (fabric.nic_ports == leaf).any(axis=1)
     if not on.any():
         return
-    other = (fabric.nic_ports[on] != leaf).any(axis=1)
-    if not other.all():
-        raise DesignError(f"scenario: {name} is a {fabric.tier_names[0]} its servers' NICs reach through no other "
-                          f"leaf (one port per NIC, or all ports on it); its failure takes those servers out of the "
-                          f"job rather than slowing it (fail a spine or core, or a link; dual-homed NICs, e.g. "
-                          f"planes: 2, survive a leaf failure)")
+    other = (fabric.nic_ports != leaf).any(axis=1)              # per NIC: a port elsewhere
+    if nvlink_detour(fabric):
+        npn = max(1, int(fabric.design.nics_per_node))
+        server_ok = other.reshape(-1, npn).any(axis=1)
+        ok = server_ok[np.flatnonzero(on) // npn].all()
+    else:
+        ok = other[on].all()
+    if not ok:
+        raise DesignError(f"scenario: {name} is a {fabric.tier_names[0]} holding every NIC port of its servers "
+                          f"(top of rack); its failure takes those servers out of the job rather than slowing it "
+                          f"(fail a spine or core, or a link; a rail leaf, dual-homed NICs or planes: 2 keep the "
+                          f"servers in the job)")
 
 
 def usable_ports(fabric, dead_leaf: np.ndarray, si: np.ndarray, di: np.ndarray) -> np.ndarray:

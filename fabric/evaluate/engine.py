@@ -81,6 +81,10 @@ class OpResult:
     aggregation_trees: int = 0
     fallback_instances: int = 0
     fallback_algorithm: str = ""
+    #: in-network reduction: what the trees did under the scenario, as figures (trees, fallback, failed and slow
+    #: spines and the trees on them, seconds per op byte of the NIC ports and tree links); words:
+    #: :func:`fabric.evaluate.innetwork.in_network_lines`
+    in_network: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -222,6 +226,11 @@ class _TrafficSamples:
     trees: int = 0                 # in-network aggregation trees (fabric.evaluate.innetwork)
     fallback_instances: int = 0    # group instances that found no tree and ran fallback_algorithm
     fallback_algorithm: str = ""
+    traffic: object = None         # the traffic pattern (flows.Traffic) the samples come from
+    #: the lower bound per op byte by resource when it has several parts (an in-network op some of whose instances
+    #: fell back: the trees' bound, then the fallback's excess charged to the resource it lacked); () = bound_by only
+    bound_parts: tuple = ()
+    story: dict | None = None      # what the aggregation trees did (fabric.evaluate.innetwork._story)
 
 
 @dataclass(frozen=True)
@@ -309,7 +318,7 @@ def _traffic_samples(fabric, model, design, prof, shape, kind: str, size_bytes: 
     return _TrafficSamples(per_byte, latency, lb, tr.algorithm, tr.group_size, link_loads,
                            issue_s=tr.peers * prof.peer_issue_s, bound_by=bound_by, up_per_byte=float(up),
                            net_per_byte=net, nv_latency_s=float(tr.scaleup_steps * prof.nvlink_alpha_s),
-                           pipelined=bool(tr.pipelined))
+                           pipelined=bool(tr.pipelined), traffic=tr)
 
 
 def _line_rate_bound(fabric, model, plan: _TrafficPlan, kind: str, members, nv_line: float, in_net: bool,
@@ -531,7 +540,7 @@ def evaluate(design, workload: Workload, scenario: Scenario | None = None, *, se
                 lower_bound_s=float(lb), exposed_in_p99_sample_s=float(ex[i99]), bound_by=ts.bound_by,
                 time_in_p99_sample_s=float(t[i99]),
                 aggregation_trees=ts.trees, fallback_instances=ts.fallback_instances,
-                fallback_algorithm=ts.fallback_algorithm))
+                fallback_algorithm=ts.fallback_algorithm, in_network=dict(ts.story or {})))
         _accumulate_hot(hot, job, r["ops"], r["op_meta"], i99, step, fabric, model)
     serving = {}
     for i, job in enumerate(compute_jobs):
@@ -616,7 +625,10 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
             cache[key] = tree_traffic(run, kind=kind, size_bytes=size, algorithm=alg, requested=requested,
                                       shape=shape, hardware=hardware, fabric=fabric, model=model,
                                       limit=tree_limit, plans=plans, notes=notes,
-                                      label=f"{job.name}, in-network reduction of group {op.group!r}")
+                                      label=f"{job.name}, in-network reduction of group {op.group!r}",
+                                      net_eff=prof.bandwidth_efficiency * (1.0 - scenario.background_load),
+                                      pxn=design.pxn, routing=design.routing, samples=samples,
+                                      healthy=lambda: _healthy_model(fabric))
         elif key not in cache:
             cache[key] = _traffic_samples(fabric, model, design, prof, shape, kind, size, alg, hardware, rng_hash,
                                           samples, scenario.background_load, plans)
@@ -635,10 +647,7 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
     interference = _checkpoint_interference(job, storage, design, fabric, prof, comm, compute, rng_burst, samples)
     step = compute + comm + interference
     lb_exposed, lb_comm = _exposed([np.array([lb]) for lb in op_lb], ops, np.array([job.compute_time_s]), 1)
-    split = {"compute": float(job.compute_time_s)}
-    for ex, (_, ts, _) in zip(lb_exposed, op_meta):
-        if ts.bound_by != "none" and float(ex[0]) > 0:
-            split[ts.bound_by] = split.get(ts.bound_by, 0.0) + float(ex[0])
+    split = _bound_split(op_lb, lb_exposed, op_meta, ops, job.compute_time_s)
     comm_split = {k: v for k, v in split.items() if k != "compute"}
     lower_by = _binding(comm_split) if comm_split else "compute"
     order = np.argsort(step, kind="stable")
@@ -647,6 +656,47 @@ def _run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storag
             "exposed": exposed,
             "interference": interference, "step": step, "lower": job.compute_time_s + float(lb_comm[0]),
             "lower_by": lower_by, "lower_split": split, "i99": i99, "nv_shares": nv_shares}
+
+
+def _bound_split(op_lb: list, lb_exposed: list, op_meta: list, ops: list, compute_s: float) -> dict:
+    """``lower_bound_s`` split into compute and the exposed bound communication of each resource.
+
+    An op whose bound has several parts (``bound_parts``: an in-network op some of whose instances fell back) is
+    split by counterfactual: the exposed bound with every such op at its first part (what its trees need) is
+    charged to each op's first resource, as if the trees had served every instance; what the step's exposed bound
+    grows by when the excess parts are added goes to the resources they name (the leaf uplinks, pod uplinks or
+    switch tree slots the fallback lacked), in proportion to each op's growth. So a scenario that takes trees away
+    moves the resource whose loss made instances fall back, not the NIC term.
+    """
+    split = {"compute": float(compute_s)}
+    base_lb = [ts.bound_parts[0][1] * (lb / ts.lb_per_byte) if ts.bound_parts and ts.lb_per_byte > 0 else lb
+               for lb, (_, ts, _) in zip(op_lb, op_meta)]
+    multi = any(len(ts.bound_parts) > 1 for _, ts, _ in op_meta)
+    base_ex = _exposed([np.array([lb]) for lb in base_lb], ops, np.array([compute_s]), 1)[0] if multi \
+        else lb_exposed
+    for ex, (_, ts, _) in zip(base_ex, op_meta):
+        res = ts.bound_parts[0][0] if ts.bound_parts else ts.bound_by
+        if res != "none" and float(ex[0]) > 0:
+            split[res] = split.get(res, 0.0) + float(ex[0])
+    if not multi:
+        return split
+    grow = float(sum(float(e[0]) for e in lb_exposed) - sum(float(e[0]) for e in base_ex))
+    if grow <= 0:
+        return split
+    # each excess op weighs by how much its own exposed bound grew (by its excess x count when all of it hides)
+    rows = [(max(float(full[0]) - float(base[0]), 0.0), (lb - blb) * op.count_per_step, ts.bound_parts[1:])
+            for full, base, lb, blb, (op, ts, _) in zip(lb_exposed, base_ex, op_lb, base_lb, op_meta)
+            if len(ts.bound_parts) > 1]
+    use = 0 if sum(r[0] for r in rows) > 0 else 1
+    weights: dict = {}
+    for row in rows:
+        extra = sum(x for _, x in row[2])
+        for res, x in row[2]:
+            weights[res] = weights.get(res, 0.0) + row[use] * x / extra
+    total = sum(weights.values())
+    for res, w in weights.items():
+        split[res] = split.get(res, 0.0) + grow * (w / total if total > 0 else 1.0 / len(weights))
+    return split
 
 
 def _nvlink_share(ts, size: float, eff_scale: float, alpha_scale: float, samples: int) -> np.ndarray:
@@ -750,6 +800,12 @@ def _exposed(op_times: list, ops: list, compute: np.ndarray, samples: int):
 _HEALTHY_MODELS: dict = {}
 
 
+def _healthy_model(fabric) -> NetworkModel:
+    """The network model of ``fabric`` without failures or slow switches (what the trees of a healthy fabric are
+    placed on: :mod:`fabric.evaluate.innetwork` compares a scenario's trees with them)."""
+    return _network_model(fabric, Scenario(), np.random.default_rng(0), 16)[0]
+
+
 def _healthy(scenario: Scenario) -> bool:
     return not (scenario.failed_links or scenario.failed_spines or scenario.slow_switches or scenario.fail_switches
                 or scenario.fail_links or scenario.link_failure_prob > 0)
@@ -830,7 +886,8 @@ def switch_labels(fabric) -> dict[str, int]:
 
 def resolve_failures(fabric, switches, links) -> tuple[list[int], list[int]]:
     """Node ids of the named switches and link ids of the named links (one cable each); DesignError naming any
-    name the fabric does not have, or a leaf/router (whose failure takes its servers out of the job)."""
+    name the fabric does not have, or a leaf/router holding every NIC port of its servers (whose failure takes
+    them out of the job: :func:`fabric.evaluate.dualtor.check_leaf_failure`)."""
     from fabric.errors import DesignError
 
     labels = switch_labels(fabric)

@@ -27,21 +27,28 @@ the network, beside the other instances' trees, and the evaluation says so.
 
 **Loads.** Tree links are *pinned* (:class:`fabric.evaluate.network.LinkClass`): each carries B per op byte up and
 B down whatever the routing, at its line rate, or at ``slow_factor`` of it on a slow spine; other jobs' traffic on
-the same link groups shares them like any class. An op some of whose instances fell back takes the longer of its
-trees and its fallback, which shares the link groups it crosses with the trees (max-min: the trees take the share
-tree bytes / (tree bytes + fallback bytes) of each). Failures and slow switches come from the
-:class:`~fabric.evaluate.network.NetworkModel`: a failed spine holds no tree (its trees move to other spines, or
-their instances fall back when no spine has free ports), a slow spine slows the trees rooted on it.
+the same link groups shares them like any class.
+
+**Failures, slow switches, fallback** (docs/evaluator.md, issue 34 item 10). Trees are placed on the scenario's
+:class:`~fabric.evaluate.network.NetworkModel`: a failed spine holds none (the trees it held are built again on the
+live spines where free links remain) and a failed cable is not a free link. A slow spine slows the trees on it; the
+op waits for its slowest tree and its NIC ports. Instances without a tree run their ordinary algorithm at the same
+time as the trees, and the bytes add where the two parts meet: a link group holding trees adds its tree's bytes to
+the fallback's busiest link (exact when the trees hold every link of the group, or the fallback spreads evenly; an
+upper bound otherwise), and a NIC port with GPUs of both parts carries both. The op's lower bound is the larger of
+the trees' and the fallback's (with the shared ports and links at line rate); the excess is charged to the resource
+the fallback lacked (:data:`LACKING`), so that a failure moves that term of the bound's split, not the NIC's. What
+the trees did is kept as figures (``story``: :func:`_story`) and said in words by :func:`in_network_lines`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from fabric.evaluate.flows import GroupShape, algorithm_for, group_shape, rail_rows
-from fabric.evaluate.network import NetworkModel, PhaseLoad, _classes, _dragonfly_classes
+from fabric.evaluate.network import NetworkModel, PhaseLoad, _classes, _dragonfly_classes, port_loads
 from fabric.topology.fabric import LINK_KINDS
 
 __all__ = ["TreePlacement", "NO_LIMIT", "switch_tree_limit", "runs_on_trees", "place_trees", "tree_phase_load",
@@ -53,6 +60,9 @@ NO_LIMIT = 1 << 30
 #: The all-reduce algorithms that reduce in the network switches (NVLS counts when it spans nodes).
 TREE_ALGORITHMS = ("in_network", "nvls")
 _NO_PORT = "no spine has a free link to every leaf of the tree; a link carries one tree"
+#: What an instance without a tree lacked (the resource its fallback's extra lower bound is charged to):
+#: free leaf-spine links, free spine-core links, or trees a switch can take part in (catalog ``sharp_trees``).
+LACKING = ("leaf uplinks", "pod uplinks", "switch tree slots")
 
 
 def switch_tree_limit(switch) -> int:
@@ -94,6 +104,9 @@ class TreePlacement:
     router_dst: np.ndarray
     router_bytes: np.ndarray
     reason: str = ""            # why instances found no tree ("" when all did)
+    lacking: str = ""           # ... the resource they lacked (one of LACKING)
+    up_tree: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # tree of each leaf -> spine link
+    pod_tree: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # tree of each spine -> core link
 
     @property
     def fallback(self) -> int:
@@ -175,6 +188,7 @@ class _Placer:
         self.dragonfly = bool(model.is_dragonfly)
         self.routers_per_group = max(int(model.dfly_routers_per_group), 1)
         self.log: list = []
+        self.lacking = ""
         self.records: dict = {k: [] for k in ("roots", "up_leaf", "up_spine", "up_tree", "pod", "pod_spine",
                                               "pod_tree", "r_src", "r_dst", "r_tree")}
         if self.dragonfly:
@@ -214,9 +228,11 @@ class _Placer:
 
     # ------------------------------------------------------------------ one tree
     def place(self, t: int, leaves: np.ndarray, tree: int) -> tuple[str, int]:
-        """Place tree ``tree`` over the switches ``leaves`` (node ids); ``("", depth)`` or ``(reason, 0)``."""
+        """Place tree ``tree`` over the switches ``leaves`` (node ids); ``("", depth)`` or ``(reason, 0)``, with
+        what was lacking in ``self.lacking`` (one of :data:`LACKING`)."""
         u = np.unique(leaves) - self.sb
         lim = f"{self.limit} per switch, catalog sharp_trees"
+        self.lacking = "switch tree slots"
         if (self.trees_on[u] >= self.limit).any():
             return f"a leaf already takes part in its most trees, {lim}", 0
         if u.size == 1:
@@ -239,8 +255,10 @@ class _Placer:
         avail = reach & slot_ok[ub]
         if ub.size == 1:
             if not avail[0].any():
-                return (f"no spine reaching every leaf of the tree has a free tree slot, {lim}"
-                        if (reach[0] & valid[ub[0]]).any() else _NO_PORT), 0
+                if (reach[0] & valid[ub[0]]).any():
+                    return f"no spine reaching every leaf of the tree has a free tree slot, {lim}", 0
+                self.lacking = "leaf uplinks"
+                return _NO_PORT, 0
             j = self._choose(avail[0], self.trees_on[np.maximum(self.spine_of[ub[0]], 0)], t)
             spine = int(self.spine_of[ub[0], j])
             idx = (b, li, np.full(u.size, j))
@@ -254,14 +272,21 @@ class _Placer:
         links = avail[:, :, None] & (self.sc_core[ub] >= 0) & ~self.sc_used[ub]      # (pods, spines, links)
         rr, jj, mm = np.nonzero(links)
         if rr.size == 0:
-            return "no spine of some pod has a free link towards the cores; a link carries one tree", 0
+            self.lacking = ("leaf uplinks" if not reach.any(axis=1).all() else
+                            "switch tree slots" if not avail.any(axis=1).all() else "pod uplinks")
+            return ("no spine of some pod has a free link to every leaf of the tree in the pod and towards the "
+                    "cores; a link carries one tree"), 0
         cores = self.cores
         seen = np.zeros((ub.size, cores.size), bool)
         seen[rr, self.loc[self.sc_core[ub][rr, jj, mm]]] = True
         ok = seen.all(axis=0) & (self.trees_on[cores] < self.limit)
         if not ok.any():
-            return f"no core is reached over free links from a spine of every pod of the tree, or its tree slots " \
-                   f"are taken, {lim}", 0
+            if seen.all(axis=0).any():
+                return f"every core reached over free links from a spine of every pod of the tree has its tree " \
+                       f"slots taken, {lim}", 0
+            self.lacking = "pod uplinks"
+            return "no core is reached over free links from a spine of every pod of the tree; a link carries " \
+                   "one tree", 0
         core = int(cores[self._choose(ok, self.trees_on[cores], t)])
         hit = links & (self.sc_core[ub] == core)
         sp_ok = hit.any(axis=2)
@@ -321,7 +346,7 @@ def place_trees(shape: GroupShape, fabric, model: NetworkModel, limit: int = NO_
     leaves, inst, share = _tree_ports(shape, fabric)
     placer = _Placer(fabric, model, limit)
     served = np.ones(shape.instances, bool)
-    depth, reason = 1, ""
+    depth, reason, lacking = 1, "", ""
     tree_of, bytes_of = [], []
     bounds = np.searchsorted(inst, np.arange(shape.instances + 1))
     t = 0
@@ -334,6 +359,7 @@ def place_trees(shape: GroupShape, fabric, model: NetworkModel, limit: int = NO_
             if why:
                 placer.rollback(mark)
                 served[i], reason, got = False, reason or why, []
+                lacking = lacking or placer.lacking
                 break
             got.append(d)
         if got:
@@ -348,7 +374,7 @@ def place_trees(shape: GroupShape, fabric, model: NetworkModel, limit: int = NO_
         roots=np.asarray(r["roots"], np.int64), up_leaf=_cat(r["up_leaf"]), up_spine=_cat(r["up_spine"]),
         up_bytes=per_tree[up_tree], pod=_cat(r["pod"]), pod_spine=_cat(r["pod_spine"]),
         pod_bytes=per_tree[pod_tree], router_src=_cat(r["r_src"]), router_dst=_cat(r["r_dst"]),
-        router_bytes=per_tree[r_tree], reason=reason)
+        router_bytes=per_tree[r_tree], reason=reason, lacking=lacking, up_tree=up_tree, pod_tree=pod_tree)
 
 
 #: Placements kept per network model (they depend on its failures and the group, not on the job or the seed).
@@ -410,59 +436,226 @@ def tree_phase_load(load: PhaseLoad, placement: TreePlacement, model: NetworkMod
                      forward_nvlink=load.forward_nvlink)
 
 
-def _group_bytes(placement: TreePlacement, model: NetworkModel) -> dict:
-    """Tree bytes per op byte on each leaf's (pod's) link group: ``{kind: array}`` (leaf kinds by switch index)."""
+def _tree_link_load(placement: TreePlacement, model: NetworkModel) -> dict:
+    """Per link-group kind, the bytes (per op byte) of the busiest tree link of each group at full speed (a link of
+    a slow spine counts ``1 / slow_factor`` times its bytes): ``{kind: array}``, leaf kinds indexed by switch
+    index, pod kinds by pod. A link carries at most one tree, so this is the tree load of any tree link."""
     p, f = placement, model.fabric
+    slow_nodes = np.asarray(model.slow_spines, np.int64)
     out = {}
     if p.up_leaf.size:
-        per = np.bincount(p.up_leaf - f.switch_base, weights=p.up_bytes, minlength=f.n_switches)
+        eff = p.up_bytes / np.where(np.isin(p.up_spine, slow_nodes), model.slow_factor, 1.0)
+        per = np.zeros(f.n_switches)
+        np.maximum.at(per, p.up_leaf - f.switch_base, eff)
         out["leaf uplinks"] = out["leaf downlinks"] = per
     if p.pod.size:
-        per = np.bincount(p.pod, weights=p.pod_bytes, minlength=model.pod_bins.size)
+        eff = p.pod_bytes / np.where(np.isin(p.pod_spine, slow_nodes), model.slow_factor, 1.0)
+        per = np.zeros(max(model.pod_bins.size, int(p.pod.max()) + 1))
+        np.maximum.at(per, p.pod, eff)
         out["pod core uplinks"] = out["pod core downlinks"] = per
     return out
 
 
-def _beside_trees(model: NetworkModel, placement: TreePlacement, fallback) -> NetworkModel:
-    """``model`` as the fallback instances see it beside the trees: on each link group both cross, the trees take
-    the share tree bytes / (tree bytes + fallback bytes) of its capacity, the max-min split of two demands that run
-    at once (as jobs sharing link groups do, ``engine._with_background``): the fallback cannot end before the group
-    has carried both."""
-    trees = _group_bytes(placement, model)
+def _shared_links(fallback, trees: dict, model: NetworkModel, net_eff: float, samples: int) -> np.ndarray:
+    """Seconds per op byte, per sample, the links the fallback shares with trees need: on each group of a kind the
+    trees load, its busiest fallback link carries the group's tree bytes too (module doc: exact when the trees hold
+    every link of the group, or the fallback spreads evenly; an upper bound otherwise). Phase by phase, the trees'
+    bytes spread evenly over the fallback's phases that cross them."""
     sb = model.fabric.switch_base
-    own = {k: np.zeros_like(v) for k, v in trees.items()}
-    for c, _busiest, _pi in fallback.link_loads:
-        if c.kind in own:
-            idx = c.member_ids - sb if c.kind.startswith("leaf") else c.member_ids
-            np.add.at(own[c.kind], idx, c.member_loads * max(c.n, 1))
-    bg = {k: v.copy() for k, v in model.background.items()}
-    for kind, tb in trees.items():
-        with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where((own[kind] > 0) & (tb > 0), tb / (tb + own[kind]), 0.0)
-        bg[kind] = np.clip(bg.get(kind, 0.0) + share, 0.0, 0.9)
-    return replace(model, background=bg)
+    by_phase: dict = {}
+    for c, busiest, pi in fallback.link_loads:
+        tb = trees.get(c.kind)
+        if tb is None or c.n <= 0 or not c.member_ids.size:
+            continue
+        idx = c.member_ids - sb if c.kind.startswith("leaf") else c.member_ids
+        b = float(tb[idx].max())
+        if b <= 0:
+            continue
+        rate = model.link_bps(c.kind) / 8.0 * net_eff * max(1.0 - c.bg, 1e-9)
+        by_phase.setdefault(pi, []).append((np.broadcast_to(busiest, (samples,)), b, rate))
+    out = np.zeros(samples)
+    for items in by_phase.values():
+        out += np.max([(x + b / len(by_phase)) / r for x, b, r in items], axis=0)
+    return out
+
+
+def _port_bytes(ts, model: NetworkModel, pxn: bool, routing: str) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes (per op byte) each NIC port sends and receives over all the network phases of a part's traffic."""
+    f = model.fabric
+    size = f.n_nics * f.nic_ports.shape[1]
+    send, recv = np.zeros(size), np.zeros(size)
+    for ph in ts.traffic.phases if ts.traffic is not None else ():
+        s, r = port_loads(ph, model, pxn=pxn, routing=routing)
+        send += s
+        recv += r
+    return send, recv
+
+
+def _shared_ports(served, fallback, model: NetworkModel, pxn: bool, routing: str) -> float:
+    """Bytes per op byte on the busiest NIC port when the trees' members and the fallback's share ports (GPUs of
+    different instances on one NIC, ``nics_per_gpu`` < 1): such a port carries both parts' bytes. 0 otherwise."""
+    a, b = _port_bytes(served, model, pxn, routing), _port_bytes(fallback, model, pxn, routing)
+    both = ((a[0] + a[1]) > 0) & ((b[0] + b[1]) > 0)
+    if not both.any():
+        return 0.0
+    return max(float((a[0] + b[0]).max()), float((a[1] + b[1]).max()))
+
+
+def _shared_links_line_rate(fallback, placement: TreePlacement, model: NetworkModel) -> float:
+    """Seconds per op byte at line rate that the link groups both parts load need at least: every tree link's
+    bytes plus the fallback's bytes on the group, spread over its links (a busiest link carries at least the mean;
+    the lower bound's term for the two parts together)."""
+    p, f = placement, model.fabric
+    per: dict = {}
+    if p.up_leaf.size:
+        per["leaf uplinks"] = per["leaf downlinks"] = np.bincount(p.up_leaf - f.switch_base, weights=p.up_bytes,
+                                                                   minlength=f.n_switches)
+    if p.pod.size:
+        per["pod core uplinks"] = per["pod core downlinks"] = np.bincount(
+            p.pod, weights=p.pod_bytes, minlength=max(model.pod_bins.size, int(p.pod.max()) + 1))
+    best = 0.0
+    sb = f.switch_base
+    for c, _, _ in fallback.link_loads:
+        tb = per.get(c.kind)
+        if tb is None or c.n <= 0 or not c.member_ids.size:
+            continue
+        idx = c.member_ids - sb if c.kind.startswith("leaf") else c.member_ids
+        mean = (tb[idx] / c.n + c.member_loads).max()
+        best = max(best, float(mean) / (model.link_bps(c.kind) / 8.0))
+    return best
 
 
 def _subset(shape: GroupShape, keep: np.ndarray, gpu_domain) -> GroupShape:
     return group_shape(shape.members[keep], gpu_domain)
 
 
-def _concurrent(a, b):
-    """Two parts of one op that run at once (trees and fallback instances): per sample the longer of the two."""
-    dom = a if float(np.mean(a.per_byte)) >= float(np.mean(b.per_byte)) else b
-    last = 1 + max((pi for _, _, pi in a.link_loads), default=-1)
-    return replace(dom, per_byte=np.maximum(a.per_byte, b.per_byte), latency_s=max(a.latency_s, b.latency_s),
-                   lb_per_byte=max(a.lb_per_byte, b.lb_per_byte),
-                   bound_by=(a if a.lb_per_byte >= b.lb_per_byte else b).bound_by,
-                   issue_s=max(a.issue_s, b.issue_s), algorithm=a.algorithm,
-                   link_loads=list(a.link_loads) + [(c, x, pi + last) for c, x, pi in b.link_loads])
+def _bound_parts(trees, fallback_lb: float, lacking: str, fallback_by: str) -> tuple:
+    """``((resource, s per op byte), ...)``: the op's lower bound split into what the trees need and, when the
+    fallback needs more (its own bound, or the ports and links it shares with the trees at line rate), the excess,
+    charged to the resource the fallback instances lacked (:data:`LACKING`): without that loss they would have
+    had trees."""
+    base = ((trees.bound_by, trees.lb_per_byte),)
+    extra = fallback_lb - trees.lb_per_byte
+    return base + ((lacking or fallback_by, extra),) if extra > 0 else base
+
+
+def _alongside(served, fallback, placement: TreePlacement, model: NetworkModel, *, net_eff: float, pxn: bool,
+               routing: str, samples: int):
+    """The trees and the fallback instances of one op, run at once (module doc): per sample the longer of the two,
+    where the fallback's busiest links and NIC ports also carry the trees' bytes they share."""
+    port = _shared_ports(served, fallback, model, pxn, routing)
+    port_line = model.capacity_bps / 8.0
+    shared = np.maximum(_shared_links(fallback, _tree_link_load(placement, model), model, net_eff, samples),
+                        port / (port_line * net_eff))
+    net = np.maximum(np.broadcast_to(fallback.net_per_byte if fallback.net_per_byte is not None else 0.0,
+                                     (samples,)), shared)
+    fb_per_byte = np.maximum(fallback.up_per_byte, net) if fallback.pipelined else fallback.up_per_byte + net
+    fb = replace(fallback, per_byte=fb_per_byte, net_per_byte=net)
+    dom = served if float(np.mean(served.per_byte)) >= float(np.mean(fb.per_byte)) else fb
+    last = 1 + max((pi for _, _, pi in served.link_loads), default=-1)
+    fb_lb = max(fb.lb_per_byte, port / port_line, _shared_links_line_rate(fb, placement, model))
+    parts = _bound_parts(served, fb_lb, placement.lacking, fb.bound_by)
+    return replace(dom, per_byte=np.maximum(served.per_byte, fb.per_byte),
+                   latency_s=max(served.latency_s, fb.latency_s), lb_per_byte=max(served.lb_per_byte, fb_lb),
+                   bound_by=parts[-1][0], bound_parts=parts, issue_s=max(served.issue_s, fb.issue_s),
+                   algorithm=served.algorithm,
+                   link_loads=list(served.link_loads) + [(c, x, pi + last) for c, x, pi in fb.link_loads]), fb
+
+
+def _p99(x) -> float:
+    return float(np.percentile(np.asarray(x, float), 99, method="inverted_cdf"))
+
+
+def _spine_state(model: NetworkModel) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(failed spines, alive spines, cables down)``: spines (node ids) with no live leaf-spine link left, those
+    with some, and the leaf-spine cables down on live spines."""
+    f = model.fabric
+    ls = f.link_kind == LINK_KINDS.index("leaf-spine")
+    alive = np.ones(f.n_links, bool) if model.alive_links is None else model.alive_links
+    had = np.bincount(f.link_b[ls], minlength=f.n_nodes)
+    has = np.bincount(f.link_b[ls & alive], minlength=f.n_nodes)
+    failed = np.flatnonzero((had > 0) & (has == 0))
+    live = np.flatnonzero(has > 0)
+    down = ls & ~alive
+    return failed, live, int(np.count_nonzero(down & np.isin(f.link_b, live)))
+
+
+def _trees_through(placement: TreePlacement, node: int) -> int:
+    """How many of ``placement``'s trees run through the switch ``node`` (root, a tree's spine or its core)."""
+    ids = set(np.flatnonzero(placement.roots == node).tolist())
+    ids |= set(placement.up_tree[placement.up_spine == node].tolist())
+    ids |= set(placement.pod_tree[placement.pod_spine == node].tolist())
+    return len(ids)
+
+
+def _tightest_leaf(shape: GroupShape, fabric, model: NetworkModel) -> dict:
+    """The leaf with the fewest live uplinks for the trees that need one there (every instance's trees over more
+    than one leaf, a link each): ``{"leaf", "uplinks", "trees"}``."""
+    leaves, _, _ = _tree_ports(shape, fabric)
+    srt = np.sort(leaves, axis=1)
+    first = np.ones(srt.shape, bool)
+    first[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    spans = first.sum(axis=1) > 1
+    u = srt[spans][first[spans]] - fabric.switch_base
+    need = np.bincount(u, minlength=fabric.n_switches)
+    cand = np.flatnonzero(need > 0)
+    if not cand.size:
+        return {}
+    x = int(cand[np.argmin(model.leaf_up[cand] - need[cand])])
+    return {"leaf": fabric.node_label(x + fabric.switch_base), "uplinks": int(model.leaf_up[x]),
+            "trees": int(need[x])}
+
+
+def _story(shape: GroupShape, fabric, model: NetworkModel, placement: TreePlacement, served, fallback, fb_alg: str,
+           healthy, limit: int, *, net_eff: float, pxn: bool, routing: str) -> dict:
+    """What the trees of one op did under the evaluation's failures and slow switches, as figures
+    (:func:`in_network_lines` says it in words): the trees and instances that fell back, the failed spines and the
+    trees they held in the healthy fabric, the leaf with the fewest uplinks for its trees, the slow spines and the
+    trees on them, and per op byte the NIC ports', the tree links' (at full and at slow speed) and each part's p99
+    time (seconds per byte)."""
+    p = placement
+    out: dict = {"instances": int(p.instances), "trees": int(p.trees), "fallback": int(p.fallback),
+                 "fallback_algorithm": fb_alg if p.fallback else "", "lacking": p.lacking if p.fallback else "",
+                 "reason": p.reason}
+    f = fabric
+    if p.fallback and p.lacking == "leaf uplinks" and not model.is_dragonfly:
+        out["tightest"] = _tightest_leaf(shape, f, model)
+    if healthy is not None and (model.alive_links is not None):
+        hp = _placed(shape, f, healthy, limit)
+        out["healthy_trees"], out["healthy_fallback"] = int(hp.trees), int(hp.fallback)
+        failed, live, down = _spine_state(model)
+        out["failed"] = {f.node_label(int(s)): _trees_through(hp, int(s)) for s in failed}
+        out["live_spines"], out["cables_down"] = int(live.size), down
+    if model.slow_spines and not model.is_dragonfly:
+        out["slow"] = {f.node_label(int(s)): _trees_through(p, int(s)) for s in model.slow_spines}
+        out["slow_factor"] = float(model.slow_factor)
+    if served is not None:
+        if "slow" in out:           # the NIC ports' time, to say whether the slow trees outlast them
+            send, recv = _port_bytes(served, model, pxn, routing)
+            out["nic_s"] = max(float(send.max(initial=0.0)), float(recv.max(initial=0.0))) / \
+                (model.capacity_bps / 8.0 * net_eff)
+        tree_b = max([float(x.max()) for x in (p.up_bytes, p.pod_bytes) if x.size], default=0.0)
+        kind = "leaf uplinks" if p.up_bytes.size else "pod core uplinks"
+        if tree_b > 0:
+            out["tree_link_s"] = tree_b / (model.link_bps(kind) / 8.0 * net_eff)
+            out["slow_tree_link_s"] = out["tree_link_s"] / float(model.slow_factor or 1.0)
+        out["trees_p99_s"] = _p99(served.per_byte)
+        npg = float(f.design.nics_per_gpu)
+        out["gpus_per_nic"] = int(round(1.0 / npg)) if npg < 1 else 1
+    if fallback is not None:
+        out["fallback_p99_s"] = _p99(fallback.per_byte)
+    return out
 
 
 def tree_traffic(run, *, kind: str, size_bytes: float, algorithm: str, requested: str | None, shape: GroupShape,
-                 hardware, fabric, model: NetworkModel, limit: int, plans, notes: list | None, label: str):
+                 hardware, fabric, model: NetworkModel, limit: int, plans, notes: list | None, label: str,
+                 net_eff: float = 1.0, pxn: bool = False, routing: str = "ecmp", samples: int = 1, healthy=None):
     """An in-network op's traffic samples: its trees placed on ``model``, instances without a tree on their
     ordinary algorithm beside them (module doc). ``run(shape, algorithm, hardware, model, trees, plans)`` gives
-    the samples of one part; the result carries ``trees``, ``fallback_instances`` and ``fallback_algorithm``."""
+    the samples of one part; the result carries ``trees``, ``fallback_instances``, ``fallback_algorithm``, the
+    lower bound's parts (``bound_parts``) and what the trees did (``story``, :func:`in_network_lines`).
+    ``net_eff``: the network's goodput share (transport efficiency x (1 - background load)); ``pxn``, ``routing``:
+    the design's; ``healthy()``: the healthy fabric's network model (the trees it would build), or None."""
     limit = NO_LIMIT if limit is None else int(limit)
     placement = None
     key = None
@@ -474,9 +667,12 @@ def tree_traffic(run, *, kind: str, size_bytes: float, algorithm: str, requested
         placement = _placed(shape, fabric, model, limit)
         if key is not None:
             plans[0][key] = placement
+    healthy_model = healthy() if healthy is not None and model.alive_links is not None else None
+    tell = dict(net_eff=net_eff, pxn=pxn, routing=routing)
     if placement.fallback == 0:
         ts = run(shape, algorithm, hardware, model, placement, plans)
-        return replace(ts, trees=placement.trees)
+        story = _story(shape, fabric, model, placement, ts, None, "", healthy_model, limit, **tell)
+        return replace(ts, trees=placement.trees, story=story)
     plain = replace(hardware, in_network=False)
     fb_shape = shape if not placement.served.any() else _subset(shape, ~placement.served, fabric.gpu_domain)
     fb_alg, _ = algorithm_for(kind, requested, size_bytes, fb_shape, plain)
@@ -486,39 +682,103 @@ def tree_traffic(run, *, kind: str, size_bytes: float, algorithm: str, requested
                 + (f" beside the others' {placement.trees} tree(s)" if placement.trees else ""))
         if note not in notes:
             notes.append(note)
+    fallback = run(fb_shape, fb_alg, plain, model, None, plans)
     if not placement.served.any():
-        ts = run(fb_shape, fb_alg, plain, model, None, plans)
-        return replace(ts, fallback_instances=placement.fallback, fallback_algorithm=fb_alg)
+        # the bound every instance would have on trees (no tree link placed: the NIC term), for the bound's split
+        trees = run(shape, algorithm, hardware, model, placement, plans)
+        parts = _bound_parts(trees, fallback.lb_per_byte, placement.lacking, fallback.bound_by)
+        story = _story(shape, fabric, model, placement, None, fallback, fb_alg, healthy_model, limit, **tell)
+        return replace(fallback, fallback_instances=placement.fallback, fallback_algorithm=fb_alg,
+                       bound_parts=parts, bound_by=parts[-1][0], story=story)
     served = run(_subset(shape, placement.served, fabric.gpu_domain), algorithm, hardware, model, placement, plans)
-    beside = _beside_trees(model, placement, run(fb_shape, fb_alg, plain, model, None, plans))
-    fb_plans = None if plans is None else (plans[0], (plans[1], "beside trees", limit, shape.members.tobytes()))
-    fallback = run(fb_shape, fb_alg, plain, beside, None, fb_plans)
-    return replace(_concurrent(served, fallback), trees=placement.trees, fallback_instances=placement.fallback,
-                   fallback_algorithm=fb_alg)
+    both, fb = _alongside(served, fallback, placement, model, samples=samples, **tell)
+    story = _story(shape, fabric, model, placement, served, fb, fb_alg, healthy_model, limit, **tell)
+    return replace(both, trees=placement.trees, fallback_instances=placement.fallback, fallback_algorithm=fb_alg,
+                   story=story)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def _story_words(st: dict, size: float, p99: float) -> str:
+    """The sentences of :func:`in_network_lines` for one group, from its largest op's ``in_network`` figures."""
+    words = []
+    T, I, F = st.get("trees", 0), st.get("instances", 0), st.get("fallback", 0)
+    failed = st.get("failed") or {}
+    Th = st.get("healthy_trees")
+    for name, held in failed.items():
+        if held:
+            live = st.get("live_spines", 0)
+            words.append(f"{name} is down: it held {held} of the {Th} trees the healthy fabric builds; built "
+                         f"again on the {live} live spine{'' if live == 1 else 's'}, "
+                         + (f"{T} fit" if F else f"all {T} fit (free links remained)"))
+        else:
+            words.append(f"{name} is down but held none of the {Th} trees the healthy fabric builds")
+    if st.get("cables_down"):
+        words.append(f"{st['cables_down']} leaf-spine cable(s) down"
+                     + ("" if F else "; every tree still found a free link to each of its leaves"))
+    if F:
+        tight = st.get("tightest") or {}
+        why = (f"{tight['leaf']} has {tight['uplinks']} uplinks{' left' if failed or st.get('cables_down') else ''}"
+               f" for {tight['trees']} trees, one tree per link" if tight and tight["uplinks"] < tight["trees"]
+               else st.get("reason", ""))
+        words.append(f"{F} of {I} instance(s) found no tree ({why}) and ran NCCL's {st.get('fallback_algorithm')}"
+                     " algorithm over the network" + (f", sharing links and NIC ports with the {T} trees" if T else ""))
+    for name, held in (st.get("slow") or {}).items():
+        pct = f"{st.get('slow_factor', 1.0):.0%}"
+        if not held:
+            words.append(f"{name} runs at {pct} speed but holds none of the {T} trees, which run at full speed")
+            continue
+        text = f"{name} runs at {pct} speed and holds {held} of the {T} trees"
+        if "tree_link_s" in st and "nic_s" in st:
+            fast, slow, nic = (size * st[k] for k in ("tree_link_s", "slow_tree_link_s", "nic_s"))
+            shared = f" ({st['gpus_per_nic']} GPUs to a NIC)" if st.get("gpus_per_nic", 1) > 1 else ""
+            text += (f": a tree link there takes {_ms(slow)} per {size / 1e6:.1f} MB op against {_ms(fast)} at full "
+                     f"speed, and the NIC ports{shared} take {_ms(nic)}")
+            text += (", so the trees take no longer than the NIC ports already did: unchanged" if slow <= nic * 1.0001
+                     else f", so the trees take {_ms(max(slow, nic))} instead of {_ms(max(fast, nic))}")
+        words.append(text)
+    if F and T and "trees_p99_s" in st and "fallback_p99_s" in st:
+        words.append(f"the trees' transfer takes {_ms(size * st['trees_p99_s'])} and the instances without a tree "
+                     f"{_ms(size * st['fallback_p99_s'])} at p99; the all-reduce waits for the slower: "
+                     f"{_ms(p99)} at p99")
+    elif words:
+        words.append(f"the all-reduce takes {_ms(p99)} at p99")
+    return "; ".join(words)
 
 
 def in_network_lines(ops) -> list[str]:
     """One line per (job, group) whose all-reduces ran in the network switches or fell back, from
-    :class:`fabric.evaluate.engine.OpResult` objects or their dicts: the ops, their trees, fallback instances."""
+    :class:`fabric.evaluate.engine.OpResult` objects or their dicts: the ops, their trees, fallback instances, and
+    in words what the trees did under the evaluation's failures and slow switches (from the group's largest op)."""
     groups: dict = {}
     for o in ops:
         get = o.get if isinstance(o, dict) else (lambda k, _o=o: getattr(_o, k, 0))
         trees, fb = int(get("aggregation_trees") or 0), int(get("fallback_instances") or 0)
         if trees <= 0 and fb <= 0:
             continue
-        g = groups.setdefault((get("job"), get("group")), {"ops": [], "trees": 0, "fb": 0, "alg": ""})
+        g = groups.setdefault((get("job"), get("group")), {"ops": [], "trees": 0, "fb": 0, "alg": "",
+                                                           "big": None})
         name = get("name") or get("kind")
         if name not in g["ops"]:
             g["ops"].append(name)
         g["trees"] = max(g["trees"], trees)
         g["fb"] = max(g["fb"], fb)
         g["alg"] = g["alg"] or (get("fallback_algorithm") or "")
+        size = float(get("bytes") or 0)
+        if g["big"] is None or size > g["big"][0]:
+            g["big"] = (size, get("in_network") or {}, float(get("time_p99_s") or 0.0))
     out = []
     for (job, group), g in groups.items():
         text = f"{job}, group {group} ({'; '.join(g['ops'])}): "
         text += (f"reduced in the switches on {g['trees']:,} aggregation tree(s)" if g["trees"] else
                  "no aggregation tree found")
-        if g["fb"]:
+        size, story, p99 = g["big"]
+        said = _story_words(story, size, p99) if story else ""
+        if said:
+            text += "; " + said
+        elif g["fb"]:
             text += f"; {g['fb']:,} instance(s) without a tree ran the {g['alg']} algorithm over the network"
         out.append(text)
     return out

@@ -26,6 +26,9 @@ leaves to its spine (:mod:`fabric.evaluate.innetwork`), a *pinned* class whose b
 
 PXN (``design.pxn``, always on for rail-only fabrics): a flow between different rails first moves over NVLink to
 the source node's GPU on the destination rail, so it stays on that rail.
+
+A failed leaf whose servers keep live NICs elsewhere (a rail leaf): the flows of its dead NICs detour over NVLink
+through the server's live NICs (:mod:`fabric.evaluate.detour`).
 """
 
 from __future__ import annotations
@@ -37,10 +40,11 @@ import numpy as np
 from fabric.evaluate.ballsbins import sample_max_load
 from fabric.evaluate.bounds import fabric_cuts
 from fabric.evaluate.computed import computed_busiest_balls
+from fabric.evaluate.detour import dead_nics, detour_flows
 from fabric.topology.fabric import LINK_KINDS
 
-__all__ = ["NetworkModel", "LinkClass", "PhaseLoad", "PairUnits", "PathSample", "phase_load", "sample_phase_factor",
-           "PATH_SAMPLE_BUDGET"]
+__all__ = ["NetworkModel", "LinkClass", "PhaseLoad", "PairUnits", "PathSample", "phase_load", "port_loads",
+           "sample_phase_factor", "PATH_SAMPLE_BUDGET"]
 
 _LS = LINK_KINDS.index("leaf-spine")
 _SC = LINK_KINDS.index("spine-core")
@@ -88,6 +92,9 @@ class NetworkModel:
     tree_memo: dict = field(default_factory=dict, repr=False)
     #: failed leaves (index: node id - switch_base) whose NICs carry on through their other ports (dualtor.py)
     dead_leaf: np.ndarray | None = None
+    #: NICs (index from nic_base) whose every port is on a failed leaf: their GPUs detour over NVLink through the
+    #: server's live NICs (detour.py); None when there is none
+    dead_nic: np.ndarray | None = None
     _polar: dict | None = field(default=None, repr=False)
 
     def polar_shares(self) -> dict:
@@ -208,6 +215,7 @@ class NetworkModel:
             rail_based=fabric.family in ("rail_optimized", "rail_only"),
             force_pxn=fabric.family == "rail_only",
             cuts=fabric_cuts(fabric, pod if pod_bins.size else None), dead_leaf=dead_leaf,
+            dead_nic=dead_nics(fabric, dead_leaf),
         )
 
 
@@ -291,7 +299,8 @@ class PhaseLoad:
     flows_per_port: float = 1.0  # fewest concurrent flows (x QPs) of a NIC port that sends across leaves
     multipath: bool = False      # some flows leave their leaf (several paths: spraying can reorder them)
     #: busiest GPU's bytes (per op byte) forwarded over NVLink to the GPU on the destination's rail before they
-    #: enter the network (rail-only fabrics, PXN): an extra hop in series with the network (issue 28)
+    #: enter the network (rail-only fabrics, PXN): an extra hop in series with the network (issue 28); with dead
+    #: NICs (detour.py) also the busiest GPU's bytes received over NVLink from the NIC of another GPU
     forward_nvlink: float = 0.0
 
 
@@ -350,68 +359,18 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
     f = model.fabric
     if phase.all_pairs is not None:
         simple = (f.gpu_nics.shape[1] == 1 and f.nic_ports.shape[1] == 1 and not model.is_dragonfly
-                  and not ((pxn or model.force_pxn) and model.rail_based))
+                  and not ((pxn or model.force_pxn) and model.rail_based) and model.dead_nic is None)
         if simple:
             return _all_pairs_load(phase, model, qps)
         phase = phase.expand()
-    src, dst, per = phase.src_gpu, phase.dst_gpu, phase.bytes_per_byte
     nvlink_max = phase.nvlink_bytes_per_byte
-    k_nic = f.gpu_nics.shape[1]
-    if k_nic > 1:
-        src_nic = f.gpu_nics[src].ravel()
-        dst_nic = f.gpu_nics[dst].ravel()
-        per = np.repeat(per / k_nic, k_nic)
-    else:
-        src_nic, dst_nic = f.gpu_nics[src, 0], f.gpu_nics[dst, 0]
-    npn = f.design.nics_per_node
-    forward = 0.0
-    if (pxn or model.force_pxn) and model.rail_based and src_nic.size:
-        s_loc, d_loc = (src_nic - f.nic_base) % npn, (dst_nic - f.nic_base) % npn
-        cross = s_loc != d_loc
-        if cross.any():
-            # the bytes first cross NVLink to the source node's GPU on the destination rail: a hop of its own,
-            # paid before the network (store and forward, as the rail-only paper's model charges it)
-            moved = np.bincount(src[np.repeat(np.arange(src.size), k_nic)[cross]] if k_nic > 1 else src[cross],
-                                weights=per[cross])
-            forward = float(moved.max())
-            src_nic = np.where(cross, src_nic - s_loc + d_loc, src_nic)
-    ports = f.nic_ports.shape[1]
-    si, di = src_nic - f.nic_base, dst_nic - f.nic_base
-    port_cls = []
-    q_port = float(qps)
-    use = None
-    if ports > 1 and model.dead_leaf is not None and model.dead_leaf.any() and si.size:
-        from fabric.evaluate.dualtor import usable_ports
-
-        use = usable_ports(f, model.dead_leaf, si, di)          # a failed leaf: the ports up at both ends
-    n_use = np.full(si.size, ports) if use is None else use.sum(axis=1)
-    if ports > 1 and routing in ("ecmp", "computed") and not phase.injection_only:
-        # each flow leaves on one port (fabric.evaluate.ports): the NIC's ports are a group the flows are hashed
-        # (or, computed, placed) onto, and a port carries on average qps / ports of them, each bytes / qps
-        from fabric.evaluate.ports import port_classes
-
-        port_cls = port_classes(src_nic, per, float(qps), n_use, hashed=routing == "ecmp")
-        q_port = float(qps) / ports
-    if ports > 1:
-        w = np.full((si.size, ports), 1.0 / ports) if use is None else use / n_use[:, None]
-        per = (per[:, None] * w).ravel()
-        pidx = np.tile(np.arange(ports), si.size)
-        si, di = np.repeat(si, ports), np.repeat(di, ports)
-        if use is not None:
-            keep = per > 0
-            per, pidx, si, di = per[keep], pidx[keep], si[keep], di[keep]
-            hashed_ports = routing in ("ecmp", "computed")
-            q_port = np.repeat(float(qps) / n_use if hashed_ports else np.full(n_use.size, float(qps)), ports)[keep]
-    else:
-        pidx = np.zeros(si.size, np.int64)
-    src_leaf = f.nic_ports[si, pidx]
-    dst_leaf = f.nic_ports[di, pidx]
-    port_id_s = si * ports + pidx
-    port_id_d = di * ports + pidx
+    pf = _port_flows(phase, model, qps=qps, pxn=pxn, routing=routing)
+    per, q_port, port_cls, forward = pf.per, pf.q_port, pf.port_cls, pf.forward
+    src_leaf, dst_leaf, port_id_s = pf.src_leaf, pf.dst_leaf, pf.port_id_s
     nic_max = 0.0
     if per.size:
         nic_max = max(float(np.bincount(port_id_s, weights=per).max()),
-                      float(np.bincount(port_id_d, weights=per).max()))
+                      float(np.bincount(pf.port_id_d, weights=per).max()))
     if phase.injection_only:
         return PhaseLoad([], nic_max, nvlink_max, 2, phase.steps, forward_nvlink=forward)
     sb = f.switch_base
@@ -448,6 +407,100 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
                                               lambda k: model.background_of("pod core downlinks", k))
     return PhaseLoad(classes, nic_max, nvlink_max, hops, phase.steps, joint, flows_per_port, bool(cross.any()),
                      forward_nvlink=forward)
+
+
+@dataclass
+class _PortFlows:
+    """A phase's flows on NIC ports: per flow (after splitting over NICs and ports) its bytes per op byte, its
+    queue pairs per port, its ports (NIC index x ports + port) and their leaves; the NICs' port classes (several
+    ports hashed or placed) and the PXN forwarding hop."""
+
+    per: np.ndarray
+    q_port: object
+    port_id_s: np.ndarray
+    port_id_d: np.ndarray
+    src_leaf: np.ndarray
+    dst_leaf: np.ndarray
+    port_cls: list
+    forward: float
+
+
+def _port_flows(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str) -> _PortFlows:
+    """Map an explicit phase's GPU flows onto NIC ports and leaves (what :func:`phase_load` and
+    :func:`port_loads` share)."""
+    f = model.fabric
+    src, dst, per = phase.src_gpu, phase.dst_gpu, phase.bytes_per_byte
+    k_nic = f.gpu_nics.shape[1]
+    if k_nic > 1:
+        src_nic = f.gpu_nics[src].ravel()
+        dst_nic = f.gpu_nics[dst].ravel()
+        per = np.repeat(per / k_nic, k_nic)
+    else:
+        src_nic, dst_nic = f.gpu_nics[src, 0], f.gpu_nics[dst, 0]
+    npn = f.design.nics_per_node
+    forward = 0.0
+    if (pxn or model.force_pxn) and model.rail_based and src_nic.size:
+        s_loc, d_loc = (src_nic - f.nic_base) % npn, (dst_nic - f.nic_base) % npn
+        cross = s_loc != d_loc
+        if cross.any():
+            # the bytes first cross NVLink to the source node's GPU on the destination rail: a hop of its own,
+            # paid before the network (store and forward, as the rail-only paper's model charges it)
+            moved = np.bincount(src[np.repeat(np.arange(src.size), k_nic)[cross]] if k_nic > 1 else src[cross],
+                                weights=per[cross])
+            forward = float(moved.max())
+            src_nic = np.where(cross, src_nic - s_loc + d_loc, src_nic)
+    if model.dead_nic is not None and src_nic.size:
+        # a NIC whose every port lost its leaf: the flows it carried go through the server's other NICs (detour.py)
+        sg, dg = (np.repeat(src, k_nic), np.repeat(dst, k_nic)) if k_nic > 1 else (src, dst)
+        sg, dg, src_nic, dst_nic, per, fwd = detour_flows(
+            f, model.dead_nic, sg, dg, src_nic, dst_nic, per,
+            same_rail=bool((pxn or model.force_pxn) and model.rail_based))
+        if fwd is not None:
+            forward = fwd
+    ports = f.nic_ports.shape[1]
+    si, di = src_nic - f.nic_base, dst_nic - f.nic_base
+    port_cls = []
+    q_port = float(qps)
+    use = None
+    if ports > 1 and model.dead_leaf is not None and model.dead_leaf.any() and si.size:
+        from fabric.evaluate.dualtor import usable_ports
+
+        use = usable_ports(f, model.dead_leaf, si, di)          # a failed leaf: the ports up at both ends
+    n_use = np.full(si.size, ports) if use is None else use.sum(axis=1)
+    if ports > 1 and routing in ("ecmp", "computed") and not phase.injection_only:
+        # each flow leaves on one port (fabric.evaluate.ports): the NIC's ports are a group the flows are hashed
+        # (or, computed, placed) onto, and a port carries on average qps / ports of them, each bytes / qps
+        from fabric.evaluate.ports import port_classes
+
+        port_cls = port_classes(src_nic, per, float(qps), n_use, hashed=routing == "ecmp")
+        q_port = float(qps) / ports
+    if ports > 1:
+        w = np.full((si.size, ports), 1.0 / ports) if use is None else use / n_use[:, None]
+        per = (per[:, None] * w).ravel()
+        pidx = np.tile(np.arange(ports), si.size)
+        si, di = np.repeat(si, ports), np.repeat(di, ports)
+        if use is not None:
+            keep = per > 0
+            per, pidx, si, di = per[keep], pidx[keep], si[keep], di[keep]
+            hashed_ports = routing in ("ecmp", "computed")
+            q_port = np.repeat(float(qps) / n_use if hashed_ports else np.full(n_use.size, float(qps)), ports)[keep]
+    else:
+        pidx = np.zeros(si.size, np.int64)
+    return _PortFlows(per, q_port, si * ports + pidx, di * ports + pidx, f.nic_ports[si, pidx],
+                      f.nic_ports[di, pidx], port_cls, forward)
+
+
+def port_loads(phase, model: NetworkModel, *, pxn: bool, routing: str = "ecmp") -> tuple[np.ndarray, np.ndarray]:
+    """Bytes per op byte each NIC port sends and receives in ``phase`` (arrays over NIC index x ports + port):
+    what :func:`phase_load` reduces to its busiest port (``nic_max``), kept per port so that two parts of one op
+    on the same ports can be added (:mod:`fabric.evaluate.innetwork`)."""
+    f = model.fabric
+    size = f.n_nics * f.nic_ports.shape[1]
+    if phase.all_pairs is not None:
+        phase = phase.expand()
+    pf = _port_flows(phase, model, qps=1, pxn=pxn, routing=routing)
+    return (np.bincount(pf.port_id_s, weights=pf.per, minlength=size),
+            np.bincount(pf.port_id_d, weights=pf.per, minlength=size))
 
 
 #: Leaf groups whose flows share spines in tangled ways are drawn path by path while balls x samples stays under
@@ -861,7 +914,7 @@ def sample_phase_factor(load: PhaseLoad, model: NetworkModel, routing: str, eff:
         t = t * reorder_factor(reorder_slowdown, rho, links, load.flows_per_port, per_link, reorder_floor)
     t = np.maximum(t, nv_t)
     if load.forward_nvlink > 0 and nv_bytes_per_s > 0:
-        t = t + load.forward_nvlink / nv_bytes_per_s        # the NVLink hop before the network (rail-only, PXN)
+        t = t + load.forward_nvlink / nv_bytes_per_s        # the NVLink hops around the network (PXN, detour)
     return t, per_class
 
 

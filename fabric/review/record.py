@@ -113,7 +113,7 @@ class DesignRecord:
         under a single failure combined like the record's p99 (``p99_failure_s``, the search's figure):
         ``{"primary": <resilience of the first case>, "cases": {case: resilience}, "p99_failure_s",
         "survives_single_failure", "gpus_lost_on_worst_switch_failure"}``."""
-        from fabric.resilience import resilience
+        from fabric.resilience import failure_p99, resilience
         from fabric.search.records import INFEASIBLE_P99
 
         ctx = self.context
@@ -123,10 +123,9 @@ class DesignRecord:
                                      samples=ctx.samples, transport_overrides=ctx.transport_overrides,
                                      scenario=c.scenario, healthy_p99_s=float(c.evaluation.step_time_s["p99"]))
         worst = {}
-        for name, r in per.items():
-            vals = [x for x in (r["worst_switch_failure_p99_s"], r["worst_link_failure_p99_s"]) if x is not None]
-            worst[name] = (INFEASIBLE_P99 if not r["survives_single_failure"]
-                           else max(vals + [float(r["healthy_p99_s"])]))
+        for name, r in per.items():      # the search's figure (fabric.resilience.failure_p99)
+            p = failure_p99(r)
+            worst[name] = INFEASIBLE_P99 if p is None else p
         if self.robust:
             from fabric.search.robust import robust_failure_p99
 
@@ -167,6 +166,18 @@ class DesignRecord:
         if key not in memo:
             memo[key] = _what_if(self, scenario)
         return memo[key]
+
+    def scaling(self) -> list[dict]:
+        """Weak scaling of the first case (:func:`fabric.evaluate.scaling_efficiency`: the job and the fabric grown
+        2x and 4x) with the context's seed, samples, catalog and calibration; kept with the record."""
+        if "_scaling" not in self.__dict__:
+            from fabric.evaluate import scaling_efficiency
+
+            ctx, c = self.context, self.primary
+            self.__dict__["_scaling"] = scaling_efficiency(
+                self.design, c.workload, seed=ctx.seed, samples=ctx.samples, catalog=ctx.catalog,
+                scenario=c.scenario, transport_overrides=ctx.transport_overrides)
+        return self.__dict__["_scaling"]
 
     # ------------------------------------------------------------------ output
 
@@ -214,14 +225,20 @@ def design_record(design, context, *, row: dict | None = None) -> DesignRecord:
     from fabric.search.records import evaluate_record
 
     ctx = context
-    if row is None:
+    c = ctx.constraints
+    first = None
+    if row is None and ctx.kind == "single":     # one evaluation serves the row and the case (the same call)
+        (name, wl, sc, _), = ctx.cases()
+        first = _evaluate_case(design, ctx, wl, sc)
+        row = evaluate_record(design, wl, sc, ctx.seed, ctx.samples, ctx.catalog, c,
+                              transport_overrides=ctx.transport_overrides, evaluation=first)
+    elif row is None:
         row = evaluate_record(design, ctx.search_objective(), ctx.search_scenario(), ctx.seed, ctx.samples,
-                              ctx.catalog, ctx.constraints, transport_overrides=ctx.transport_overrides)
+                              ctx.catalog, c, transport_overrides=ctx.transport_overrides)
     if not row.get("buildable", True):
         raise FabricError(row.get("error") or "the design cannot be built")
-    c = ctx.constraints
     racks = rack_report(design, catalog=ctx.catalog, rack_limit_w=c.rack_power_w, pue=c.pue)
-    cases = tuple(_case(design, ctx, racks, name, wl, sc, w, plan)
+    cases = tuple(_case(design, ctx, racks, name, wl, sc, w, plan, first)
                   for name, wl, sc, w, plan in _cases_of(design, ctx, row))
     return DesignRecord(design, ctx, row, cases, racks)
 
@@ -245,12 +262,18 @@ def _cases_of(design, ctx, row: dict) -> list[tuple]:
                       "records (its plan genes), not as a design alone")
 
 
-def _case(design, ctx, racks, name, workload, scenario, weight, plan) -> CaseResult:
+def _evaluate_case(design, ctx, workload, scenario):
+    """One case's evaluation (with the serving jobs' latency-versus-load curve, which changes no other figure)."""
     from fabric.evaluate import evaluate
+
+    return evaluate(design, workload, scenario, seed=ctx.seed, samples=ctx.samples, catalog=ctx.catalog,
+                    transport_overrides=ctx.transport_overrides, serving_curve=True)
+
+
+def _case(design, ctx, racks, name, workload, scenario, weight, plan, evaluation=None) -> CaseResult:
     from fabric.figures import design_figures
 
-    ev = evaluate(design, workload, scenario, seed=ctx.seed, samples=ctx.samples, catalog=ctx.catalog,
-                  transport_overrides=ctx.transport_overrides, serving_curve=True)
+    ev = evaluation if evaluation is not None else _evaluate_case(design, ctx, workload, scenario)
     figs = design_figures(ev, design, catalog=ctx.catalog, economics_params=ctx.constraints.economics(),
                           racks=racks)
     return CaseResult(name, getattr(workload, "name", name), workload, scenario, float(weight), ev, figs, plan)

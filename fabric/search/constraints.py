@@ -80,6 +80,18 @@ class Constraints:
     survive_single_failure: bool = True
     #: the p99 step under the worst single switch or link failure may not exceed this (seconds; None: no limit)
     max_p99_under_failure_s: float | None = None
+    #: blast radius (issue 34): the most GPUs the worst single switch failure may take out of the job
+    #: (``gpus_lost_on_worst_switch_failure``: whole servers left without a network path); a whole number >= 1 is a
+    #: count of GPUs, a number in [0, 1) a share of the cluster (0.125: an eighth); None: no limit (the default:
+    #: the front and the recommendation show the figure; docs/constraints.md says why no default share)
+    max_gpus_lost_on_single_failure: float | None = None
+    #: the p99 step under the worst single failure may be at most this much slower than the healthy p99 (a share:
+    #: 0.25 = +25 %); None: no limit (the default, shown on the front and the recommendation)
+    max_p99_slowdown_under_failure: float | None = None
+    #: evaluate the p99 under the worst single failure for every design the search looks at, not only for the front
+    #: and the baselines after the search (about 2-4x the cost of an evaluation: docs/constraints.md); on by itself
+    #: when a failure limit or the failure objective needs it
+    failure_p99_for_every_design: bool = False
     #: the p99 the search minimizes: "healthy", or "worst_single_failure" (fabric.resilience)
     p99_objective: str = "healthy"
     cost_objective: str = "network_capex"
@@ -180,6 +192,17 @@ class Constraints:
         v = self.max_p99_under_failure_s
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0):
             bad("max_p99_under_failure_s", f"must be a positive number of seconds, got {v!r}")
+        v = self.max_gpus_lost_on_single_failure
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0
+                              or (v >= 1 and v != int(v))):
+            bad("max_gpus_lost_on_single_failure", f"give a whole number of GPUs (e.g. 64) or a share of the cluster "
+                                                   f"in [0, 1) (e.g. 0.125), got {v!r}")
+        v = self.max_p99_slowdown_under_failure
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0):
+            bad("max_p99_slowdown_under_failure", f"give the largest slowdown allowed as a share (0.25 = +25 %), got "
+                                                  f"{v!r}")
+        if not isinstance(self.failure_p99_for_every_design, bool):
+            bad("failure_p99_for_every_design", f"expected true or false, got {self.failure_p99_for_every_design!r}")
         v = self.inference_slo_attainment
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1):
             bad("inference_slo_attainment", f"must be a share of requests in (0, 1], e.g. 0.99, got {v!r}")
@@ -212,8 +235,18 @@ class Constraints:
 
     @property
     def needs_failure_p99(self) -> bool:
-        """True when a search under these constraints must evaluate the p99 under the worst single failure."""
-        return self.max_p99_under_failure_s is not None or self.p99_objective == "worst_single_failure"
+        """True when a search under these constraints must evaluate the p99 under the worst single failure for
+        every design (without it the search evaluates it for the front and the baselines only, after the search)."""
+        return (self.max_p99_under_failure_s is not None or self.max_p99_slowdown_under_failure is not None
+                or self.p99_objective == "worst_single_failure" or self.failure_p99_for_every_design)
+
+    def gpus_lost_limit(self, gpus: int | None = None) -> float | None:
+        """``max_gpus_lost_on_single_failure`` as a count of GPUs of a ``gpus``-GPU cluster (default: these
+        constraints' ``gpus``): a share in [0, 1) times the cluster; None without the limit."""
+        v = self.max_gpus_lost_on_single_failure
+        if v is None:
+            return None
+        return float(v) if v >= 1 else float(v) * (self.gpus if gpus is None else gpus)
 
     def economics(self):
         """The :class:`fabric.economics.EconomicsParams` these constraints value GPU time with."""

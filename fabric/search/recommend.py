@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Recommendation", "recommend", "violation_text", "seconds_text"]
+__all__ = ["Recommendation", "recommend", "violation_text", "seconds_text", "blast_radius_text"]
 
 _LIMIT_WORDS = {
     "budget": "over the budget", "power": "over the power limit", "cables": "over the cable count limit",
     "radix": "above the radix limit", "p99_target": "p99 above the target",
     "p99_failure": "p99 under the worst single failure above its limit",
+    "p99_failure_slowdown": "p99 under the worst single failure slower than the healthy p99 allows",
     "inference_ttft": "serving p99 time to first token above its limit",
     "inference_tpot": "serving p99 time per output token above its limit",
     "inference_slo": "serving SLO attainment below its target",
@@ -37,9 +38,47 @@ def violation_text(rec: dict) -> str:
     if (rec.get("violations") or {}).get("partition", 0) > 0:
         parts.append("it does not survive a single switch or cable failure")
     for name, v in (rec.get("violations") or {}).items():
-        if name in _LIMIT_WORDS and v > 0:
+        if name == "gpus_lost" and v > 0:
+            gpus = int(rec.get("gpus") or 0)
+            lost = int(rec.get("gpus_lost_on_worst_switch_failure", 0))
+            over = int(round(v * gpus))
+            parts.append(f"the worst single switch failure takes {lost:,} of {gpus:,} GPUs out of the job, "
+                         f"{over:,} over the limit")
+        elif name == "p99_failure_slowdown" and v > 0 and "p99_failure_slowdown" in rec:
+            parts.append(f"the worst single failure slows the p99 by {rec['p99_failure_slowdown']:+.1%}, "
+                         f"{v:.1%} above what the limit allows")
+        elif name in _LIMIT_WORDS and v > 0:
             parts.append(f"{_LIMIT_WORDS[name]} by {v:.1%}")
     return "; ".join(parts)
+
+
+def blast_radius_text(rec: dict) -> str:
+    """A design's blast radius in one sentence (issue 34): the GPUs the worst single switch failure takes out of the
+    job, the GPUs that ride a failure out through another GPU's NIC, and the p99 under the worst single failure
+    with its slowdown when it was evaluated. ``""`` for a record that cannot be built or has no such figures."""
+    if not rec.get("buildable", True) or "gpus_lost_on_worst_switch_failure" not in rec:
+        return ""
+    gpus = int(rec.get("gpus") or 0)
+    lost = int(rec["gpus_lost_on_worst_switch_failure"])
+    of = f" of {gpus:,}" if gpus else ""
+    parts = [f"the worst single switch failure takes {lost:,}{of} GPUs out of the job" if lost else
+             "no single switch failure takes a GPU out of the job"]
+    det = int(rec.get("gpus_detoured_on_single_failure") or 0)
+    if det:
+        parts.append(f"one takes {det:,} GPUs' own NICs away, which carry on through their servers' other NICs "
+                     f"over NVLink")
+    p = rec.get("p99_failure_s")
+    if p is not None:
+        from fabric.search.records import INFEASIBLE_P99
+
+        if p >= INFEASIBLE_P99:
+            parts.append("it does not survive every single failure")
+        else:
+            slow = rec.get("p99_failure_slowdown", p / rec["p99_s"] - 1.0 if rec.get("p99_s") else 0.0)
+            which = f" ({rec['worst_failure']})" if rec.get("worst_failure") else ""
+            parts.append(f"p99 under the worst single failure{which} {seconds_text(p)} ({slow:+.1%})")
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:] + "."
 
 
 @dataclass(frozen=True)

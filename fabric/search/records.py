@@ -16,8 +16,7 @@ from fabric.errors import FabricError
 from fabric.limits import current_limits
 
 __all__ = ["evaluate_record", "design_key", "workload_key", "EvaluationCache", "violations", "serving_fields",
-           "INFEASIBLE_COST",
-           "INFEASIBLE_P99"]
+           "failure_fields", "set_failure_slowdown", "BLAST_COLUMNS", "INFEASIBLE_COST", "INFEASIBLE_P99"]
 
 #: Objective values given to designs that cannot be built (dominated by everything buildable).
 INFEASIBLE_COST = 1e15
@@ -25,6 +24,12 @@ INFEASIBLE_P99 = 1e9
 _CATEGORIES = ("switch", "nic", "transceiver", "cable")
 #: Rack and facility power fields of a record (W; fabric.rackpower).
 _RACK_FIELDS = ("max_rack_power_w", "it_power_w", "facility_power_w")
+#: The blast radius of a record (issue 34): GPUs out of the job after the worst single switch failure, GPUs that
+#: ride a failure out through another GPU's NIC (NVLink detour), and, where evaluated (the front and the baselines
+#: after every search; every record when ``Constraints.needs_failure_p99``), the p99 under the worst single
+#: failure, its slowdown over the healthy p99 and the failure that sets it.
+BLAST_COLUMNS = ("gpus_lost_on_worst_switch_failure", "gpus_detoured_on_single_failure", "p99_failure_s",
+                 "p99_failure_slowdown", "worst_failure")
 
 
 def design_key(design) -> str:
@@ -73,6 +78,14 @@ def violations(rec: dict, constraints) -> dict:
         v["partition"] = 0.0 if survives else 1.0
     if c.max_p99_under_failure_s is not None:
         v["p99_failure"] = rec.get("p99_failure_s", INFEASIBLE_P99) / c.max_p99_under_failure_s - 1.0
+    limit = c.gpus_lost_limit(int(rec.get("gpus") or c.gpus)) if hasattr(c, "gpus_lost_limit") else None
+    if limit is not None:
+        # GPUs over the limit as a share of the cluster (> 0 violated; the text says how many: violation_text)
+        gpus = max(1, int(rec.get("gpus") or c.gpus))
+        v["gpus_lost"] = (float(rec.get("gpus_lost_on_worst_switch_failure", gpus)) - limit) / gpus
+    if getattr(c, "max_p99_slowdown_under_failure", None) is not None:
+        allowed = rec["p99_s"] * (1.0 + c.max_p99_slowdown_under_failure)
+        v["p99_failure_slowdown"] = rec.get("p99_failure_s", INFEASIBLE_P99) / max(allowed, 1e-300) - 1.0
     if c.inference_ttft_p99_s is not None:
         v["inference_ttft"] = rec.get("serving_ttft_p99_s", INFEASIBLE_P99) / c.inference_ttft_p99_s - 1.0
     if c.inference_tpot_p99_s is not None:
@@ -163,14 +176,11 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
         rec.update({"survives_single_failure": bool(sf["survives_single_failure"]),
                     "partitions_on_single_failure": bool(sf["partitions_on_single_failure"]),
                     "gpus_lost_on_worst_switch_failure": int(sf["gpus_lost_on_worst_switch_failure"]),
+                    "gpus_detoured_on_single_failure": int(sf.get("gpus_detoured_on_single_failure", 0)),
                     "min_uplink_switches": sf["min_uplink_switches"]})
         if constraints.needs_failure_p99:
-            r = resilience(design, workload, catalog=catalog, seed=seed, samples=samples,
-                           transport_overrides=transport_overrides, scenario=scenario,
-                           healthy_p99_s=float(ev.step_time_s["p99"]))
-            worst = [x for x in (r["worst_switch_failure_p99_s"], r["worst_link_failure_p99_s"]) if x is not None]
-            rec["p99_failure_s"] = (INFEASIBLE_P99 if not r["survives_single_failure"] else
-                                    max(worst + [float(ev.step_time_s["p99"])]))
+            rec.update(failure_fields(design, workload, scenario, seed, samples, catalog, transport_overrides,
+                                      float(st["p99"])))
         from fabric.rackpower import rack_report
 
         limit = getattr(constraints, "rack_power_w", None)
@@ -191,6 +201,29 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
     rec["objective_cost"] = objective_cost(rec, constraints)
     rec["objective_p99"] = objective_p99(rec, constraints)
     return rec
+
+
+def failure_fields(design, workload, scenario, seed: int, samples: int, catalog, transport_overrides,
+                   healthy_p99_s: float) -> dict:
+    """The record's figures under the worst single failure (:func:`fabric.resilience.resilience`, whose failures
+    are evaluated with the same seed and samples): ``p99_failure_s`` (INFEASIBLE_P99 when the design does not
+    survive a single failure), ``p99_failure_slowdown`` (over ``healthy_p99_s``) and ``worst_failure`` (the failed
+    switch or cable that sets it; "" when none slows the step)."""
+    from fabric.resilience import failure_p99, resilience, worst_failure
+
+    r = resilience(design, workload, catalog=catalog, seed=seed, samples=samples,
+                   transport_overrides=transport_overrides, scenario=scenario, healthy_p99_s=healthy_p99_s)
+    p = failure_p99(r, healthy_p99_s)
+    out = {"p99_failure_s": INFEASIBLE_P99 if p is None else p, "worst_failure": worst_failure(r) or ""}
+    out["p99_failure_slowdown"] = out["p99_failure_s"] / healthy_p99_s - 1.0 if healthy_p99_s > 0 else 0.0
+    return out
+
+
+def set_failure_slowdown(rec: dict) -> None:
+    """``p99_failure_slowdown`` of ``rec`` from its ``p99_failure_s`` and ``p99_s`` (a robust record combines both
+    first); nothing when the record has no failure p99."""
+    if "p99_failure_s" in rec and rec.get("p99_s"):
+        rec["p99_failure_slowdown"] = float(rec["p99_failure_s"]) / float(rec["p99_s"]) - 1.0
 
 
 def _reused(reuse: dict | None, key, compute):

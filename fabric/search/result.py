@@ -13,13 +13,17 @@ from fabric.design.policy import RECORD_HARDWARE_COLUMNS, RECORD_POLICY_COLUMNS,
     same_record_hardware
 from fabric.tradeoff import same_p99, speedup_text
 
-__all__ = ["SearchResult", "pareto_mask", "hypervolume", "POLICY_COLUMNS", "HARDWARE_COLUMNS", "free_upgrades",
+__all__ = ["SearchResult", "pareto_mask", "hypervolume", "POLICY_COLUMNS", "HARDWARE_COLUMNS", "free_upgrades", "csv_frame",
            "policy_text_of_record"]
 
 KEY_COLUMNS = ["design", "family", "switch_model", "nic_model", "nics_per_gpu", "oversub_leaf", "oversub_spine",
                "planes", "routing", "qps_per_connection", "transport", "placement", "pxn", "storage_isolation",
                "in_network_reduction", "uplink_leaf_gbps", "uplink_spine_gbps"]
 OBJECTIVE_COLUMNS = ["cost_usd", "p99_s", "power_w", "p50_s", "p95_s", "mean_s", "lower_bound_s"]
+#: The blast radius, right after the objectives (fabric.search.records.BLAST_COLUMNS; the failure p99 columns are
+#: on the front and the baselines after every search, on every record when the constraints need them)
+BLAST_COLUMNS = ["gpus_lost_on_worst_switch_failure", "gpus_detoured_on_single_failure", "p99_failure_s",
+                 "p99_failure_slowdown", "worst_failure"]
 BREAKDOWN_COLUMNS = ["switch_usd", "nic_usd", "transceiver_usd", "cable_usd", "cable_count", "radix", "tiers"]
 #: Gene columns that are free policy (routing, queue pairs, placement rule, PXN) and hardware, from the one
 #: definition in fabric.design.policy
@@ -293,7 +297,15 @@ class SearchResult:
                 lines.append(f"for the cost of '{name}' (${c['baseline_cost_usd']:,.0f}), "
                              f"'{c['at_cost_design']}' has "
                              f"{speedup_text(c['baseline_p99_s'], c['at_cost_p99_s'])}.")
-        return lines + self.serving_lines() + self.free_upgrade_lines()
+        return lines + self.serving_lines() + self.free_upgrade_lines() + self.blast_radius_lines()
+
+    def blast_radius_lines(self) -> list[str]:
+        """The recommended design's blast radius (fabric.search.recommend.blast_radius_text), one sentence."""
+        from fabric.search.recommend import blast_radius_text, recommend
+
+        rec = recommend(self.front, self.baselines, p99_target_s=(self.constraints or {}).get("p99_target_s")).record
+        text = blast_radius_text(rec) if rec is not None else ""
+        return [f"the recommended design, '{rec['design']}': {text[0].lower()}{text[1:]}"] if text else []
 
     def serving_lines(self) -> list[str]:
         """The serving jobs' request latency across the front (records with serving columns only)."""
@@ -311,14 +323,15 @@ class SearchResult:
                 f"{seconds_text(span['serving_tpot_p99_s'][1])}; the cheapest front design, '{cheap['design']}', "
                 f"serves {cheap.get('serving_slo_attainment', 1.0):.1%} of requests within their budgets."]
 
-    def write(self, out_dir: str | Path) -> Path:
-        """Write evaluations.csv, pareto.csv, baselines.csv and summary.json into ``out_dir``."""
+    def write(self, out_dir: str | Path, *, extra: dict | None = None) -> Path:
+        """Write evaluations.csv, pareto.csv, baselines.csv and summary.json into ``out_dir`` (``extra``: more
+        fields of summary.json, e.g. the context and the recommendation's record)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        self.frame().to_csv(out / "evaluations.csv", index=False)
-        self.front_frame().to_csv(out / "pareto.csv", index=False)
-        self.baseline_frame().to_csv(out / "baselines.csv", index=False)
-        (out / "summary.json").write_text(json.dumps(self.summary(), indent=2, default=float))
+        csv_frame(self.frame()).to_csv(out / "evaluations.csv", index=False)
+        csv_frame(self.front_frame()).to_csv(out / "pareto.csv", index=False)
+        csv_frame(self.baseline_frame()).to_csv(out / "baselines.csv", index=False)
+        (out / "summary.json").write_text(json.dumps({**self.summary(), **(extra or {})}, indent=2, default=float))
         return out
 
 
@@ -334,13 +347,32 @@ def policy_text_of_record(rec: dict) -> str:
     return " ".join(parts)
 
 
+def csv_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """A records frame as written to CSV: a robust search's p99 column named ``robust_p99_s`` and each case's
+    figures (``p99_by_case``, ``p50_by_case``, ...) spread into columns ``p99_s|<case>``, so no column of a robust
+    file reads as a plain p99 or p50."""
+    if "p99_by_case" not in df.columns:
+        return df
+    out = df.rename(columns={"p99_s": "robust_p99_s"})
+    for col in [c for c in df.columns if c.endswith("_by_case") and c != "serving_by_case"]:
+        base = col.removesuffix("_by_case")
+        key = base if base == "gpu_idle_fraction_network" else f"{base}_s"
+        cases = sorted({k for v in df[col] if isinstance(v, dict) for k in v})
+        at = list(out.columns).index(col)
+        out = out.drop(columns=[col])
+        for i, case in enumerate(cases):
+            out.insert(at + i, f"{key}|{case}", [v.get(case) if isinstance(v, dict) else None for v in df[col]])
+    return out
+
+
 def _frame(records: list) -> pd.DataFrame:
-    cols = KEY_COLUMNS + OBJECTIVE_COLUMNS + BREAKDOWN_COLUMNS + ["feasible", "buildable", "error", "repairs"]
+    cols = KEY_COLUMNS + OBJECTIVE_COLUMNS + BLAST_COLUMNS + BREAKDOWN_COLUMNS + ["feasible", "buildable", "error",
+                                                                               "repairs"]
     if not records:
         return pd.DataFrame(columns=cols + ["violations"])
     df = pd.DataFrame(records)
     df["violations"] = df["violations"].apply(lambda v: json.dumps(v, sort_keys=True))
-    for c in ("min_uplink_switches", "gpus_lost_on_worst_switch_failure"):     # blank: no uplinks (one tier)
+    for c in ("min_uplink_switches", "gpus_lost_on_worst_switch_failure", "gpus_detoured_on_single_failure"):
         if c in df.columns:
             df[c] = df[c].astype("Int64")
     rest = [c for c in df.columns if c not in cols and c not in ("genome", "key")]

@@ -169,6 +169,9 @@ def evaluate_robust_record(design, obj: RobustObjective, scenario, seed: int, sa
     out["usd_per_step"] = float(recs[0][2]["usd_per_step"]) * out["p99_s"] / recs[0][2]["p99_s"]
     if "p99_failure_s" in out:   # under failure too: the worst case's slowdown (the same references)
         out["p99_failure_s"] = robust_failure_p99(obj, {name: r["p99_failure_s"] for name, _, r in recs})
+        from fabric.search.records import set_failure_slowdown
+
+        set_failure_slowdown(out)
     v = violations(out, constraints)
     out["violations"] = v
     out["feasible"] = all(x <= 0 for x in v.values())

@@ -51,7 +51,8 @@ __all__ = ["SearchProgress", "run_search", "exhaustive_search", "random_search",
 #: Records shared by every search in this process (the dashboard benefits across reruns).
 GLOBAL_CACHE = EvaluationCache()
 _CONSTRAINT_ORDER = ("buildable", "budget", "power", "cables", "radix", "p99_target", "partition", "p99_failure",
-                     "inference_ttft", "inference_tpot", "inference_slo", "rack_power", "facility_power")
+                     "inference_ttft", "inference_tpot", "inference_slo", "rack_power", "facility_power", "gpus_lost",
+                     "p99_failure_slowdown")
 
 
 @dataclass(frozen=True)
@@ -310,6 +311,18 @@ def _infeasible_reason(records: list[dict], constraints: Constraints) -> str:
         if best > c.max_p99_under_failure_s:
             parts.append(f"the best p99 under the worst single failure is {best * 1e3:,.1f} ms, above the limit "
                          f"{c.max_p99_under_failure_s * 1e3:,.1f} ms")
+    limit = c.gpus_lost_limit()
+    if limit is not None:
+        low = min(r.get("gpus_lost_on_worst_switch_failure", c.gpus) for r in built)
+        if low > limit:
+            parts.append(f"every buildable design loses {low:,} GPUs or more to its worst single switch failure, above "
+                         f"the limit of {limit:,.0f} (a top-of-rack leaf takes its servers out: allow rail-optimized "
+                         f"or multi-plane designs, or smaller leaves)")
+    if c.max_p99_slowdown_under_failure is not None:
+        best = min(r.get("p99_failure_s", float("inf")) / r["p99_s"] - 1.0 for r in built)
+        if best > c.max_p99_slowdown_under_failure:
+            parts.append(f"the least slowdown under the worst single failure is {best:+.1%}, above the limit "
+                         f"+{c.max_p99_slowdown_under_failure:.1%}")
     for key, col, what in (("inference_ttft_p99_s", "serving_ttft_p99_s", "p99 time to first token"),
                            ("inference_tpot_p99_s", "serving_tpot_p99_s", "p99 time per output token")):
         limit = getattr(c, key)
@@ -497,7 +510,7 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
                                                 "neighbourhood_check": True}]
     finally:
         runner.close()
-    return _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0,
+    return _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0, bases,
                    converged=converged, rule=convergence.words, neighbourhood=check)
 
 
@@ -525,11 +538,13 @@ def _check_recommendation(session, base_recs, n_obj, constraints, *, front_evalu
                                 after_round=lambda: _evaluate_plain_variants(session, n_obj))
 
 
-def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0, *,
+def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0, bases=(), *,
             converged: bool = False, rule: str = "", neighbourhood=None):
     records = list(session.records.values())
     front = _feasible_front(records, n_obj, session.outside)
     records, front = _annotated(session, records, front)
+    if stopped != "cancelled":
+        records, front, base_recs = _with_failure_figures(session, records, front, base_recs, bases)
     objectives = n_obj if isinstance(n_obj, tuple) else ("cost_usd", "p99_s", "power_w")[:n_obj]
     res = SearchResult(
         records=records, baselines=base_recs, front=front, hv_history=hv_history,
@@ -542,6 +557,42 @@ def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj
     if not front:
         res.infeasible_reason = _infeasible_reason(records + base_recs, constraints)
     return res
+
+
+def _with_failure_figures(session, records, front, base_recs, bases=()):
+    """``records``, ``front`` and ``base_recs`` with the blast radius under the worst single failure
+    (:data:`fabric.search.records.BLAST_COLUMNS`: the p99, its slowdown and the failure that sets it) on the front
+    designs and the baselines, on copies, when the search did not evaluate it for every design
+    (``Constraints.needs_failure_p99``). Each is the design's record made again with the failure figures through the
+    search's own objective (a robust or plan objective combines them as it combines the p99), in this process:
+    a front of ten designs costs about ten evaluations and their failures (docs/constraints.md)."""
+    from dataclasses import replace
+
+    from fabric.search.records import evaluate_record
+
+    todo = [r for r in front + base_recs if r.get("buildable") and "p99_failure_s" not in r]
+    if not todo:
+        return records, front, base_recs
+    every = replace(session.constraints, failure_p99_for_every_design=True)
+    by_key = {design_key(d): d for d in bases}
+    done: dict = {}
+    for r in todo:
+        key = r.get("key")
+        if key in done:
+            continue
+        design = by_key.get(key)
+        if design is None and r.get("genome") is not None:
+            design, _ = session.space.decode(np.asarray(r["genome"], dtype=np.int64))
+        if design is None:
+            continue
+        try:
+            full = evaluate_record(design, session.workload, session.scenario, session.seed, session.samples,
+                                   session.catalog, every, genome=r.get("genome"), transport_overrides=session.overrides)
+        except FabricError:
+            continue
+        done[key] = {k: full[k] for k in ("p99_failure_s", "p99_failure_slowdown", "worst_failure") if k in full}
+    upd = lambda rows: [dict(r, **done[r.get("key")]) if r.get("key") in done else r for r in rows]  # noqa: E731
+    return upd(records), upd(front), upd(base_recs)
 
 
 def _annotated(session, records, front):
@@ -592,7 +643,7 @@ def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runn
     front = _feasible_front(list(session.records.values()), n_obj, session.outside)
     hv_history = [{"generation": 0, "evaluations": session.evaluations, "hypervolume": hv(front),
                    "elapsed_s": time.perf_counter() - t0}]
-    return _result(session, base_recs, hv, hv_history, 0, "exhaustive", seed, n_obj, constraints, t0,
+    return _result(session, base_recs, hv, hv_history, 0, "exhaustive", seed, n_obj, constraints, t0, bases,
                    converged=True, rule="exhaustive: every design of the space evaluated")
 
 

@@ -12,9 +12,9 @@ import pandas as pd
 
 from fabric.units import time_text, time_unit
 from fabric.ui_support.report import Section, Svg, report_html
-from fabric.ui_support.svg_charts import Series, bars_svg, histogram_svg, scatter_svg
+from fabric.ui_support.svg_charts import BASELINE_MARKERS, Series, bars_svg, histogram_svg, scatter_svg
 
-__all__ = ["brief_charts", "brief_html", "CHART_TITLES"]
+__all__ = ["brief_charts", "brief_html", "record_html", "CHART_TITLES"]
 
 #: chart name -> (heading it follows in the brief, caption)
 CHART_TITLES = {
@@ -36,20 +36,19 @@ def brief_charts(b: dict) -> dict[str, Svg]:
     """The brief's charts (name -> SVG): ``front``, ``steps`` and ``what_if`` (when a scenario ran)."""
     step = "unloaded request" if b.get("serving_only") else "step"
     robust = bool(b.get("robust"))
-    ys = [r["p99_s"] for r in b["front"] + b["baseline_points"] + b["beyond_target"]]
+    ys = [r["p99_s"] for r in b.get("front", []) + b.get("baseline_points", []) + b.get("beyond_target", [])]
     scale, unit = time_unit(ys or [b["p99_s"]])
-    front = sorted(b["front"], key=lambda r: r["cost_usd"])
+    front = sorted(b.get("front", []), key=lambda r: r["cost_usd"])
     series = [Series("Pareto front", [(r["cost_usd"], r["p99_s"] * scale) for r in front], color="#1f77b4",
                      line="dotted")]
-    if b["beyond_target"]:
+    if b.get("beyond_target"):
         series.append(Series("meets every limit but the p99 target",
                              [(r["cost_usd"], r["p99_s"] * scale) for r in b["beyond_target"]], color="#9a9a9a",
                              hollow=True, line="dotted"))
-    marks = ("square", "diamond", "triangle")
-    for i, r in enumerate(b["baseline_points"]):
+    for i, r in enumerate(b.get("baseline_points", [])):      # the Search chart's shapes, in the same order
         series.append(Series(r["design"].removeprefix("baseline: "), [(r["cost_usd"], r["p99_s"] * scale)],
-                             color="#111", marker=marks[i % 3], size=6, hollow=True))
-    chosen = next((r for r in b["front"] if r.get("key") == b.get("key")), None)
+                             color="#111", marker=BASELINE_MARKERS[i % len(BASELINE_MARKERS)], size=6, hollow=True))
+    chosen = next((r for r in b.get("front", []) if r.get("key") == b.get("key")), None)
     if chosen is not None:
         series.append(Series("★ the design to buy", [(chosen["cost_usd"], chosen["p99_s"] * scale)], color="#d62728",
                              size=7, labels=("★",)))
@@ -57,27 +56,38 @@ def brief_charts(b: dict) -> dict[str, Svg]:
     xs = [p[0] for s in series for p in s.points]
     vl = ([(b["budget_usd"], f"budget {_money(b['budget_usd'])}")]
           if b.get("budget_usd") and xs and b["budget_usd"] <= 1.5 * max(xs) else [])
-    out = {"front": Svg(scatter_svg(series, x_title="network capex (USD)",
-                                    y_title=f"{'robust ' if robust else ''}p99 {step} time ({unit})",
-                                    x_text=_money, hlines=hl, vlines=vl, title="cost versus p99"))}
-    p = {"p50": b["p50_s"], "p95": b["p95_s"], "p99": b["p99_s"]}
+    out = {}
+    if "front" in b:        # a brief (a search's front); a design's own report has none
+        out["front"] = Svg(scatter_svg(series, x_title="network capex (USD)",
+                                       y_title=f"{'robust ' if robust else ''}p99 {step} time ({unit})",
+                                       x_text=_money, hlines=hl, vlines=vl, title="cost versus p99"))
+    first = b["cases"][0]       # the histogram is one case's (the only one, or the mix's first)
+    p = {"p50": first["p50_s"], "p95": first["p95_s"], "p99": first["p99_s"]}
     s2, u2 = time_unit(list(p.values()))
+    on = b["first_case"] if robust else b["workload"]
     out["steps"] = Svg(histogram_svg([x * s2 for x in b["step_samples_s"]],
                                      marks=[(v * s2, f"{k} {time_text(v)}") for k, v in p.items()],
-                                     x_title=f"{step} time ({u2}) on {b['workload']}", title="step-time distribution"))
+                                     x_title=f"{step} time ({u2}) on {on}", title="step-time distribution"))
     ran = [w for w in b["what_ifs"] if w.get("change") is not None]
     if ran:
         out["what_if"] = Svg(bars_svg([w["scenario"] for w in ran], [w["change"] * 100 for w in ran],
                                       value_text=lambda v: f"{v:+.1f} %",
                                       colors=["#d62728" if w["change"] > 0.0005 else "#2ca02c"
                                               if w["change"] < -0.0005 else "#9a9a9a" for w in ran],
-                                      x_title=f"p99 {step} change (%)", title="what-if changes"))
+                                      x_title=f"{'robust ' if robust else ''}p99 {step} change (%)",
+                                      title="what-if changes"))
     return out
 
 
-def brief_html(b: dict, sections: list[tuple[str, list[str]]], *, facts: list[str]) -> str:
-    """The brief as one HTML file: the sentences of ``sections`` (:func:`fabric.brief.brief_sections`), the charts
-    after the section they belong to, the bill of materials by category as a table; no script (< 1 MB)."""
+def record_html(d: dict, sections: list[tuple[str, list[str]]], *, facts: list[str], tables=(), title: str) -> str:
+    """A design's record as one HTML file (the Design page's report): the sentences of ``sections``
+    (:func:`fabric.review.document.design_sections`), the step-time and what-if charts after their sections, the
+    bill of materials by category and ``tables`` (more :class:`~fabric.ui_support.report.Section` tables); no
+    script, a few hundred kB at most."""
+    return report_html(title, [f"Context: {d['context']}", *facts], _with_charts(d, sections) + list(tables))
+
+
+def _with_charts(b: dict, sections) -> list:
     charts = brief_charts(b)
     out = []
     for heading, lines in sections:
@@ -89,7 +99,13 @@ def brief_html(b: dict, sections: list[tuple[str, list[str]]], *, facts: list[st
                                                                  "servers.", cats,
                                {"cost (USD)": "usd", "power (W)": "count"}))
         for name, (after, caption) in CHART_TITLES.items():
-            if after == heading and name in charts:
+            if (after == heading or (name == "steps" and heading == "The design")) and name in charts:
                 out.append(Section({"front": "Cost versus p99", "steps": "Step-time distribution",
                                     "what_if": "What-if changes"}[name], caption, charts[name]))
-    return report_html(f"fabric review brief: {b['design']}", facts, out)
+    return out
+
+
+def brief_html(b: dict, sections: list[tuple[str, list[str]]], *, facts: list[str]) -> str:
+    """The brief as one HTML file: the sentences of ``sections`` (:func:`fabric.brief.brief_sections`), the charts
+    after the section they belong to, the bill of materials by category as a table; no script (< 1 MB)."""
+    return report_html(f"fabric review brief: {b['design']}", facts, _with_charts(b, sections))

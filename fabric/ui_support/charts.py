@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from fabric import units as _units
+from fabric.ui_support.svg_charts import BASELINE_MARKERS
 from fabric.workload.summary import size_label
 
 __all__ = ["FAMILY_COLORS", "FONT_SIZE", "time_unit", "time_text", "axis_unit", "money_text", "style", "pareto_figure",
@@ -29,7 +30,8 @@ FONT_SIZE = 14
 FAMILY_COLORS = {"clos": "#1f5fbf", "rail_optimized": "#d95f02", "rail_only": "#1b9e77", "dragonfly": "#7570b3"}
 _FAMILY_NAMES = {"clos": "Clos / fat tree", "rail_optimized": "rail-optimized", "rail_only": "rail-only",
                  "dragonfly": "dragonfly"}
-_BASELINE_SYMBOLS = ("circle-open", "diamond-open", "square-open", "triangle-up-open", "star-open")
+#: the baselines' markers: the brief's static charts' shapes (svg_charts.BASELINE_MARKERS), hollow
+_BASELINE_SYMBOLS = tuple({"triangle": "triangle-up"}.get(m, m) + "-open" for m in BASELINE_MARKERS)
 _MARK_COLORS = {"p50": "#2ca02c", "p95": "#ff7f0e", "p99": "#d62728"}
 _PALETTE = ("#1f5fbf", "#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e")
 

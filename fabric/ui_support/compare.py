@@ -37,11 +37,16 @@ def metrics_frame(rows: Sequence[Mapping]) -> pd.DataFrame:
         # written as every page and the brief write them (fabric.figures)
         data[r["name"]] = {"network capex": figure_text(r["cost_usd"], "usd"),
                            "network power": figure_text(r["power_w"], "power"),
-                           **serving_rows(r.get("serving") or {}),
-                           f"p50 {what}": figure_text(st["p50"], "time"),
-                           f"p95 {what}": figure_text(st["p95"], "time"),
-                           f"p99 {what}": figure_text(st["p99"], "time"),
-                           "lower bound": figure_text(r["lower_bound_s"], "time")}
+                           **serving_rows(r.get("serving") or {})}
+        if r.get("robust"):      # a job mix: the robust p99 (the search's objective), then each case's p99
+            data[r["name"]][f"robust p99 {what}"] = figure_text(st["p99"], "time")
+            for case, p in (r.get("p99_by_case") or {}).items():
+                data[r["name"]][f"p99 {what}, {case}"] = figure_text(p, "time")
+        else:
+            data[r["name"]].update({f"p50 {what}": figure_text(st["p50"], "time"),
+                                    f"p95 {what}": figure_text(st["p95"], "time"),
+                                    f"p99 {what}": figure_text(st["p99"], "time"),
+                                    "lower bound": figure_text(r["lower_bound_s"], "time")})
         if r.get("plan"):                         # plan space auto: the design's own best plan
             data[r["name"]]["parallelism plan"] = r["plan"]
         if r.get("compute_s") is not None:        # on the design's GPU (fabric.evaluate.gpu_compute)
@@ -85,7 +90,8 @@ def money_deltas(rows: Sequence[Mapping]) -> list[dict]:
         d_cost = r["cost_usd"] - ref["cost_usd"]
         d_power = r["power_w"] - ref["power_w"]
         d_p99 = r["step_time_s"]["p99"] - ref_p99
-        d_p50 = r["step_time_s"]["p50"] - ref["step_time_s"]["p50"]
+        d_p50 = (r["step_time_s"]["p50"] - ref["step_time_s"]["p50"]
+                 if r["step_time_s"].get("p50") is not None and ref["step_time_s"].get("p50") is not None else None)
         rel_p99 = d_p99 / ref_p99 if ref_p99 else 0.0
         pct = _pct(abs(rel_p99))
         per_ms = usd_per_ms(d_cost, d_p99, ref_p99)
@@ -93,17 +99,18 @@ def money_deltas(rows: Sequence[Mapping]) -> list[dict]:
         faster, slower = d_p99 < 0 and not same_p, d_p99 > 0 and not same_p
         cost = ("costs the same as" if same_cost else
                 f"costs ${abs(d_cost):,.0f} {'more' if d_cost > 0 else 'less'} than") + f" '{ref['name']}'"
+        which = "robust p99" if r.get("robust") else "p99"
         if not same_p:
-            speed = f"is {abs(d_p99) * 1e3:,.1f} ms ({pct}) {'faster' if faster else 'slower'} at p99"
+            speed = f"is {abs(d_p99) * 1e3:,.1f} ms ({pct}) {'faster' if faster else 'slower'} at {which}"
         elif abs(d_p99) <= 1e-12 * max(1.0, abs(ref_p99)):
-            speed = "has the same p99 step"
+            speed = f"has the same {which} step"
         else:
-            speed = (f"has the same p99 step within {SAME_P99_SHARE:.1%} ({abs(d_p99) * 1e3:,.1f} ms "
+            speed = (f"has the same {which} step within {SAME_P99_SHARE:.1%} ({abs(d_p99) * 1e3:,.1f} ms "
                      f"{'faster' if d_p99 < 0 else 'slower'})")
         if same_cost and same_p:
             verdict = ": the same on both"
         elif per_ms is not None:
-            verdict = f": ${per_ms:,.0f} per ms of p99"
+            verdict = f": ${per_ms:,.0f} per ms of {which}"
         elif not slower and d_cost <= 0:
             verdict = ": better on both" if faster and not same_cost else ": better"
         elif not faster and d_cost >= 0:

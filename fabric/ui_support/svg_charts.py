@@ -15,6 +15,10 @@ from dataclasses import dataclass, field
 
 __all__ = ["Series", "scatter_svg", "bars_svg", "histogram_svg", "nice_ticks"]
 
+#: The markers of the human baselines, in their order, on every chart that draws them (the Search page's plotly
+#: chart uses the same shapes, hollow: fabric.ui_support.charts).
+BASELINE_MARKERS = ("circle", "diamond", "square", "triangle")
+
 _FONT = "font-family='Helvetica, Arial, sans-serif'"
 _PALETTE = ("#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf")
 

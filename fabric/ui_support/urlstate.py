@@ -52,12 +52,13 @@ PLAN_KEYS = ("tp", "pp", "ep", "cp", "zero_stage", "micro_batch", "global_batch"
 DEFAULT_EVALS = 300
 MAX_EVALS = 20_000
 
-_INT_FIELDS = {"gpus", "gpus_per_node", "max_radix", "cable_count"}
+#: (max_gpus_lost_on_single_failure: a whole number is a count of GPUs, a fraction a share of the cluster)
+_INT_FIELDS = {"gpus", "gpus_per_node", "max_radix", "cable_count", "max_gpus_lost_on_single_failure"}
 _FLOAT_FIELDS = {"max_oversubscription", "budget_usd", "power_w", "p99_target_s", "max_p99_under_failure_s",
                  "rack_power_w", "facility_power_w",
                  "life_years", "electricity_usd_per_kwh", "pue", "inference_ttft_p99_s", "inference_tpot_p99_s",
-                 "inference_slo_attainment"}
-_BOOL_FIELDS = {"optimize_power", "survive_single_failure"}
+                 "inference_slo_attainment", "max_p99_slowdown_under_failure"}
+_BOOL_FIELDS = {"optimize_power", "survive_single_failure", "failure_p99_for_every_design"}
 _STR_LIST_FIELDS = {"switch_models", "nic_models", "gpu_models", "families", "routings", "transports", "placements"}
 _FLOAT_LIST_FIELDS = {"nics_per_gpu", "oversubscriptions", "uplink_speed_factors"}
 _INT_LIST_FIELDS = {"qps", "planes"}
