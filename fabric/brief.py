@@ -60,7 +60,9 @@ def _baseline_rows(baselines, chosen, record_of, constraints, catalog) -> list[d
                "saving_usd": float(b["cost_usd"]) - float(chosen["cost_usd"]),
                "p99_change": float(chosen["p99_s"]) / float(b["p99_s"]) - 1}
         try:
-            best = record_of(design_of_row(b, constraints, catalog), b).best_free_fix
+            best = ({"p99_s": b["tuned_p99_s"], "policy": b["tuned_policy"], "changes": b["tuned_changes"]}
+                    if b.get("tuned_p99_s") is not None else      # the search tuned it (fabric.search.tuned)
+                    record_of(design_of_row(b, constraints, catalog), b).best_free_fix)
         except FabricError as err:
             row["tuned_error"] = " ".join(str(err).split())
         else:
@@ -69,8 +71,74 @@ def _baseline_rows(baselines, chosen, record_of, constraints, catalog) -> list[d
                        tuned_p99_change=float(chosen["p99_s"]) / float(best["p99_s"]) - 1)
         if not row["feasible"]:
             row["why_not"] = violation_text(b) or "it does not meet the constraints"
+        if b.get("p99_by_case"):
+            row["p99_by_case"] = dict(b["p99_by_case"])
         rows.append(row)
     return rows
+
+
+def _robust_notes(rows: list[dict], context) -> list[str]:
+    """Why baselines share one robust p99: the case that sets it (the largest slowdown against the references) has
+    the same p99 on each of them, so the network does not change that case."""
+    refs = getattr(context.objective, "references", None) or {}
+    groups: dict = {}
+    for r in rows:
+        cases = r.get("p99_by_case") or {}
+        if not cases or not refs:
+            continue
+        ratio = {c: cases[c] / refs.get(c, 1.0) for c in cases}
+        top = max(ratio.values())
+        worst = [c for c in cases if ratio[c] >= top * (1 - 1e-9)]        # every case at the largest slowdown
+        r["robust_set_by"] = ("every case (it is the reference each case is measured against)"
+                              if len(worst) == len(cases) and len(cases) > 1 else worst[0])
+        for c in worst:
+            groups.setdefault((c, round(cases[c], 12)), []).append(r)
+    out = []
+    for (case, p99), same in groups.items():
+        if len(same) > 1:
+            names = ", ".join(f"'{r['design'].removeprefix('baseline: ')}'" for r in same)
+            out.append(f"{names} have the same robust p99 because the case that sets it, {case}, runs at the same "
+                       f"p99 on each ({_t(p99)}): the network does not change that case, so the robust figure cannot "
+                       f"tell these baselines apart; their other cases differ (the Design page lists each).")
+    return out
+
+
+def _inversions(rows: list[dict], baselines, record_of, constraints, catalog) -> list[str]:
+    """A dearer baseline slower than a cheaper one (as drawn, by more than 0.5 %) is said with its cause: the op of
+    the first case whose exposed time differs most between the two, and how the two compare as tuned."""
+    from fabric.errors import FabricError
+    from fabric.tradeoff import same_p99
+
+    by_name = {b["design"]: b for b in baselines}
+    out = []
+    for hi in rows:
+        for lo in rows:
+            if not (hi["cost_usd"] > lo["cost_usd"] and hi["p99_s"] > lo["p99_s"]
+                    and not same_p99(hi["p99_s"] - lo["p99_s"], lo["p99_s"])):
+                continue
+            try:
+                eh = record_of(design_of_row(by_name[hi["design"]], constraints, catalog), by_name[hi["design"]])
+                el = record_of(design_of_row(by_name[lo["design"]], constraints, catalog), by_name[lo["design"]])
+            except FabricError:
+                continue
+            oh, ol = eh.evaluation.p99_breakdown.get("ops", {}), el.evaluation.p99_breakdown.get("ops", {})
+            op = max(set(oh) | set(ol), key=lambda k: oh.get(k, 0.0) - ol.get(k, 0.0), default=None)
+            if op is None:
+                continue
+            name = op.split("@")[0]
+            tuned = ""
+            if hi.get("tuned_p99_s") is not None and lo.get("tuned_p99_s") is not None:
+                tuned = (f"; as a team would tune them, '{_short(hi)}' {_t(hi['tuned_p99_s'])} against "
+                         f"'{_short(lo)}' {_t(lo['tuned_p99_s'])}")
+            out.append(f"'{_short(hi)}' costs more than '{_short(lo)}' and is slower as drawn "
+                       f"({_t(hi['p99_s'])} against {_t(lo['p99_s'])}): in {eh.primary.name}'s p99 step its {name} "
+                       f"is exposed {_t(oh.get(op, 0.0))} against {_t(ol.get(op, 0.0))} (with one queue pair, "
+                       f"ECMP hashes its flows onto uplinks unevenly; more uplinks are no cure for collisions){tuned}.")
+    return out
+
+
+def _short(row: dict) -> str:
+    return row["design"].removeprefix("baseline: ")
 
 
 #: Limits of the constraints the brief names: (field, words with {} for the value, figure kind).
@@ -139,6 +207,7 @@ def review_brief(front: list[dict], baselines: list[dict], context, *, beyond_ta
                 "first_p99_s": R.primary.figures["p99_s"]})
     rows = _baseline_rows(baselines, rec, record_of, c, context.catalog)
     out["baselines"] = rows
+    out["baseline_notes"] = _robust_notes(rows, context) + _inversions(rows, baselines, record_of, c, context.catalog)
     ref = advice.reference
     out["reference"] = None if ref is None else next((dict(r) for r in rows if r.get("key") == ref.get("key")), None)
     ru, how = _runner_up(front, rec, list(beyond_target))
@@ -196,10 +265,12 @@ def _baseline_lines(b: dict) -> list[str]:
                 line += "; no free policy makes it faster, so as tuned it is as drawn"
         elif r.get("tuned_error"):
             line += f"; its best free policy could not be evaluated ({r['tuned_error']})"
+        if r.get("robust_set_by"):
+            line += f"; its robust p99 is set by {r['robust_set_by']}"
         if not r["feasible"]:
             line += f" (this baseline does not meet the constraints: {r.get('why_not')})"
         out.append(line + ".")
-    return out or ["No baseline could be built with the allowed hardware."]
+    return (out + list(b.get("baseline_notes", ()))) or ["No baseline could be built with the allowed hardware."]
 
 
 def _runner_up_lines(b: dict) -> list[str]:

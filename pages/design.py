@@ -87,7 +87,7 @@ if record.robust:          # a job mix: one robust p99, the step percentiles per
                      f"baseline, in seconds of their weighted mean p99 on it (each case's figures below).")
     worst = max(record.cases, key=lambda c: c.figures["p99_s"])
     m[4].metric("Cases", f"{len(record.cases)}")
-    m[5].metric("Slowest case (p99)", C.md_text(worst.name), help=charts.time_text(worst.figures["p99_s"]))
+    m[5].metric("Slowest case (p99)", charts.time_text(worst.figures["p99_s"]), help=worst.name)
 elif serving_only:      # a service is judged by its request latency, not by a step time
     first_sm = next(iter(ev.serving.values()))
     for col, (label, value, help_) in zip(m[3:], serving_view.serving_metrics_row(first_sm)[:3]):

@@ -28,7 +28,7 @@ st.title("Search", help="NSGA-II over topology family, switch and NIC models, NI
                         "person would draw (the baselines). Each design is built, priced and evaluated (256 Monte "
                         "Carlo samples of the step).")
 C.show_url_problems()
-C.inputs_line(search=True, plans=True)
+C.context_line()
 C.calibration_line("clear_cal_search", search=True)
 
 
@@ -619,11 +619,12 @@ if snap.running:
     live_panel()
 else:
     if job.inputs_key != C.inputs_key(evals=job.budget_evals):
-        st.warning(C.md_text(f"This front was computed for other inputs ({job.label or 'an earlier search'}; "
-                             f"{job.constraints.gpus:,} {job.constraints.gpu_model} GPUs): the workload, job mix, "
-                             "plan space, constraints, GPU, catalog, calibration or seed changed since. Its figures "
-                             "are that search's; the Design, Compare and Brief pages do not offer its designs. Press "
-                             "**Start search** to search these inputs."))
+        st.warning("The inputs changed since this front was computed: it is the front of "
+                   + C.md_text(f"{job.label or 'an earlier search'} on {job.constraints.gpus:,} "
+                               f"{job.constraints.gpu_model} GPUs")
+                   + " (the workload, job mix, plan space, constraints, GPU, catalog, calibration or seed changed "
+                     "since). Its figures are that search's; the Design, Compare and Brief pages do not offer its "
+                     "designs. Press **Start search** to search these inputs.")
     elif job.inputs_key != C.inputs_key():
         st.caption("The evaluation budget changed since this front was computed; the front is the one of the "
                    "budget it ran with.")

@@ -5,6 +5,8 @@ own best plans, and a workload whose model is not recognised gets the model pick
 
 from __future__ import annotations
 
+from fabric.units import time_text
+
 import csv
 import json
 import re
@@ -142,12 +144,22 @@ def test_a_saved_plan_search_reads_back_as_a_plan_objective(searched):
     assert saved.workload.key() == job.workload.key()                 # the same objective, shortlist rebuilt
 
 
-def test_the_brief_says_which_plan_its_own_evaluations_use(searched):
+def test_the_brief_is_at_the_designs_best_plans_like_the_search(searched):
+    """Issue 34 item 1: the brief's headline, baselines and runner-up are the search's records at each design's
+    best plan of the shortlist (never the given plan beside a best-plan figure)."""
     at, _, _ = searched
     at.switch_page("pages/brief.py").run()
     ok(at)
-    assert any("judged every design at its best parallelism plan" in i.value and
-               "use the workload's own plan" in i.value for i in at.info)
+    res = at.session_state["search_job"].snapshot().result
+    from fabric.search.recommend import recommend
+
+    rec = recommend(res.front, res.baselines).record
+    md = "\n".join(m.value for m in at.markdown).replace("\\", "")
+    assert f"p99 step {time_text(rec['p99_s'])}" in md
+    assert f"Parallelism plan: {rec['plan']}, the best of the" in md
+    for b in res.baselines:
+        if b.get("buildable", True):
+            assert f"'{b['design']}' as drawn (${b['cost_usd']:,.0f}; p99 {time_text(b['p99_s'])})" in md
 
 
 def test_design_shows_three_plans_with_measured_and_derived_numbers():
@@ -183,12 +195,12 @@ def test_design_shows_three_plans_with_measured_and_derived_numbers():
     auto.run()
     auto.switch_page("pages/design.py").run()
     ok(auto)
-    plans2 = next(d.value for d in auto.dataframe if "numbers" in d.value.columns)
+    # (issue 34: the ranking of the search's shortlist, the one the front's plan column and the brief use)
+    plans2 = next(d.value for d in auto.dataframe if "vs best" in d.value.columns and "numbers" not in d.value.columns)
     best = plans2.iloc[0]
-    assert {m.label: m.value for m in auto.metric}["p99 step"] == figure_text(float(best["p99 step (s)"]), "time")
-    dims = best["plan"].split(" · ")[0]                                # e.g. TP 4 x CP 8 x PP 4 x DP 2
-    assert any(f"every figure on this page is at the design's best plan, {dims}," in i.value for i in auto.info)
-    assert any("With the trace's plan it is" in i.value for i in auto.info)
+    assert {m.label: m.value for m in auto.metric}["p99 step"] == best["p99 step"]
+    assert any(f"best plan of the search's shortlist, {best['plan']}" in i.value for i in auto.info)
+    assert any("With the workload's own plan the p99 step is" in i.value for i in auto.info)
 
 
 def test_compare_at_own_best_plans_in_auto_and_at_the_given_plan_otherwise():
@@ -196,7 +208,7 @@ def test_compare_at_own_best_plans_in_auto_and_at_the_given_plan_otherwise():
     at.run()
     at.switch_page("pages/compare.py").run()
     ok(at)
-    assert any("each design is compared at its own best parallelism plan" in i.value for i in at.info)
+    assert any("each design is compared at its own best plan of the search's shortlist" in i.value for i in at.info)
     side = at.dataframe[0].value
     assert "parallelism plan" in side.index
     names = list(side.columns)
@@ -204,11 +216,9 @@ def test_compare_at_own_best_plans_in_auto_and_at_the_given_plan_otherwise():
     at.session_state["design_pick"] = at.session_state["compare_pick"][0]
     at.switch_page("pages/design.py").run()
     ok(at)
-    plans = next(d.value for d in at.dataframe if "numbers" in d.value.columns)
+    plans = next(d.value for d in at.dataframe if "vs best" in d.value.columns)
     assert side.loc["parallelism plan", names[0]] == plans.iloc[0]["plan"]
-    from fabric.figures import figure_text
-
-    assert side.loc["p99 step time", names[0]] == figure_text(float(plans.iloc[0]["p99 step (s)"]), "time")
+    assert side.loc["p99 step time", names[0]] == plans.iloc[0]["p99 step"]
 
     fixed = app(wl="sample:kineto-llama3-70b")
     fixed.run()

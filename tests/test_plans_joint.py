@@ -91,12 +91,12 @@ def test_co_design_beats_fixed_plan_search_exhaustively():
     fixed, joint = _front(fixed_pts), _front(joint_pts)
     ref = (1.1 * max(c for c, _ in fixed), 1.1 * max(p for _, p in fixed))
     hv_fixed, hv_joint = _hv2(fixed, ref), _hv2(joint, ref)
-    # the figures of docs/plans.md: the fixed front is the 4:1 Clos at 78 ms and the 1:1 Clos with in-network
-    # reduction at 40 ms; with plan search the 4:1 Clos with in-network reduction at TP 1 x DP 128 x EP 2 takes
+    # the figures of docs/plans.md: the fixed front is the 4:1 Clos at 59 ms (78 ms before the trees' fallback
+    # shared its links with them, issue 34 item 10) and the 1:1 Clos with in-network reduction at 40 ms; with plan search the 4:1 Clos with in-network reduction at TP 1 x DP 128 x EP 2 takes
     # 39 ms, faster than any design at the given plan, for the cheaper network
     assert [round(c) for c, _ in fixed] == [538240, 698720]
     assert len(joint) == 1 and joint[0][0] == pytest.approx(538240)
-    assert joint[0][1] < fixed[1][1] and joint[0][1] < 0.5 * fixed[0][1]
+    assert joint[0][1] < fixed[1][1] and joint[0][1] < 0.7 * fixed[0][1]
     assert hv_joint >= 2.0 * hv_fixed
 
     res_fixed = exhaustive_search(plan_workload(basis, given), cons, samples=SAMPLES)

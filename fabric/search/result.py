@@ -139,11 +139,14 @@ class SearchResult:
     constraints: dict = field(default_factory=dict)
     #: True when the search met its convergence rule (fabric.search.convergence), or evaluated every design
     converged: bool = False
-    #: the convergence rule in words ("hypervolume gain below 0.1 % over 5 generations")
+    #: the convergence rule in words ("hypervolume gain below 0.1 % over 10 generations")
     convergence_rule: str = ""
     #: the neighbourhood check of the recommendation (fabric.search.neighbourhood.NeighbourhoodCheck.to_dict;
     #: {} when none ran)
     neighbourhood: dict = field(default_factory=dict)
+    #: designs evaluated after the search to tune the baselines (their free policies: fabric.search.tuned),
+    #: counted in ``evaluations`` beyond the evaluation budget
+    tuning_evaluations: int = 0
 
     @property
     def status(self) -> str:
@@ -245,6 +248,7 @@ class SearchResult:
             "elapsed_s": self.elapsed_s, "stopped_because": self.stopped_because, "seed": self.seed,
             "converged": self.converged, "convergence_rule": self.convergence_rule,
             "neighbourhood_check": self.neighbourhood,
+            "tuning_evaluations": self.tuning_evaluations,
             "hypervolume": self.hv_history[-1]["hypervolume"] if self.hv_history else 0.0,
             "hypervolume_history": self.hv_history, "reference_point": self.reference_point,
             "normalisation": self.normalisation, "front_size": len(self.front), "cache_hits": self.cache_hits,
@@ -260,7 +264,9 @@ class SearchResult:
         if not self.feasible:
             return [f"no feasible design: {self.infeasible_reason}"]
         n = len(self.front)
-        lines = [f"{n} design{'s' if n != 1 else ''} on the front after {self.evaluations:,} evaluations "
+        tuned = (f", {self.tuning_evaluations:,} of them the baselines' free policies (each baseline compared as "
+                 f"drawn and as a team would tune it)" if self.tuning_evaluations else "")
+        lines = [f"{n} design{'s' if n != 1 else ''} on the front after {self.evaluations:,} evaluations{tuned} "
                  f"({self.elapsed_s:.1f} s, {self.stopped_because})."]
         if self.neighbourhood.get("rounds"):
             from fabric.search.neighbourhood import NeighbourhoodCheck

@@ -34,7 +34,7 @@ import numpy as np
 
 from fabric.errors import FabricError
 
-__all__ = ["RobustObjective", "ROBUST_MODES", "evaluate_robust_record", "robust_key", "robust_combine", "robust_failure_p99", "case_front",
+__all__ = ["RobustObjective", "ROBUST_MODES", "evaluate_robust_record", "robust_key", "robust_combine", "robust_failure_p99", "on_front_for_case", "case_front",
            "brittle_designs", "robust_lines"]
 
 ROBUST_MODES = ("worst", "mean")
@@ -245,6 +245,15 @@ def brittle_designs(front: list[dict], records: list[dict], *, tolerance: float 
     return out
 
 
+def on_front_for_case(rec: dict, front: list[dict], case: str) -> bool:
+    """True when ``rec`` (a design on ``case``'s own front) is on the robust ``front`` or ties there with a design
+    of it: the same cost and the same p99 on ``case`` (a tie keeps one of its designs on each front, by the tie
+    rule, and they need not be the same one)."""
+    p = (rec.get("p99_by_case") or {}).get(case)
+    return any(r.get("key") == rec.get("key") or
+               (r["cost_usd"] == rec["cost_usd"] and (r.get("p99_by_case") or {}).get(case) == p) for r in front)
+
+
 def robust_lines(result, *, tolerance: float = 0.10) -> list[str]:
     """Sentences for a review: the brittle front designs, and how the robust front compares with each case's."""
     records = result.records
@@ -260,10 +269,9 @@ def robust_lines(result, *, tolerance: float = 0.10) -> list[str]:
     if not brittle:
         lines.append(f"no front design is brittle: each is within {tolerance:.0%} of the best at its price for every "
                      f"case, or the best for none.")
-    keys = {r.get("key") for r in result.front}
     for c in cases:
         cf = case_front(records, c)
-        both = sum(1 for r in cf if r.get("key") in keys)
+        both = sum(1 for r in cf if on_front_for_case(r, result.front, c))
         lines.append(f"case {c}: its own front among the evaluated designs has {len(cf)} design(s), {both} of them on "
                      f"the robust front of {len(result.front)}.")
     return lines

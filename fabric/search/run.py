@@ -500,6 +500,7 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
         check = None
         if stopped != "cancelled":      # the tie rule's choice evaluated, so identical searches recommend alike
             _evaluate_plain_variants(session, n_obj)
+            base_recs = _tuned(session, space, bases, base_recs)
             if check_neighbourhood:     # a converged search's whole front is made 1-opt first, within a cap
                 check = _check_recommendation(session, base_recs, n_obj, constraints,
                                               front_evaluations=max(200, session.evaluations) if converged else 0)
@@ -538,6 +539,20 @@ def _check_recommendation(session, base_recs, n_obj, constraints, *, front_evalu
                                 after_round=lambda: _evaluate_plain_variants(session, n_obj))
 
 
+def _tuned(session, space, bases, base_recs):
+    """The baselines' records with their best free policy (fabric.search.tuned), the designs tried kept as records
+    of the search; a baseline outside the space stays off the front, its tuned design too."""
+    from fabric.search.tuned import tune_baselines
+
+    before = session.evaluations
+    out = tune_baselines(session, space, bases, base_recs)
+    session.tuning_evaluations = session.evaluations - before
+    for r in out:
+        if r["key"] in session.outside and r.get("tuned_key"):
+            session.outside.add(r["tuned_key"])
+    return out
+
+
 def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0, bases=(), *,
             converged: bool = False, rule: str = "", neighbourhood=None):
     records = list(session.records.values())
@@ -553,7 +568,8 @@ def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj
         elapsed_s=time.perf_counter() - t0, generations=generation, stopped_because=stopped, seed=seed,
         objectives=objectives, cache_hits=session.cache_hits, constraints=constraints.to_dict(),
         converged=converged, convergence_rule=rule,
-        neighbourhood={} if neighbourhood is None else neighbourhood.to_dict())
+        neighbourhood={} if neighbourhood is None else neighbourhood.to_dict(),
+        tuning_evaluations=getattr(session, "tuning_evaluations", 0))
     if not front:
         res.infeasible_reason = _infeasible_reason(records + base_recs, constraints)
     return res
@@ -636,6 +652,7 @@ def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runn
             if callback is not None:
                 callback(SearchProgress(0, session.evaluations, len(genomes), time.perf_counter() - t0, 0.0, [],
                                         base_recs))
+        base_recs = _tuned(session, space, bases, base_recs)
     finally:
         runner.close()
     hv = _HV(n_obj)

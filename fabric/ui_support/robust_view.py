@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 
 from fabric.errors import FabricError
 from fabric.evaluate import SCENARIO_PRESETS
-from fabric.search.robust import ROBUST_MODES, RobustObjective, brittle_designs, case_front
+from fabric.search.robust import ROBUST_MODES, RobustObjective, brittle_designs, case_front, on_front_for_case
 from fabric.ui_support.charts import FAMILY_COLORS, money_text, style, time_unit
 
 __all__ = ["MODES", "MODE_TEXT", "MAX_MIX", "SCENARIO_NAMES", "MAX_WEIGHT", "workload_name", "unique_names",
@@ -171,7 +171,6 @@ def case_front_table(result) -> pd.DataFrame:
     how many are on both, and the fastest p99 on that case of each (the robust front gives up speed on a case to
     hold up on the others)."""
     records, front = result.records, result.front
-    keys = {r.get("key") for r in front}
     cases = sorted({c for r in records if r.get("feasible") for c in (r.get("p99_by_case") or {})})
     rows = []
     for c in cases:
@@ -180,7 +179,7 @@ def case_front_table(result) -> pd.DataFrame:
         best_own = min((r["p99_by_case"][c] for r in own), default=float("nan"))
         best_rob = min((r["p99_by_case"][c] for r in on_robust), default=float("nan"))
         rows.append({"case": c, "own front (designs)": len(own),
-                     "also on the robust front": sum(1 for r in own if r.get("key") in keys),
+                     "also on the robust front": sum(1 for r in own if on_front_for_case(r, front, c)),
                      "fastest p99, own front (s)": best_own, "fastest p99, robust front (s)": best_rob,
                      "robust front slower by": best_rob / best_own - 1.0 if best_own > 0 else float("nan"),
                      "cheapest, own front (USD)": min((r["cost_usd"] for r in own), default=float("nan"))})
@@ -218,7 +217,7 @@ def case_fronts_figure(result, *, height_per_row: int = 260) -> go.Figure:
             fig.add_trace(go.Scatter(
                 x=[r["cost_usd"] for r in pts], y=[r["p99_by_case"][c] * scale for r in pts], mode="markers",
                 marker=dict(color=FAMILY_COLORS.get(fam, "#333"), size=11,
-                            line=dict(color=["black" if r.get("key") in {o.get("key") for o in own} else "white"
+                            line=dict(color=["black" if on_front_for_case(r, own, c) else "white"
                                              for r in pts], width=2)),
                 name=f"robust front: {fam.replace('_', '-')}", legendgroup=f"robust-{fam}",
                 showlegend=f"robust-{fam}" not in shown,

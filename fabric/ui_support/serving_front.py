@@ -43,7 +43,8 @@ def step_label(serving_only: bool) -> str:
 def front_axis_options(records: Sequence[Mapping], serving_only: bool) -> dict[str, str]:
     """The y axes a front can be drawn on: record column -> label; the step (or unloaded request) always, the
     serving columns when the records carry them."""
-    out = {"p99_s": step_label(serving_only)}
+    robust = any(r.get("p99_by_case") for r in records)
+    out = {"p99_s": "robust p99 step time" if robust else step_label(serving_only)}
     for col, (label, _) in SERVING_COLUMNS.items():
         if any(col in r for r in records):
             out[col] = label
