@@ -16,7 +16,7 @@ from fabric.search.ties import ties_text
 from fabric.units import time_text
 from fabric.search.robust import RobustObjective
 from fabric.errors import FabricError
-from fabric.ui_support.jobs import SearchAllowance, SearchJob, live_job, recent_job
+from fabric.ui_support.jobs import SearchAllowance, SearchJob, convergence_note, live_job, recent_job
 from fabric.ui_support.saved_searches import prune, state_dir
 from fabric.ui_support.urlstate import MAX_EVALS
 
@@ -43,7 +43,7 @@ def _with_current_job() -> SearchAllowance:
     early gives back what it did not evaluate)."""
     cur = ss.get("search_job")
     mine = cur is not None and not ss.get("search_watching") and not getattr(cur, "_charged", False)
-    spent = cur.snapshot().evaluations if mine else 0
+    spent = cur.spent() if mine else 0
     return SearchAllowance(limit=_allowance().limit, spent=_allowance().spent + spent)
 
 
@@ -264,7 +264,9 @@ def draw(snap, *, live: bool) -> None:
         if snap.state == "cancelled" and ss["search_job"].abandoned:
             state = "cancelled (no open page was watching it)"
         resumed = ""
-        if snap.resumed_from:
+        if snap.continued_evals:
+            resumed = f", continued from generation {snap.resumed_from} with {snap.continued_evals:,} more evaluations"
+        elif snap.resumed_from:
             resumed = (f", continued from its saved state at generation {snap.resumed_from} after a server restart"
                        if snap.after_restart else
                        f", reopened from its saved state at generation {snap.resumed_from}")
@@ -273,6 +275,8 @@ def draw(snap, *, live: bool) -> None:
     if snap.state == "failed":
         st.error(f"The search stopped: {C.public_message(snap.error) if snap.error else 'unknown error'}")
         return
+    if not live:
+        convergence_status(snap)
     res = snap.result
     cons = ss["search_job"].constraints      # the search's own (a front is judged by the limits it ran with)
     if not live and res is not None and res.feasible:
@@ -497,6 +501,46 @@ def draw(snap, *, live: bool) -> None:
                           mime="text/csv", key="dl_front", on_click="ignore", width="stretch")
         if robust:
             draw_case_fronts(res)
+
+
+def convergence_status(snap) -> None:
+    """Beside an ended search's progress: "converged", or "not converged: continue" with a one-click **Continue**
+    that goes on from the search's saved state (its budget again, or what a Cancel left of it:
+    fabric.ui_support.jobs)."""
+    job = ss["search_job"]
+    if snap.result is None:
+        return
+    note = C.md_text(convergence_note(snap.result))
+    if not snap.can_continue:
+        st.caption(f"**Converged.** {note}")
+        return
+    left, right = st.columns([5, 1])
+    left.caption(f"**Not converged: continue.** {note}")
+    mine = not ss.get("search_watching") and job.inputs_key == C.inputs_key()
+    right.button(f"Continue (+{job.continue_step:,})", key="continue_search", disabled=not mine,
+                 on_click=continue_search, width="stretch",
+                 help=f"Go on with this search from where it stopped, with {job.continue_step:,} more evaluations: "
+                      "the front a search with the larger budget would have found." if mine else
+                      "Only your own search on the current inputs can be continued.")
+
+
+def continue_search() -> None:
+    """The Continue button: the session's search goes on from its saved state (an error message instead when it
+    cannot, or the session's allowance is spent)."""
+    job = ss["search_job"]
+    ss.pop("search_refused", None)
+    try:
+        _with_current_job().check(job.continue_step)
+        after = job.continued(job.continue_step)
+        if after.budget_evals > MAX_EVALS:
+            raise FabricError(f"a continued budget of {after.budget_evals:,} evaluations is above the page's "
+                              f"{MAX_EVALS:,}: start a new search instead")
+    except FabricError as err:
+        ss["search_refused"] = C.public_message(err)
+        return
+    ss["search_evals"] = after.budget_evals         # the budget is part of the inputs: the front stays current
+    after.inputs_key = C.inputs_key()
+    _adopt(after)
 
 
 def recommendation_box(res, cons) -> None:

@@ -305,16 +305,45 @@ def test_search_can_be_cancelled():
     assert any("Front designs" in s.value for s in at.subheader)       # what it found so far stays
 
 
+def test_a_search_that_did_not_converge_says_so_and_continues_in_one_click():
+    at = app(evals="300").run()
+    at.switch_page("pages/search.py").run()
+    finish_search(at)
+    first = at.session_state["search_job"]
+    assert first.snapshot().converged is False
+    assert "Not converged: continue." in texts(at.caption) and "hypervolume gain below 0.1 %" in texts(at.caption)
+    assert "Neighbourhood check of the recommendation" in texts(at.caption)
+    button = at.button(key="continue_search")
+    assert button.label == "Continue (+300)" and not button.disabled
+    job = first
+    for _ in range(8):                       # one click each, until the search says it has converged
+        before = job.snapshot().generation
+        at.button(key="continue_search").click().run()
+        ok(at)
+        job = at.session_state["search_job"]
+        assert job.search_id == first.search_id and job.continue_step == 300
+        finish_search(at)
+        assert f"continued from generation {before} with 300 more evaluations" in at.progress[0].proto.text
+        assert at.number_input(key="in_evals").value == job.budget_evals       # the budget that ran
+        assert "The inputs changed" not in texts(at.warning)
+        if job.snapshot().converged:
+            break
+    assert job.snapshot().converged
+    assert "Converged." in texts(at.caption) and not any(b.key == "continue_search" for b in at.button)
+    assert at.query_params["search"] in (job.search_id, [job.search_id])
+
+
 def test_session_search_budget_is_enforced_and_named(monkeypatch):
-    monkeypatch.setenv("FABRIC_LIMIT_MAX_SESSION_EVALUATIONS", "150")
+    monkeypatch.setenv("FABRIC_LIMIT_MAX_SESSION_EVALUATIONS", "500")
     at = app().run()
     at.switch_page("pages/search.py").run()
     finish_search(at)
     first = at.session_state["search_job"]
     used = first.snapshot().evaluations
-    assert 60 <= used <= 150
-    assert f"may still evaluate {150 - used:,} designs" in texts(at.caption)
-    at.number_input(key="in_evals").set_value(150 - used + 1)
+    # the budget of 60 (overshot by the last generation) plus the neighbourhood check of the recommendation
+    assert 60 <= used - first.snapshot().result.neighbourhood["evaluated"] <= 150 and used <= 500
+    assert f"may still evaluate {500 - used:,} designs" in texts(at.caption)
+    at.number_input(key="in_evals").set_value(500 - used + 1)
     at.button(key="start_search").click().run()
     ok(at)
     assert at.session_state["search_job"] is first                   # refused: the old result stays
@@ -636,9 +665,13 @@ def test_brief_page_after_a_search():
     at.switch_page("pages/brief.py").run()
     ok(at)
     heads = [s.value for s in at.subheader]
-    assert heads[:9] == ["The design to buy", "Against the baselines", "Constraints", "Bill of materials",
-                         "The runner-up", "Resilience", "What if", "Cheapest fixes", "Cost per step"]
-    assert heads[9:] in ([], ["In-network reduction"])       # said when the design to buy reduces in the network
+    res = at.session_state["search_job"].snapshot().result
+    from fabric.search.recommend import recommend
+
+    buy = recommend(res.front, res.baselines).record       # a design with in-network reduction says how it runs
+    sharp = ["In-network reduction"] if buy.get("in_network_reduction") in (True, 1, "True", "true") else []
+    assert heads == ["The design to buy", "Against the baselines", "Constraints", "Bill of materials", "The runner-up",
+                     "Resilience", "What if", "Cheapest fixes", "Cost per step"] + sharp
     assert "Buy '" in texts(at.markdown) and any(b.label == "Brief (one HTML file)" for b in at.download_button)
 
 

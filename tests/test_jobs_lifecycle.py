@@ -202,21 +202,23 @@ def test_prune_keeps_the_newest_searches(tmp_path):
 
 
 def test_session_allowance_names_its_limit(monkeypatch, workload):
-    monkeypatch.setenv("FABRIC_LIMIT_MAX_SESSION_EVALUATIONS", "500")
+    monkeypatch.setenv("FABRIC_LIMIT_MAX_SESSION_EVALUATIONS", "1000")
     allowance = SearchAllowance()
-    assert allowance.limit == 500
+    assert allowance.limit == 1000
     allowance.check(400)
     job = _job(workload, workers=0).start()
     assert job.wait(300)
     allowance.charge(job)
     allowance.charge(job)                       # charged once only
-    n = job.snapshot().evaluations              # the budget of 400, overshot by the last generation's designs
-    assert allowance.spent == n and 400 < n < 500
-    left = 500 - n
+    n = job.snapshot().evaluations              # everything the search evaluated is charged:
+    res = job.snapshot().result                 # the budget of 400, overshot by the last generation's designs,
+    extra = res.neighbourhood["evaluated"] + res.tuning_evaluations   # then the check and the baselines' tuning
+    assert allowance.spent == n and 400 < n - extra < 500 and n < 1000
+    left = 1000 - n
     assert allowance.remaining() == left
-    with pytest.raises(FabricError, match=rf"{left} of its 500 evaluations left.*max_session_evaluations"
+    with pytest.raises(FabricError, match=rf"{left:,} of its 1,000 evaluations left.*max_session_evaluations"
                                           r".*FABRIC_LIMIT_MAX_SESSION_EVALUATIONS"):
-        allowance.check(100)
+        allowance.check(left + 1)
     allowance.check(left)
 
 
@@ -224,3 +226,63 @@ def test_bad_worker_setting_is_a_clear_error(monkeypatch, workload):
     monkeypatch.setenv("FABRIC_SEARCH_WORKERS", "two")
     with pytest.raises(FabricError, match="FABRIC_SEARCH_WORKERS must be a whole number"):
         SearchJob(workload, Constraints(gpus=256))
+
+
+def test_a_search_that_did_not_converge_continues_with_more_evaluations_until_it_converges(workload, tmp_path):
+    cons = Constraints(gpus=256)
+    job = SearchJob(workload, cons, budget_evals=120, seed=SEED, samples=SAMPLES, workers=0,
+                    state_dir=tmp_path).start()
+    assert job.wait(120)
+    snap = job.snapshot()
+    assert snap.state == "done" and snap.converged is False and snap.can_continue
+    assert "not converged" in snap.result.stopped_because
+    assert job.continue_step == 120
+    done = json.loads(saved.state_file(tmp_path, job.search_id).read_text())["evaluations"]
+    more = job.continued(job.continue_step)
+    assert (more.search_id, more.budget_evals, more.seed) == (job.search_id, done + 120, job.seed)
+    assert more.snapshot().resumed_from == snap.generation and more.snapshot().continued_evals == 120
+    more.start()
+    assert live_job(job.search_id) is more and more.wait(300)
+    end = more.snapshot()
+    assert end.state == "done" and end.generation > snap.generation
+    assert more.spent() == end.evaluations - done          # what the session is charged: the evaluations it added
+    allowance = SearchAllowance(limit=10_000)
+    allowance.charge(more)
+    assert allowance.spent == end.evaluations - done
+    assert saved.load_inputs(tmp_path, job.search_id).budget_evals == done + 120   # a restart resumes the same
+    # the front is the one a search started with the larger budget finds
+    from fabric.search import GLOBAL_CACHE
+
+    GLOBAL_CACHE.clear()
+    whole = run_search(workload, cons, budget_evals=done + 120, seed=SEED, samples=SAMPLES)
+    assert end.evaluations == whole.evaluations and _front_keys(end.front) == _front_keys(whole.front)
+    # Continue until the rule holds; then there is nothing to continue
+    for _ in range(30):
+        if not more.snapshot().can_continue:
+            break
+        assert more.continue_step == 120                     # each Continue adds the same step
+        more = more.continued(more.continue_step).start()
+        assert more.wait(300)
+    end = more.snapshot()
+    assert end.converged and end.result.stopped_because.startswith("converged (")
+    with pytest.raises(FabricError, match="has converged"):
+        more.continued(120)
+
+
+def test_a_search_that_cannot_be_continued_says_why(workload, tmp_path):
+    running = SearchJob(workload, Constraints(gpus=256), budget_evals=5000, seed=SEED, samples=SAMPLES, workers=0,
+                        state_dir=tmp_path).start()
+    with pytest.raises(FabricError, match="only a search that ended without converging"):
+        running.continued(100)
+    running.cancel()
+    assert running.wait(120)
+    stopped = running.snapshot()
+    assert stopped.state == "cancelled" and stopped.can_continue
+    assert running.continue_step == 5000 - stopped.evaluations       # a Continue goes on to the budget it had
+    unsaved = SearchJob(workload, Constraints(gpus=256), budget_evals=60, seed=SEED, samples=SAMPLES,
+                        workers=0).start()
+    assert unsaved.wait(120) and unsaved.snapshot().can_continue
+    with pytest.raises(FabricError, match="not saved on the server"):
+        unsaved.continued(100)
+    with pytest.raises(FabricError, match="positive whole number"):
+        running.continued(0)

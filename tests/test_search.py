@@ -72,7 +72,9 @@ def test_genetic_search_finds_most_of_the_exhaustive_front(exhaustive):
     budget = max(20, len(exhaustive.records) // 3)
     res = run_search(_workload(), Constraints(**SMALL), budget_evals=budget, seed=1, pop_size=16, samples=64,
                      reference_point=ref, normalisation=norm)
-    assert res.evaluations <= budget + 16 + res.tuning_evaluations      # (the baselines tuned after the search)
+    # the budget bounds the genetic search; the baselines' tuning and the recommendation's neighbourhood check
+    # evaluate beyond it
+    assert res.evaluations - res.neighbourhood["evaluated"] <= budget + 16 + res.tuning_evaluations
     assert res.hv_history[-1]["hypervolume"] >= 0.95 * full
 
 
@@ -148,8 +150,9 @@ def test_a_search_resumed_from_any_saved_generation_ends_exactly_like_an_undistu
 
     cons = Constraints(gpus=256)
     wl = _workload(256)
-    kw = dict(budget_evals=1500, seed=3, pop_size=20, samples=32)   # long enough for pymoo's 50-generation
-    #                                                                     convergence window to matter
+    # long enough for pymoo's 50-generation convergence window to matter: not stopped on the search's own
+    # convergence rule (tests/test_convergence.py resumes a search that stops on it)
+    kw = dict(budget_evals=1500, seed=3, pop_size=20, samples=32, stop_on_convergence=False)
     state = tmp_path / "state.json"
     copies = {}
 

@@ -70,7 +70,10 @@ def register(sub) -> None:
     where.add_argument("--scheduler", metavar="ADDR",
                        help="evaluate on a Dask cluster (tcp://host:8786), or 'local' for a LocalCluster")
     p.add_argument("--exhaustive", action="store_true", help="evaluate every design of the (small) space")
-    p.add_argument("--resume", metavar="STATE", help="save the search state here and resume from it if present")
+    p.add_argument("--resume", metavar="STATE",
+                   help="save the search state here and resume from it if present: a search that stopped on its "
+                        "budget without converging goes on with a larger --budget-evals (default: the state is saved "
+                        "as OUT/state.json, replacing one left there)")
     p.add_argument("--catalog", metavar="FILE", help="hardware catalog override file")
     p.add_argument("--calibration", metavar="FILE",
                    help="calibration profile from 'fabric calibrate --out' (fitted transport parameters)")
@@ -138,6 +141,24 @@ def _plan_objective(args, workload, catalog):
 
     basis = basis_from_workload(workload, model=args.model, catalog=catalog)
     return PlanObjective(basis) if args.plan_space == "auto" else JointObjective(basis)
+
+
+def _convergence_line(res, args, state_path) -> str:
+    """"converged (...)" or "not converged: continue with ... --resume STATE --budget-evals N"."""
+    from fabric.search.convergence import saved_evaluations
+
+    if res.converged:
+        return f"converged: {res.stopped_because.removeprefix('converged (').removesuffix(')')}."
+    if res.stopped_because == "cancelled":
+        return "not converged: the search was cancelled."
+    more = args.budget_evals or 3000
+    if not state_path.is_file():
+        return "not converged: the budget ended before the first generation; give a larger budget."
+    if args.budget_seconds:
+        how = f"--resume {state_path} --budget-seconds {args.budget_seconds:g} (the time budget counts afresh)"
+    else:
+        how = f"--resume {state_path} --budget-evals {saved_evaluations(state_path) + more}"
+    return f"not converged ({res.convergence_rule} not met): continue with the same command and {how}."
 
 
 def _recommendation(res, objective, cons, catalog, scenario, args, overrides) -> dict:
@@ -224,16 +245,23 @@ def run(args) -> int:
                                 samples=args.samples, catalog=catalog, callback=progress,
                                 transport_overrides=overrides)
     else:
+        from pathlib import Path
+
         budget_evals = args.budget_evals if args.budget_evals or args.budget_seconds else 3000
+        state_path = Path(args.resume) if args.resume else Path(args.out) / "state.json"
+        if not args.resume:
+            state_path.unlink(missing_ok=True)      # a fresh search: not the one an earlier run left in OUT
         res = run_search(workload, cons, budget_evals=budget_evals, budget_seconds=args.budget_seconds,
                          seed=args.seed, pop_size=args.pop_size, runner=runner, scenario=scenario,
-                         samples=args.samples, catalog=catalog, callback=progress, state_path=args.resume,
+                         samples=args.samples, catalog=catalog, callback=progress, state_path=state_path,
                          transport_overrides=overrides)
     if not args.quiet:
         sys.stderr.write("\n")
     out = res.write(args.out, extra=_recommendation(res, workload, cons, catalog, scenario, args, overrides))
     for line in res.summary_lines():
         print(line)
+    if not args.exhaustive:
+        print(_convergence_line(res, args, state_path))
     from fabric.search.robust import RobustObjective, robust_lines
 
     if objective is not None:

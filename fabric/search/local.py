@@ -14,25 +14,9 @@ import numpy as np
 
 from fabric.search.constraints import Constraints
 from fabric.search.run import _HV, _feasible_front, _objective_keys, _result, open_session
-from fabric.search.space import DesignSpace
+from fabric.search.neighbourhood import one_gene_neighbours
 
-
-def one_gene_neighbours(space: DesignSpace, genome) -> list[np.ndarray]:
-    """Every distinct repaired genome that differs from ``genome`` in one gene's choice."""
-    base = np.asarray(genome, dtype=np.int64)
-    seen, out = {tuple(space.repair(base).tolist())}, []
-    for i, gene in enumerate(space.genes):
-        for c in range(len(gene.choices)):
-            if c == base[i]:
-                continue
-            y = base.copy()
-            y[i] = c
-            y = space.repair(y)
-            key = tuple(y.tolist())
-            if key not in seen:
-                seen.add(key)
-                out.append(y)
-    return out
+__all__ = ["one_gene_neighbours", "pareto_local_search"]
 
 
 def pareto_local_search(workload, constraints: Constraints, genomes, *, max_rounds: int = 20, samples: int = 256,

@@ -137,9 +137,23 @@ class SearchResult:
     infeasible_reason: str = ""
     cache_hits: int = 0
     constraints: dict = field(default_factory=dict)
+    #: True when the search met its convergence rule (fabric.search.convergence), or evaluated every design
+    converged: bool = False
+    #: the convergence rule in words ("hypervolume gain below 0.1 % over 10 generations")
+    convergence_rule: str = ""
+    #: the neighbourhood check of the recommendation (fabric.search.neighbourhood.NeighbourhoodCheck.to_dict;
+    #: {} when none ran)
+    neighbourhood: dict = field(default_factory=dict)
     #: designs evaluated after the search to tune the baselines (their free policies: fabric.search.tuned),
     #: counted in ``evaluations`` beyond the evaluation budget
     tuning_evaluations: int = 0
+
+    @property
+    def status(self) -> str:
+        """``"converged"`` or ``"not converged: continue"`` (fabric.search.convergence.status_text)."""
+        from fabric.search.convergence import status_text
+
+        return status_text(self.converged)
 
     @property
     def feasible(self) -> bool:
@@ -232,6 +246,8 @@ class SearchResult:
             "feasible": self.feasible, "infeasible_reason": self.infeasible_reason,
             "objectives": list(self.objectives), "evaluations": self.evaluations, "generations": self.generations,
             "elapsed_s": self.elapsed_s, "stopped_because": self.stopped_because, "seed": self.seed,
+            "converged": self.converged, "convergence_rule": self.convergence_rule,
+            "neighbourhood_check": self.neighbourhood,
             "tuning_evaluations": self.tuning_evaluations,
             "hypervolume": self.hv_history[-1]["hypervolume"] if self.hv_history else 0.0,
             "hypervolume_history": self.hv_history, "reference_point": self.reference_point,
@@ -252,6 +268,11 @@ class SearchResult:
                  f"drawn and as a team would tune it)" if self.tuning_evaluations else "")
         lines = [f"{n} design{'s' if n != 1 else ''} on the front after {self.evaluations:,} evaluations{tuned} "
                  f"({self.elapsed_s:.1f} s, {self.stopped_because})."]
+        if self.neighbourhood.get("rounds"):
+            from fabric.search.neighbourhood import NeighbourhoodCheck
+
+            check = NeighbourhoodCheck(**self.neighbourhood).sentence()
+            lines.append(check[:1].upper() + check[1:])
         front_keys = {r.get("key") for r in self.front}
         by_name = {b["design"]: b for b in self.baselines}
         for c in self.comparisons():

@@ -9,7 +9,11 @@ a revisited design costs nothing and counts no evaluation.
 Objectives: network capex and p99 step time of the primary job (power as an optional third). Constraints as
 pymoo ``G`` (<= 0 feasible): buildable, budget, power, cable count, radix, p99 target, each normalised.
 Hypervolume is computed on objectives normalised by the first baseline's (the fat tree's) values, against a
-reference point of 1.1 x the worst feasible values of the first generation (fixed for the run).
+reference point of 1.1 x the worst feasible values of the first generation (fixed for the run). The search stops
+when it has converged (fabric.search.convergence: the hypervolume's gain over the last generations below a stated
+threshold) or on its budget, and says which; at the end the recommended design's one-gene neighbourhood is
+evaluated until no neighbour dominates it, after a converged search's front is made 1-opt
+(fabric.search.neighbourhood).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from fabric.limits import current_limits
 from fabric.search.baselines import baseline_designs
 from fabric.search.constraints import Constraints
 from fabric.search.prepare import has_serving_jobs
+from fabric.search.convergence import DEFAULT_RULE, STALE_GENERATIONS, ConvergenceRule
+from fabric.search.neighbourhood import check_recommendation
 from fabric.search.records import INFEASIBLE_P99, EvaluationCache, design_key, workload_key
 from fabric.search.result import SearchResult, hypervolume, pareto_mask, record_objectives
 from fabric.search.runners import InProcessRunner
@@ -398,11 +404,19 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
                scenario: Scenario | None = None, samples: int = 256, catalog=None, callback=None, cancel=None,
                state_path: str | Path | None = None, reference_point=None, normalisation=None,
                seed_baselines: bool = True, transport_overrides: dict | None = None,
-               eval_seed: int | None = None) -> SearchResult:
+               eval_seed: int | None = None, convergence: ConvergenceRule = DEFAULT_RULE,
+               stop_on_convergence: bool = True, check_neighbourhood: bool = True) -> SearchResult:
     """NSGA-II search for the Pareto front of cost vs p99 step time (see the module docstring).
 
     ``seed`` drives the genetic operators and, unless ``eval_seed`` is given, the evaluations' Monte Carlo too
     (a fixed ``eval_seed`` compares searches of different seeds on identical evaluations).
+
+    The search stops when ``convergence`` holds (fabric.search.convergence; ``stop_on_convergence=False`` runs to
+    the budget and only reports it), when 10 generations bring no new design, or on a budget; the result says
+    whether it converged. At the end (not cancelled) the recommended design's one-gene neighbourhood is evaluated
+    until no neighbour dominates it, after making a converged search's whole front 1-opt with at most as many new
+    evaluations again as the search spent (at least 200) (fabric.search.neighbourhood; ``check_neighbourhood=False``
+    leaves both out, for comparisons at an equal budget).
     """
     ev_seed = seed if eval_seed is None else eval_seed
     _check_budget(budget_evals, budget_seconds)
@@ -440,9 +454,12 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
         algorithm.setup(problem, termination=NoTermination(), seed=seed, verbose=False)
         if state:
             _restore_population(algorithm, problem, initial, state)
-        stopped = "budget reached"
+        stopped, converged = "budget reached", False
         stale = int(state.get("stale_generations", 0)) if state else 0
         while True:
+            if stop_on_convergence and convergence.met(hv_history):    # (also a resumed state that had converged)
+                stopped, converged = f"converged ({convergence.where(hv_history)})", True
+                break
             if cancel is not None and cancel.is_set():
                 stopped = "cancelled"
                 break
@@ -467,18 +484,53 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
             if callback is not None:
                 callback(SearchProgress(generation, session.evaluations, budget_evals, time.perf_counter() - t0,
                                         hv_history[-1]["hypervolume"], front, base_recs))
-            if stale >= 10:
-                stopped = "converged (no new designs in 10 generations)"
+            if stale >= STALE_GENERATIONS:
+                stopped, converged = f"converged (no new designs in {STALE_GENERATIONS} generations)", True
                 break
+        if not converged and convergence.met(hv_history):
+            converged = True        # (met on the last generation a budget ended, or not stopped on)
+        if stopped != "cancelled" and not converged:
+            stopped += f", not converged ({convergence.where(hv_history)})"
+        check = None
         if stopped != "cancelled":      # the tie rule's choice evaluated, so identical searches recommend alike
-            front = _feasible_front(list(session.records.values()), n_obj, session.outside)
-            extra = plain_variants(front, space, set(session.records))
-            if extra:
-                session.evaluate_designs(extra)
+            _evaluate_plain_variants(session, n_obj)
             base_recs = _tuned(session, space, bases, base_recs)
+            if check_neighbourhood:     # a converged search's whole front is made 1-opt first, within a cap
+                check = _check_recommendation(session, base_recs, n_obj, constraints,
+                                              front_evaluations=max(200, session.evaluations) if converged else 0)
+                if check.evaluated:     # the front the check left, as one more point of the history
+                    front = _feasible_front(list(session.records.values()), n_obj, session.outside)
+                    hv_history = hv_history + [{"generation": generation, "evaluations": session.evaluations,
+                                                "hypervolume": hv(front), "elapsed_s": time.perf_counter() - t0,
+                                                "neighbourhood_check": True}]
     finally:
         runner.close()
-    return _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0, bases)
+    return _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0, bases,
+                   converged=converged, rule=convergence.words, neighbourhood=check)
+
+
+def _evaluate_plain_variants(session, n_obj) -> None:
+    """Evaluate the plainest free policy of every front design's hardware not yet evaluated (fabric.search.ties)."""
+    front = _feasible_front(list(session.records.values()), n_obj, session.outside)
+    extra = plain_variants(front, session.space, set(session.records))
+    if extra:
+        session.evaluate_designs(extra)
+
+
+def _check_recommendation(session, base_recs, n_obj, constraints, *, front_evaluations: int = 0):
+    """The recommendation's one-gene neighbourhood evaluated until none dominates it, after making the front 1-opt
+    with about ``front_evaluations`` new designs at most (fabric.search.neighbourhood); the plain variants of new
+    front designs are evaluated after each round, so the tie rule sees them."""
+    from fabric.search.recommend import recommend
+
+    def front_of():
+        return _feasible_front(list(session.records.values()), n_obj, session.outside)
+
+    def pick(front):
+        return recommend(front, base_recs, p99_target_s=constraints.p99_target_s).record
+
+    return check_recommendation(session, front_of, pick, front_evaluations=front_evaluations,
+                                after_round=lambda: _evaluate_plain_variants(session, n_obj))
 
 
 def _tuned(session, space, bases, base_recs):
@@ -495,7 +547,8 @@ def _tuned(session, space, bases, base_recs):
     return out
 
 
-def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0, bases=()):
+def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0, bases=(), *,
+            converged: bool = False, rule: str = "", neighbourhood=None):
     records = list(session.records.values())
     front = _feasible_front(records, n_obj, session.outside)
     records, front = _annotated(session, records, front)
@@ -508,6 +561,8 @@ def _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj
         normalisation=[] if hv.scale is None else hv.scale.tolist(), evaluations=session.evaluations,
         elapsed_s=time.perf_counter() - t0, generations=generation, stopped_because=stopped, seed=seed,
         objectives=objectives, cache_hits=session.cache_hits, constraints=constraints.to_dict(),
+        converged=converged, convergence_rule=rule,
+        neighbourhood={} if neighbourhood is None else neighbourhood.to_dict(),
         tuning_evaluations=getattr(session, "tuning_evaluations", 0))
     if not front:
         res.infeasible_reason = _infeasible_reason(records + base_recs, constraints)
@@ -599,7 +654,8 @@ def exhaustive_search(workload, constraints: Constraints, *, seed: int = 0, runn
     front = _feasible_front(list(session.records.values()), n_obj, session.outside)
     hv_history = [{"generation": 0, "evaluations": session.evaluations, "hypervolume": hv(front),
                    "elapsed_s": time.perf_counter() - t0}]
-    return _result(session, base_recs, hv, hv_history, 0, "exhaustive", seed, n_obj, constraints, t0, bases)
+    return _result(session, base_recs, hv, hv_history, 0, "exhaustive", seed, n_obj, constraints, t0, bases,
+                   converged=True, rule="exhaustive: every design of the space evaluated")
 
 
 def random_search(workload, constraints: Constraints, *, budget_evals: int, seed: int = 0, runner=None,

@@ -9,7 +9,8 @@ end when the search ends, is cancelled, or is abandoned: a page calls :meth:`Sea
 is open, and a reaper thread cancels a search untouched for ``search_abandon_after_s``. At most
 ``max_concurrent_searches`` run at once; later ones wait in the queue (state "queued"). A job given a
 ``state_dir`` saves its inputs and its progress there (:mod:`fabric.ui_support.saved_searches`), so
-:meth:`SearchJob.resume` continues it after a server restart.
+:meth:`SearchJob.resume` continues it after a server restart, and :meth:`SearchJob.continued` goes on with a search
+that ended without converging (fabric.search.convergence), with more evaluations, from the same saved state.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from fabric.errors import FabricError
 from fabric.limits import current_limits
 
 __all__ = ["SearchJob", "SearchSnapshot", "SearchAllowance", "catalog_for_constraints", "live_job", "recent_job",
-           "default_search_workers", "running_jobs", "PROCESS_STARTED"]
+           "default_search_workers", "running_jobs", "convergence_note", "PROCESS_STARTED"]
 
 #: When this server process started (Unix time; set when the module is first imported, before any search of this
 #: process is saved): a saved search written earlier was made by a server that has since restarted.
@@ -84,6 +85,18 @@ class SearchSnapshot:
     queue_position: int = 0      # searches ahead of this one while it waits (state "queued")
     after_restart: bool = False  # the saved state it continued from was written before this server started
     phase: str = ""              # "plans" while a plan search ranks its shortlist before the first generation
+    continued_evals: int = 0     # evaluations a Continue added to a finished search (0: not a continuation)
+
+    @property
+    def converged(self) -> bool | None:
+        """Whether the finished search met its convergence rule (None before it has a result)."""
+        return None if self.result is None else bool(getattr(self.result, "converged", False))
+
+    @property
+    def can_continue(self) -> bool:
+        """True when the search ended (done or cancelled) without converging: :meth:`SearchJob.continued` may go on
+        from its saved state."""
+        return self.state in ("done", "cancelled") and not self.converged
 
     @property
     def running(self) -> bool:
@@ -98,6 +111,20 @@ class SearchSnapshot:
         if self.state in ("done",):
             return 1.0
         return max(0.0, min(1.0, self.evaluations / self.budget_evals))
+
+
+def convergence_note(result) -> str:
+    """What an ended search says beside "converged" / "not converged: continue": why it stopped, the rule, and
+    the neighbourhood check of its recommendation."""
+    from fabric.search.neighbourhood import NeighbourhoodCheck
+
+    words = f"Stopped: {result.stopped_because}."
+    if result.convergence_rule and "the rule" not in result.stopped_because:
+        words += f" The rule: {result.convergence_rule}."
+    if result.neighbourhood.get("rounds"):
+        check = NeighbourhoodCheck(**result.neighbourhood).sentence()
+        words += f" {check[:1].upper()}{check[1:]}"
+    return words
 
 
 def default_search_workers() -> int:
@@ -181,10 +208,11 @@ class SearchAllowance:
                 f"lower the evaluation budget to at most {max(0, left):,}")
 
     def charge(self, job) -> None:
-        """Count what ``job`` evaluated (call once, when the session lets go of the job)."""
+        """Count what ``job`` evaluated (call once, when the session lets go of the job); a job that went on from a
+        saved state counts only what it added (:meth:`SearchJob.spent`)."""
         if job is not None and not getattr(job, "_charged", False):
             job._charged = True
-            self.spent += int(job.snapshot().evaluations)
+            self.spent += int(job.spent()) if hasattr(job, "spent") else int(job.snapshot().evaluations)
 
     def remaining(self) -> int:
         return max(0, self.limit - self.spent)
@@ -232,6 +260,8 @@ class SearchJob:
     _after_restart: bool = False
     _abandoned: bool = False
     _phase: str = ""
+    _start_evaluations: int = 0     # evaluations already in the saved state it went on from
+    _continued_evals: int = 0
     last_seen: float = field(default_factory=time.monotonic)
 
     def __post_init__(self):
@@ -260,7 +290,49 @@ class SearchJob:
         job._resumed_from = saved.generation
         job._after_restart = saved.saved_at < PROCESS_STARTED
         job._generation, job._evaluations = saved.generation, saved.evaluations
+        job._start_evaluations = saved.evaluations
         return job
+
+    def continued(self, extra_evals: int) -> "SearchJob":
+        """A job going on with this ended search (done or cancelled, not converged) from its saved state, with
+        ``extra_evals`` more evaluations than its genetic search had spent; same search id, inputs and seed, so the
+        link stays valid and the front is the one a search with the larger budget would have found. Start it with
+        :meth:`start`. Raises FabricError when the search is running, converged, or was not saved."""
+        from fabric.search.convergence import saved_evaluations
+        from fabric.ui_support.saved_searches import state_file
+
+        snap = self.snapshot()
+        if not snap.can_continue:
+            raise FabricError("only a search that ended without converging can be continued"
+                              + (" (this one has converged)" if snap.converged else f" (this one is {snap.state})"))
+        if isinstance(extra_evals, bool) or not isinstance(extra_evals, int) or extra_evals < 1:
+            raise FabricError(f"continue with a positive whole number of evaluations, got {extra_evals!r}")
+        path = state_file(self.state_dir, self.search_id) if self.state_dir is not None else None
+        if path is None or not path.is_file():
+            raise FabricError("this search was not saved on the server, so it cannot be continued: start a new "
+                              "search with a larger budget")
+        done = saved_evaluations(path)
+        job = SearchJob(self.workload, self.constraints, budget_evals=done + extra_evals, seed=self.seed,
+                        catalog=self.catalog, samples=self.samples, pop_size=self.pop_size,
+                        inputs_key=self.inputs_key, transport_overrides=self.transport_overrides,
+                        workers=self.workers, state_dir=self.state_dir, search_id=self.search_id, label=self.label,
+                        abandon_after_s=self.abandon_after_s)
+        job._resumed_from = job._generation = snap.generation
+        job._evaluations = done
+        job._start_evaluations, job._continued_evals = done, extra_evals
+        return job
+
+    @property
+    def continue_step(self) -> int:
+        """Evaluations one Continue adds: the budget the search was started with (a continuation's own step); for
+        a search cancelled before its budget, what was left of it."""
+        with self._lock:
+            left = self.budget_evals - self._evaluations if self._state == "cancelled" else 0
+        return int(left if left > 0 else self._continued_evals or self.budget_evals)
+
+    def spent(self) -> int:
+        """Evaluations this job added to its search (all of them, unless it went on from a saved state)."""
+        return max(0, int(self.snapshot().evaluations) - self._start_evaluations)
 
     def start(self) -> "SearchJob":
         """Start the worker thread (once); returns the job."""
@@ -340,7 +412,7 @@ class SearchJob:
                 hypervolume=self._hypervolume, front=list(self._front), baselines=list(self._baselines),
                 hv_history=list(self._hv_history), error=self._error, result=self._result,
                 resumed_from=self._resumed_from, queue_position=position, after_restart=self._after_restart,
-                phase=self._phase)
+                phase=self._phase, continued_evals=self._continued_evals)
 
     # ------------------------------------------------------------------ worker side
 
