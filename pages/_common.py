@@ -416,9 +416,24 @@ def record_of(design: Design):
     return _record(ctx.key, _design_json(design), ctx, design, row)
 
 
-def context_line() -> None:
-    """One caption line: the context every figure of the page is computed in (fabric.review.Context.describe)."""
-    ctx, err = context_or_error()
+def context_line(*, prepared: bool = True) -> None:
+    """One caption line: the context every figure of the page is computed in (fabric.review.Context.describe).
+    ``prepared=False`` (the Search page, which must draw before its search prepares the shortlist or the mix's
+    references in the background) says it from the inputs alone."""
+    if prepared:
+        ctx, err = context_or_error()
+    else:
+        from fabric.review import Context
+        from fabric.ui_support.jobs import catalog_for_constraints
+
+        try:
+            cb = catalog_bundle()
+            ctx = Context(search_workload(), constraints(), catalog_for_constraints(cb.catalog, constraints()),
+                          seed=int(ss.get("search_seed", 0)), samples=SAMPLES_PER_EVALUATION,
+                          transport_overrides=calibration_overrides(), label=workload_bundle().label,
+                          catalog_key=cb.key)
+        except FabricError:
+            ctx = None
     if ctx is None:
         inputs_line()
         return

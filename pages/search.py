@@ -28,7 +28,7 @@ st.title("Search", help="NSGA-II over topology family, switch and NIC models, NI
                         "person would draw (the baselines). Each design is built, priced and evaluated (256 Monte "
                         "Carlo samples of the step).")
 C.show_url_problems()
-C.context_line()
+C.context_line(prepared=False)
 C.calibration_line("clear_cal_search", search=True)
 
 

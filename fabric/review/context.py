@@ -108,7 +108,9 @@ class Context:
             scen_text = f"scenario{'s' if len(scen) != 1 else ''} {', '.join(scen)}"
         elif kind == "plans":
             n = max((len(cs) for _, cs in obj.shortlist or ()), default=0)
-            what = f"{self.label or obj.basis.job_name}, each design at its best of {n} shortlisted plans"
+            what = (f"{self.label or obj.basis.job_name}, each design at its best of {n} shortlisted plans" if n else
+                    f"{self.label or obj.basis.job_name}, each design at its best plan of the shortlist the search "
+                    f"ranks")
             scen_text = f"scenario {self.scenario.name}"
         elif kind == "joint":
             what = f"{self.label or obj.basis.job_name}, the plan searched with the design"
