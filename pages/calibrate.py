@@ -224,6 +224,17 @@ with st.expander("Audit a running job: measured step times and link counters aga
             st.error(f"Audit: {C.md_text(rep['error'])}")
         else:
             aud = rep["audit"]
+            if design_json is not None:       # a design of another size or GPU than the traced job is said so
+                d_in = json.loads(design_json)
+                bigger = [s_a.world_size for s_a in aud.sizes if s_a.world_size > int(d_in.get("gpus") or 0)]
+                if bigger:
+                    st.warning(C.md_text(f"The installed design has {int(d_in.get('gpus') or 0):,} GPUs "
+                                         f"({d_in.get('gpu_model')}), fewer than the traced job's "
+                                         f"{max(bigger):,}: pick the design the job ran on (its predictions "
+                                         f"are for another cluster)."))
+                else:
+                    st.caption(C.md_text(f"Installed design: {int(d_in.get('gpus') or 0):,} {d_in.get('gpu_model')} "
+                                         f"GPUs, {d_in.get('name')}."))
             (st.error if aud.flagged else st.info)(C.md_text(aud.verdict))
             for e in aud.evidence:
                 st.caption(C.md_text(e))
