@@ -53,6 +53,8 @@ SAMPLES = {
     "llama3-70b.json": ("llama3-70b.json",),
     "dlrm-dcnv2.json": ("dlrm-dcnv2.json",),
     "llama3-70b-serving.json": ("llama3-70b-serving.json",),
+    "llama3-70b-online.json": ("llama3-70b-online.json",),
+    "llama3-70b-disagg.json": ("llama3-70b-disagg.json",),
     "deepseek-v3-ep-decode.json": ("deepseek-v3-ep-decode.json",),
     "kineto-llama3-70b": ("kineto/llama3-70b.rank0.pt.trace.json.gz", "kineto/llama3-70b.rank1.pt.trace.json.gz"),
 }
@@ -61,6 +63,11 @@ SAMPLE_TITLES = {
     "llama3-70b.json": "Llama-3-70B-style dense training, 1,024 GPUs (TP 8, PP 4, DP 32)",
     "dlrm-dcnv2.json": "DLRM-DCNv2-style recommender, 256 GPUs (embedding all-to-all)",
     "llama3-70b-serving.json": "Llama-3-70B-style inference service, 256 GPUs (32 replicas of TP 8)",
+    "llama3-70b-online.json": "Llama-3-70B-style online service with request latency (TTFT, TPOT, SLO attainment), "
+                              "256 GPUs (32 colocated replicas of TP 8, arrivals at half of what they sustain on "
+                              "compute alone)",
+    "llama3-70b-disagg.json": "Llama-3-70B-style service with prefill and decode disaggregated, 256 GPUs (16 + 16 "
+                              "replicas of TP 8; each request's 320 MiB KV cache crosses the network)",
     "deepseek-v3-ep-decode.json": "DeepSeek-V3-style serving with expert parallelism across 40 nodes (request "
                                   "latency: TTFT, TPOT, SLO attainment), 640 GPUs",
     "kineto-llama3-70b": "PyTorch profiler (Kineto) traces of 2 ranks of a 256-GPU Llama-3-70B-style job",
@@ -294,15 +301,17 @@ def workload_bundle() -> WorkloadBundle:
 
 def set_workload_choice(choice: dict, *, say_old_left: bool = True) -> None:
     """Switch the session to another workload; the cluster size follows it. The workload heads the job mix (its
-    first row, :func:`mix_follows_primary`; ``say_old_left=False``: the old one leaving the mix goes unsaid, as for
-    uploads the user removed)."""
+    first row, :func:`mix_follows_primary`; ``say_old_left=False``: the old one is gone, as uploads the user removed:
+    it leaves the mix unsaid and never moves into it)."""
     old = ss.get("wl_choice")
+    old_wb = _bundle_of(old) if old is not None and old != choice else None
     if old is not None and old != choice:
-        mix_follows_primary(old, choice, say_old_left=say_old_left)
         if choice.get("kind") == "upload" and old.get("kind") != "upload":
             ss["_before_upload"] = old                  # where removing the uploads goes back to
     ss["wl_choice"] = choice
     ss.pop("wl_error", None)
+    if old_wb is not None:
+        mix_follows_primary(old_wb, workload_bundle(), old_gone=not say_old_left)
     c = ss["constraints"]
     try:
         ss["constraints"] = replace(c, gpus=needed_gpus(c.gpus_per_node))
@@ -310,6 +319,18 @@ def set_workload_choice(choice: dict, *, say_old_left: bool = True) -> None:
         pass
     if robust_on():     # the mix sets the size: turning the robust mode off gives the workload's own size back
         ss["_robust_grew"] = ss["constraints"].gpus
+
+
+def _bundle_of(choice: dict) -> WorkloadBundle | None:
+    """The bundle of ``choice`` while it is still the session's workload (the last one built when it is: an
+    upload's workload is kept even after new files replaced the session's uploads), else None."""
+    cached = ss.get("_wl_bundle")
+    if cached is not None and cached[1].choice == choice:
+        return cached[1]
+    if ss.get("wl_choice") == choice:
+        wb = workload_bundle()
+        return wb if wb.choice == choice else None
+    return None
 
 
 def catalog_bundle() -> CatalogBundle:
@@ -542,7 +563,11 @@ def search_workload():
         return plan_objective()
     if not robust_on():
         return workload_bundle().workload
-    return _robust_objective()[0]
+    try:
+        return _robust_objective()[0]
+    except FabricError as err:
+        raise FabricError(f"the job mix on the Workload page (Several workloads) cannot be searched: "
+                          f"{public_message(err)}; change the mix there or turn the robust mode off") from err
 
 
 # ------------------------------------------------------------------ parallelism plans (docs/plans.md)
@@ -641,24 +666,86 @@ def add_to_mix(choice: dict, workload=None) -> None:
     grow_cluster()
 
 
-def mix_follows_primary(old: dict, new: dict, *, say_old_left: bool = True) -> None:
-    """The job mix when the workload above it (its first row) changes from ``old`` to ``new``: ``new`` takes the
-    first row and ``old`` leaves the mix; a ``new`` already further down the mix moves up (listed once, with the
-    weight it had there). Each change is said (:func:`pop_workload_notices`). Nothing to say when there is no mix
-    (robust mode off and no other workload)."""
+def _same_workload(entry: dict, wb: WorkloadBundle) -> bool:
+    """True when mix entry ``entry`` is the workload of ``wb``: the same sample or plan, or uploaded files of the
+    same content."""
+    if wb.choice.get("kind") != "upload":
+        return entry["choice"] == wb.choice
+    return entry["choice"].get("kind") == "upload" and entry.get("workload") is not None \
+        and workload_key(entry["workload"]) == wb.key
+
+
+def mix_follows_primary(old: WorkloadBundle, new: WorkloadBundle, *, old_gone: bool = False) -> None:
+    """The job mix when the workload above it (its first row) changes from ``old`` to ``new``.
+
+    - ``new`` was further down the mix: the two swap places. ``new`` takes the first row with the weight it had
+      there and ``old`` takes its row with the first row's weight, so the mix keeps as many workloads as before
+      (and a robust search that could start still can). Without the swap a mix of two workloads would drop to
+      one and the robust search could no longer start.
+    - otherwise ``new`` takes the first row (and its weight) and ``old`` leaves the mix: the workload above is
+      always the mix's first one.
+    - ``old_gone`` (uploads the user removed): ``old`` leaves, unsaid, and never moves into the mix.
+
+    Each change is said once (:func:`pop_workload_notices`). Nothing to say when there is no mix (robust mode off
+    and no other workload)."""
     mix = list(ss.get("robust_mix", []))
     if not mix and not robust_on():
         return
-    same = [e for e in mix if e["choice"] == new and new.get("kind") != "upload"]
-    if same:
-        ss["robust_mix"] = [e for e in mix if not any(e is x for x in same)]
-        ss["robust_weight"] = float(same[0]["weight"])
+    w_first = float(ss.get("robust_weight", 1.0))
+    old_label, new_label = mix_label(_entry_choice(old)), mix_label(_entry_choice(new))
+    at = next((i for i, e in enumerate(mix) if _same_workload(e, new)), None)
+    if at is not None:
+        w_new = float(mix[at]["weight"])
+        ss["robust_weight"] = w_new
         ss.pop("mix_w_0", None)                 # the first row's weight field shows the weight it brings
-        _notice(f"{_capital(mix_label(new))} was already in the mix: it is now its first workload (the one above, "
-                f"weight {float(same[0]['weight']):g}) and is listed once.")
-    if say_old_left:
-        _notice(f"{_capital(mix_label(old))} is no longer in the mix: the workload above is always its first one. "
-                f"Add it under Several workloads to keep it in the robust search.")
+        if old_gone:
+            ss["robust_mix"] = mix[:at] + mix[at + 1:]
+            _notice(f"{_capital(new_label)} was already in the mix: it is now its first workload (the workload "
+                    f"above, weight {w_new:g}) and is listed once.")
+            return
+        moved = {"choice": _entry_choice(old), "weight": w_first}
+        if old.choice.get("kind") == "upload":
+            moved["workload"] = old.workload    # the files are no longer the session's uploads: keep what they made
+        ss["robust_mix"] = mix[:at] + [moved] + mix[at + 1:]
+        n = 1 + len(ss["robust_mix"])
+        _notice(f"{_capital(new_label)} was already in the mix: it is now its first workload (the workload above, "
+                f"weight {w_new:g}) and is listed once; {old_label} takes its place further down (weight "
+                f"{w_first:g}), so the mix keeps its {n} workloads.")
+        return
+    if not old_gone:
+        _notice(f"{_capital(old_label)} is no longer in the mix: the workload above is always its first one, so "
+                f"{new_label} took its row (weight {w_first:g}). Add {old_label} under Several workloads to keep it "
+                f"in the robust search.")
+
+
+def _entry_choice(wb: WorkloadBundle) -> dict:
+    """The choice a bundle is listed with in the mix (an upload by the names of its files)."""
+    if wb.choice.get("kind") == "upload":
+        res = wb.ingest
+        names = [f.name for f in res.files if f.ok] if res is not None else list(wb.choice.get("names", []))
+        return {"kind": "upload", "names": names}
+    return wb.choice
+
+
+def robust_problem() -> str | None:
+    """Why the robust search cannot start with the session's mix, and what to do, in the Workload page's words
+    (None when it can, or when the robust mode is off)."""
+    if not robust_on():
+        return None
+    try:
+        _robust_objective()
+    except FabricError as err:
+        msg = public_message(err)
+        scen = ss.get("robust_scenarios") or []
+        if not scen:
+            todo = "choose at least one scenario below"
+        elif 1 + len(ss.get("robust_mix", [])) + len(scen) < 3:
+            todo = ("add a workload (**Add a workload from** below) or a second scenario (**Scenarios every design "
+                    "is judged under**), or set **Robust mode** to off to search the workload above alone")
+        else:
+            todo = "change it below, or set **Robust mode** to off to search the workload above alone"
+        return f"The robust search cannot start: {md_text(msg)}. What to do: {todo}."
+    return None
 
 
 def forget_uploads() -> None:

@@ -11,9 +11,9 @@ import streamlit as st
 from pages import _common as C
 from fabric.errors import FabricError
 from fabric.ui_support import charts, robust_view
-from fabric.ui_support.workload_view import (compute_comm_rows, figures_caption, files_table, gpus_needed,
-                                             groups_table, jobs_table, ops_table, parallelism_text, plan_degrees, unparsed_table,
-                                             workload_figures)
+from fabric.ui_support.workload_view import (PLAN_FIELD_HELP, compute_comm_rows, figures_caption, files_table,
+                                             gpus_needed, groups_table, jobs_table, ops_table, parallelism_text,
+                                             plan_degrees, plan_field_reasons, unparsed_table, workload_figures)
 from fabric.workload.ingest import ingest
 from fabric.workload.presets import get_preset
 from fabric.workload.summary import size_label, summarize
@@ -21,9 +21,6 @@ from fabric.workload.summary import size_label, summarize
 ss = st.session_state
 C.require_entry()
 SOURCES = {"sample": "Built-in sample", "upload": "Upload traces", "plan": "Parallelism plan"}
-#: Plan settings each kind of preset takes (fabric.workload.presets: a recommender has no TP/PP, a service no ZeRO).
-PLAN_FIELDS = {"training": ("tp", "pp", "ep", "zero_stage"), "inference": ("tp", "pp"), "serving": ("tp", "ep"),
-               "recommendation": ()}
 #: The plan form's fields (session keys ``plan_<name>``).
 PLAN_FORM_KEYS = ("gpus", "tp", "pp", "ep", "zero")
 
@@ -38,12 +35,7 @@ if "robust_mode_in" in ss:
     C.set_robust_mode(ss["robust_mode_in"])              # on: the cluster holds the largest workload of the mix
 if "robust_scen_in" in ss:
     ss["robust_scenarios"] = list(ss["robust_scen_in"])
-if C.robust_on():
-    n_wl, n_sc = 1 + len(ss.get("robust_mix", [])), len(ss.get("robust_scenarios") or [])
-    st.info(f"Robust mode ({robust_view.MODE_TEXT[ss['robust_mode']]}): the Search page judges designs on "
-            f"{n_wl} workload"
-            f"{'s' if n_wl != 1 else ''} × {n_sc} scenario{'s' if n_sc != 1 else ''}; this one is the first of "
-            "them. The mix is under **Several workloads** at the bottom of this page.")
+robust_banner = st.empty()       # filled once the source below has applied any change of the workload
 
 choice = ss["wl_choice"]
 if "wl_source" not in ss:
@@ -164,32 +156,57 @@ else:  # parallelism plan
     preset = st.selectbox("Model", presets, key="plan_preset",
                           format_func=lambda n: f"{n}: {get_preset(n).description}")
     pre = get_preset(preset)
-    allowed = PLAN_FIELDS[pre.kind]
+    reasons = plan_field_reasons(pre)
+    allowed = {k for k, why in reasons.items() if why is None}
     # Seed the form whenever its fields have no state: another model was picked, or this is a new visit (Streamlit
     # forgets a widget's value when a page without it runs). The plan in use shows as understood (its GPUs and
-    # the degrees its process groups have); another model shows its own defaults.
+    # the degrees its process groups have); another model shows its own plan at the session's GPU count (the GPUs
+    # field as it was, else the plan's, else the cluster's) when it runs there, else at its own default size.
     if ss.get("_plan_for") != preset or any(f"plan_{k}" not in ss for k in PLAN_FORM_KEYS):
         mine = choice if choice["kind"] == "plan" and choice["preset"] == preset else None
-        deg = plan_degrees(C.workload_bundle().workload if mine else C.plan_workload(preset, pre.default_gpus, "{}"))
-        ss["plan_gpus"] = int(mine["gpus"]) if mine else pre.default_gpus
+        ss.pop("_plan_gpus_note", None)
+        if mine:
+            gpus_ = int(mine["gpus"])
+            deg = plan_degrees(C.workload_bundle().workload)
+        else:
+            want = int(ss["plan_gpus"]) if "plan_gpus" in ss else \
+                int(choice["gpus"]) if choice["kind"] == "plan" else int(C.constraints().gpus)
+            try:
+                deg, gpus_ = plan_degrees(C.plan_workload(preset, want, "{}")), want
+            except FabricError as err:
+                gpus_ = pre.default_gpus
+                deg = plan_degrees(C.plan_workload(preset, gpus_, "{}"))
+                ss["_plan_gpus_note"] = (f"GPUs: {gpus_:,}, the {preset} preset's own size: its plan does not run on "
+                                         f"{want:,} GPUs ({C.public_message(err)}).")
+        ss["plan_gpus"] = gpus_
         for k in ("tp", "pp", "ep"):
             ss[f"plan_{k}"] = int(deg[k])
         ss["plan_zero"] = "preset default" if not mine or mine.get("zero_stage") is None else str(mine["zero_stage"])
         ss["_plan_for"] = preset
+
+    def _help(field: str) -> str:
+        why = reasons[field]
+        return PLAN_FIELD_HELP[field] if why is None else f"Does not apply: {why}."
+
     with st.form("plan_form"):
         c1, c2, c3, c4, c5 = st.columns(5)
-        gpus = c1.number_input("GPUs", min_value=1, max_value=1_048_576, step=8, key="plan_gpus")
+        gpus = c1.number_input("GPUs", min_value=1, max_value=1_048_576, step=8, key="plan_gpus",
+                               help=f"GPUs the job runs on; the {preset} plan needs a multiple of "
+                                    f"{pre.gpu_multiple:,}.")
         tp = c2.number_input("Tensor parallel (TP)", min_value=1, max_value=1024, key="plan_tp",
-                             disabled="tp" not in allowed)
+                             disabled="tp" not in allowed, help=_help("tp"))
         pp = c3.number_input("Pipeline parallel (PP)", min_value=1, max_value=1024, key="plan_pp",
-                             disabled="pp" not in allowed)
+                             disabled="pp" not in allowed, help=_help("pp"))
         ep = c4.number_input("Expert parallel (EP)", min_value=1, max_value=1024, key="plan_ep",
-                             disabled="ep" not in allowed, help="Mixture-of-experts models only")
+                             disabled="ep" not in allowed, help=_help("ep"))
         zero = c5.selectbox("ZeRO stage", ["preset default", "0", "1", "2", "3"], key="plan_zero",
-                            disabled="zero_stage" not in allowed)
+                            disabled="zero_stage" not in allowed, help=_help("zero_stage"))
         st.caption("Data parallelism fills the rest: DP = GPUs / (TP x PP). The values shown are the preset's plan; "
-                   "greyed-out settings do not apply to this kind of model. Sources: docs/synthesis.md.")
+                   "greyed-out settings do not apply to this model (each one's help says why). Sources: "
+                   "docs/synthesis.md.")
         submitted = st.form_submit_button("Build workload", type="primary")
+    if ss.get("_plan_gpus_note"):
+        st.caption(C.md_text(ss["_plan_gpus_note"]))
     if submitted:
         try:            # the preset's own degrees at this size (its rules may depend on it), else at its default
             deg = plan_degrees(C.plan_workload(preset, int(gpus), "{}"))
@@ -207,6 +224,7 @@ else:  # parallelism plan
         except FabricError as err:
             st.error(f"This plan cannot be built: {C.public_message(err)}")
         else:
+            ss.pop("_plan_gpus_note", None)
             C.set_workload_choice(new)
             st.success(f"Built the {preset} workload on {int(gpus):,} GPUs.")
     elif choice["kind"] != "plan":
@@ -216,6 +234,17 @@ if ss.get("wl_error"):
     st.error(C.public_message(ss["wl_error"]))
 for note in C.pop_workload_notices():                    # removed uploads, a new head of the job mix
     st.info(C.md_text(note))
+if C.robust_on():       # after the source: the mix as it is now, this run's change included
+    n_wl, n_sc = 1 + len(ss.get("robust_mix", [])), len(ss.get("robust_scenarios") or [])
+    mode_text = robust_view.MODE_TEXT[ss["robust_mode"]]
+    if C.robust_problem():
+        robust_banner.warning(f"Robust mode ({mode_text}): the robust search cannot start with this mix of {n_wl} "
+                              f"workload{'s' if n_wl != 1 else ''} × {n_sc} scenario{'s' if n_sc != 1 else ''}; "
+                              "why and what to do are under **Several workloads** at the bottom of this page.")
+    else:
+        robust_banner.info(f"Robust mode ({mode_text}): the Search page judges designs on {n_wl} workload"
+                           f"{'s' if n_wl != 1 else ''} × {n_sc} scenario{'s' if n_sc != 1 else ''}; this one is the "
+                           "first of them. The mix is under **Several workloads** at the bottom of this page.")
 
 # ------------------------------------------------------------------ what was understood
 wb = C.workload_bundle()
@@ -284,7 +313,11 @@ if bases:
     try:
         ref_case = C.record_of(bases[0]).primary      # the reference fabric's record in the session's context
     except FabricError as err:
-        st.info(f"Communication time needs a fabric that holds the workload: {C.public_message(err)}")
+        if C.robust_problem():      # the context is the robust mix's, which cannot be searched yet
+            st.info("Communication time is computed in the search's context, the robust mix, and that mix cannot be "
+                    "searched yet: see **Workloads in the mix** under Several workloads below.")
+        else:
+            st.info(f"Communication time needs a fabric that holds the workload: {C.public_message(err)}")
     else:
         ev = ref_case.evaluation
         st.plotly_chart(charts.compute_comm_figure(compute_comm_rows(ref_case.workload, ev)), width="stretch",
@@ -362,12 +395,18 @@ if remove is not None:
     C.remove_from_mix(remove)
     st.rerun()
 st.caption("Weights count in the weighted mean (a workload's weight is shared by its scenarios); the worst case "
-           "ignores them. The first workload is the one shown above; change it with the source at the top.")
+           "ignores them. The first workload is the one shown above; change it with the source at the top (a "
+           "workload already further down then swaps places with it).")
+problem = C.robust_problem()          # next to the mix: why the robust search cannot start, and what to do
+if problem:
+    st.error(problem)
 
 a, b = st.columns([1, 2])
 with a:
+    # persist_state: the choice survives a visit to another page (Streamlit forgets an unrendered widget's value)
     src = st.radio("Add a workload from", ["sample", "plan", "upload"], horizontal=True, key="mix_src",
-                   format_func={"sample": "a sample", "plan": "a plan", "upload": "trace files"}.get)
+                   format_func={"sample": "a sample", "plan": "a plan", "upload": "trace files"}.get,
+                   persist_state="session")
 with b:
     new_choice, new_files = None, None
     if src == "sample":
@@ -381,7 +420,7 @@ with b:
     elif src == "plan":
         c1, c2 = st.columns([3, 1])
         preset = c1.selectbox("Model to add", [p.name for p in C.list_presets()], key="mix_preset",
-                              format_func=lambda n: f"{n}: {get_preset(n).description}")
+                              format_func=lambda n: f"{n}: {get_preset(n).description}", persist_state="session")
         if "mix_gpus" not in ss:
             ss["mix_gpus"] = int(C.constraints().gpus)
         gpus_ = c2.number_input("GPUs", min_value=1, max_value=1_048_576, step=8, key="mix_gpus",
@@ -425,11 +464,10 @@ scen = st.multiselect("Scenarios every design is judged under", list(robust_view
 ss["robust_scenarios"] = list(scen)
 n_wl, n_sc = 1 + len(ss["robust_mix"]), len(scen)
 if C.robust_on():
-    try:
-        obj = C.search_workload()
-    except FabricError as err:
-        st.error(f"The robust search cannot start: {C.public_message(err)}")
+    if C.robust_problem():
+        st.caption("The robust search cannot start yet: see the message under **Workloads in the mix** above.")
     else:
+        obj = C.search_workload()
         cluster = C.constraints()
         try:
             need = C.needed_gpus(cluster.gpus_per_node)

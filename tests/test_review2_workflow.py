@@ -112,17 +112,22 @@ def test_a_new_primary_already_in_the_mix_is_not_listed_twice_and_the_page_says_
     at = _with_online_in_the_mix()
     build_plan(at, "llama3-70b-online", 1024)
     assert "plan llama3-70b-online on 1,024 GPUs" in at.header[0].value
-    # the online plan now heads the mix (the first row); it is not a second row too
-    assert _mix(at) == [{"kind": "sample", "name": "dlrm-dcnv2.json"}]
+    # the online plan now heads the mix (the first row); it is not a second row too. Issue 34 item 12: the old
+    # primary swaps into the row it left instead of leaving the mix (which dropped a two-workload mix to one case,
+    # so the robust search could no longer start); every workload is listed once
+    assert _mix(at) == [{"kind": "plan", "preset": "mixtral-8x7b", "gpus": 1024},
+                        {"kind": "sample", "name": "dlrm-dcnv2.json"}]
     rows = [e["choice"] for e in [{"choice": at.session_state["wl_choice"]}] + at.session_state["robust_mix"]]
-    assert len({json.dumps(r, sort_keys=True) for r in rows}) == len(rows) == 2
+    assert len({json.dumps(r, sort_keys=True) for r in rows}) == len(rows) == 3
     notice = texts(at.info)
     assert "Plan llama3-70b-online on 1,024 GPUs was already in the mix" in notice
     # the workload it replaced is named, not dropped in silence
-    assert "Plan mixtral-8x7b on 1,024 GPUs is no longer in the mix" in notice
-    assert "over llama3-70b-online@1024, dlrm-dcnv2 × baseline: 2 cases" in texts(at.success)
+    assert ("plan mixtral-8x7b on 1,024 GPUs takes its place further down (weight 1), so the mix keeps its 3 "
+            "workloads") in notice
+    assert "over llama3-70b-online@1024, mixtral-8x7b@1024, dlrm-dcnv2 × baseline: 3 cases" in texts(at.success)
     q = dict(at.query_params)
-    assert q["wl"] == "plan:llama3-70b-online:1024" and q["mix"] == "sample:dlrm-dcnv2.json"
+    assert q["wl"] == "plan:llama3-70b-online:1024"
+    assert q["mix"] == "plan:mixtral-8x7b:1024|sample:dlrm-dcnv2.json"
 
 
 def test_a_new_primary_takes_the_first_row_and_the_old_one_leaving_is_said():

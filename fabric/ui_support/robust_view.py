@@ -79,7 +79,9 @@ def build_objective(entries: Sequence[tuple], scenarios: Sequence[str], mode: st
         raise FabricError(f"unknown scenario(s) {', '.join(map(repr, unknown))}; choose from "
                           f"{', '.join(SCENARIO_NAMES)}")
     if len(entries) + len(scenarios) < 3:
-        raise FabricError("a robust search needs at least two cases: add a workload or a scenario")
+        one = f"{entries[0][0]} × {scenarios[0]}" if entries else "no workload"
+        raise FabricError(f"a robust search needs at least two cases (workload × scenario) and this mix has one, "
+                          f"{one}: add a workload or a scenario")
     if len(entries) > MAX_MIX:
         raise FabricError(f"a robust search takes at most {MAX_MIX} workloads; this mix has {len(entries)}")
     for name, _, w in entries:

@@ -11,7 +11,7 @@ from fabric.workload.summary import size_label
 
 __all__ = ["files_table", "jobs_table", "groups_table", "ops_table", "unparsed_table", "gpus_needed",
            "cluster_gpus", "plan_degrees", "parallelism_text", "compute_comm_rows", "workload_figures", "figures_caption",
-           "steps_observed_text"]
+           "steps_observed_text", "plan_field_reasons", "PLAN_FIELD_HELP"]
 
 
 def files_table(reports) -> pd.DataFrame:
@@ -141,6 +141,43 @@ def plan_degrees(workload) -> dict[str, int]:
             out[g.role] = g.size
     if not any(g.role == "dp" for g in job.groups):
         out["dp"] = max(1, int(job.world_size) // (out["tp"] * out["pp"] * out["cp"]))
+    return out
+
+
+#: What each field of the Workload page's plan form sets, when it applies.
+PLAN_FIELD_HELP = {
+    "tp": "GPUs that split every layer's matrices (tensor parallelism); they exchange activations at every layer, "
+          "so the group should stay inside one server's NVLink.",
+    "pp": "Pipeline stages the layers are split into; neighbouring stages send activations point to point.",
+    "ep": "GPUs the experts of a mixture-of-experts layer are spread over; tokens reach their experts by all-to-all.",
+    "zero_stage": "ZeRO shards the optimizer state (1), the gradients too (2) and the weights too (3) over the "
+                  "data-parallel GPUs, trading memory for communication.",
+}
+
+
+def plan_field_reasons(preset) -> dict[str, str | None]:
+    """For each plan setting of the Workload page's form (``tp``, ``pp``, ``ep``, ``zero_stage``), None when it
+    applies to ``preset`` (:class:`fabric.workload.presets.Preset`), else why not, in words for the field's help:
+    a recommender has no model parallelism, a service no pipeline and no optimizer, and expert parallelism needs a
+    model with experts (a dense model has none)."""
+    kind = preset.kind
+    model = preset.model
+    experts = int(getattr(model, "experts", 1) or 1)
+    name = getattr(model, "name", preset.name)
+    out: dict[str, str | None] = {k: None for k in ("tp", "pp", "ep", "zero_stage")}
+    if kind == "recommendation":
+        why = (f"{name} is a recommender: its embedding tables are sharded table by table over every GPU "
+               "(all-to-all) and its small MLPs are replicated, so its plan has no tensor, pipeline or expert "
+               "parallelism and no ZeRO stage")
+        return {k: why for k in out}
+    if kind in ("inference", "serving"):
+        out["zero_stage"] = "a service keeps no optimizer state, so ZeRO does not apply"
+    if kind == "serving":
+        out["pp"] = ("this service runs replicas without pipeline stages (prefill and decode on each replica's "
+                     "tensor-parallel GPUs)")
+    if experts <= 1:
+        out["ep"] = (f"{name} is a dense model (no experts): expert parallelism applies to mixture-of-experts "
+                     "models only")
     return out
 
 
