@@ -3,7 +3,7 @@
 __all__ = [
     "GBPS", "GB", "MB", "KB", "GIB", "MIB", "KIB", "US", "NS", "MS",
     "gbps_to_bps", "bps_to_gbps", "bps_to_bytes_per_s", "bytes_per_s_to_bps", "time_unit", "time_text",
-    "TIME_DIGITS",
+    "TIME_DIGITS", "range_text",
 ]
 
 #: Significant digits of every duration fabric writes (pages, brief, report, CLI): one figure reads the same
@@ -64,3 +64,10 @@ def time_text(seconds: float, digits: int = TIME_DIGITS) -> str:
     if abs(v) >= 10 ** digits:
         return f"{v:,.0f} {unit}"
     return f"{v:,.{digits}g} {unit}"
+
+
+def range_text(low: float, high: float, fmt=time_text, sep: str = " to ") -> str:
+    """A range for a sentence, each end written by ``fmt`` (default :func:`time_text`): ``191.2 ms to 205.4 ms``;
+    one value when both ends read the same (``191.2 ms``, never ``191.2 ms to 191.2 ms``)."""
+    a, b = fmt(min(low, high)), fmt(max(low, high))
+    return a if a == b else f"{a}{sep}{b}"

@@ -968,9 +968,10 @@ def rack_section(design: Design, report: dict) -> None:
 
     a, b = st.columns([3, 2])
     with a:
-        st.dataframe(pd.DataFrame(rack_rows(report)), hide_index=True, width="stretch")
+        table(pd.DataFrame(rack_rows(report)), column_config={
+            "kW per rack": st.column_config.NumberColumn(format="localized", step=0.1)})
     with b:
-        st.dataframe(pd.DataFrame(reach_rows(report)), hide_index=True, width="stretch")
+        table(pd.DataFrame(reach_rows(report)))
     st.caption(md_text(rack_summary(report, design.domain_size)) + " Racks hold as many servers as the rack power "
                "feeds (a rack-scale system is a rack of its own); switches other than top-of-rack leaves sit in "
                "network racks; cables by reach class as facts.md section 10 (docs/cost.md).")
@@ -1068,6 +1069,24 @@ def design_downloads(design: Design, bom: dict, key: str) -> None:
     z.download_button("Design and bill of materials (JSON)", design_bom_json_text(design, bom, racks).encode(),
                       file_name="design_and_bom.json", mime="application/json", key=f"{key}_bom_json",
                       on_click="ignore", width="stretch")
+
+
+def number_config(df: pd.DataFrame, config: dict | None = None) -> dict:
+    """``config`` with every numeric column it leaves out shown with thousands separators (``1,024``, ``5,800``:
+    a dataframe's default writes ``1024``)."""
+    out = dict(config or {})
+    for col in df.columns:
+        if col not in out and pd.api.types.is_numeric_dtype(df[col]) and not pd.api.types.is_bool_dtype(df[col]):
+            out[col] = st.column_config.NumberColumn(format="localized")
+    return out
+
+
+def table(data, *, column_config: dict | None = None, **kwargs) -> None:
+    """``st.dataframe`` of ``data`` (a frame or rows) with numbers thousands separated (:func:`number_config`)."""
+    df = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    kwargs.setdefault("hide_index", True)
+    kwargs.setdefault("width", "stretch")
+    st.dataframe(df, column_config=number_config(df, column_config), **kwargs)
 
 
 def bom_table(bom: dict) -> pd.DataFrame:

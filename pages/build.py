@@ -95,13 +95,13 @@ with right:
 a, b = st.columns(2)
 with a:
     st.subheader("Switches per tier")
-    st.dataframe(pd.DataFrame({"tier": list(bom["switches"]), "switches": list(bom["switches"].values())}),
+    C.table(pd.DataFrame({"tier": list(bom["switches"]), "switches": list(bom["switches"].values())}),
                  column_config={"switches": st.column_config.NumberColumn(format="localized")},
                  hide_index=True)
     st.caption("Switch count in each tier of the design (leaf = first tier above the NICs).")
 with b:
     st.subheader("Links per tier pair")
-    st.dataframe(pd.DataFrame({"links": list(bom["links"]), "count": list(bom["links"].values())}), hide_index=True,
+    C.table(pd.DataFrame({"links": list(bom["links"]), "count": list(bom["links"].values())}), hide_index=True,
                  column_config={"count": st.column_config.NumberColumn(format="localized")})
     st.caption("Physical links (one cable each) between the tiers named.")
 

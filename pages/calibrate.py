@@ -149,7 +149,7 @@ with st.expander("Before/after rollout check: did a change do what fabric predic
                 rows = pd.DataFrame([{"what": r["what"], "measured change": f"{r['measured_ratio'] - 1:+.1%}",
                                       "predicted change": f"{r['predicted_ratio'] - 1:+.1%}",
                                       "drift": f"{r['drift']:+.1%}"} for r in rep["rows"]])
-                st.dataframe(rows, hide_index=True, width="stretch")
+                C.table(rows, hide_index=True, width="stretch")
                 for n in rep["notes"]:
                     st.caption(C.md_text(n))
     else:
@@ -240,7 +240,7 @@ with st.expander("Audit a running job: measured step times and link counters aga
                 st.caption(C.md_text(e))
             st.caption(f"Rule: {C.md_text(aud.rule)}")
             for s_a in aud.sizes:
-                st.markdown(f"**{s_a.world_size}-GPU job**: {len(s_a.ranks_traced)} rank(s) traced, "
+                st.markdown(f"**{s_a.world_size:,}-GPU job**: {len(s_a.ranks_traced)} rank(s) traced, "
                             f"{s_a.step_s['n']} (rank, step) samples")
                 m1, m2, m3, m4 = st.columns(4)
                 m1.metric("step p50", AV._t(s_a.step_s["p50"]))
@@ -253,26 +253,26 @@ with st.expander("Audit a running job: measured step times and link counters aga
                 st.caption("Each traced rank's mean step: compute (and communication hidden behind it), exposed "
                            "communication, and the part of it spent waiting for the last rank to arrive.")
                 if s_a.stragglers:
-                    st.dataframe(pd.DataFrame(AV.straggler_rows(s_a)), hide_index=True, width="stretch",
+                    C.table(pd.DataFrame(AV.straggler_rows(s_a)), hide_index=True, width="stretch",
                                  key=f"audit_strag_{s_a.world_size}")
                 elif s_a.step_stragglers:
                     st.caption("No straggler: no rank waited 5 % of the step or more.")
-                st.dataframe(pd.DataFrame(AV.collective_rows(s_a)), hide_index=True, width="stretch",
+                C.table(pd.DataFrame(AV.collective_rows(s_a)), hide_index=True, width="stretch",
                              key=f"audit_coll_{s_a.world_size}")
                 for n in s_a.notes:
                     st.caption(C.md_text(n))
             for c_a in aud.comparisons:
-                st.markdown(f"**Measured vs predicted** on {C.md_text(c_a.design)} ({c_a.world_size}-GPU job), "
+                st.markdown(f"**Measured vs predicted** on {C.md_text(c_a.design)} ({c_a.world_size:,}-GPU job), "
                             "largest disagreement first")
                 st.plotly_chart(AV.collectives_figure(c_a), width="stretch", theme=None,
                                 key=f"audit_cmp_{c_a.world_size}")
-                st.dataframe(pd.DataFrame(AV.comparison_rows(c_a)), hide_index=True, width="stretch",
+                C.table(pd.DataFrame(AV.comparison_rows(c_a)), hide_index=True, width="stretch",
                              key=f"audit_cmp_rows_{c_a.world_size}")
                 for n in c_a.notes:
                     st.caption(C.md_text(n))
             if aud.congestion:
                 st.markdown("**Predicted congestion signals per tier** (an estimate)")
-                st.dataframe(pd.DataFrame([{"tier": t.tier, "ECN-marked share of bytes": f"{t.ecn_marked:.1%}",
+                C.table(pd.DataFrame([{"tier": t.tier, "ECN-marked share of bytes": f"{t.ecn_marked:.1%}",
                                             "PFC pause exposure": f"{t.pause_exposure:.1%}"}
                                            for t in aud.congestion]),
                              hide_index=True, width="stretch", key="audit_congestion")
@@ -290,8 +290,8 @@ with st.expander("Audit a running job: measured step times and link counters aga
                 st.plotly_chart(AV.links_figure(h), width="stretch", theme=None, key="audit_links")
                 st.caption("Utilisation in the busy windows (measured, against the ports' reported speed) and over "
                            "the predicted step (predicted, against the design's capacity).")
-                st.dataframe(pd.DataFrame(AV.link_rows(h)), hide_index=True, width="stretch", key="audit_link_rows")
-                st.dataframe(pd.DataFrame(AV.tier_rows(h)), hide_index=True, width="stretch", key="audit_tiers")
+                C.table(pd.DataFrame(AV.link_rows(h)), hide_index=True, width="stretch", key="audit_link_rows")
+                C.table(pd.DataFrame(AV.tier_rows(h)), hide_index=True, width="stretch", key="audit_tiers")
                 for n in h.notes:
                     st.caption(C.md_text(n))
 
@@ -334,7 +334,7 @@ if res is None:
 
 sysd = res.system
 st.subheader("Fit")
-st.caption(f"System: **{sysd.name}** · {sysd.ranks} ranks, {sysd.gpus_per_node} per server, {sysd.gpu_model}"
+st.caption(f"System: **{sysd.name}** · {sysd.ranks:,} ranks, {sysd.gpus_per_node} per server, {sysd.gpu_model}"
            + (f", {sysd.nic_gbps:g} Gb/s NICs" if sysd.nic_gbps else "") + f" · level fitted: **{res.level}** "
            f"({res.transport}) · files: {', '.join(res.sources)}")
 ins = res.in_sample
@@ -357,7 +357,7 @@ with left:
              "geomean error (all sizes)": v["geomean_error"], "largest error": v["max_abs_error"],
              "target (>= 1 MB)": 0.1 if v.get("in_fit") else 0.2} for k, v in res.per_kind.items()]
     pct = st.column_config.NumberColumn(format="percent")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="cal_errors",
+    C.table(pd.DataFrame(rows), hide_index=True, width="stretch", key="cal_errors",
                  column_config={c: pct for c in ("geomean error (>= 1 MB)", "geomean error (all sizes)",
                                                  "largest error", "target (>= 1 MB)")})
     st.caption("Geometric mean of |predicted/measured - 1| over message sizes; targets: 10 % in sample, 20 % for "
@@ -367,7 +367,7 @@ with right:
     params = pd.DataFrame([{"parameter": p["name"], "regime": p["regime"], "value": p["value"], "prior": p["prior"],
                             "identified": "yes" if p["identified"] else "no",
                             "at bound": "yes" if p["at_bound"] else ""} for p in res.parameters])
-    st.dataframe(params, hide_index=True, width="stretch", key="cal_params",
+    C.table(params, hide_index=True, width="stretch", key="cal_params",
                  column_config={"value": st.column_config.NumberColumn(format="%.4g"),
                                 "prior": st.column_config.NumberColumn(format="%.4g")})
     st.caption("Efficiencies are shares of line rate, alphas in seconds per step; 'identified': the measurements "
@@ -376,7 +376,7 @@ with right:
 regs = pd.DataFrame([{"regime": r["regime"], "sizes": r["sizes"], "efficiency": r["effective_efficiency"],
                       "alpha (s)": r["effective_alpha_s"], "overhead per call (s)": r["op_overhead_s"],
                       "fitted": "yes" if r["fitted"] else "no"} for r in res.regimes])
-st.dataframe(regs, hide_index=True, width="stretch", key="cal_regimes",
+C.table(regs, hide_index=True, width="stretch", key="cal_regimes",
              column_config={c: st.column_config.NumberColumn(format="%.4g")
                             for c in ("efficiency", "alpha (s)", "overhead per call (s)")})
 st.caption("Per message-size regime: the effective efficiency and alpha after the regime's scales, and the fitted "

@@ -13,6 +13,7 @@ from fabric.design import FAMILIES, PLACEMENTS, ROUTING_POLICIES, TRANSPORTS
 from fabric.errors import FabricError
 from fabric.resilience_text import RULE_TEXT
 from fabric.search import Constraints, DesignSpace
+from fabric.ui_support.catalog_view import EDITABLE, column_labels, display_table, merge_edits
 from fabric.ui_support.workload_view import gpus_needed
 
 ss = st.session_state
@@ -20,10 +21,6 @@ C.require_entry()
 OVERSUB = [1.0, 1.5, 2.0, 3.0, 4.0]
 GPN = [1, 2, 4, 8, 16, 36, 72]
 PLANES = [1, 2, 4, 8]
-READONLY_LABELS = {"port_speed_gbps": "port speed (Gb/s)", "speed_gbps": "speed (Gb/s)", "reach_m": "reach (m)",
-                   "ports_per_module": "ports per module", "scale_up_gbps": "NVLink (Gb/s)",
-                   "scale_up_domain_max": "largest NVLink domain", "bf16_tflops": "BF16 (TFLOPS)",
-                   "server_gpus": "GPUs per server"}
 FAMILY_TEXT = {"clos": "Clos / fat tree", "rail_optimized": "rail-optimized", "rail_only": "rail-only",
                "dragonfly": "dragonfly"}
 
@@ -240,32 +237,32 @@ st.caption("Prices (USD per unit) and power (W per unit) used for every bill of 
            "prices. Edits stay in this browser session (they are not part of the link).")
 base = ss.get("catalog_tables") or cat.tables()
 labels = {"switches": "Switches", "nics": "NICs", "transceivers": "Transceivers", "cables": "Cables", "gpus": "GPUs"}
-editable = {"price_usd", "power_w", "latency_ns", "server_price_usd", "server_power_w"}
 edited = {}
 tabs = st.tabs([labels[n] for n in base])
 for tab, (name, df) in zip(tabs, base.items()):
     with tab:
-        cols = [c for c in df.columns if c != "source"]
+        shown = display_table(df)          # every column in words, blanks said (never None)
+        cols = [c for c in shown.columns if c != "source"]
+        config = {}
+        for col, label in column_labels(shown.columns).items():
+            numeric = pd.api.types.is_numeric_dtype(shown[col])
+            fmt = "dollar" if col.endswith("_usd") else "localized"      # thousands separated: 5,800 W
+            config[col] = (st.column_config.NumberColumn(label, min_value=0, format=fmt) if numeric
+                           else st.column_config.TextColumn(label))
         edited[name] = st.data_editor(
-            df, key=f"cat_{name}", hide_index=True, width="stretch", num_rows="fixed", column_order=cols,
-            disabled=[c for c in df.columns if c not in editable],
-            column_config={**READONLY_LABELS,
-                           "price_usd": st.column_config.NumberColumn("price (USD)", min_value=0, format="dollar"),
-                           "server_price_usd": st.column_config.NumberColumn("server price (USD)", min_value=0,
-                                                                             format="dollar"),
-                           "power_w": st.column_config.NumberColumn("power (W)", min_value=0),
-                           "server_power_w": st.column_config.NumberColumn("server power (W)", min_value=0),
-                           "latency_ns": st.column_config.NumberColumn("latency (ns)", min_value=0)})
+            shown, key=f"cat_{name}", hide_index=True, width="stretch", num_rows="fixed", column_order=cols,
+            disabled=[c for c in shown.columns if c not in EDITABLE], column_config=config)
         st.caption(f"{labels[name]}: one row per model; only price, power and latency can be edited here "
                    "(sources in docs/catalog.md).")
-changed = any(not edited[n].equals(base[n]) for n in base)
+merged = merge_edits(base, edited)
+changed = any(not merged[n].equals(base[n]) for n in base)
 if changed:
     try:
-        Catalog.from_tables(edited, source="catalog edited in the dashboard")
+        Catalog.from_tables(merged, source="catalog edited in the dashboard")
     except FabricError as err:
         st.error(f"Catalog edit not used: {C.public_message(err)}")
     else:
-        ss["catalog_tables"] = {n: df.reset_index(drop=True) for n, df in edited.items()}
+        ss["catalog_tables"] = {n: df.reset_index(drop=True) for n, df in merged.items()}
 if st.button("Reset catalog to the built-in defaults", key="cat_reset"):
     ss["catalog_tables"] = None
     for n in base:

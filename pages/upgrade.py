@@ -202,9 +202,9 @@ if match_note:
 best = res["best"]
 (st.success if best else st.info)(C.md_text(res["answer"]))
 counts = res["counts"]
-st.caption(f"{counts['hardware_options']} hardware options ({counts['takes_out_switches']} would take installed "
-           f"switches out, {counts['over_limits']} over a limit), {counts['policies']} policies, "
-           f"{counts['evaluations']} evaluations.")
+st.caption(f"{counts['hardware_options']:,} hardware options ({counts['takes_out_switches']:,} would take installed "
+           f"switches out, {counts['over_limits']:,} over a limit), {counts['policies']:,} policies, "
+           f"{counts['evaluations']:,} evaluations.")
 
 st.subheader("Upgrade front")
 st.plotly_chart(upgrade_figure(res), key="up_front_chart")
@@ -212,8 +212,8 @@ if failures and res["failure_front"]:
     st.plotly_chart(upgrade_figure(res, failure=True), key="up_failure_chart")
 rows = upgrade_rows(res)
 money = st.column_config.NumberColumn(format="dollar")
-secs, kw = st.column_config.NumberColumn(format="%.3f"), st.column_config.NumberColumn(format="%.1f")
-st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+secs, kw = st.column_config.NumberColumn(format="%.3f"), st.column_config.NumberColumn(format="localized", step=0.1)
+C.table(pd.DataFrame(rows), hide_index=True, width="stretch",
              column_config={"buys (USD)": money, "resale (USD)": money, "net (USD)": money, "p99 (s)": secs,
                             "p99 under worst failure (s)": secs, "facility power (kW)": kw,
                             "max compute rack (kW)": kw})
@@ -224,7 +224,7 @@ if best:
     st.subheader("What the answer buys and takes out")
     lines = [x for x in best["items"] if x["added"] or x["removed"]]
     if lines:
-        st.dataframe(pd.DataFrame([{"item": x["category"], "model": x["model"], "installed": x["installed"],
+        C.table(pd.DataFrame([{"item": x["category"], "model": x["model"], "installed": x["installed"],
                                     "needed": x["needed"], "reused": x["kept"], "added": x["added"],
                                     "taken out": x["removed"], "added (USD)": x["added_usd"],
                                     "resale (USD)": x["resale_usd"]} for x in lines]),
@@ -269,7 +269,7 @@ if ss.get("up_plan_stages"):
         st.success(C.md_text(plan["answer"]))
         for note in plan["notes"]:
             (st.info if note.startswith("no p99 target given") else st.warning)(C.md_text(note))
-        st.dataframe(pd.DataFrame(growth_rows(plan)), hide_index=True, width="stretch",
+        C.table(pd.DataFrame(growth_rows(plan)), hide_index=True, width="stretch",
                      column_config={"buys (USD)": money, "from scratch new (USD)": money})
 
 C.sync_url()

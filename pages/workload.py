@@ -122,7 +122,7 @@ elif source == "upload":
     if result is not None and result.workload is not None and not files and choice["kind"] != "upload":
         C.set_workload_choice({"kind": "upload", "names": [n for n, _ in ss["uploads"]]})   # back to the uploads
     if result is not None:
-        st.dataframe(files_table(result.files), hide_index=True, width="stretch",
+        C.table(files_table(result.files), hide_index=True, width="stretch",
                      column_config={"jobs or error": st.column_config.TextColumn(width="large")})
         st.caption("One row per uploaded file: the format fabric recognised, whether it parsed, and the jobs it "
                    "went into or the reason it did not.")
@@ -283,16 +283,15 @@ else:
 st.caption(f"Parallelism inferred from the process groups of the first job: {parallelism_text(wl)}.")
 
 st.subheader("Jobs")
-st.dataframe(jobs_table(summary, {n: b.compute_s for n, b in (figs or {}).get("bases", {}).items()}),
+C.table(jobs_table(summary, {n: b.compute_s for n, b in (figs or {}).get("bases", {}).items()}),
              hide_index=True, width="stretch",
-             column_config={"compute per step (s)": st.column_config.NumberColumn(format="%.4g"),
-                            "calls per step": st.column_config.NumberColumn(format="%.4g")})
+             column_config={"compute per step (s)": st.column_config.NumberColumn(format="%.4g")})
 st.caption(f"One row per job: ranks it runs on, what its step is (a training step, or one request of a serving job), "
            f"compute time per step on the cluster's {gpu}, bytes communicated per step (nccl-tests size convention) "
            "and the share of those bytes that overlaps compute.")
 
 st.subheader("Process groups and inferred parallelism")
-st.dataframe(groups_table(summary), hide_index=True, width="stretch")
+C.table(groups_table(summary), hide_index=True, width="stretch")
 st.caption("Communicators of each job: size in ranks, parallelism role (dp, tp, pp, ep, cp, world) and whether the "
            "role came from the trace, was inferred, or comes from the plan.")
 
@@ -333,8 +332,7 @@ else:
     st.info("No reference fabric can be built from the allowed hardware (see the Constraints page).")
 
 with st.expander(f"Every operation ({sum(len(j['ops']) for j in jobs)})"):
-    st.dataframe(ops_table(summary), hide_index=True, width="stretch",
-                 column_config={"calls per step": st.column_config.NumberColumn(format="%.4g")})
+    C.table(ops_table(summary))
     st.caption("Each communication op of a step (a serving job: of one request, its decode ops once per token "
                "step): collective, message size (per rank, nccl-tests convention), process group, calls and bytes "
                "per step and the share hidden behind compute. The bytes add up to the traffic figures above.")
@@ -342,7 +340,7 @@ with st.expander(f"Every operation ({sum(len(j['ops']) for j in jobs)})"):
 st.subheader("Not understood")
 unp = unparsed_table(summary)
 if len(unp):
-    st.dataframe(unp, hide_index=True, width="stretch",
+    C.table(unp, hide_index=True, width="stretch",
                  column_config={"reason": st.column_config.TextColumn(width="large")})
     st.caption("Communication seen in the traces that could not be turned into an op, with the reason; it is not "
                "part of the evaluation.")

@@ -32,7 +32,7 @@ def test_design_page_of_a_serving_workload_shows_request_latency():
     assert any(s.value == "Serving latency: deepseek-v3-ep-decode" for s in at.subheader)
     figs = _charts(at)
     load = next(f for f in figs
-                if f["layout"].get("xaxis", {}).get("title", {}).get("text") == "load (% of the capacity)")
+                if f["layout"].get("xaxis", {}).get("title", {}).get("text") == "load (% of what this design sustains)")
     names = {t["name"] for t in load["data"]}
     assert {"p99 TTFT", "p99 TPOT", "p50 TTFT", "p50 TPOT"} <= names
     split = next(f for f in figs if f["layout"].get("barmode") == "stack" and

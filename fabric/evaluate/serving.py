@@ -346,6 +346,8 @@ def serving_metrics(job: Job, times: PhaseTimes, competitors=(), *, seed: int = 
     cap = capacity_rps(spec, times)
     load = rate / cap if cap > 0 else math.inf
     out = {"request_rate_per_s": rate, "capacity_rps": cap, "load": load, "stable": bool(load < 1.0),
+           # what the replicas sustain on compute alone (no network): the basis of a preset's default arrivals
+           "compute_capacity_rps": _compute_capacity(spec),
            "mode": spec.mode, "replicas": spec.replicas, "ttft_slo_s": spec.ttft_slo_s, "tpot_slo_s": spec.tpot_slo_s,
            "requests_simulated": int(times.launches * requests_per_launch),
            "competitors": [{"name": c.name, "active_fraction": c.active_fraction, "period_s": c.period_s}
@@ -364,6 +366,14 @@ def serving_metrics(job: Job, times: PhaseTimes, competitors=(), *, seed: int = 
                            "tpot_p99_s": float(np.percentile(quiet.tpot, 99)),
                            "slo_attainment": _attainment(quiet, spec)}
     return out
+
+
+def _compute_capacity(spec: ServingSpec) -> float:
+    """Requests per second the whole service sustains on compute alone
+    (:func:`fabric.workload.serving.compute_capacity_per_replica` times its decode replicas)."""
+    from fabric.workload.serving import compute_capacity_per_replica
+
+    return float(compute_capacity_per_replica(spec) * spec.replicas)
 
 
 def latency_vs_load(job: Job, times: PhaseTimes, competitors=(), *, loads=(0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95),

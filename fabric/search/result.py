@@ -316,6 +316,7 @@ class SearchResult:
     def serving_lines(self) -> list[str]:
         """The serving jobs' request latency across the front (records with serving columns only)."""
         from fabric.search.recommend import seconds_text
+        from fabric.units import range_text
 
         recs = [r for r in self.front if "serving_tpot_p99_s" in r]
         if not recs:
@@ -324,10 +325,10 @@ class SearchResult:
         span = {k: (min(r[k] for r in recs), max(r[k] for r in recs))
                 for k in ("serving_ttft_p99_s", "serving_tpot_p99_s")}
         return [f"serving (worst job) across the front: p99 time to first token "
-                f"{seconds_text(span['serving_ttft_p99_s'][0])}-{seconds_text(span['serving_ttft_p99_s'][1])}, p99 "
-                f"time per output token {seconds_text(span['serving_tpot_p99_s'][0])}-"
-                f"{seconds_text(span['serving_tpot_p99_s'][1])}; the cheapest front design, '{cheap['design']}', "
-                f"serves {cheap.get('serving_slo_attainment', 1.0):.1%} of requests within their budgets."]
+                f"{range_text(*span['serving_ttft_p99_s'], fmt=seconds_text)}, p99 time per output token "
+                f"{range_text(*span['serving_tpot_p99_s'], fmt=seconds_text)}; the cheapest front design, "
+                f"'{cheap['design']}', serves {cheap.get('serving_slo_attainment', 1.0):.1%} of requests within "
+                f"their budgets."]
 
     def write(self, out_dir: str | Path, *, extra: dict | None = None) -> Path:
         """Write evaluations.csv, pareto.csv, baselines.csv and summary.json into ``out_dir`` (``extra``: more

@@ -9,7 +9,7 @@ import math
 import plotly.graph_objects as go
 
 from fabric.errors import FabricError
-from fabric.ui_support.charts import FONT_SIZE, style, time_unit
+from fabric.ui_support.charts import FONT_SIZE, log_ticks, style, time_unit
 from fabric.ui_support.messages import public_message
 
 __all__ = ["run_audit", "rank_figure", "collectives_figure", "links_figure", "collective_rows", "straggler_rows",
@@ -75,7 +75,8 @@ def collectives_figure(comparison) -> go.Figure:
         go.Bar(name="predicted", x=x, y=[r.predicted_s * scale for r in rows], marker_color=_COLORS["predicted"],
                hovertemplate=f"%{{x}}: %{{y:.4g}} {unit}<extra>predicted</extra>")])
     fig.update_layout(barmode="group")
-    fig.update_yaxes(title_text=f"time per step ({unit}, log)", type="log")
+    fig.update_yaxes(title_text=f"time per step ({unit}, log)", type="log",
+                     **log_ticks([v * scale for r in rows for v in (r.measured_s, r.predicted_s)]))
     fig.update_xaxes(title_text="collective (bytes per call), largest disagreement first")
     return style(fig, height=340)
 

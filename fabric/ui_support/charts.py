@@ -23,7 +23,7 @@ __all__ = ["FAMILY_COLORS", "FONT_SIZE", "time_unit", "time_text", "axis_unit", 
            "scenario_figure",
            "change_color", "CHANGE_COLORS",
            "cdf_overlay_figure", "p99_parts", "collectives_figure", "message_size_figure", "compute_comm_figure",
-           "short_text", "wrap_text", "num_text"]
+           "short_text", "wrap_text", "num_text", "log_ticks", "tick_label"]
 
 FONT_SIZE = 14
 #: One colour per topology family, the same on every chart.
@@ -75,6 +75,42 @@ def num_text(x: float) -> str:
     if a >= 1 or a == 0:
         return f"{x:.3g}"
     return f"{x:.3g}" if a >= 1e-3 else f"{x:.1e}"
+
+
+def tick_label(v: float) -> str:
+    """An axis tick: ``1,000``, ``20``, ``0.5``, ``0.002`` (thousands separated, never in e-notation)."""
+    if abs(v) >= 1:
+        return f"{v:,.0f}"
+    return f"{v:.6f}".rstrip("0").rstrip(".") if v else "0"
+
+
+def log_ticks(values, *, max_ticks: int = 10) -> dict:
+    """Readable ticks of a log axis over ``values`` (as plotted): 1-2-5 steps (1, 2, 5, 10, 20, ...) when few enough
+    fall in the data's range, else powers of ten (every other one, ... when still too many), each labelled in full
+    (``2,000``, not plotly's bare minor digits ``2``, ``5`` between powers of ten); a range too narrow for two
+    such ticks gets every digit (150, 160, ...) or plotly's own ticks with thousands separators. Keyword arguments
+    for ``update_xaxes``/``update_yaxes``; ``{}`` when no value is positive."""
+    pos = [float(v) for v in values if v is not None and math.isfinite(float(v)) and float(v) > 0]
+    if not pos:
+        return {}
+    lo, hi = min(pos), max(pos)
+    k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+
+    def inside(ticks):       # the ticks within the data's range, and the nearest one beyond each end
+        below = [t for t in ticks if t < lo]
+        above = [t for t in ticks if t > hi]
+        return ([below[-1]] if below else []) + [t for t in ticks if lo <= t <= hi] + ([above[0]] if above else [])
+
+    ticks = inside([m * 10.0 ** k for k in range(k0, k1 + 1) for m in (1, 2, 5)])
+    if sum(lo <= t <= hi for t in ticks) < 2:        # a narrow range: every digit, or plotly's own ticks in full
+        ticks = inside([m * 10.0 ** k for k in range(k0, k1 + 1) for m in range(1, 10)])
+        if sum(lo <= t <= hi for t in ticks) < 2:
+            return {"tickformat": ",.4~g"}
+    step = 1
+    while len(ticks) > max_ticks:
+        ticks = inside([10.0 ** k for k in range(k0 - k0 % step, k1 + step, step)])
+        step += 1
+    return {"tickmode": "array", "tickvals": ticks, "ticktext": [tick_label(t) for t in ticks]}
 
 
 def short_text(text: str, width: int = 42) -> str:
@@ -390,12 +426,17 @@ def scaling_figure(rows: Sequence[Mapping], *, height: int = 320) -> go.Figure:
 CHANGE_COLORS = {"slower": "#d62728", "faster": "#2ca02c", "same": "#9e9e9e"}
 
 
+#: A relative change whose label (one decimal of a percent, ``+0.0%``) reads as no change is drawn as none: grey.
+SHOWN_AS_ZERO = 0.0005
+
+
 def change_color(delta: float) -> str:
-    """The colour of a relative step-time change: any increase is slower (red), any decrease faster (green); only
-    a change below 1e-9 (equal within float rounding) is grey."""
-    if delta > 1e-9:
+    """The colour of a relative step-time change as its label reads (one decimal of a percent): an increase is
+    slower (red), a decrease faster (green), and a change the label shows as ``+0.0%``/``-0.0%`` (under 0.05 %) is
+    grey, never a red ``+0.0%``."""
+    if delta >= SHOWN_AS_ZERO:
         return CHANGE_COLORS["slower"]
-    if delta < -1e-9:
+    if delta <= -SHOWN_AS_ZERO:
         return CHANGE_COLORS["faster"]
     return CHANGE_COLORS["same"]
 
@@ -520,7 +561,9 @@ def message_size_figure(job_summaries: Sequence[Mapping], *, height: int = 320) 
                                         f" per {_unit(j)}" for h in hist], hoverinfo="text"))
     fig.update_xaxes(title_text="message size (bin start; each bin up to 2x)", type="category",
                      categoryorder="array", categoryarray=[_bin_label(b) for b in bins])
-    fig.update_yaxes(title_text="calls per step (log scale)", type="log", dtick=1)
+    fig.update_yaxes(title_text="calls per step (log scale)", type="log",
+                     **log_ticks([h["count_per_step"] for j in job_summaries
+                                  for h in (j.get("message_size_histogram") or [])]))
     fig.update_layout(barmode="group", showlegend=len(job_summaries) > 1)
     return style(fig, height=height)
 

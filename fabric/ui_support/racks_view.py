@@ -34,7 +34,8 @@ def rack_rows(report: dict) -> list[dict]:
     kind = report.get("tor_switch_kind", "leaf switch")
     rows = [{"racks": "compute", "count": g["racks"], "holds": _holds(g, kind),
              "kW per rack": round(g["power_w"] / 1e3, 1)} for g in report["compute_rack_groups"]]
-    rows += [{"racks": f"network ({r['tier']})", "count": r["racks"], "holds": f"up to {r['switches_per_rack']} switches",
+    rows += [{"racks": f"network ({r['tier']})", "count": r["racks"],
+              "holds": f"up to {r['switches_per_rack']:,} switches",
               "kW per rack": round(r["power_per_rack_w"] / 1e3, 1)} for r in report["network_rack_rows"]]
     for r in rows:
         r["over the limit"] = "yes" if limit and r["kW per rack"] * 1e3 > limit * (1 + 1e-9) else "no"
@@ -66,7 +67,7 @@ def rack_summary(report: dict, domain_gpus: int) -> str:
              + (f" against a limit of {power_text(limit)} ({report['racks_over_limit']:,} rack(s) above it)"
                 if limit else "")]
     if report["racks_per_scale_up_domain"]:
-        parts.append(f"one {domain_gpus}-GPU NVLink domain spans {report['racks_per_scale_up_domain']} rack(s)")
+        parts.append(f"one {domain_gpus:,}-GPU NVLink domain spans {report['racks_per_scale_up_domain']:,} rack(s)")
     parts.append(f"IT power {power_text(report['it_power_w'])} (servers with their NICs "
                  f"{power_text(report['server_power_w'])}, the rest of the network "
                  f"{power_text(report['network_outside_servers_w'])}); facility power "
@@ -78,7 +79,7 @@ def traffic_rows(split: dict) -> list[dict]:
     """One row per op: where its bytes go in one step of its job (a serving job: one request; GiB, all GPUs
     together)."""
     return [{"op": o["op"], "step": "one request" if o.get("unit") == "request" else "training step",
-             "group": f"{o['group']} ({o['group_size']} GPUs over {o['domains_per_group']} domain(s))",
+             "group": f"{o['group']} ({o['group_size']:,} GPUs over {o['domains_per_group']:,} domain(s))",
              "NVLink GiB per step": round(o["nvlink_bytes_per_step"] / GIB, 2),
              "network GiB per step": round(o["network_bytes_per_step"] / GIB, 2)} for o in split["ops"]]
 
@@ -90,6 +91,6 @@ def traffic_summary(split: dict) -> str:
         gpus = max(j["gpus"], 1)
         out.append(f"{name}: {j['network_bytes_per_step'] / gpus / GIB:,.2f} GiB per GPU per {j.get('unit', 'step')} "
                    f"on the network, "
-                   f"{j['nvlink_bytes_per_step'] / gpus / GIB:,.2f} GiB over NVLink ({split['domain_gpus']}-GPU "
+                   f"{j['nvlink_bytes_per_step'] / gpus / GIB:,.2f} GiB over NVLink ({split['domain_gpus']:,}-GPU "
                    f"domains)")
     return "; ".join(out) + "." + (" " + " ".join(split["notes"]) if split["notes"] else "")

@@ -116,7 +116,7 @@ def serving_lines(serving: Mapping) -> list[str]:
     """One sentence per serving job: p99 TTFT, p99 TPOT, SLO attainment and load against capacity."""
     out = []
     for name, m in serving.items():
-        load = f"load {m['load']:.0%} of capacity" if m.get("load") is not None else ""
+        load = f"load {m['load']:.0%} of what this design sustains" if m.get("load") is not None else ""
         if not m["stable"]:
             out.append(f"Serving job '{name}': its offered load exceeds its capacity, so its queues grow without "
                        f"bound (no latency limit can be met).")

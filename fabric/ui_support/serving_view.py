@@ -9,9 +9,9 @@ from typing import Mapping, Sequence
 
 import plotly.graph_objects as go
 
-from fabric.ui_support.charts import style, time_text, time_unit
+from fabric.ui_support.charts import log_ticks, style, time_text, time_unit
 
-__all__ = ["serving_metrics_row", "latency_load_figure", "p99_split_figure", "serving_sentence", "PARTS"]
+__all__ = ["serving_metrics_row", "load_text", "latency_load_figure", "p99_split_figure", "serving_sentence", "PARTS"]
 
 #: The parts of a p99 request, in drawing order, with their labels.
 PARTS = (("queueing_s", "queueing"), ("compute_s", "compute"), ("nvlink_s", "NVLink"), ("network_s", "network"))
@@ -30,9 +30,29 @@ def serving_metrics_row(m: Mapping) -> list[tuple[str, str, str | None]]:
                                                                      f"p95 {time_text(m['tpot_s']['p95'])}"),
         ("SLO attainment", "no budgets" if att is None else f"{att:.1%}",
          f"share of requests within {budgets}" if budgets else "the workload gives no latency budgets"),
-        ("Load", f"{m['load']:.0%}", f"{m['request_rate_per_s']:,.3g} requests/s of the {m['capacity_rps']:,.3g} "
-                                     "the service sustains on this design"),
+        ("Load on this design", f"{m['load']:.0%}", load_text(m)),
     ]
+
+
+def _rate(x: float) -> str:
+    """A request rate: ``230``, ``1,234``, ``0.5`` (3 significant figures, never e-notation)."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def load_text(m: Mapping) -> str:
+    """What the load is, in words that agree with a preset's "arrivals at half of what the replicas sustain on
+    compute": the arrivals as a share of what the service sustains on compute alone, and as a share of what it
+    sustains on this design, network time included (the load)."""
+    rate, cap = m["request_rate_per_s"], m["capacity_rps"]
+    text = (f"The share of what the service sustains on this design that its arrivals use: {_rate(rate)} "
+            "requests/s arrive")
+    comp = m.get("compute_capacity_rps")
+    if comp:
+        text += (f" ({rate / comp:.0%} of the {_rate(comp)} its replicas sustain on compute alone, the basis a "
+                 "preset's arrivals are set on)")
+    text += (f"; with each request's network time the replicas sustain {_rate(cap)} requests/s on this design, so "
+             f"the same arrivals are {m['load']:.0%} of it. Queues grow without bound at 100%.")
+    return text
 
 
 def latency_load_figure(curve: Sequence[Mapping], *, ttft_slo_s: float | None = None, tpot_slo_s: float | None = None,
@@ -52,8 +72,11 @@ def latency_load_figure(curve: Sequence[Mapping], *, ttft_slo_s: float | None = 
         if slo is not None and x:      # a trace, not a shape: shapes on a log axis take log10 coordinates
             fig.add_trace(go.Scatter(x=[min(x), max(x)], y=[slo * scale] * 2, name=name, mode="lines",
                                      line=dict(dash="dash", color=color, width=1)))
-    fig.update_layout(xaxis_title="load (% of the capacity)", yaxis_title=f"latency ({unit}, log scale)",
+    fig.update_layout(xaxis_title="load (% of what this design sustains)", yaxis_title=f"latency ({unit}, log scale)",
                       yaxis_type="log")
+    drawn = [r[k] * scale for r in curve for k in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s")] + \
+        [b * scale for b in (ttft_slo_s, tpot_slo_s) if b is not None and x]
+    fig.update_yaxes(**log_ticks(drawn))
     return style(fig, height=height)
 
 

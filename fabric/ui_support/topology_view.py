@@ -112,7 +112,7 @@ def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int
                 x = p + (k + 0.5) / nb
                 disp[ids[members]] = len(nodes)
                 nodes.append({"x": x, "y": ti + 1, "row": name, "label": label, "members": int(members.size),
-                              "plane": p, "hover": f"{label}<br>{members.size} switch(es)"})
+                              "plane": p, "hover": f"{label}<br>{members.size:,} switch(es)"})
     # NIC groups: the NICs whose first port is cabled to one displayed switch
     nic_ids = np.flatnonzero(kinds == NIC)
     if nic_ids.size and fabric.nic_ports.size:
@@ -123,9 +123,9 @@ def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int
             sel = nic_ids[parent == d]
             px = nodes[int(d)]["x"]
             disp[sel] = len(nodes)
-            nodes.append({"x": px, "y": 0, "row": "nic", "label": f"{sel.size} NICs", "members": int(sel.size),
+            nodes.append({"x": px, "y": 0, "row": "nic", "label": f"{sel.size:,} NICs", "members": int(sel.size),
                           "plane": nodes[int(d)]["plane"],
-                          "hover": f"{sel.size} NICs cabled to {nodes[int(d)]['label']}"})
+                          "hover": f"{sel.size:,} NICs cabled to {nodes[int(d)]['label']}"})
     # hot link kinds -> busiest utilization in the p99 step
     util: dict[str, float] = {}
     busiest: dict[str, str] = {}

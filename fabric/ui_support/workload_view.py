@@ -10,8 +10,8 @@ import pandas as pd
 from fabric.workload.summary import size_label
 
 __all__ = ["files_table", "jobs_table", "groups_table", "ops_table", "unparsed_table", "gpus_needed",
-           "cluster_gpus", "plan_degrees", "parallelism_text", "compute_comm_rows", "workload_figures", "figures_caption",
-           "steps_observed_text", "plan_field_reasons", "PLAN_FIELD_HELP"]
+           "cluster_gpus", "plan_degrees", "parallelism_text", "compute_comm_rows", "workload_figures",
+           "figures_caption", "steps_observed_text", "plan_field_reasons", "PLAN_FIELD_HELP"]
 
 
 def files_table(reports) -> pd.DataFrame:
