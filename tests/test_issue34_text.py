@@ -218,3 +218,23 @@ def test_the_message_size_chart_labels_calls_with_separators():
             for k, c in ((20, 1.0), (24, 300.0), (25, 3000.0))]
     fig = charts.message_size_figure([{"name": "job", "kind": "training", "message_size_histogram": hist}])
     assert list(fig.layout.yaxis.ticktext) == ["1", "10", "100", "1,000", "10,000"]
+
+
+def test_the_calibration_plot_ticks_message_sizes_in_full():
+    from fabric.calibrate import fit_profile, load_measurements
+    from fabric.calibrate.plot import busbw_figure
+
+    res = fit_profile(load_measurements([ROOT / "examples" / "nccl_allreduce.log"]))
+    x = busbw_figure(res).layout.xaxis
+    sizes = [p.bytes for p in res.points]
+    assert x.type == "log" and x.ticktext and all(t.endswith(("B", "kB", "MB", "GB")) for t in x.ticktext)
+    assert x.tickvals[0] <= min(sizes) and x.tickvals[-1] >= max(sizes)
+    assert charts.bytes_tick(2e9) == "2 GB" and charts.bytes_tick(20_000) == "20 kB" and charts.bytes_tick(8) == "8 B"
+
+
+def test_linear_axes_write_thousands_with_a_separator():
+    rows = [{"job": "a", "compute_s": 1500.0, "comm_s": 800.0, "exposed_s": 100.0}]
+    fig = charts.compute_comm_figure(rows)
+    assert fig.layout.xaxis.tickformat == ",~r"                 # 1,000 s, not 1000
+    assert charts.scenario_figure([{"scenario": "x", "delta_p99": 0.1, "p99_s": 1.1, "p50_s": 1.0}]) \
+        .layout.xaxis.tickformat == "+.0%"                      # an axis's own format is kept

@@ -14,6 +14,8 @@ def busbw_figure(result):
     collective was held out of the fit); log-scale size axis."""
     import plotly.graph_objects as go
 
+    from fabric.ui_support.charts import bytes_tick, log_ticks
+
     fig = go.Figure()
     kinds = list(dict.fromkeys(p.kind for p in result.points))
     for i, kind in enumerate(kinds):
@@ -37,7 +39,10 @@ def busbw_figure(result):
     if result.out_of_sample:
         title += f"; out-of-sample {result.out_of_sample['geomean_error_ge_1mb']:.1%} (>= 1 MB)"
     fig.update_layout(title=title + "</sub>", xaxis={"type": "log", "title": "message size (bytes, nccl-tests size)"},
-                      yaxis={"title": "bus bandwidth (GB/s)"}, template="plotly_white", hovermode="closest")
+                      yaxis={"title": "bus bandwidth (GB/s)", "tickformat": ",~r"}, template="plotly_white",
+                      hovermode="closest")
+    # sizes ticked in full, 1-2-5 steps or powers of ten (1 kB, 10 kB, ...), never a bare minor digit
+    fig.update_xaxes(**log_ticks([p.bytes for p in result.points], fmt=bytes_tick))
     return fig
 
 

@@ -23,7 +23,7 @@ __all__ = ["FAMILY_COLORS", "FONT_SIZE", "time_unit", "time_text", "axis_unit", 
            "scenario_figure",
            "change_color", "CHANGE_COLORS",
            "cdf_overlay_figure", "p99_parts", "collectives_figure", "message_size_figure", "compute_comm_figure",
-           "short_text", "wrap_text", "num_text", "log_ticks", "tick_label"]
+           "short_text", "wrap_text", "num_text", "log_ticks", "tick_label", "bytes_tick"]
 
 FONT_SIZE = 14
 #: One colour per topology family, the same on every chart.
@@ -84,12 +84,13 @@ def tick_label(v: float) -> str:
     return f"{v:.6f}".rstrip("0").rstrip(".") if v else "0"
 
 
-def log_ticks(values, *, max_ticks: int = 10) -> dict:
+def log_ticks(values, *, max_ticks: int = 10, fmt=None) -> dict:
     """Readable ticks of a log axis over ``values`` (as plotted): 1-2-5 steps (1, 2, 5, 10, 20, ...) when few enough
     fall in the data's range, else powers of ten (every other one, ... when still too many), each labelled in full
     (``2,000``, not plotly's bare minor digits ``2``, ``5`` between powers of ten); a range too narrow for two
     such ticks gets every digit (150, 160, ...) or plotly's own ticks with thousands separators. Keyword arguments
-    for ``update_xaxes``/``update_yaxes``; ``{}`` when no value is positive."""
+    for ``update_xaxes``/``update_yaxes``; ``{}`` when no value is positive. ``fmt`` writes a tick (default
+    :func:`tick_label`), e.g. :func:`bytes_tick` for message sizes."""
     pos = [float(v) for v in values if v is not None and math.isfinite(float(v)) and float(v) > 0]
     if not pos:
         return {}
@@ -110,7 +111,15 @@ def log_ticks(values, *, max_ticks: int = 10) -> dict:
     while len(ticks) > max_ticks:
         ticks = inside([10.0 ** k for k in range(k0 - k0 % step, k1 + step, step)])
         step += 1
-    return {"tickmode": "array", "tickvals": ticks, "ticktext": [tick_label(t) for t in ticks]}
+    return {"tickmode": "array", "tickvals": ticks, "ticktext": [(fmt or tick_label)(t) for t in ticks]}
+
+
+def bytes_tick(nbytes: float) -> str:
+    """A message size tick in decimal units, as nccl-tests counts sizes: ``1 B``, ``20 kB``, ``500 MB``, ``2 GB``."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= scale:
+            return f"{tick_label(nbytes / scale)} {unit}"
+    return f"{tick_label(nbytes)} B"
 
 
 def short_text(text: str, width: int = 42) -> str:
@@ -139,6 +148,14 @@ def style(fig: go.Figure, *, height: int = 380, legend_below: bool = False) -> g
                       margin=dict(l=10, r=20, t=40, b=10), legend=legend, hoverlabel=dict(font_size=FONT_SIZE))
     fig.update_xaxes(automargin=True, showline=True, linecolor="#888", ticks="outside")
     fig.update_yaxes(automargin=True, showline=True, linecolor="#888", ticks="outside")
+
+    def separated(axis):      # plotly writes 1000-9999 without a separator: numbers on an axis read like the text's
+        if axis.tickformat is None and axis.type not in ("log", "category", "date", "multicategory") \
+                and axis.tickmode != "array":
+            axis.tickformat = ",~r"
+
+    fig.for_each_xaxis(separated)
+    fig.for_each_yaxis(separated)
     return fig
 
 
