@@ -200,10 +200,12 @@ plans_section()
 # ------------------------------------------------------------------ serving latency
 for i, (job_name, sm) in enumerate(record.serving.items()):   # every case's serving jobs ("case: job" in a mix)
     st.subheader(f"Serving latency: {job_name}")
-    if not (serving_only and i == 0):       # (a serving-only workload's first job has its tiles at the top already)
-        cols = st.columns(4)
-        for col, (label, value, help_) in zip(cols, serving_view.serving_metrics_row(sm)):
-            col.metric(label, value, help=help_)
+    tiles = serving_view.serving_metrics_row(sm)
+    if serving_only and i == 0:       # (a serving-only workload's first job has its first three tiles at the top)
+        tiles = tiles[3:]
+    cols = st.columns(4)
+    for col, (label, value, help_) in zip(cols, tiles):
+        col.metric(label, value, help=help_)
     (st.warning if not sm["stable"] else st.caption)(C.md_text(serving_view.serving_sentence(job_name, sm)))
     sa, sb = st.columns(2)
     with sa:
