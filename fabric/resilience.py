@@ -9,6 +9,8 @@ NICs). :func:`failure_p99` is the one figure a record, the review and an upgrade
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from fabric.single_failure import _switch_graph, _up_pairs, single_failure_analysis
@@ -155,7 +157,9 @@ def resilience(design, workload, *, catalog=None, seed: int = 0, samples: int | 
     samples = DEFAULT_SAMPLES if samples is None else samples   # the same samples as every page's evaluation
 
     fab = build_fabric(design, catalog)
-    out = failure_analysis(fab)
+    # the rule on this cabling: the search's cached analysis (failure_analysis of this fabric), copied, as the
+    # evaluated failures are added to it
+    out = copy.deepcopy(structural_failures(design, catalog))
     pairs, mult = _switch_graph(fab)
     base = scenario or Scenario()
     # one design under several failures: the fabric, its bill of materials and each op's traffic pattern are made

@@ -492,17 +492,21 @@ def _port_flows(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str
         dst_leaf = np.take(f.nic_ports, di, axis=0).ravel()
         ends = (si, di)
     elif ports > 1:
+        # a failed leaf: each flow over the ports up at both ends, the entries of the others dropped; an entry's
+        # sending and receiving port (NIC index x ports + port) index the NIC ports' leaves row by row
         w = use / n_use[:, None]
         per = (per[:, None] * w).ravel()
-        pidx = np.tile(np.arange(ports), si.size)
-        si, di = np.repeat(si, ports), np.repeat(di, ports)
-        keep = per > 0
-        per, pidx, si, di = per[keep], pidx[keep], si[keep], di[keep]
+        ar = np.arange(ports)
+        ps, pd = (si[:, None] * ports + ar).ravel(), (di[:, None] * ports + ar).ravel()
         hashed_ports = routing in ("ecmp", "computed")
-        q_port = np.repeat(float(qps) / n_use if hashed_ports else np.full(n_use.size, float(qps)), ports)[keep]
-        src_leaf = f.nic_ports[si, pidx]
-        dst_leaf = f.nic_ports[di, pidx]
-        ends, w = (si * ports + pidx, di * ports + pidx), per
+        q_port = np.repeat(float(qps) / n_use if hashed_ports else np.full(n_use.size, float(qps)), ports)
+        keep = per > 0
+        if not keep.all():
+            at = np.flatnonzero(keep)
+            per, ps, pd, q_port = np.take(per, at), np.take(ps, at), np.take(pd, at), np.take(q_port, at)
+        leaf_of_port = f.nic_ports.ravel()
+        src_leaf, dst_leaf = np.take(leaf_of_port, ps), np.take(leaf_of_port, pd)
+        ends, w = (ps, pd), per
     else:
         src_leaf = np.take(f.nic_ports[:, 0], si)
         dst_leaf = np.take(f.nic_ports[:, 0], di)
@@ -555,13 +559,16 @@ def _nic_flows(phase, model: NetworkModel, qps: int, pxn: bool, routing: str) ->
         leaves = _any_per_row(cross.reshape(-1, ports)) if pf.even else cross
         sends_out = np.bincount(np.take(ends[0], np.flatnonzero(leaves)), minlength=per_port.size) > 0
         out.flows_per_port = float(per_port[sends_out].min())
+        q_port = pf.q_port
         if cross.all():
             out.sl, out.dl, out.pc = src_leaf, dst_leaf, per
+            out.qc = q_port
         else:
             at = np.flatnonzero(cross)
             out.sl, out.dl, out.pc = np.take(src_leaf, at), np.take(dst_leaf, at), np.take(per, at)
-        q_port = pf.q_port
-        out.qc = np.full(out.sl.size, q_port) if np.ndim(q_port) == 0 else q_port[cross]
+            out.qc = q_port if np.ndim(q_port) == 0 else np.take(q_port, at)
+        if np.ndim(q_port) == 0:
+            out.qc = np.full(out.sl.size, q_port)
     return out
 
 

@@ -229,8 +229,7 @@ def design_record(design, context, *, row: dict | None = None) -> DesignRecord:
     """The record of ``design`` in ``context`` (see the module docstring). ``row``: the search's record of this
     design in this context when the caller has it (the same function would make it again). Raises FabricError
     (naming why) when the design cannot be built or evaluated."""
-    from fabric.rackpower import rack_report
-    from fabric.search.records import evaluate_record
+    from fabric.search.records import evaluate_record, record_racks
 
     ctx = context
     c = ctx.constraints
@@ -240,13 +239,13 @@ def design_record(design, context, *, row: dict | None = None) -> DesignRecord:
         (name, wl, sc, _), = ctx.cases()
         first = _evaluate_case(design, ctx, wl, sc, reuse)
         row = evaluate_record(design, wl, sc, ctx.seed, ctx.samples, ctx.catalog, c,
-                              transport_overrides=ctx.transport_overrides, evaluation=first)
+                              transport_overrides=ctx.transport_overrides, reuse=reuse, evaluation=first)
     elif row is None:
         row = evaluate_record(design, ctx.search_objective(), ctx.search_scenario(), ctx.seed, ctx.samples,
                               ctx.catalog, c, transport_overrides=ctx.transport_overrides)
     if not row.get("buildable", True):
         raise FabricError(row.get("error") or "the design cannot be built")
-    racks = rack_report(design, catalog=ctx.catalog, rack_limit_w=c.rack_power_w, pue=c.pue)
+    racks = record_racks(design, ctx.catalog, c, reuse)          # the row's, when it made them
     cases = tuple(_case(design, ctx, racks, name, wl, sc, w, plan, first, reuse)
                   for name, wl, sc, w, plan in _cases_of(design, ctx, row))
     return DesignRecord(design, ctx, row, cases, racks, reuse)
