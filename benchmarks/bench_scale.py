@@ -46,6 +46,27 @@ def _cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _children_cpu_s() -> float:
+    """CPU seconds (user + system) of this process's live child processes and of the children they reaped (Linux
+    ``/proc``; 0 elsewhere): the search's worker processes are children of the fork server, itself a child of this
+    process that outlives the pool, so ``RUSAGE_CHILDREN`` does not count them."""
+    if not os.path.isdir("/proc"):
+        return 0.0
+    me, tick, total = os.getpid(), os.sysconf("SC_CLK_TCK"), 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()      # from field 3 (state): ppid is field 4, utime 14 .. cstime 17
+        if int(fields[1]) == me:
+            total += sum(int(x) for x in fields[11:15])
+    return total / tick
+
+
 def child_eval() -> dict:
     import tracemalloc
 
@@ -112,8 +133,9 @@ def child_search(budget: int, workers: int) -> dict:
     res = run_search(wl, cons, budget_evals=budget, seed=0, runner=make_runner(workers), **FIXED_BUDGET)
     dt, cpu = time.perf_counter() - t, _cpu_s() - c
     if workers > 1:
+        time.sleep(0.5)                          # the fork server reaps the workers the pool has just shut down
         ch = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu += ch.ru_utime + ch.ru_stime
+        cpu += ch.ru_utime + ch.ru_stime + _children_cpu_s()
     recs = res.records
     return {"workers": workers, "evaluations": res.evaluations, "generations": res.generations, "seconds": dt, "cpu_s": cpu,
             "cache_hits": res.cache_hits, "front": len(res.front),
@@ -171,7 +193,7 @@ def main() -> None:
     if args.part in ("search", "both"):
         r = _run_child(["--child", "search", "--budget", str(args.budget), "--workers", str(args.workers)])
         print(f"B. search at {GPUS:,} GPUs ({r['workers']} worker{'s' if r['workers'] > 1 else ''}): {r['evaluations']:,} evaluations in {r['generations']} generations, "
-              f"{r['seconds']:.1f} s wall (target 60 s), {r['cpu_s']:.1f} s of CPU, peak RSS {r['peak_rss_mib']:,.0f} MiB; {r['buildable']:,} "
+              f"{r['seconds']:.1f} s wall (target 60 s), {r['cpu_s']:.1f} s of CPU (workers included), peak RSS {r['peak_rss_mib']:,.0f} MiB; {r['buildable']:,} "
               f"buildable, {r['feasible']:,} feasible; front {r['front']} designs, systems {r['systems_on_front']}, "
               f"planes {r['planes_on_front']}; process wall {r['process_wall_s']:.1f} s")
 

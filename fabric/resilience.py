@@ -9,6 +9,8 @@ NICs). :func:`failure_p99` is the one figure a record, the review and an upgrade
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from fabric.single_failure import _switch_graph, _up_pairs, single_failure_analysis
@@ -130,7 +132,7 @@ def _critical_links(fabric, pairs, mult) -> list[tuple[int, int]]:
 
 
 def resilience(design, workload, *, catalog=None, seed: int = 0, samples: int | None = None, transport_overrides=None,
-               scenario=None, healthy_p99_s: float | None = None) -> dict:
+               scenario=None, healthy_p99_s: float | None = None, reuse: dict | None = None) -> dict:
     """Evaluated resilience of ``design`` for ``workload``: :func:`failure_analysis` plus the p99 step under the
     worst single switch failure above the leaves, the worst single link failure between switches and the worst
     leaf failure whose servers stay in the job.
@@ -142,7 +144,9 @@ def resilience(design, workload, *, catalog=None, seed: int = 0, samples: int | 
     Top-of-rack leaves and routers take servers out of the job rather than slowing it: :mod:`fabric.single_failure`
     counts them (``gpus_lost_on_worst_switch_failure``) and decides ``survives_single_failure``. ``worst_switch`` /
     ``worst_link`` / ``worst_leaf`` are None when the fabric has no switch above the leaves / no switch-to-switch
-    cable / no leaf its servers ride out to fail.
+    cable / no leaf its servers ride out to fail. ``reuse``: the dict given to the evaluation that gave
+    ``healthy_p99_s`` (:func:`fabric.evaluate.evaluate`'s ``reuse``), so that the failures take its fabric and
+    traffic patterns (the results are the same without it).
     """
     from dataclasses import replace as _replace
 
@@ -153,12 +157,15 @@ def resilience(design, workload, *, catalog=None, seed: int = 0, samples: int | 
     samples = DEFAULT_SAMPLES if samples is None else samples   # the same samples as every page's evaluation
 
     fab = build_fabric(design, catalog)
-    out = failure_analysis(fab)
+    # the rule on this cabling: the search's cached analysis (failure_analysis of this fabric), copied, as the
+    # evaluated failures are added to it
+    out = copy.deepcopy(structural_failures(design, catalog))
     pairs, mult = _switch_graph(fab)
     base = scenario or Scenario()
     # one design under several failures: the fabric, its bill of materials and each op's traffic pattern are made
     # once (fabric.evaluate.evaluate's ``reuse``: the results are identical with or without it)
-    kw = dict(catalog=catalog, seed=seed, samples=samples, transport_overrides=transport_overrides, reuse={})
+    kw = dict(catalog=catalog, seed=seed, samples=samples, transport_overrides=transport_overrides,
+              reuse={} if reuse is None else reuse)
     if healthy_p99_s is None:
         healthy_p99_s = float(evaluate(design, workload, base, **kw).step_time_s["p99"])
     labels = {v: k for k, v in _labels(fab).items()}

@@ -43,8 +43,8 @@ def check_leaf_failure(fabric, leaf: int, name: str) -> None:
 def usable_ports(fabric, dead_leaf: np.ndarray, si: np.ndarray, di: np.ndarray) -> np.ndarray:
     """``(flows, ports)`` bool: the ports of each flow (NIC indices ``si`` -> ``di``) whose leaves are up at both
     ends. DesignError when a flow has none (its two NICs share no plane that is up)."""
-    sb = fabric.switch_base
-    ok = ~dead_leaf[fabric.nic_ports[si] - sb] & ~dead_leaf[fabric.nic_ports[di] - sb]
+    up = ~dead_leaf[fabric.nic_ports - fabric.switch_base]         # per NIC and port: its leaf is up
+    ok = np.take(up, si, axis=0) & np.take(up, di, axis=0)
     none = ~ok.any(axis=1)
     if none.any():
         i = int(np.flatnonzero(none)[0])

@@ -253,7 +253,7 @@ def _traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, al
     (resolved), except for the hierarchical all-reduce, whose network algorithm is chosen by size again. ``trees``:
     the op's in-network aggregation trees (:func:`fabric.evaluate.innetwork.place_trees`), whose links load the
     in-network phase."""
-    key = tr = None
+    key = tr = memo = None
     flows = op_flows_per_pair(design, shape, kind, size_bytes, hopper=hardware.nvls)
     if plans is not None:
         table, model_key = plans
@@ -266,13 +266,16 @@ def _traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, al
         if hit is not None:
             return hit
         tr = table.get(tr_key)
+        # a pattern that another network model of this design used already (failure scenarios): its flows at the
+        # NIC ports, which do not depend on the model's failures, are kept for the next models too
+        memo = table if tr is not None else None
     if tr is None:
         tr = op_traffic(kind, size_bytes, shape.members, fabric.gpu_domain, in_network=hardware.in_network,
                         algorithm=algorithm, nvls=hardware.nvls, hardware=hardware, shape=shape)
         if plans is not None:
             table[tr_key] = tr
     loads = tuple(phase_load(ph, model, qps=flows, pxn=design.pxn, routing=design.routing,
-                             samples=samples) for ph in tr.phases)
+                             samples=samples, memo=memo) for ph in tr.phases)
     if trees is not None:
         loads = tuple(tree_phase_load(load, trees, model) if ph.injection_only else load
                       for ph, load in zip(tr.phases, loads))
@@ -854,8 +857,10 @@ def _network_model(fabric, scenario: Scenario, rng: np.random.Generator, samples
                tuple(int(x) for x in slow_sw), float(slow_factor))
     if slot is not None and key is not None and key in slot["models"]:
         return slot["models"][key], key
+    # the healthy model of this cabling, when kept, gives the pods and cuts (they do not depend on failures)
+    healthy = _HEALTHY_MODELS.get(fabric.cache_key) if fabric.cache_key else None
     model = NetworkModel.build(fabric, failed_links=failed, failed_switches=failed_sw, slow_switches=slow_sw,
-                               slow_factor=slow_factor)
+                               slow_factor=slow_factor, healthy=healthy)
     if slot is not None and key is not None:
         slot["models"][key] = model
     if scenario.link_failure_prob > 0 and ls.size:

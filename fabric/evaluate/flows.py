@@ -252,12 +252,12 @@ def _max_same_domain(dom: np.ndarray) -> int:
 def _split_nvlink(src, dst, per, steps, domain_of) -> NetPhase:
     """Keep network flows; fold flows inside a domain into the per-GPU NVLink byte figure."""
     same = domain_of[src] == domain_of[dst]
-    nv = 0.0
-    if same.any():
-        # the busiest GPU's NVLink egress inside this phase
-        counts = np.bincount(src[same], weights=per[same])
-        nv = float(counts.max())
-    keep = ~same
+    if not same.any():                  # nothing to fold: the arrays are the caller's own, kept as they are
+        return NetPhase(src, dst, per, steps, nvlink_bytes_per_byte=0.0)
+    # the busiest GPU's NVLink egress inside this phase
+    counts = np.bincount(src[same], weights=per[same])
+    nv = float(counts.max())
+    keep = np.flatnonzero(~same)
     return NetPhase(src[keep], dst[keep], per[keep], steps, nvlink_bytes_per_byte=nv)
 
 

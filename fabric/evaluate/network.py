@@ -151,8 +151,12 @@ class NetworkModel:
         return bg[idx]
 
     @classmethod
-    def build(cls, fabric, *, failed_links=(), failed_switches=(), slow_switches=(), slow_factor: float = 1.0):
-        """Derive the model; ``failed_links`` are link ids, switches are node ids."""
+    def build(cls, fabric, *, failed_links=(), failed_switches=(), slow_switches=(), slow_factor: float = 1.0,
+              healthy: NetworkModel | None = None):
+        """Derive the model; ``failed_links`` are link ids, switches are node ids. ``healthy``: the model of the
+        same fabric without failures, whose pods and cuts (which depend on the cabling only) are taken."""
+        if healthy is not None and healthy.fabric is not fabric:
+            healthy = None
         sb, ns = fabric.switch_base, fabric.n_switches
         a, b, kind = fabric.link_a, fabric.link_b, fabric.link_kind
         alive = np.ones(fabric.n_links, bool)
@@ -181,7 +185,12 @@ class NetworkModel:
             slow += np.bincount(a[m] - sb, minlength=ns)
         pod = np.full(ns, -1, np.int64)
         pod_bins = np.zeros(0, np.int64)
-        if (kind == _SC).any():
+        if healthy is not None:
+            pod = healthy.pod_of_switch
+            if healthy.pod_bins.size:
+                sc = (kind == _SC) & alive
+                pod_bins = np.bincount(pod[a[sc] - sb], minlength=healthy.pod_bins.size)
+        elif (kind == _SC).any():
             # a leaf's pod is identified by the lowest spine it reaches (leaves of a pod share their spines)
             la, lb = a[ls], b[ls]
             first_spine = np.full(ns, np.iinfo(np.int64).max)
@@ -214,8 +223,8 @@ class NetworkModel:
             capacity_bps=float(fabric.link_speed_bps), group_capacity_bps=group_bps,
             rail_based=fabric.family in ("rail_optimized", "rail_only"),
             force_pxn=fabric.family == "rail_only",
-            cuts=fabric_cuts(fabric, pod if pod_bins.size else None), dead_leaf=dead_leaf,
-            dead_nic=dead_nics(fabric, dead_leaf),
+            cuts=healthy.cuts if healthy is not None else fabric_cuts(fabric, pod if pod_bins.size else None),
+            dead_leaf=dead_leaf, dead_nic=dead_nics(fabric, dead_leaf),
         )
 
 
@@ -309,13 +318,36 @@ def _group_index(keys: np.ndarray):
     lo, hi = int(keys.min()), int(keys.max())
     span = hi - lo + 1
     if span <= 4 * keys.size + 65536:
-        present = np.bincount(keys - lo, minlength=span) > 0
+        off = keys - lo if lo else keys
+        present = np.bincount(off, minlength=span) > 0
         uniq = np.flatnonzero(present)
         lookup = np.zeros(span, np.int64)
         lookup[uniq] = np.arange(uniq.size)
-        return uniq + lo, lookup[keys - lo]
+        return uniq + lo, np.take(lookup, off)
     uniq, inv = np.unique(keys, return_inverse=True)
     return uniq, inv.ravel()
+
+
+def _unique_rows(sig: np.ndarray):
+    """``(unique rows, inverse)`` of an integer matrix, rows in lexicographic order: what ``np.unique(sig, axis=0,
+    return_inverse=True)`` gives, without its sort of the rows as opaque records (slow on 100,000s of rows). Each
+    row is packed into one integer (column offsets and spans keep the order lexicographic) and grouped by
+    :func:`_group_index`; rows whose spans do not fit 62 bits go the general way."""
+    if sig.shape[0] == 0 or sig.dtype.kind not in "iu":
+        csig, cinv = np.unique(sig, axis=0, return_inverse=True)
+        return csig, cinv.ravel()
+    lo = sig.min(axis=0)
+    span = sig.max(axis=0) - lo + 1
+    if float(np.prod(span.astype(float))) >= 2.0 ** 62:
+        csig, cinv = np.unique(sig, axis=0, return_inverse=True)
+        return csig, cinv.ravel()
+    stride = np.ones(span.size, np.int64)
+    for j in range(span.size - 2, -1, -1):
+        stride[j] = stride[j + 1] * span[j + 1]
+    key = (sig - lo) @ stride if sig.shape[1] > 1 else sig[:, 0] - lo[0]
+    uniq, inv = _group_index(np.asarray(key, dtype=np.int64))
+    csig = (uniq[:, None] // stride) % span + lo
+    return csig.astype(sig.dtype, copy=False), inv
 
 
 def _group_classes(kind: str, keys: np.ndarray, qps: np.ndarray, bytes_: np.ndarray, n_of_key, slow_of_key,
@@ -333,110 +365,85 @@ def _group_classes(kind: str, keys: np.ndarray, qps: np.ndarray, bytes_: np.ndar
     return _classes(kind, uniq, k_eff, ball, n, slow, bg, B)
 
 
+def _class_members(cinv: np.ndarray, n_classes: int):
+    """Per class ``c`` (0 .. n_classes - 1), the positions ``i`` with ``cinv[i] == c`` in increasing order (one
+    class: every position, as a slice)."""
+    if n_classes == 1:
+        return iter([slice(None)])
+    if n_classes <= 8:
+        return (np.flatnonzero(cinv == c) for c in range(n_classes))
+    order = np.argsort(cinv, kind="stable")
+    return np.split(order, np.cumsum(np.bincount(cinv, minlength=n_classes))[:-1])
+
+
 def _classes(kind, keys, k, ball, n, slow, bg, total_bytes) -> list[LinkClass]:
     """Group members with equal (balls, links, slow links, background in 1 % steps) into classes."""
     bg_pct = np.rint(np.clip(bg, 0.0, 0.95) * 100).astype(np.int64)
     sig = np.stack([k, n, slow, bg_pct], axis=1)
-    csig, cinv = np.unique(sig, axis=0, return_inverse=True)
-    cinv = cinv.ravel()
+    csig, cinv = _unique_rows(sig)
     ball = np.broadcast_to(np.asarray(ball, dtype=float), k.shape)
     out = []
-    for c, (kk, nn, sl, bp) in enumerate(csig.tolist()):
-        m = cinv == c
+    for c, (kk, nn, sl, bp), m in zip(range(len(csig)), csig.tolist(), _class_members(cinv, len(csig))):
         per_link = total_bytes[m] / max(nn, 1)
-        out.append(LinkClass(kind, int(kk), int(max(nn, 0)), int(sl), int(m.sum()), float(ball[m].max()), keys[m],
+        out.append(LinkClass(kind, int(kk), int(max(nn, 0)), int(sl), per_link.size, float(ball[m].max()), keys[m],
                              float(per_link.mean()), bp / 100.0, per_link))
     return out
 
 
-def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str = "ecmp",
-               samples: int = 256) -> PhaseLoad:
-    """Aggregate a :class:`~fabric.evaluate.flows.NetPhase` into link-group classes.
-
-    Under ``ecmp`` the leaf uplink and downlink groups that share flows are marked for joint sampling
-    (:func:`_leaf_classes`); ``samples`` sizes the path-by-path Monte Carlo budget.
-    """
-    f = model.fabric
-    if phase.all_pairs is not None:
-        simple = (f.gpu_nics.shape[1] == 1 and f.nic_ports.shape[1] == 1 and not model.is_dragonfly
-                  and not ((pxn or model.force_pxn) and model.rail_based) and model.dead_nic is None)
-        if simple:
-            return _all_pairs_load(phase, model, qps)
-        phase = phase.expand()
-    nvlink_max = phase.nvlink_bytes_per_byte
-    pf = _port_flows(phase, model, qps=qps, pxn=pxn, routing=routing)
-    per, q_port, port_cls, forward = pf.per, pf.q_port, pf.port_cls, pf.forward
-    src_leaf, dst_leaf, port_id_s = pf.src_leaf, pf.dst_leaf, pf.port_id_s
-    nic_max = 0.0
-    if per.size:
-        nic_max = max(float(np.bincount(port_id_s, weights=per).max()),
-                      float(np.bincount(pf.port_id_d, weights=per).max()))
-    if phase.injection_only:
-        return PhaseLoad([], nic_max, nvlink_max, 2, phase.steps, forward_nvlink=forward)
-    sb = f.switch_base
-    q = np.broadcast_to(np.asarray(q_port, dtype=float), per.shape).copy()
-    cross = src_leaf != dst_leaf
-    classes: list[LinkClass] = list(port_cls)
-    joint: list = []
-    hops = 1
-    flows_per_port = 1.0
-    if cross.any():
-        hops = 3
-        # flows (x QPs) that share a sending NIC port, at the port that sends across leaves with the fewest
-        per_port = np.bincount(port_id_s) * float(qps)
-        sends_out = np.bincount(port_id_s[cross], minlength=per_port.size) > 0
-        flows_per_port = float(per_port[sends_out].min())
-        sl, dl, pc, qc = src_leaf[cross], dst_leaf[cross], per[cross], q[cross]
-        if model.is_dragonfly:
-            classes += _dragonfly_classes(model, sl, dl, pc, qc)
-        else:
-            xp = np.zeros(sl.size, bool)
-            if model.pod_bins.size:
-                sp, dp = model.pod_of_switch[sl - sb], model.pod_of_switch[dl - sb]
-                xp = sp != dp
-            cls, joint = _leaf_classes(model, sl, dl, pc, qc, xp, routing, samples)
-            classes += cls
-            if model.pod_bins.size:
-                if xp.any():
-                    hops = 5
-                    pb = lambda keys: model.pod_bins[keys]      # noqa: E731
-                    zero = lambda keys: np.zeros(len(keys), np.int64)  # noqa: E731
-                    classes += _group_classes("pod core uplinks", sp[xp], qc[xp], pc[xp], pb, zero,
-                                              lambda k: model.background_of("pod core uplinks", k))
-                    classes += _group_classes("pod core downlinks", dp[xp], qc[xp], pc[xp], pb, zero,
-                                              lambda k: model.background_of("pod core downlinks", k))
-    return PhaseLoad(classes, nic_max, nvlink_max, hops, phase.steps, joint, flows_per_port, bool(cross.any()),
-                     forward_nvlink=forward)
+def _any_per_row(m: np.ndarray) -> np.ndarray:
+    """``m.any(axis=1)`` of a C-contiguous boolean matrix with few columns (NIC ports), without numpy's slow
+    reduction over a short inner axis: rows of 2, 4 or 8 bytes are read as one integer, others OR their columns."""
+    w = m.shape[1]
+    if w in (2, 4, 8) and m.flags.c_contiguous and m.dtype == np.bool_:
+        return m.view(f"u{w}").ravel() != 0
+    out = m[:, 0].copy()
+    for j in range(1, w):
+        out |= m[:, j]
+    return out
 
 
 @dataclass
 class _PortFlows:
-    """A phase's flows on NIC ports: per flow (after splitting over NICs and ports) its bytes per op byte, its
-    queue pairs per port, its ports (NIC index x ports + port) and their leaves; the NICs' port classes (several
-    ports hashed or placed) and the PXN forwarding hop."""
+    """A phase's flows on NIC ports: per entry (a flow after splitting over NICs and ports, a flow's ports in
+    order) its bytes per op byte (``per``), its queue pairs per port (``q_port``: a number, or one per entry) and
+    the leaves of its two ports; what the NIC port sums count (``ends``: the sending and receiving port of each
+    entry, NIC index x ports + port, weighing ``w``; when ``even``, every port carries 1 / ``ports`` of each of its
+    NIC's flows and ``ends`` / ``w`` are per flow at NIC index: a port's sums are then its NIC's, the same bytes in
+    the same order); the NICs' port classes (several ports hashed or placed) and the NVLink forward hop (PXN,
+    detour)."""
 
     per: np.ndarray
     q_port: object
-    port_id_s: np.ndarray
-    port_id_d: np.ndarray
+    ends: tuple
+    w: np.ndarray
+    even: bool
+    ports: int
     src_leaf: np.ndarray
     dst_leaf: np.ndarray
     port_cls: list
     forward: float
 
+    def sums(self, side: int, n_nics: int) -> np.ndarray:
+        """Bytes per op byte each NIC port sends (``side`` 0) or receives (1), over NIC index x ports + port."""
+        if self.even:
+            return np.repeat(np.bincount(self.ends[side], weights=self.w, minlength=n_nics), self.ports)
+        return np.bincount(self.ends[side], weights=self.w, minlength=n_nics * self.ports)
 
-def _port_flows(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str) -> _PortFlows:
+
+def _port_flows(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str,
+                classes: bool = True) -> _PortFlows:
     """Map an explicit phase's GPU flows onto NIC ports and leaves (what :func:`phase_load` and
-    :func:`port_loads` share)."""
+    :func:`port_loads` share); ``classes=False`` leaves the port classes out (empty)."""
     f = model.fabric
     src, dst, per = phase.src_gpu, phase.dst_gpu, phase.bytes_per_byte
     k_nic = f.gpu_nics.shape[1]
+    # gathers by np.take: the same values as fancy indexing, several times faster on 100,000s of flows
     if k_nic > 1:
-        src_nic = f.gpu_nics[src].ravel()
-        dst_nic = f.gpu_nics[dst].ravel()
+        src_nic = np.take(f.gpu_nics, src, axis=0).ravel()
+        dst_nic = np.take(f.gpu_nics, dst, axis=0).ravel()
         per = np.repeat(per / k_nic, k_nic)
     else:
-        src_nic, dst_nic = f.gpu_nics[src, 0], f.gpu_nics[dst, 0]
+        src_nic, dst_nic = np.take(f.gpu_nics[:, 0], src), np.take(f.gpu_nics[:, 0], dst)
     npn = f.design.nics_per_node
     forward = 0.0
     if (pxn or model.force_pxn) and model.rail_based and src_nic.size:
@@ -466,28 +473,45 @@ def _port_flows(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str
         from fabric.evaluate.dualtor import usable_ports
 
         use = usable_ports(f, model.dead_leaf, si, di)          # a failed leaf: the ports up at both ends
-    n_use = np.full(si.size, ports) if use is None else use.sum(axis=1)
+    n_use = ports if use is None else use.sum(axis=1)
     if ports > 1 and routing in ("ecmp", "computed") and not phase.injection_only:
         # each flow leaves on one port (fabric.evaluate.ports): the NIC's ports are a group the flows are hashed
         # (or, computed, placed) onto, and a port carries on average qps / ports of them, each bytes / qps
-        from fabric.evaluate.ports import port_classes
+        if classes:
+            from fabric.evaluate.ports import port_classes
 
-        port_cls = port_classes(src_nic, per, float(qps), n_use, hashed=routing == "ecmp")
+            port_cls = port_classes(src_nic, per, float(qps), n_use, hashed=routing == "ecmp")
         q_port = float(qps) / ports
-    if ports > 1:
-        w = np.full((si.size, ports), 1.0 / ports) if use is None else use / n_use[:, None]
+    even = ports > 1 and use is None
+    if even:
+        # every port carries 1 / ports of each of its NIC's flows: a port's sums are its NIC's (the same flows in
+        # the same order, the same bytes), so the NICs stand for their ports in the sums
+        w = per * (1.0 / ports)
+        per = np.repeat(w, ports)
+        src_leaf = np.take(f.nic_ports, si, axis=0).ravel()
+        dst_leaf = np.take(f.nic_ports, di, axis=0).ravel()
+        ends = (si, di)
+    elif ports > 1:
+        # a failed leaf: each flow over the ports up at both ends, the entries of the others dropped; an entry's
+        # sending and receiving port (NIC index x ports + port) index the NIC ports' leaves row by row
+        w = use / n_use[:, None]
         per = (per[:, None] * w).ravel()
-        pidx = np.tile(np.arange(ports), si.size)
-        si, di = np.repeat(si, ports), np.repeat(di, ports)
-        if use is not None:
-            keep = per > 0
-            per, pidx, si, di = per[keep], pidx[keep], si[keep], di[keep]
-            hashed_ports = routing in ("ecmp", "computed")
-            q_port = np.repeat(float(qps) / n_use if hashed_ports else np.full(n_use.size, float(qps)), ports)[keep]
+        ar = np.arange(ports)
+        ps, pd = (si[:, None] * ports + ar).ravel(), (di[:, None] * ports + ar).ravel()
+        hashed_ports = routing in ("ecmp", "computed")
+        q_port = np.repeat(float(qps) / n_use if hashed_ports else np.full(n_use.size, float(qps)), ports)
+        keep = per > 0
+        if not keep.all():
+            at = np.flatnonzero(keep)
+            per, ps, pd, q_port = np.take(per, at), np.take(ps, at), np.take(pd, at), np.take(q_port, at)
+        leaf_of_port = f.nic_ports.ravel()
+        src_leaf, dst_leaf = np.take(leaf_of_port, ps), np.take(leaf_of_port, pd)
+        ends, w = (ps, pd), per
     else:
-        pidx = np.zeros(si.size, np.int64)
-    return _PortFlows(per, q_port, si * ports + pidx, di * ports + pidx, f.nic_ports[si, pidx],
-                      f.nic_ports[di, pidx], port_cls, forward)
+        src_leaf = np.take(f.nic_ports[:, 0], si)
+        dst_leaf = np.take(f.nic_ports[:, 0], di)
+        ends, w = (si, di), per
+    return _PortFlows(per, q_port, ends, w, even, ports, src_leaf, dst_leaf, port_cls, forward)
 
 
 def port_loads(phase, model: NetworkModel, *, pxn: bool, routing: str = "ecmp") -> tuple[np.ndarray, np.ndarray]:
@@ -495,12 +519,119 @@ def port_loads(phase, model: NetworkModel, *, pxn: bool, routing: str = "ecmp") 
     what :func:`phase_load` reduces to its busiest port (``nic_max``), kept per port so that two parts of one op
     on the same ports can be added (:mod:`fabric.evaluate.innetwork`)."""
     f = model.fabric
-    size = f.n_nics * f.nic_ports.shape[1]
     if phase.all_pairs is not None:
         phase = phase.expand()
-    pf = _port_flows(phase, model, qps=1, pxn=pxn, routing=routing)
-    return (np.bincount(pf.port_id_s, weights=pf.per, minlength=size),
-            np.bincount(pf.port_id_d, weights=pf.per, minlength=size))
+    pf = _port_flows(phase, model, qps=1, pxn=pxn, routing=routing, classes=False)
+    return pf.sums(0, f.n_nics), pf.sums(1, f.n_nics)
+
+
+@dataclass
+class _NicFlows:
+    """A phase's flows at the NIC ports reduced to what :func:`phase_load` needs before the network model's link
+    groups: the busiest NIC port, the NVLink forward hop, the per-port classes, and the flows that leave their leaf,
+    at their ports (``sl``/``dl`` source and destination leaves, ``pc`` bytes per op byte, ``qc`` balls per flow;
+    ``sl`` is None when no flow leaves its leaf) with the fewest flows of a port that sends across leaves."""
+
+    nic_max: float
+    forward: float
+    port_cls: list
+    flows_per_port: float = 1.0
+    sl: np.ndarray | None = None
+    dl: np.ndarray | None = None
+    pc: np.ndarray | None = None
+    qc: np.ndarray | None = None
+
+
+def _nic_flows(phase, model: NetworkModel, qps: int, pxn: bool, routing: str) -> _NicFlows:
+    pf = _port_flows(phase, model, qps=qps, pxn=pxn, routing=routing)
+    ends, w, per, ports = pf.ends, pf.w, pf.per, pf.ports
+    src_leaf, dst_leaf = pf.src_leaf, pf.dst_leaf
+    nic_max = 0.0
+    if w.size:
+        nic_max = max(float(np.bincount(ends[0], weights=w).max()), float(np.bincount(ends[1], weights=w).max()))
+    out = _NicFlows(nic_max, pf.forward, pf.port_cls)
+    if phase.injection_only:
+        return out
+    cross = src_leaf != dst_leaf
+    if cross.any():
+        # flows (x QPs) that share a sending NIC port, at the port that sends across leaves with the fewest
+        per_port = np.bincount(ends[0]) * float(qps)
+        leaves = _any_per_row(cross.reshape(-1, ports)) if pf.even else cross
+        sends_out = np.bincount(np.take(ends[0], np.flatnonzero(leaves)), minlength=per_port.size) > 0
+        out.flows_per_port = float(per_port[sends_out].min())
+        q_port = pf.q_port
+        if cross.all():
+            out.sl, out.dl, out.pc = src_leaf, dst_leaf, per
+            out.qc = q_port
+        else:
+            at = np.flatnonzero(cross)
+            out.sl, out.dl, out.pc = np.take(src_leaf, at), np.take(dst_leaf, at), np.take(per, at)
+            out.qc = q_port if np.ndim(q_port) == 0 else np.take(q_port, at)
+        if np.ndim(q_port) == 0:
+            out.qc = np.full(out.sl.size, q_port)
+    return out
+
+
+def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str = "ecmp",
+               samples: int = 256, memo: dict | None = None) -> PhaseLoad:
+    """Aggregate a :class:`~fabric.evaluate.flows.NetPhase` into link-group classes.
+
+    Under ``ecmp`` the leaf uplink and downlink groups that share flows are marked for joint sampling
+    (:func:`_leaf_classes`); ``samples`` sizes the path-by-path Monte Carlo budget.
+
+    ``memo``: a dict kept across network models of one fabric (failure scenarios: :func:`fabric.evaluate.evaluate`'s
+    ``reuse``) that keeps the phase's flows at the NIC ports and the per-port classes, which depend on the phase and
+    the cabling only, not on failures above the leaves: without a failed leaf they are computed once per phase (a
+    failed leaf changes the ports a flow can use and, through the NVLink detour, the NICs: never kept then).
+    """
+    f = model.fabric
+    if phase.all_pairs is not None:
+        simple = (f.gpu_nics.shape[1] == 1 and f.nic_ports.shape[1] == 1 and not model.is_dragonfly
+                  and not ((pxn or model.force_pxn) and model.rail_based) and model.dead_nic is None)
+        if simple:
+            return _all_pairs_load(phase, model, qps)
+    key = nf = None
+    if memo is not None and (model.dead_leaf is None or not model.dead_leaf.any()) and model.dead_nic is None:
+        key = ("nic flows", id(phase), id(f), int(qps), bool((pxn or model.force_pxn) and model.rail_based),
+               routing)
+        hit = memo.get(key)
+        nf = hit[2] if hit is not None and hit[0] is phase and hit[1] is f else None
+    if nf is None:
+        nf = _nic_flows(phase if phase.all_pairs is None else phase.expand(), model, qps, pxn, routing)
+        if key is not None:
+            memo[key] = (phase, f, nf)          # the phase and fabric are held, so their ids stay theirs
+    nvlink_max = phase.nvlink_bytes_per_byte
+    if phase.injection_only:
+        return PhaseLoad([], nf.nic_max, nvlink_max, 2, phase.steps, forward_nvlink=nf.forward)
+    sb = f.switch_base
+    classes: list[LinkClass] = list(nf.port_cls)
+    joint: list = []
+    hops = 1
+    if nf.sl is not None:
+        hops = 3
+        sl, dl, pc, qc = nf.sl, nf.dl, nf.pc, nf.qc
+        if model.is_dragonfly:
+            classes += _dragonfly_classes(model, sl, dl, pc, qc)
+        else:
+            xp = np.zeros(sl.size, bool)
+            if model.pod_bins.size:
+                sp, dp = np.take(model.pod_of_switch, sl - sb), np.take(model.pod_of_switch, dl - sb)
+                xp = sp != dp
+            cls, joint = _leaf_classes(model, sl, dl, pc, qc, xp, routing, samples)
+            classes += cls
+            if model.pod_bins.size:
+                if xp.any():
+                    hops = 5
+                    pb = lambda keys: model.pod_bins[keys]      # noqa: E731
+                    zero = lambda keys: np.zeros(len(keys), np.int64)  # noqa: E731
+                    at = np.flatnonzero(xp)
+                    qx, px = np.take(qc, at), np.take(pc, at)
+                    classes += _group_classes("pod core uplinks", np.take(sp, at), qx, px, pb, zero,
+                                              lambda k: model.background_of("pod core uplinks", k))
+                    classes += _group_classes("pod core downlinks", np.take(dp, at), qx, px, pb, zero,
+                                              lambda k: model.background_of("pod core downlinks", k))
+    return PhaseLoad(classes, nf.nic_max, nvlink_max, hops, phase.steps, joint, nf.flows_per_port,
+                     nf.sl is not None, forward_nvlink=nf.forward)
 
 
 #: Leaf groups whose flows share spines in tangled ways are drawn path by path while balls x samples stays under
@@ -542,7 +673,7 @@ def _leaf_classes(model: NetworkModel, sl, dl, pc, qc, xp, routing: str, samples
                 + _group_classes("leaf downlinks", dl, qc, pc, up_n, slow, bg_dn)), []
     u, d = sl - sb, dl - sb
     intra = ~xp
-    ui, di = u[intra], d[intra]
+    ui, di, p_in, q_in = _pick(intra, u, d, pc, qc)
     big = np.iinfo(np.int64).max
     # a leaf whose flows inside the pod all go to one leaf: smallest == largest destination (likewise sources)
     dmin, dmax = np.full(ns, big), np.full(ns, -1)
@@ -567,7 +698,7 @@ def _leaf_classes(model: NetworkModel, sl, dl, pc, qc, xp, routing: str, samples
     classes: list[LinkClass] = []
     joint: list = []
     if pu.size:
-        k, ball, B = _k_eff(ui, pc[intra], qc[intra], ns)
+        k, ball, B = _k_eff(ui, p_in, q_in, ns)
         classes_u, joint_u = _pair_unit_classes(model, pu, pd, k[pu], ball[pu], B[pu], s_p[regular], b_p[regular])
         classes += classes_u
         joint += joint_u
@@ -594,10 +725,17 @@ def _leaf_classes(model: NetworkModel, sl, dl, pc, qc, xp, routing: str, samples
     else:
         mu, md = ~unit_up[u], ~unit_dn[d]
     if mu.any():
-        classes += _group_classes("leaf uplinks", sl[mu], qc[mu], pc[mu], up_n, slow, bg_up)
+        classes += _group_classes("leaf uplinks", *_pick(mu, sl, qc, pc), up_n, slow, bg_up)
     if md.any():
-        classes += _group_classes("leaf downlinks", dl[md], qc[md], pc[md], up_n, slow, bg_dn)
+        classes += _group_classes("leaf downlinks", *_pick(md, dl, qc, pc), up_n, slow, bg_dn)
     return classes, joint
+
+
+def _pick(mask: np.ndarray, *arrays) -> tuple:
+    """The entries of each of ``arrays`` where ``mask`` holds (the arrays themselves when it holds everywhere)."""
+    if mask.all():
+        return arrays
+    return tuple(a[mask] for a in arrays)
 
 
 def _pair_cabling(model: NetworkModel, pu, pd):
@@ -626,19 +764,17 @@ def _pair_unit_classes(model: NetworkModel, pu, pd, k, ball, B, s, b):
     bgu = np.rint(np.clip(model.background_of("leaf uplinks", pu + sb), 0.0, 0.95) * 100).astype(np.int64)
     bgd = np.rint(np.clip(model.background_of("leaf downlinks", pd + sb), 0.0, 0.95) * 100).astype(np.int64)
     sig = np.stack([k, s, b, bgu, bgd], axis=1)
-    csig, cinv = np.unique(sig, axis=0, return_inverse=True)
-    cinv = cinv.ravel()
+    csig, cinv = _unique_rows(sig)
     classes, joint = [], []
-    for c, (kk, ss, bb, gu, gd) in enumerate(csig.tolist()):
-        m = cinv == c
+    for (kk, ss, bb, gu, gd), m in zip(csig.tolist(), _class_members(cinv, len(csig))):
         n = ss * bb
         per_link = B[m] / n
         cb = float(ball[m].max())
-        up = LinkClass("leaf uplinks", kk, n, 0, int(m.sum()), cb, pu[m] + sb, float(per_link.mean()), gu / 100.0,
+        up = LinkClass("leaf uplinks", kk, n, 0, per_link.size, cb, pu[m] + sb, float(per_link.mean()), gu / 100.0,
                        per_link, joint=len(joint))
-        dn = LinkClass("leaf downlinks", kk, n, 0, int(m.sum()), cb, pd[m] + sb, float(per_link.mean()), gd / 100.0,
-                       per_link, joint=len(joint))
-        joint.append(PairUnits(kk, ss, bb, int(m.sum()), cb, up, dn))
+        dn = LinkClass("leaf downlinks", kk, n, 0, per_link.size, cb, pd[m] + sb, float(per_link.mean()),
+                       gd / 100.0, per_link, joint=len(joint))
+        joint.append(PairUnits(kk, ss, bb, per_link.size, cb, up, dn))
         classes += [up, dn]
     return classes, joint
 
@@ -745,8 +881,8 @@ def _sample_paths(spec: PathSample, rng: np.random.Generator, samples: int) -> d
 def _count_per_member(*keys) -> np.ndarray:
     """For each member, how many members share its combination of keys."""
     stacked = np.stack([k.ravel() for k in keys], axis=1)
-    _, inv, counts = np.unique(stacked, axis=0, return_inverse=True, return_counts=True)
-    return counts[inv.ravel()]
+    _, inv = _unique_rows(stacked)
+    return np.bincount(inv)[inv]
 
 
 def _all_pairs_load(phase, model: NetworkModel, qps: int) -> PhaseLoad:

@@ -31,18 +31,24 @@ def port_classes(nic_ids: np.ndarray, bytes_per_byte: np.ndarray, flows: float, 
     like ECMP whatever the routing, else placed by the routing's own rule (computed paths: ``ceil(k / ports)``)."""
     from fabric.evaluate.network import _group_classes
 
-    n = np.broadcast_to(np.asarray(ports, dtype=np.int64), nic_ids.shape)
+    n = np.asarray(ports, dtype=np.int64)
     if nic_ids.size == 0 or n.max() <= 1:
         return []
-    q = np.full(nic_ids.size, float(flows))
     zero = lambda keys: np.zeros(len(keys), np.int64)           # noqa: E731
-    # ``ports`` may differ by flow (a failed leaf leaves some flows fewer usable ports: dualtor.py): one group per
-    # (NIC, usable ports), each hashed on its own
-    width = int(n.max()) + 1
-    classes = _group_classes(PORT_KIND, nic_ids.astype(np.int64) * width + n, q, bytes_per_byte,
-                             lambda keys: keys % width, zero)
-    for c in classes:
-        c.member_ids = c.member_ids // width
+    if n.ndim == 0 or n.min() == n.max():
+        # every flow may use all its NIC's ports: one group per NIC
+        p = int(n.max())
+        classes = _group_classes(PORT_KIND, nic_ids.astype(np.int64), float(flows), bytes_per_byte,
+                                 lambda keys: np.full(len(keys), p, np.int64), zero)
+    else:
+        # ``ports`` differs by flow (a failed leaf leaves some flows fewer usable ports: dualtor.py): one group per
+        # (NIC, usable ports), each hashed on its own
+        n = np.broadcast_to(n, nic_ids.shape)
+        width = int(n.max()) + 1
+        classes = _group_classes(PORT_KIND, nic_ids.astype(np.int64) * width + n, float(flows), bytes_per_byte,
+                                 lambda keys: keys % width, zero)
+        for c in classes:
+            c.member_ids = c.member_ids // width
     for c in classes:
         c.hashed = hashed
     return classes

@@ -43,12 +43,15 @@ class DesignRecord:
     """Everything shown of ``design`` in ``context`` (see the module docstring). Build it with
     :func:`design_record`."""
 
-    def __init__(self, design, context, row: dict, cases: tuple, racks: dict):
+    def __init__(self, design, context, row: dict, cases: tuple, racks: dict, reuse: dict | None = None):
         self.design = design
         self.context = context
         self.row = row
         self.cases = cases
         self.racks = racks
+        #: the dict the cases' evaluations were made with (:func:`fabric.evaluate.evaluate`'s ``reuse``: the fabric,
+        #: the network models and each op's traffic pattern), which the failures take up; dropped once they are made
+        self._reuse = reuse
 
     # ------------------------------------------------------------------ the figures
 
@@ -117,11 +120,16 @@ class DesignRecord:
         from fabric.search.records import INFEASIBLE_P99
 
         ctx = self.context
+        # the cases' evaluations and the failures share one reuse dict (identical results with or without it); the
+        # record lets it go afterwards, so a kept record does not hold the traffic of a large fabric
+        reuse = {} if self._reuse is None else self._reuse
         per = {}
         for c in self.cases:
             per[c.name] = resilience(self.design, c.workload, catalog=ctx.catalog, seed=ctx.seed,
                                      samples=ctx.samples, transport_overrides=ctx.transport_overrides,
-                                     scenario=c.scenario, healthy_p99_s=float(c.evaluation.step_time_s["p99"]))
+                                     scenario=c.scenario, healthy_p99_s=float(c.evaluation.step_time_s["p99"]),
+                                     reuse=reuse)
+        self._reuse = None
         worst = {}
         for name, r in per.items():      # the search's figure (fabric.resilience.failure_p99)
             p = failure_p99(r)
@@ -221,26 +229,26 @@ def design_record(design, context, *, row: dict | None = None) -> DesignRecord:
     """The record of ``design`` in ``context`` (see the module docstring). ``row``: the search's record of this
     design in this context when the caller has it (the same function would make it again). Raises FabricError
     (naming why) when the design cannot be built or evaluated."""
-    from fabric.rackpower import rack_report
-    from fabric.search.records import evaluate_record
+    from fabric.search.records import evaluate_record, record_racks
 
     ctx = context
     c = ctx.constraints
     first = None
+    reuse: dict = {}            # the cases' evaluations and later the failures (DesignRecord.failures) share it
     if row is None and ctx.kind == "single":     # one evaluation serves the row and the case (the same call)
         (name, wl, sc, _), = ctx.cases()
-        first = _evaluate_case(design, ctx, wl, sc)
+        first = _evaluate_case(design, ctx, wl, sc, reuse)
         row = evaluate_record(design, wl, sc, ctx.seed, ctx.samples, ctx.catalog, c,
-                              transport_overrides=ctx.transport_overrides, evaluation=first)
+                              transport_overrides=ctx.transport_overrides, reuse=reuse, evaluation=first)
     elif row is None:
         row = evaluate_record(design, ctx.search_objective(), ctx.search_scenario(), ctx.seed, ctx.samples,
                               ctx.catalog, c, transport_overrides=ctx.transport_overrides)
     if not row.get("buildable", True):
         raise FabricError(row.get("error") or "the design cannot be built")
-    racks = rack_report(design, catalog=ctx.catalog, rack_limit_w=c.rack_power_w, pue=c.pue)
-    cases = tuple(_case(design, ctx, racks, name, wl, sc, w, plan, first)
+    racks = record_racks(design, ctx.catalog, c, reuse)          # the row's, when it made them
+    cases = tuple(_case(design, ctx, racks, name, wl, sc, w, plan, first, reuse)
                   for name, wl, sc, w, plan in _cases_of(design, ctx, row))
-    return DesignRecord(design, ctx, row, cases, racks)
+    return DesignRecord(design, ctx, row, cases, racks, reuse)
 
 
 def _cases_of(design, ctx, row: dict) -> list[tuple]:
@@ -262,18 +270,20 @@ def _cases_of(design, ctx, row: dict) -> list[tuple]:
                       "records (its plan genes), not as a design alone")
 
 
-def _evaluate_case(design, ctx, workload, scenario):
-    """One case's evaluation (with the serving jobs' latency-versus-load curve, which changes no other figure)."""
+def _evaluate_case(design, ctx, workload, scenario, reuse: dict | None = None):
+    """One case's evaluation (with the serving jobs' latency-versus-load curve, which changes no other figure);
+    ``reuse``: the record's (:func:`fabric.evaluate.evaluate`'s ``reuse``: the result is the same without it)."""
     from fabric.evaluate import evaluate
 
     return evaluate(design, workload, scenario, seed=ctx.seed, samples=ctx.samples, catalog=ctx.catalog,
-                    transport_overrides=ctx.transport_overrides, serving_curve=True)
+                    transport_overrides=ctx.transport_overrides, serving_curve=True, reuse=reuse)
 
 
-def _case(design, ctx, racks, name, workload, scenario, weight, plan, evaluation=None) -> CaseResult:
+def _case(design, ctx, racks, name, workload, scenario, weight, plan, evaluation=None,
+          reuse: dict | None = None) -> CaseResult:
     from fabric.figures import design_figures
 
-    ev = evaluation if evaluation is not None else _evaluate_case(design, ctx, workload, scenario)
+    ev = evaluation if evaluation is not None else _evaluate_case(design, ctx, workload, scenario, reuse)
     figs = design_figures(ev, design, catalog=ctx.catalog, economics_params=ctx.constraints.economics(),
                           racks=racks)
     return CaseResult(name, getattr(workload, "name", name), workload, scenario, float(weight), ev, figs, plan)

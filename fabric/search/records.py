@@ -181,11 +181,7 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
         if constraints.needs_failure_p99:
             rec.update(failure_fields(design, workload, scenario, seed, samples, catalog, transport_overrides,
                                       float(st["p99"])))
-        from fabric.rackpower import rack_report
-
-        limit = getattr(constraints, "rack_power_w", None)
-        racks = _reused(reuse, ("racks", design, id(catalog), limit, constraints.pue),
-                        lambda: rack_report(design, catalog=catalog, rack_limit_w=limit, pue=constraints.pue))
+        racks = record_racks(design, catalog, constraints, reuse)
         rec.update({k: float(racks[k]) for k in _RACK_FIELDS})
         rec.update({"compute_racks": int(racks["compute_racks"]), "network_racks": int(racks["network_racks"]),
                     "spare_gpus": int(design.gpus - sum(j["gpus"] for j in ev.jobs.values()))})
@@ -224,6 +220,16 @@ def set_failure_slowdown(rec: dict) -> None:
     first); nothing when the record has no failure p99."""
     if "p99_failure_s" in rec and rec.get("p99_s"):
         rec["p99_failure_slowdown"] = float(rec["p99_failure_s"]) / float(rec["p99_s"]) - 1.0
+
+
+def record_racks(design, catalog, constraints, reuse: dict | None = None) -> dict:
+    """:func:`fabric.rackpower.rack_report` of ``design`` under the constraints' rack power limit and PUE (what a
+    record's rack fields and a record's figures read), kept in ``reuse`` when given."""
+    from fabric.rackpower import rack_report
+
+    limit = getattr(constraints, "rack_power_w", None)
+    return _reused(reuse, ("racks", design, id(catalog), limit, constraints.pue),
+                   lambda: rack_report(design, catalog=catalog, rack_limit_w=limit, pue=constraints.pue))
 
 
 def _reused(reuse: dict | None, key, compute):
