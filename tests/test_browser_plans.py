@@ -47,8 +47,8 @@ def test_search_with_plan_space_auto_then_the_design_page(server, browser, shots
     page.wait_for_url(re.compile(r"/design"), timeout=60_000)
     idle(page, timeout=120)
     expect(page.get_by_role("heading", name="Parallelism plans")).to_be_visible(timeout=120_000)
-    expect(main).to_contain_text(re.compile(r"Plan space auto: every figure on this page is at the design's best "
-                                            r"plan, TP \d+"))
+    expect(main).to_contain_text(re.compile(r"Every figure on this page is at the design's best plan of the "
+                                            r"search's shortlist, TP \d+"))
     assert "plans=auto" in page.url
     shot(page, shots_dir, "design-plans", anchor="Parallelism plans")
     page.set_viewport_size(WIDE)

@@ -84,7 +84,8 @@ def record_html(d: dict, sections: list[tuple[str, list[str]]], *, facts: list[s
     (:func:`fabric.review.document.design_sections`), the step-time and what-if charts after their sections, the
     bill of materials by category and ``tables`` (more :class:`~fabric.ui_support.report.Section` tables); no
     script, a few hundred kB at most."""
-    return report_html(title, [f"Context: {d['context']}", *facts], _with_charts(d, sections) + list(tables))
+    return report_html(title, [f"Workload: {d['workload']}", f"Context: {d['context']}", *facts],
+                       _with_charts(d, sections) + list(tables))
 
 
 def _with_charts(b: dict, sections) -> list:
