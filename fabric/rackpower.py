@@ -177,7 +177,9 @@ def _place_power(fabric, bom, cat) -> Placement:
         ends = np.concatenate([fabric.link_a[ids], fabric.link_b[ids]])
         ends = ends[(ends >= fabric.switch_base) & (ends < fabric.switch_base + n_sw)] - fabric.switch_base
         if ends.size:
-            ends = ends[np.asarray(fabric.tier_names)[tier_of[ends]] == m.group("tier")]
+            names = list(fabric.tier_names)
+            tier = names.index(m.group("tier")) if m.group("tier") in names else -1
+            ends = ends[tier_of[ends] == tier]           # integer tiers: a string compare per end is slow at 1M
         sw_w += -(-np.bincount(ends, minlength=n_sw) // tx.ports_per_module) * tx.power_w
     placed += float(sw_w.sum())
     sw_rack = np.full(n_sw, -1, np.int64)
