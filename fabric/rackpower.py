@@ -168,18 +168,22 @@ def _place_power(fabric, bom, cat) -> Placement:
     tier_of = fabric.node_tier[fabric.switch_base:fabric.switch_base + n_sw]
     optical = np.flatnonzero((fabric.link_medium == _OPTICS) & _NETWORK_KIND[fabric.link_kind])
     opt_kind, opt_cap = fabric.link_kind[optical], fabric.link_capacity_bps[optical]
+    names = list(fabric.tier_names)
+    switch_ends: dict = {}          # (link kind, speed) -> the switch ends of its optical links and their tiers
     for item in bom.items:
         m = _END.match(item.where) if item.category == "transceiver" else None
         if not m or m.group("tier") == "NIC":
             continue
         tx = cat.transceiver(item.model)
-        ids = optical[(opt_kind == _K[m.group("kind")]) & (np.abs(opt_cap - tx.speed_bps) <= 1e-9 * tx.speed_bps)]
-        ends = np.concatenate([fabric.link_a[ids], fabric.link_b[ids]])
-        ends = ends[(ends >= fabric.switch_base) & (ends < fabric.switch_base + n_sw)] - fabric.switch_base
-        if ends.size:
-            names = list(fabric.tier_names)
-            tier = names.index(m.group("tier")) if m.group("tier") in names else -1
-            ends = ends[tier_of[ends] == tier]           # integer tiers: a string compare per end is slow at 1M
+        group = (m.group("kind"), tx.speed_bps)
+        if group not in switch_ends:    # both ends' modules of one link kind and speed: its links picked once
+            ids = optical[(opt_kind == _K[group[0]]) & (np.abs(opt_cap - tx.speed_bps) <= 1e-9 * tx.speed_bps)]
+            ends = np.concatenate([fabric.link_a[ids], fabric.link_b[ids]])
+            ends = ends[(ends >= fabric.switch_base) & (ends < fabric.switch_base + n_sw)] - fabric.switch_base
+            switch_ends[group] = (ends, tier_of[ends])
+        ends, tiers = switch_ends[group]
+        # integer tiers: a string compare per end is slow at a million links
+        ends = ends[tiers == (names.index(m.group("tier")) if m.group("tier") in names else -1)]
         sw_w += -(-np.bincount(ends, minlength=n_sw) // tx.ports_per_module) * tx.power_w
     placed += float(sw_w.sum())
     sw_rack = np.full(n_sw, -1, np.int64)
