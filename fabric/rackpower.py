@@ -107,16 +107,18 @@ def place_power(fabric, bom, catalog=None) -> Placement:
     from fabric.catalog import default_catalog
 
     cat = catalog or default_catalog()
-    key = (fabric.cache_key, id(cat)) if fabric.cache_key else None
+    # a fabric and its bill of materials are pure functions of the cabling, the storage network and the catalog:
+    # the placement is kept under them (not under the fabric object, so a fabric built again finds it); a weak
+    # reference to the catalog, so that a dropped catalog's id cannot stand for another
+    key = (fabric.cache_key, bool(fabric.design.storage_isolation), id(cat)) if fabric.cache_key else None
     hit = _PLACEMENT_CACHE.get(key) if key is not None else None
-    if hit is not None and hit[0]() is bom and hit[1]() is fabric.link_reach_m:
-        return hit[2]
+    if hit is not None and hit[0]() is cat:
+        return hit[1]
     out = _place_power(fabric, bom, cat)
     if key is not None:
         if len(_PLACEMENT_CACHE) > 256:
             _PLACEMENT_CACHE.clear()
-        # weak references: the cache must not keep a dropped fabric's arrays or bill of materials alive
-        _PLACEMENT_CACHE[key] = (weakref.ref(bom), weakref.ref(fabric.link_reach_m), out)
+        _PLACEMENT_CACHE[key] = (weakref.ref(cat), out)
     return out
 
 

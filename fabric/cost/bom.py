@@ -153,7 +153,8 @@ def _links_by_kind_and_speed(fabric: Fabric):
 
 
 _CACHE: "OrderedDict[tuple, tuple]" = OrderedDict()
-_CACHE_SIZE = 16
+#: bills kept (a few kB to 1 MB each; they hold no fabric)
+_CACHE_SIZE = 256
 _LOCK = threading.Lock()
 
 
