@@ -320,3 +320,20 @@ def test_the_command_line_takes_the_limits(tmp_path, capsys):
     assert main(["search", "-w", str(ROOT / "sample_traces" / "mixtral-8x7b.json"), "--budget-evals", "40",
                  "--quiet", "--max-failure-slowdown", "-1", "--out", str(out)]) == 2
     assert "max_p99_slowdown_under_failure" in capsys.readouterr().err
+
+
+def test_the_failure_figures_made_on_two_workers_are_the_ones_made_here():
+    # after the generations the front's and baselines' failure figures are made on the runner's workers while they
+    # are up (fabric.search.run._prefetch_failure_figures): the same figures as one process makes
+    from fabric.search import Constraints, run_search
+    from fabric.search.runners import ProcessRunner
+
+    wl = _sample("mixtral-8x7b.json")
+    c = Constraints(gpus=256)
+    kw = dict(budget_evals=60, seed=0, samples=16, stop_on_convergence=False, check_neighbourhood=False)
+    here = run_search(wl, c, **kw)
+    there = run_search(wl, c, runner=ProcessRunner(2, warm_start=False), **kw)
+    cols = ("key", "p99_s", "p99_failure_s", "p99_failure_slowdown", "worst_failure")
+    rows = lambda res: [tuple(r.get(k) for k in cols) for r in res.front + res.baselines]  # noqa: E731
+    assert rows(here) == rows(there)
+    assert sum(1 for r in there.front + there.baselines if "p99_failure_s" in r) >= 3

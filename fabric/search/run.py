@@ -503,6 +503,9 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
                     hv_history = hv_history + [{"generation": generation, "evaluations": session.evaluations,
                                                 "hypervolume": hv(front), "elapsed_s": time.perf_counter() - t0,
                                                 "neighbourhood_check": True}]
+            # the front's and baselines' failure figures, on the workers while they are up (see _result)
+            _prefetch_failure_figures(session, _feasible_front(list(session.records.values()), n_obj,
+                                                               session.outside) + base_recs, bases)
     finally:
         runner.close()
     return _result(session, base_recs, hv, hv_history, generation, stopped, seed, n_obj, constraints, t0, bases,
@@ -576,33 +579,67 @@ def _with_failure_figures(session, records, front, base_recs, bases=()):
     (``Constraints.needs_failure_p99``). Each is the design's record made again with the failure figures through the
     search's own objective (a robust or plan objective combines them as it combines the p99), in this process:
     a front of ten designs costs about ten evaluations and their failures (docs/constraints.md)."""
-    from dataclasses import replace
-
-    from fabric.search.records import evaluate_record
-
     todo = [r for r in front + base_recs if r.get("buildable") and "p99_failure_s" not in r]
     if not todo:
         return records, front, base_recs
+    done = dict(getattr(session, "failure_figures", None) or {})
+    for key, args in _failure_tasks(session, todo, bases, skip=done):
+        fields = failure_record_fields(*args)
+        if fields is not None:
+            done[key] = fields
+    upd = lambda rows: [dict(r, **done[r.get("key")]) if r.get("key") in done else r for r in rows]  # noqa: E731
+    return upd(records), upd(front), upd(base_recs)
+
+
+def _failure_tasks(session, rows, bases, *, skip=()) -> list:
+    """``(key, args of failure_record_fields)`` for each distinct buildable design of ``rows`` without its failure
+    figures (and not in ``skip``)."""
+    from dataclasses import replace
+
     every = replace(session.constraints, failure_p99_for_every_design=True)
     by_key = {design_key(d): d for d in bases}
-    done: dict = {}
-    for r in todo:
+    out, seen = [], set(skip)
+    for r in rows:
         key = r.get("key")
-        if key in done:
+        if key in seen or not r.get("buildable") or "p99_failure_s" in r:
             continue
+        seen.add(key)
         design = by_key.get(key)
         if design is None and r.get("genome") is not None:
             design, _ = session.space.decode(np.asarray(r["genome"], dtype=np.int64))
         if design is None:
             continue
-        try:
-            full = evaluate_record(design, session.workload, session.scenario, session.seed, session.samples,
-                                   session.catalog, every, genome=r.get("genome"), transport_overrides=session.overrides)
-        except FabricError:
-            continue
-        done[key] = {k: full[k] for k in ("p99_failure_s", "p99_failure_slowdown", "worst_failure") if k in full}
-    upd = lambda rows: [dict(r, **done[r.get("key")]) if r.get("key") in done else r for r in rows]  # noqa: E731
-    return upd(records), upd(front), upd(base_recs)
+        out.append((key, (design, session.workload, session.scenario, session.seed, session.samples,
+                          session.catalog, every, r.get("genome"), session.overrides)))
+    return out
+
+
+def failure_record_fields(design, workload, scenario, seed, samples, catalog, constraints, genome, overrides):
+    """The failure figures of ``design``'s record (BLAST_COLUMNS' p99 under failure, its slowdown, the failure that
+    sets it), made by the search's own record function with ``constraints`` asking for them; None when the design
+    cannot be evaluated. Module-level: the workers run it."""
+    from fabric.search.records import evaluate_record
+
+    try:
+        full = evaluate_record(design, workload, scenario, seed, samples, catalog, constraints, genome=genome,
+                               transport_overrides=overrides)
+    except FabricError:
+        return None
+    return {k: full[k] for k in ("p99_failure_s", "p99_failure_slowdown", "worst_failure") if k in full}
+
+
+def _prefetch_failure_figures(session, rows, bases) -> None:
+    """The failure figures :func:`_with_failure_figures` will add to ``rows``, computed now on the runner's
+    worker processes when it has them (one design per task; the same figures as in this process), kept on the
+    session. Nothing when the search evaluates them for every design or the runner has no workers."""
+    runner = session.runner
+    if not hasattr(runner, "share_map") or getattr(runner, "workers", 1) < 2:
+        return
+    tasks = _failure_tasks(session, rows, bases)
+    if len(tasks) < 2:
+        return
+    results = runner.share_map(failure_record_fields, [args for _, args in tasks], share=runner.share)
+    session.failure_figures = {key: r for (key, _), r in zip(tasks, results) if r is not None}
 
 
 def _annotated(session, records, front):
