@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fabric.arrays import unique
 from fabric.topology.fabric import LINK_KINDS
 
 __all__ = ["single_failure_analysis", "EXACT_MAX_PAIRS", "nvlink_detour"]
@@ -203,7 +204,7 @@ def _out_per_switch(fabric, ep: _Endpoints):
     single = ep.gpu_home >= 0
     home, nd = ep.gpu_home[single], node[single]
     cut = np.bincount(home, minlength=ns)
-    codes = np.unique(home * max(n_nodes, 1) + nd)
+    codes = unique(home * max(n_nodes, 1) + nd)
     s_of, n_of = codes // max(n_nodes, 1), codes % max(n_nodes, 1)
     servers = np.bincount(s_of, minlength=ns)
     gpus = np.bincount(s_of, weights=gpus_of_node[n_of], minlength=ns).astype(np.int64)
@@ -251,7 +252,7 @@ def single_failure_analysis(fabric, *, max_listed: int = 10, pxn: bool | None = 
         if not alive.any():
             return False
         n_lab = int(labels.max()) + 1
-        key = np.unique(ep.cls[alive] * n_lab + labels[ep.switch[alive]])
+        key = unique(ep.cls[alive] * n_lab + labels[ep.switch[alive]])
         cls = key // n_lab
         return bool(cls.size and (cls[1:] == cls[:-1]).any())
 
@@ -292,7 +293,7 @@ def single_failure_analysis(fabric, *, max_listed: int = 10, pxn: bool | None = 
     # GPUs whose own NICs hang off one switch but whose server keeps a port elsewhere: they detour over NVLink
     moved = (ep.own_home >= 0) & (ep.gpu_home != ep.own_home)
     det_gpus = np.bincount(ep.own_home[moved], minlength=ns)
-    det_servers = np.bincount(np.unique(ep.own_home[moved] * max(n_nodes, 1) + fabric.gpu_node[moved])
+    det_servers = np.bincount(unique(ep.own_home[moved] * max(n_nodes, 1) + fabric.gpu_node[moved])
                               // max(n_nodes, 1), minlength=ns) if moved.any() else np.zeros(ns, np.int64)
     det = int(np.argmax(det_gpus)) if ns and det_gpus.max() > 0 else None
     gpn = int(gpus_of_node.max()) if gpus_of_node.size else 0
@@ -367,7 +368,7 @@ def _structural_candidates(pairs, mult, lo_up, hi_up, ns):
     test compares it with the exact candidates)."""
     count = np.bincount(lo_up, minlength=ns)
     sole = count[lo_up] == 1
-    sw = np.unique(hi_up[sole]).tolist()
+    sw = unique(hi_up[sole]).tolist()
     codes = pairs[:, 0] * ns + pairs[:, 1]
     a, b = np.minimum(lo_up[sole], hi_up[sole]), np.maximum(lo_up[sole], hi_up[sole])
     idx = np.searchsorted(codes, a * ns + b)

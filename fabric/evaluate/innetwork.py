@@ -47,6 +47,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from fabric.arrays import unique
 from fabric.evaluate.flows import GroupShape, algorithm_for, group_shape, rail_rows
 from fabric.evaluate.network import NetworkModel, PhaseLoad, _classes, _dragonfly_classes, port_loads
 from fabric.topology.fabric import LINK_KINDS
@@ -230,7 +231,7 @@ class _Placer:
     def place(self, t: int, leaves: np.ndarray, tree: int) -> tuple[str, int]:
         """Place tree ``tree`` over the switches ``leaves`` (node ids); ``("", depth)`` or ``(reason, 0)``, with
         what was lacking in ``self.lacking`` (one of :data:`LACKING`)."""
-        u = np.unique(leaves) - self.sb
+        u = unique(leaves) - self.sb
         lim = f"{self.limit} per switch, catalog sharp_trees"
         self.lacking = "switch tree slots"
         if (self.trees_on[u] >= self.limit).any():

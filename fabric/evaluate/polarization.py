@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from fabric.arrays import unique
 from fabric.topology.fabric import LINK_KINDS
 
 __all__ = ["POLARIZED_KINDS", "polarized_shares", "mixture_groups", "check_hash_correlation"]
@@ -76,14 +77,14 @@ def polarized_shares(fabric) -> dict:
     leaf = int(a[ls].min())                               # the first leaf, in the first pod
     up1 = ls[a[ls] == leaf]
     up1 = up1[np.lexsort((up1, b[up1]))]                  # its uplinks in member order: by spine, then link id
-    spines = np.unique(b[up1])
+    spines = unique(b[up1])
     # the pod's core-facing links by (spine, core, link id): spine s's uplinks in member order are a contiguous run
     pod = sc[np.isin(a[sc], spines)]
     pod = pod[np.lexsort((pod, b[pod], a[pod]))]
     # and by (core, spine, link id): a core's members into a pod (the same pod stands for every destination pod,
     # cabled alike) are a contiguous run
     by_core = np.lexsort((pod, a[pod], b[pod]))
-    cores = np.unique(b[pod])
+    cores = unique(b[pod])
     up_n = np.bincount(np.searchsorted(spines, a[pod]), minlength=spines.size)
     dn_n = np.bincount(np.searchsorted(cores, b[pod]), minlength=cores.size)
     H = 1

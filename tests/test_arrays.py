@@ -1,0 +1,24 @@
+"""fabric.arrays.unique gives exactly np.unique's answer (values, order, dtype) on every dtype and shape."""
+
+import numpy as np
+import pytest
+
+from fabric.arrays import unique
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint32, np.uint64,
+                                   np.float64, np.bool_])
+@pytest.mark.parametrize("n", [0, 1, 2, 255, 256, 257, 10_000])
+def test_unique_is_numpys_unique(dtype, n):
+    rng = np.random.default_rng(n)
+    hi = 2 if dtype is np.bool_ else 100 if np.dtype(dtype).itemsize == 1 else 10**6
+    lo = 0 if dtype in (np.bool_, np.uint8, np.uint32, np.uint64) else -hi
+    a = rng.integers(lo, hi, n).astype(dtype)
+    for x in (a, a.reshape(-1, 1) if n else a, np.sort(a), a[::-1]):
+        got, want = unique(x), np.unique(x)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_unique_of_floats_keeps_numpys_nan_rule():
+    a = np.array([np.nan, 1.0, np.nan, 0.5] * 100)
+    assert np.array_equal(unique(a), np.unique(a), equal_nan=True) and unique(a).size == 3
