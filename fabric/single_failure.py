@@ -95,7 +95,11 @@ def _switch_graph_of(fabric):
     u = fabric.link_a[sel].astype(np.int64) - sb
     v = fabric.link_b[sel].astype(np.int64) - sb
     lo, hi = np.minimum(u, v), np.maximum(u, v)
-    codes = np.sort(lo * ns + hi)
+    codes = lo * ns + hi
+    # the builder emits links switch by switch, so the codes are nearly sorted: a merge sort then takes about a
+    # third of the time of numpy's default sort (which is faster on shuffled codes)
+    nearly = codes.size > 1 and np.count_nonzero(codes[1:] < codes[:-1]) * 20 < codes.size
+    codes = np.sort(codes, kind="stable" if nearly else None)
     if codes.size:
         first = np.r_[True, codes[1:] != codes[:-1]]
         starts = np.flatnonzero(first)
