@@ -11,24 +11,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
+
+from tests.apptest_support import app, ok
 
 from fabric.ui_support import charts
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
 
 
-def app(**params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params["evals"] = "60"
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at
-
-
-def ok(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
 
 
 # ------------------------------------------------------------------ ranges

@@ -14,21 +14,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.apptest_support import app, ok
+
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
 LLAMA = ROOT / "sample_traces" / "llama3-70b.json"
 
 
-def app(**params) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params["evals"] = "60"
-    for k, v in params.items():
-        at.query_params[k] = v
-    return at
-
-
-def ok(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
 
 
 def texts(elements) -> str:
