@@ -123,10 +123,10 @@ def child(name: str, workload: str) -> dict:
 
     build_parser()
     from fabric.cli.common import load_design_arg, load_workload_files
-    from fabric.economics import economics
+    from fabric.cost.economics import economics
     from fabric.evaluate import Scenario
     from fabric.evaluate.explain import explain_step
-    from fabric.resilience import failure_analysis
+    from fabric.failures.resilience import failure_analysis
     from fabric.review import design_record, prepare_context
     from fabric.search import Constraints
     from fabric.topology import build_fabric

@@ -33,8 +33,8 @@ import numpy as np  # noqa: E402
 
 from fabric.plans.basis import basis_from_preset  # noqa: E402
 from fabric.plans.best import rank_plans  # noqa: E402
-from fabric.plans.inner import PlanObjective  # noqa: E402
-from fabric.plans.joint import JointObjective  # noqa: E402
+from fabric.search.plan_space.inner import PlanObjective  # noqa: E402
+from fabric.search.plan_space.joint import JointObjective  # noqa: E402
 from fabric.plans.workloads import plan_workload  # noqa: E402
 from fabric.search import Constraints, run_search  # noqa: E402
 from fabric.search.result import hypervolume  # noqa: E402

@@ -24,7 +24,7 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from fabric.design import Design  # noqa: E402
-from fabric.design.presets import preset_design  # noqa: E402
+from fabric.reference.presets import preset_design  # noqa: E402
 from fabric.evaluate import evaluate  # noqa: E402
 from fabric.workload.model import CommOp, Job, ProcessGroup, Workload  # noqa: E402
 from fabric.workload.presets import preset_workload  # noqa: E402

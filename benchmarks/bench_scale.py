@@ -71,10 +71,10 @@ def child_eval() -> dict:
     import tracemalloc
 
     from fabric.catalog import default_catalog
-    from fabric.design.presets import preset_design
+    from fabric.reference.presets import preset_design
     from fabric.evaluate import evaluate
-    from fabric.rackpower import rack_report
-    from fabric.resilience import structural_failures
+    from fabric.facility.rackpower import rack_report
+    from fabric.failures.resilience import structural_failures
     from fabric.topology import build_fabric
     from fabric.workload.presets import preset_workload
 

@@ -34,21 +34,21 @@ EVALUATE = {
     "2plane16k_llama3": f"-w {DATA}/llama3-16k.json -d benchmarks/data/rail_2plane_131k.json --gpus 16384",
     "2plane16k_mixtral": "-w sample_traces/mixtral-8x7b.json -d benchmarks/data/rail_2plane_131k.json --gpus 16384",
     "2plane16k_llama3_leaf0": f"-w {DATA}/llama3-16k.json -d benchmarks/data/rail_2plane_131k.json --gpus 16384 "
-                              '--scenario {"name":"leaf0-down","fail_switches":["leaf0@p0"]}',
+                              '--scenario \'{"name":"leaf0-down","fail_switches":["leaf0@p0"]}\'',
     "sharp1k_failspine": f"-w {DATA}/mixtral-1k.json -d {DATA}/sharp1k.json --scenario fail-spine",
     "sharp1k_baseline": f"-w {DATA}/mixtral-1k.json -d {DATA}/sharp1k.json",
     "sharp1k_spine1": f"-w {DATA}/mixtral-1k.json -d {DATA}/sharp1k.json "
-                      '--scenario {"name":"spine","fail_switches":["spine1"]}',
+                      '--scenario \'{"name":"spine","fail_switches":["spine1"]}\'',
     "sharpB_failspine": f"-w sample_traces/mixtral-8x7b.json -d {DATA}/sharpB.json --scenario fail-spine",
     "railonly256_leaf0": f"-w sample_traces/mixtral-8x7b.json -d {DATA}/railonly256.json "
-                         '--scenario {"name":"leaf0-down","fail_switches":["leaf0"]}',
+                         '--scenario \'{"name":"leaf0-down","fail_switches":["leaf0"]}\'',
     "railonly256": f"-w sample_traces/mixtral-8x7b.json -d {DATA}/railonly256.json",
     "railopt256_leaf0": f"-w sample_traces/mixtral-8x7b.json -d {DATA}/railopt256.json "
-                        '--scenario {"name":"leaf0-down","fail_switches":["leaf0"]}',
+                        '--scenario \'{"name":"leaf0-down","fail_switches":["leaf0"]}\'',
     "railopt_pxn16_leaf3": f"-w {DATA}/ar16.json -d {DATA}/railopt_pxn16.json "
-                           '--scenario {"name":"leaf3-down","fail_switches":["leaf3"]}',
+                           '--scenario \'{"name":"leaf3-down","fail_switches":["leaf3"]}\'',
     "hpn1024_leaf0": "-w sample_traces/mixtral-8x7b.json -d alibaba-hpn --gpus 1024 "
-                     '--scenario {"name":"leaf0-down","fail_switches":["leaf0@p0"]}',
+                     '--scenario \'{"name":"leaf0-down","fail_switches":["leaf0@p0"]}\'',
     "hpn15k_llama3": f"-w {DATA}/llama3-16k.json -d alibaba-hpn --gpus 16384",
     "superpod_failspine": "-w sample_traces/mixtral-8x7b.json -d dgx-h100-superpod --gpus 1024 --scenario fail-spine "
                           "--scaling",
@@ -99,7 +99,7 @@ from fabric.review import prepare_context
 try:
     from fabric.review.brief import brief_sections, review_brief
 except ImportError:
-    from fabric.brief import brief_sections, review_brief
+    from fabric.review.brief import brief_sections, review_brief
 from fabric.ui_support.brief_view import brief_html
 wl, c = preset_workload("mixtral-8x7b", 256), Constraints(gpus=256)
 res = run_search(wl, c, budget_evals=100, seed=0, samples=64)
@@ -135,8 +135,10 @@ def snapshot(out: Path) -> None:
     for name, args in EVALUATE.items():
         _fabric(f"evaluate --json {args}", out, f"evaluate_{name}")
     for name, path in PARSE.items():
-        if Path(path).exists():
-            _fabric(f"parse --json {path}", out, f"parse_{name}")
+        p = Path(path)
+        if p.exists():   # a folder: every file in it (rank traces), in name order
+            files = sorted(str(f) for f in p.rglob("*") if f.is_file()) if p.is_dir() else [path]
+            _fabric("parse --json " + " ".join(files), out, f"parse_{name}")
     for name, args in OTHER.items():
         _fabric(args, out, name)
     sdir = out / "search"

@@ -39,7 +39,7 @@ from fabric.search.records import workload_key
 from fabric.topology import build_fabric
 from fabric.ui_support import robust_view, urlstate
 from fabric.ui_support.messages import public_message  # noqa: F401  (pages call C.public_message)
-from fabric.ui_support.designs import design_from_record, design_genes, recommended_record, short_label
+from fabric.search.designs import design_from_record, design_genes, recommended_record, short_label
 from fabric.ui_support.topology_view import topology_view
 from fabric.ui_support.workload_view import cluster_gpus
 from fabric.workload.ingest import IngestResult, ingest
@@ -124,14 +124,14 @@ def _strong(design_json: str, cat_key: str, preset: str, counts: tuple, override
 
 @st.cache_data(show_spinner=False, max_entries=128)
 def _racks(design_json: str, cat_key: str, rack_limit_w, pue: float, _catalog) -> dict:
-    from fabric.rackpower import rack_report
+    from fabric.facility.rackpower import rack_report
 
     return rack_report(design_from_dict(json.loads(design_json)), catalog=_catalog, rack_limit_w=rack_limit_w, pue=pue)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _traffic(design_json: str, wl_key: str, cat_key: str, _workload, _catalog) -> dict:
-    from fabric.scaleup import traffic_split
+    from fabric.evaluate.scaleup import traffic_split
 
     return traffic_split(design_from_dict(json.loads(design_json)), _workload, catalog=_catalog)
 
@@ -825,13 +825,13 @@ def baselines() -> list[Design]:
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def _su_note(design_json: str, cat_key: str, _catalog) -> str:
-    from fabric.design.reference import scalable_unit_note
+    from fabric.reference.rules import scalable_unit_note
 
     return scalable_unit_note(design_from_dict(json.loads(design_json)), _catalog)
 
 
 def su_note(design: Design) -> str:
-    """What a design's last scalable unit adds (fabric.design.reference.scalable_unit_note), cached."""
+    """What a design's last scalable unit adds (fabric.reference.rules.scalable_unit_note), cached."""
     cb = catalog_bundle()
     try:
         return _su_note(_design_json(design), cb.key, cb.catalog)
@@ -893,9 +893,9 @@ def design_choices() -> list[dict]:
 
 
 def genes_of_record(rec: dict) -> dict:
-    from fabric.ui_support.designs import GENE_COLUMNS
+    from fabric.search.designs import GENE_COLUMNS
 
-    from fabric.ui_support.designs import LATER_GENES
+    from fabric.search.designs import LATER_GENES
 
     g = {k: rec.get(k, LATER_GENES.get(k)) if k in LATER_GENES else rec[k] for k in GENE_COLUMNS}
     for k in ("pxn", "storage_isolation", "in_network_reduction"):
@@ -948,14 +948,14 @@ def strong_scaling_rows(design: Design, counts: tuple, global_batch: int | None,
 
 
 def racks_of(design: Design, *, rack_limit_w: float | None = None, pue: float | None = None) -> dict:
-    """fabric.rackpower.rack_report of ``design`` (cached); the limit and PUE default to the constraints'."""
+    """fabric.facility.rackpower.rack_report of ``design`` (cached); the limit and PUE default to the constraints'."""
     cb, c = catalog_bundle(), constraints()
     limit = c.rack_power_w if rack_limit_w is None else rack_limit_w
     return _racks(_design_json(design), cb.key, limit, float(c.pue if pue is None else pue), cb.catalog)
 
 
 def traffic_of(record) -> dict:
-    """fabric.scaleup.traffic_split of a record's design on its first case's workload (cached)."""
+    """fabric.evaluate.scaleup.traffic_split of a record's design on its first case's workload (cached)."""
     from fabric.search.records import workload_key
 
     wl, cb = record.primary.workload, catalog_bundle()

@@ -8,7 +8,7 @@ import streamlit as st
 
 from pages import _common as C
 from fabric.errors import FabricError
-from fabric.brief import brief_sections
+from fabric.review.brief import brief_sections
 from fabric.search.recommend import recommend
 from fabric.ui_support.brief_view import CHART_TITLES, brief_charts, brief_html
 
@@ -16,7 +16,7 @@ ss = st.session_state
 C.require_entry()
 
 st.title("Brief", help="Written from the last search's front and the records of its designs in the search's context "
-                       "(fabric.brief, fabric.review): the same figures as the Search, Design and Compare pages.")
+                       "(fabric.review.brief, fabric.review): the same figures as the Search, Design and Compare pages.")
 C.show_url_problems()
 C.context_line()
 
@@ -36,7 +36,7 @@ if res is None or not res.front:
 @st.cache_resource(show_spinner="Writing the brief (baselines as tuned, failures, what-ifs, single changes)...",
                    max_entries=16)
 def _brief(key: str, _res, _ctx, _ties):
-    from fabric.brief import review_brief
+    from fabric.review.brief import review_brief
 
     def record_of(design, row):
         return C._record(_ctx.key, C._design_json(design), _ctx, design, row)

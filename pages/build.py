@@ -6,10 +6,10 @@ import streamlit as st
 
 from pages import _common as C
 
-from fabric.design.presets import PRESETS, preset_design
-from fabric.design.reference import scalable_unit_note
+from fabric.reference.presets import PRESETS, preset_design
+from fabric.reference.rules import scalable_unit_note
 from fabric.errors import FabricError
-from fabric.figures import figure_text
+from fabric.review.figures import figure_text
 from fabric.ui_support import charts
 from fabric.ui_support.racks_view import power_text
 
@@ -81,7 +81,7 @@ structure = bom["structure"]
 
 with right:
     c1, c2, c3, c4 = st.columns(4)
-    # written as the Design page, Compare and the brief write them (fabric.figures)
+    # written as the Design page, Compare and the brief write them (fabric.review.figures)
     c1.metric("Network capex", figure_text(bom["cost_usd"], "usd"))
     c2.metric("Per GPU", figure_text(bom["cost_per_gpu_usd"], "usd"))
     c3.metric("Network power", figure_text(bom["power_w"], "power"))

@@ -93,7 +93,7 @@ def rollout_report(before: tuple, after: tuple, d0_json: str, d1_json: str, tole
                    _catalog, overrides_json: str) -> dict:
     """Read both sides, predict, compare; ``{"error": str}`` or ``{"report": dict}`` (never raises)."""
     from fabric.design import design_from_dict
-    from fabric.rollout import rollout_check
+    from fabric.calibrate.rollout import rollout_check
     from fabric.workload.ingest import ingest
 
     sides = []
@@ -382,7 +382,7 @@ C.table(regs, hide_index=True, width="stretch", key="cal_regimes",
 st.caption("Per message-size regime: the effective efficiency and alpha after the regime's scales, and the fitted "
            "per-call overhead.")
 
-from fabric.calibrate.plot import busbw_figure  # noqa: E402  (plotly import only when a fit is shown)
+from fabric.ui_support.calibrate_view import busbw_figure  # noqa: E402  (plotly import only when a fit is shown)
 
 st.plotly_chart(busbw_figure(res), width="stretch", theme=None, key="cal_chart")
 st.caption("Bus bandwidth (GB/s) over message size (bytes, log scale): measured (dots) and predicted by the "

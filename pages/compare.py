@@ -10,7 +10,7 @@ from fabric.errors import FabricError
 from fabric.evaluate.gpu_compute import basis_notes
 from fabric.ui_support import charts, serving_front
 from fabric.ui_support.compare import gene_frame, metrics_frame, money_deltas, money_split
-from fabric.ui_support.designs import design_genes, short_label
+from fabric.search.designs import design_genes, short_label
 
 ss = st.session_state
 C.require_entry()
@@ -88,7 +88,7 @@ st.caption(("One column per design (full names), network capex, network power, t
               "load and its SLO attainment in %, " if serving else "")
            + ("the unloaded request's percentiles (one request's critical path, no queueing) and the lower bound "
               if serving_only else "step-time percentiles and the lower bound ")
-           + "(each in its unit), from the same workload, seed and samples as every page (fabric.figures); compute "
+           + "(each in its unit), from the same workload, seed and samples as every page (fabric.review.figures); compute "
              "per step on each design's GPU; "
            + ("each design at its own best parallelism plan." if plans_note else
               "every design at the workload's own parallelism plan."))

@@ -11,7 +11,7 @@ from pages import _common as C
 from fabric.catalog import Catalog, compatible_nics
 from fabric.design import FAMILIES, PLACEMENTS, ROUTING_POLICIES, TRANSPORTS
 from fabric.errors import FabricError
-from fabric.resilience_text import RULE_TEXT
+from fabric.failures.text import RULE_TEXT
 from fabric.search import Constraints, DesignSpace
 from fabric.ui_support.catalog_view import EDITABLE, column_labels, display_table, merge_edits
 from fabric.ui_support.workload_view import gpus_needed

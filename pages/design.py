@@ -13,10 +13,10 @@ from fabric.errors import FabricError
 from fabric.evaluate import SCENARIO_PRESETS
 from fabric.evaluate.gpu_compute import basis_notes
 from fabric.evaluate.innetwork import in_network_lines
-from fabric.figures import figure_text, figure_texts
-from fabric.tradeoff import usd_per_ms_text
+from fabric.review.figures import figure_text, figure_texts
+from fabric.search.tradeoff import usd_per_ms_text
 from fabric.ui_support import charts, serving_view
-from fabric.ui_support.designs import short_label
+from fabric.search.designs import short_label
 from fabric.ui_support.report import Section
 from fabric.ui_support.topology_view import MAX_PER_ROW, topology_figure
 
@@ -418,7 +418,7 @@ if srows:
     report_scenario_table = sdf
 
 # ------------------------------------------------------------------ resilience and cost per step
-from fabric.economics import economics  # noqa: E402
+from fabric.cost.economics import economics  # noqa: E402
 
 a, b = st.columns(2)
 with a:
@@ -430,7 +430,7 @@ with a:
         st.info(f"Failures cannot be evaluated on this design: {C.public_message(err)}")
         fails = res_ = None
     if res_ is not None:
-        from fabric.resilience_text import RULE_TEXT, evaluated_failures, uplinks_text, uplinks_value, verdict_text
+        from fabric.failures.text import RULE_TEXT, evaluated_failures, uplinks_text, uplinks_value, verdict_text
 
         (st.success if res_["survives_single_failure"] else st.error)(C.md_text(
             verdict_text(res_) + ("" if res_["survives_single_failure"] else

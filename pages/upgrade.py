@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from pages import _common as C
-from fabric.design.presets import PRESETS
+from fabric.reference.presets import PRESETS
 from fabric.design.schema import ROUTING_POLICIES
 from fabric.errors import FabricError
 from fabric.ui_support import charts

@@ -25,7 +25,7 @@ def preload() -> None:
     import plotly.graph_objects as go
 
     import fabric.evaluate  # noqa: F401
-    import fabric.plans.inner  # noqa: F401
+    import fabric.search.plan_space.inner  # noqa: F401
     import fabric.search  # noqa: F401
     import fabric.ui_support.jobs  # noqa: F401
     import fabric.ui_support.plans_view  # noqa: F401

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabric.advisor import FREE, HARDWARE, advise, candidate_changes
+from fabric.review.advisor import FREE, HARDWARE, advise, candidate_changes
 from fabric.cli.main import main
 from fabric.design import Design
 from fabric.workload.model import CommOp, Job, ProcessGroup, Workload

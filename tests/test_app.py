@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from fabric.design import Design
-from fabric.ui_support.designs import design_genes
+from fabric.search.designs import design_genes
 from fabric.ui_support.urlstate import encode_genes
 
 from conftest import trace_path

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from fabric.audit.synthetic import synthetic_run
 from fabric.design import design_to_dict
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.workload.model import CommOp, Job, ProcessGroup
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -183,7 +183,7 @@ def test_design_shows_three_plans_with_measured_and_derived_numbers():
     assert g["numbers"] == "measured"
     assert set(plans[~plans[""].str.contains("given")]["numbers"]) == {"derived"}
     # the measured plan's p99 is the page's own figure for the workload as traced (one evaluation, two surfaces)
-    from fabric.figures import figure_text
+    from fabric.review.figures import figure_text
 
     assert figure_text(float(g["p99 step (s)"]), "time") == fixed_p99
     assert list(ranked["p99 step (s)"]) == sorted(ranked["p99 step (s)"])

@@ -7,7 +7,7 @@ from fabric.design import Design
 from fabric.search.baselines import baseline_designs
 from fabric.search.constraints import Constraints
 from fabric.search.space import DesignSpace
-from fabric.ui_support.designs import design_genes
+from fabric.search.designs import design_genes
 from fabric.ui_support.urlstate import encode_genes
 
 from test_app import app, finish_search, ok, texts

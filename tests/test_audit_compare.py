@@ -9,7 +9,7 @@ import pytest
 
 from fabric.audit import audit_files
 from fabric.audit.causes import collective_cause, tail_cause
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.errors import FabricError
 from fabric.workload.kineto_writer import NOMINAL_BUSBW_BYTES_PER_S, workload_to_kineto
 from fabric.workload.model import CommOp, Job, ProcessGroup

@@ -15,7 +15,7 @@ from fabric.audit.counters import field_of_metric, increase, read_counter_files,
 from fabric.audit.hotlinks import spearman
 from fabric.audit.portmap import mapping_template, read_port_map
 from fabric.audit.utilisation import measure_links
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.errors import FabricError, ParseError
 from fabric.topology import build_fabric
 from tests.conftest import fuzz_deadline, fuzz_examples

@@ -12,7 +12,7 @@ import pytest
 from fabric.audit import audit_files
 from fabric.audit.counters import read_counters
 from fabric.audit.synthetic import synthetic_run
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.workload.model import CommOp, Job, ProcessGroup
 
 SLOW = "leaf2-spine1"

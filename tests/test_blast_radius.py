@@ -102,7 +102,7 @@ def test_a_top_of_rack_leaf_still_cannot_be_failed_in_the_evaluator():
 # ------------------------------------------------------------------ GPUs lost, by hand, at 1,024 GPUs
 
 def test_gpus_lost_by_hand_at_1024_gpus():
-    from fabric.resilience import failure_analysis
+    from fabric.failures.resilience import failure_analysis
     from fabric.search import Constraints, DesignSpace
     from fabric.search.baselines import baseline_designs
 
@@ -138,7 +138,7 @@ def test_the_superpod_baseline_at_256_gpus_survives_with_the_detour():
     # unit holds one NIC of 31 of the 32 servers: without the detour more than half of the servers leave for one GPU
     # each, which the rule does not survive (the flag the issue reports); with it they send through their 7 other
     # NICs. The evaluator then runs the job with that leaf down: slower, never partitioned.
-    from fabric.resilience import failure_analysis, failure_p99, resilience
+    from fabric.failures.resilience import failure_analysis, failure_p99, resilience
     from fabric.search import Constraints, DesignSpace
     from fabric.search.baselines import baseline_designs
     from fabric.search.records import evaluate_record
@@ -186,7 +186,7 @@ def test_limits_are_validated_and_read_from_a_file(tmp_path):
 
 
 def test_a_gpus_lost_limit_excludes_a_design_and_says_why():
-    from fabric.brief import constraint_lines
+    from fabric.review.brief import constraint_lines
     from fabric.search import Constraints
     from fabric.search.records import evaluate_record
     from fabric.search.recommend import violation_text
@@ -212,7 +212,7 @@ def test_a_gpus_lost_limit_excludes_a_design_and_says_why():
 
 
 def test_a_slowdown_limit_excludes_a_design_the_failure_slows():
-    from fabric.resilience import resilience
+    from fabric.failures.resilience import resilience
     from fabric.search import Constraints
     from fabric.search.records import evaluate_record
     from fabric.search.recommend import violation_text
@@ -251,10 +251,10 @@ def test_a_search_under_the_limits_keeps_only_designs_within_them():
 # ------------------------------------------------------------------ the front, the baselines, the recommendation
 
 def test_the_front_and_the_recommendation_show_the_blast_radius():
-    from fabric.resilience import failure_p99, resilience
+    from fabric.failures.resilience import failure_p99, resilience
     from fabric.search import Constraints, run_search
     from fabric.search.recommend import blast_radius_text, recommend, seconds_text
-    from fabric.ui_support.designs import design_from_record
+    from fabric.search.designs import design_from_record
 
     wl = _sample("mixtral-8x7b.json")
     c = Constraints(gpus=256)

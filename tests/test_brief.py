@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from fabric.brief import brief_sections, review_brief
-from fabric.economics import economics
+from fabric.review.brief import brief_sections, review_brief
+from fabric.cost.economics import economics
 from fabric.evaluate import evaluate
 from fabric.search import Constraints, run_search
 from fabric.search.recommend import recommend
-from fabric.ui_support.designs import design_from_record
+from fabric.search.designs import design_from_record
 from fabric.workload.model import load_workload_json
 
 ROOT = Path(__file__).resolve().parent.parent

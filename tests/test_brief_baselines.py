@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from fabric.brief import _robust_notes, brief_sections, review_brief
+from fabric.review.brief import _robust_notes, brief_sections, review_brief
 from fabric.design.policy import policy_options
 from fabric.review import prepare_context
 from fabric.search import Constraints, DesignSpace, run_search

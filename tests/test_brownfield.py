@@ -19,7 +19,7 @@ from fabric.brownfield.upgrade import FREE, HARDWARE, MOVES, recabled_server_lin
 from fabric.catalog import default_catalog
 from fabric.cost import bill_of_materials
 from fabric.design import design_to_dict
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.errors import DesignError, FabricError
 from fabric.evaluate import Scenario, evaluate
 from fabric.topology import build_fabric

@@ -14,7 +14,7 @@ import pytest
 from browser_support import VIEW, expect, idle, shot
 from fabric.audit.synthetic import synthetic_run
 from fabric.design import design_to_dict
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.workload.model import CommOp, Job, ProcessGroup
 
 pytestmark = pytest.mark.browser

@@ -12,7 +12,7 @@ from browser_support import VIEW, expect, idle
 from fabric.search.baselines import baseline_designs
 from fabric.search.constraints import Constraints
 from fabric.search.space import DesignSpace
-from fabric.ui_support.designs import design_genes
+from fabric.search.designs import design_genes
 from fabric.ui_support.urlstate import encode_genes
 
 pytestmark = pytest.mark.browser

@@ -12,7 +12,7 @@ import pytest
 from fabric.catalog import default_catalog
 from fabric.cost import bill_of_materials
 from fabric.design import Design
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.errors import DesignError
 from fabric.topology import build_fabric
 from fabric.topology import racks

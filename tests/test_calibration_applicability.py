@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from fabric.calibrate.applicability import calibration_mismatches, search_mismatches
 from fabric.cli.main import main
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.search import Constraints
 
 ROOT = Path(__file__).resolve().parent.parent

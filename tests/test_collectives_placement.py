@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fabric.design import Design
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.errors import WorkloadError
 from fabric.evaluate.collectives import (CollectiveHardware, bus_factor, choose_algorithm, collective_time,
                                          latency_steps, lower_bound_time, nccl_model_time_s, resolve_algorithm)

@@ -6,7 +6,7 @@ loaded into Upgrade; the CLI with the same context flags) it runs the dashboard'
 recommended design and the fat-tree baseline, every place a figure is shown: the Search page's hover, front table
 and CSV, the recommendation box, the Design page's tiles, its HTML report, Compare, the Brief page and its HTML
 file, Upgrade's installed fabric and ``fabric evaluate --json``, and asserts they are the search's record of that
-design, written the one way (fabric.figures). Nothing here imports the code that makes the records
+design, written the one way (fabric.review.figures). Nothing here imports the code that makes the records
 (fabric.review): the expected values are the search's own CSV-able rows.
 """
 
@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from fabric.figures import figure_text
+from fabric.review.figures import figure_text
 from fabric.units import time_text, time_unit
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,7 +10,7 @@ from fabric.review import compose_scenarios, design_record, prepare_context
 from fabric.search import Constraints, DesignSpace, run_search
 from fabric.search.baselines import baseline_designs
 from fabric.search.robust import RobustObjective, on_front_for_case, robust_combine
-from fabric.ui_support.designs import design_from_record
+from fabric.search.designs import design_from_record
 from fabric.workload.presets import preset_workload
 
 C = Constraints(gpus=256)

@@ -12,7 +12,8 @@ import pytest
 from fabric.cli.main import main
 from fabric.errors import FabricError
 from fabric.search import GLOBAL_CACHE, Constraints, run_search
-from fabric.search.convergence import DEFAULT_RULE, ConvergenceRule, continue_search, saved_evaluations, status_text
+from fabric.search.convergence import DEFAULT_RULE, ConvergenceRule, saved_evaluations, status_text
+from fabric.search.run import continue_search
 from fabric.workload.model import dump_workload_json
 from test_search import _workload
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fabric.design.presets import preset_design
-from fabric.economics import EconomicsParams, economics
+from fabric.reference.presets import preset_design
+from fabric.cost.economics import EconomicsParams, economics
 from fabric.errors import FabricError
 from fabric.evaluate import evaluate
 from fabric.workload.model import load_workload_json
@@ -32,7 +32,7 @@ def test_cost_per_step_equals_the_hand_computation(mixtral):
     watts = 256 * 10_200 / 8 + ev.power_w - 256 * 25
     assert e["power_w"] == pytest.approx(watts, rel=1e-12)
     from fabric.cost.bom import bill_of_materials
-    from fabric.rackpower import it_power_w
+    from fabric.facility.rackpower import it_power_w
     from fabric.topology import build_fabric
 
     assert e["power_w"] == pytest.approx(it_power_w(bill_of_materials(build_fabric(d))), rel=1e-12)
@@ -81,7 +81,7 @@ def test_search_can_minimize_cost_per_step(mixtral):
     c = Constraints(gpus=256, cost_objective="cost_per_step", life_years=5.0)
     res = run_search(mixtral, c, budget_evals=120, seed=0, samples=32)
     feas = [r for r in res.records if r["feasible"] and r.get("in_space", True)]
-    # every record carries the cost per step of fabric.economics under the constraints' parameters
+    # every record carries the cost per step of fabric.cost.economics under the constraints' parameters
     r = feas[0]
     life_s = 5 * 365.25 * 86400
     # IT power: the servers' 326.4 kW (NICs included) and the network without its NICs, the record's it_power_w

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from fabric.design import Design
-from fabric.design.presets import PRESETS, preset_design
+from fabric.reference.presets import PRESETS, preset_design
 from fabric.errors import DesignError
-from fabric.rackpower import rack_report
+from fabric.facility.rackpower import rack_report
 from fabric.topology import build_fabric
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.evaluate import evaluate
 from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
 

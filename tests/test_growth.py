@@ -114,7 +114,7 @@ def mixtral():
 
 
 def test_default_target_is_the_full_bisection_fabric_even_for_an_oversubscribed_base(mixtral):
-    from fabric.design.presets import preset_design
+    from fabric.reference.presets import preset_design
 
     base = preset_design("fat-tree", 1024).replace(oversubscription=(2.0, 1.0), name="2:1 base")
     stages = [GrowthStage(g, scale_to(mixtral, g)) for g in (1024, 4096)]
@@ -153,7 +153,7 @@ def test_a_tighter_target_changes_the_plan(mixtral):
 def test_candidate_counts_say_how_many_miss_the_target(mixtral):
     # the counts per stage are of every candidate evaluated, not only those that qualify
     from fabric.brownfield.growth import stage_candidates
-    from fabric.design.presets import preset_design
+    from fabric.reference.presets import preset_design
 
     base = preset_design("fat-tree", 1024)
     stages = [GrowthStage(g, scale_to(mixtral, g)) for g in (1024, 4096)]

@@ -212,7 +212,7 @@ def test_the_message_size_chart_labels_calls_with_separators():
 
 def test_the_calibration_plot_ticks_message_sizes_in_full():
     from fabric.calibrate import fit_profile, load_measurements
-    from fabric.calibrate.plot import busbw_figure
+    from fabric.ui_support.calibrate_view import busbw_figure
 
     res = fit_profile(load_measurements([ROOT / "examples" / "nccl_allreduce.log"]))
     x = busbw_figure(res).layout.xaxis

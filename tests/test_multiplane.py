@@ -3,9 +3,9 @@ topology view (by pod and plane), and the GB200 NVL72 SuperPOD-style preset."""
 
 import pytest
 
-from fabric.design.presets import PRESETS, preset_design
+from fabric.reference.presets import PRESETS, preset_design
 from fabric.evaluate import evaluate
-from fabric.rackpower import rack_report
+from fabric.facility.rackpower import rack_report
 from fabric.topology import build_fabric
 from fabric.ui_support.topology_view import topology_view
 from fabric.workload.presets import preset_workload

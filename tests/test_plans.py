@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fabric.cli.main import main
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.errors import WorkloadError
 from fabric.evaluate.placement import group_instances
 from fabric.plans.basis import basis_from_preset, basis_from_workload, plan_key

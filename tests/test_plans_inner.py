@@ -1,4 +1,4 @@
-"""Inner mode: every design judged at its best plan (fabric.plans.inner, ``fabric search --plan-space auto``), and
+"""Inner mode: every design judged at its best plan (fabric.search.plan_space.inner, ``fabric search --plan-space auto``), and
 the rail-only against Clos comparison of docs/plans.md."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 from fabric.cli.main import main
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.evaluate import evaluate
 from fabric.plans.basis import basis_from_preset, basis_from_workload
 from fabric.plans.best import evaluate_plan, rank_plans
-from fabric.plans.inner import PlanObjective, probe_designs
+from fabric.search.plan_space.inner import PlanObjective, probe_designs
 from fabric.plans.report import front_plan_lines
 from fabric.plans.space import check_plan
 from fabric.plans.workloads import plan_workload

@@ -1,4 +1,4 @@
-"""Joint mode (fabric.plans.joint, ``fabric search --plan-space joint``) and "co-design beats fixed-plan search"
+"""Joint mode (fabric.search.plan_space.joint, ``fabric search --plan-space joint``) and "co-design beats fixed-plan search"
 on a small case found by exhaustive enumeration (docs/plans.md, docs/search.md)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from fabric.cli.main import main
 from fabric.design import Design
 from fabric.evaluate import evaluate
 from fabric.plans.basis import basis_from_preset
-from fabric.plans.inner import PlanObjective
-from fabric.plans.joint import JointObjective, PlannedDesign
+from fabric.search.plan_space.inner import PlanObjective
+from fabric.search.plan_space.joint import JointObjective, PlannedDesign
 from fabric.plans.space import plan_space
 from fabric.plans.workloads import plan_workload
 from fabric.search import Constraints, exhaustive_search, run_search

@@ -11,7 +11,7 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from fabric.advisor import FREE, HARDWARE, candidate_changes
+from fabric.review.advisor import FREE, HARDWARE, candidate_changes
 from fabric.cli.main import main
 from fabric.cost import bill_of_materials
 from fabric.design import Design, design_from_dict, load_design

@@ -5,8 +5,8 @@ catalog's published figures (DGX H100 10.2 kW, QM9700-class switch 750 W, GB200 
 import pytest
 
 from fabric.design import Design
-from fabric.design.presets import preset_design
-from fabric.rackpower import NETWORK_RACK_SWITCHES, rack_report
+from fabric.reference.presets import preset_design
+from fabric.facility.rackpower import NETWORK_RACK_SWITCHES, rack_report
 from fabric.search import Constraints, run_search
 from fabric.search.records import violations
 from fabric.workload.presets import preset_workload

@@ -1,5 +1,5 @@
 """Single points of failure on the actual cabling, against brute force on the full cabling (the rule:
-fabric.single_failure; its own checks: tests/test_review2_resilience.py)."""
+fabric.failures.rule; its own checks: tests/test_review2_resilience.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
-import fabric.resilience as R
-import fabric.single_failure as SF
+import fabric.failures.resilience as R
+import fabric.failures.rule as SF
 from fabric.design import Design
 from fabric.errors import DesignError
 from fabric.topology import build_fabric
@@ -142,7 +142,7 @@ def test_no_front_design_has_a_single_point_of_failure_by_default(which):
 
 
 def _design_kwargs(rec):
-    from fabric.ui_support.designs import design_from_record
+    from fabric.search.designs import design_from_record
 
     d = design_from_record(rec, gpus=8)
     from dataclasses import asdict

@@ -15,13 +15,13 @@ import random
 
 import pytest
 
-from fabric.brief import brief_sections, review_brief
+from fabric.review.brief import brief_sections, review_brief
 from fabric.design import Design
 from fabric.evaluate import DEFAULT_SAMPLES, evaluate
 from fabric.search import Constraints, run_search
 from fabric.search.recommend import recommend
 from fabric.search.robust import RobustObjective
-from fabric.ui_support.designs import design_from_record
+from fabric.search.designs import design_from_record
 from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
 from fabric.review import prepare_context
 from fabric.workload.presets import preset_workload
@@ -248,8 +248,8 @@ def test_a_far_budget_does_not_stretch_the_front_chart():
 def test_default_samples_are_the_same_for_every_review_evaluation():
     import inspect
 
-    from fabric.advisor import advise
-    from fabric.resilience import resilience
+    from fabric.review.advisor import advise
+    from fabric.failures.resilience import resilience
 
     # one sample count for the pages, the advisor, failures and the brief (the review saw 128 beside 256)
     for fn in (advise, resilience):       # (the brief has no samples of its own: its context's, issue 34)

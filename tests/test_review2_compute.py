@@ -16,7 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from fabric.catalog import default_catalog
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.design.schema import design_to_dict
 from fabric.evaluate import evaluate
 from fabric.units import time_text
@@ -176,7 +176,7 @@ def test_pages_show_the_b200_compute_with_the_note():
 
 
 def test_brief_carries_the_compute_note():
-    from fabric.brief import brief_sections, review_brief
+    from fabric.review.brief import brief_sections, review_brief
     from fabric.search import Constraints, run_search
     from fabric.workload.presets import preset_workload
 

@@ -20,8 +20,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from fabric.design import design_to_dict
-from fabric.figures import figure_texts
-from fabric.ui_support.designs import design_from_record, design_genes
+from fabric.review.figures import figure_texts
+from fabric.search.designs import design_from_record, design_genes
 
 ROOT = Path(__file__).resolve().parent.parent
 WL = "plan:mixtral-8x7b:1024"

@@ -21,14 +21,14 @@ from fabric.catalog import default_catalog
 from fabric.cli.main import main
 from fabric.cost import bill_of_materials
 from fabric.design import Design
-from fabric.design.presets import preset_design
-from fabric.rackpower import rack_report
+from fabric.reference.presets import preset_design
+from fabric.facility.rackpower import rack_report
 from fabric.search import Constraints, DesignSpace
 from fabric.search.baselines import baseline_designs
 from fabric.topology import build_fabric
 from fabric.topology.fabric import LINK_KINDS
 from fabric.ui_support import urlstate
-from fabric.ui_support.designs import design_from_record, design_genes
+from fabric.search.designs import design_from_record, design_genes
 from fabric.ui_support.racks_view import power_text, rack_rows
 from fabric.ui_support.topology_view import topology_figure, topology_view
 

@@ -2,7 +2,7 @@
 what-ifs that cannot apply say so; the vectorized switch classes equal a plain loop. Issue 34: the rule with the
 NVLink detour (a GPU whose own NIC lost its switch sends through its server's other NICs) and without it.
 
-The rule (fabric.single_failure) is checked here against an independent brute force on the full cabling: every
+The rule (fabric.failures.rule) is checked here against an independent brute force on the full cabling: every
 switch, every switch-to-switch cable and every NIC cable removed one at a time, GPUs cut off read from the cables
 each GPU's NICs have left, and connectivity from networkx components of the surviving switches.
 """
@@ -37,7 +37,7 @@ def _sample(name):
 # ------------------------------------------------------------------ an independent brute force of the rule
 
 def brute_force(fab, detour: bool = True) -> dict:
-    """The rule by exhaustion on the full cabling (no code shared with fabric.single_failure): returns whether
+    """The rule by exhaustion on the full cabling (no code shared with fabric.failures.rule): returns whether
     the design survives, whether some failure partitions the GPUs still in the job, the most GPUs one switch
     failure takes out of the job (whole servers of the GPUs it leaves without a cable) and the most GPUs one switch
     failure leaves without a cable of their own while their server keeps one (they detour over NVLink).
@@ -128,7 +128,7 @@ CASES = [Design(gpus=64, gpus_per_node=1, tiers=2), Design(gpus=256), Design(gpu
                                                        f"{d.switch_model}-t{d.tiers}")
 @pytest.mark.parametrize("detour", [True, False], ids=["detour", "no-detour"])
 def test_the_rule_equals_brute_force(design, detour):
-    from fabric.resilience import failure_analysis
+    from fabric.failures.resilience import failure_analysis
 
     fab = build_fabric(design)
     got = failure_analysis(fab, detour=detour)
@@ -143,7 +143,7 @@ def test_rail_only_by_hand():
     # to the switch of rail r, which holds NIC r of all 128 servers (one tier, no uplinks). Failing rail r's
     # switch leaves GPUs 2r, 2r+1 of every server without a NIC of their own: 2 x 128 = 256 GPUs. With the detour
     # they send through the server's 3 other NICs over NVLink: no server leaves the job, the design survives.
-    from fabric.resilience import failure_analysis
+    from fabric.failures.resilience import failure_analysis
 
     fab = build_fabric(RAIL_ONLY)
     assert fab.n_switches == 4 and fab.tiers == 1
@@ -156,7 +156,7 @@ def test_rail_only_by_hand():
     assert r["survives_single_failure"] is True and r["partitions_on_single_failure"] is False
     assert r["min_uplink_switches"] is None                  # no uplinks at all, not "0 uplink switches"
     assert r["gpus_lost_on_worst_nic_cable_failure"] == 0    # a NIC cable: the other 3 NICs carry on
-    from fabric.resilience_text import uplinks_value, verdict_text
+    from fabric.failures.text import uplinks_value, verdict_text
 
     assert uplinks_value(r) == "none"
     v = verdict_text(r)
@@ -178,8 +178,8 @@ def test_rail_only_by_hand():
 
 
 def test_one_switch_does_not_survive_detour_or_not():
-    from fabric.resilience import failure_analysis
-    from fabric.resilience_text import verdict_text
+    from fabric.failures.resilience import failure_analysis
+    from fabric.failures.text import verdict_text
 
     fab = build_fabric(ONE_SWITCH)
     assert fab.n_switches == 1
@@ -192,8 +192,8 @@ def test_one_switch_does_not_survive_detour_or_not():
 
 def test_deployable_designs_stay_feasible():
     # the fat-tree 1:1 baselines, the SuperPOD at 1,016 GPUs (16 spines), dual-plane and multiplane presets
-    from fabric.design.presets import preset_design
-    from fabric.resilience import failure_analysis
+    from fabric.reference.presets import preset_design
+    from fabric.failures.resilience import failure_analysis
     from fabric.search import Constraints, DesignSpace
     from fabric.search.baselines import baseline_designs
 
@@ -241,7 +241,7 @@ def test_serving_search_front_survives_every_single_failure():
     res = run_search(_sample("llama3-70b-online.json"), Constraints(gpus=1024), budget_evals=200, seed=0,
                      samples=32)
     assert res.front
-    from fabric.ui_support.designs import design_from_record
+    from fabric.search.designs import design_from_record
 
     for r in res.front:
         d = design_from_record(r, gpus=1024)
@@ -255,7 +255,7 @@ def brute_force_small(design) -> bool:
 
 def test_evaluated_failures_agree_with_the_rule():
     # resilience() evaluates switches and cables above the leaves; none it tries may be a partition the rule missed
-    from fabric.resilience import failure_analysis, resilience
+    from fabric.failures.resilience import failure_analysis, resilience
 
     wl = _sample("mixtral-8x7b.json")
     for d in (Design(gpus=256, oversubscription=(2.0, 1.0)), Design(gpus=512, family="rail_optimized"),
@@ -311,7 +311,7 @@ def test_cli_says_the_same_verdict(tmp_path):
 
 
 def test_brief_says_the_same_verdict():
-    from fabric.brief import brief_sections, review_brief
+    from fabric.review.brief import brief_sections, review_brief
     from fabric.evaluate import Scenario
     from fabric.search import Constraints
     from fabric.search.records import evaluate_record
@@ -337,7 +337,7 @@ def test_brief_says_the_same_verdict():
 def test_design_page_shows_the_constraint_verdict():
     from streamlit.testing.v1 import AppTest
 
-    from fabric.ui_support.designs import design_genes
+    from fabric.search.designs import design_genes
     from fabric.ui_support.urlstate import encode_genes
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
@@ -350,8 +350,8 @@ def test_design_page_shows_the_constraint_verdict():
     assert not at.exception, [e.value for e in at.exception]
     assert not at.warning, [w.value for w in at.warning]                # the link was read as it is
     assert "sample llama3-70b-serving.json" in " ".join(c.value for c in at.caption)
-    from fabric.resilience import failure_analysis
-    from fabric.resilience_text import verdict_text
+    from fabric.failures.resilience import failure_analysis
+    from fabric.failures.text import verdict_text
 
     verdict = verdict_text(failure_analysis(build_fabric(RAIL_ONLY)))
     assert verdict in " ".join(x.value for x in at.success)
@@ -425,8 +425,8 @@ def classes_by_loop(fab, per_tier: int = 3) -> list[str]:
     Design(gpus=1024, family="rail_only", tiers=2, oversubscription=(3.0, 1.0)),
     Design(gpus=128, family="dragonfly", gpus_per_node=4)], ids=lambda d: f"{d.family}-{d.gpus}-{d.planes}p")
 def test_vectorized_switch_classes_equal_a_plain_loop(design):
-    from fabric.resilience import _switch_classes
-    from fabric.single_failure import _switch_graph
+    from fabric.failures.resilience import _switch_classes
+    from fabric.failures.rule import _switch_graph
 
     fab = build_fabric(design)
     pairs, mult = _switch_graph(fab)
@@ -438,8 +438,8 @@ def test_cabling_patterns_are_told_apart():
     # a hand-made pattern: leaf0's bundle to spine1 is one cable thinner, so spine1 stands apart from spine0
     from dataclasses import replace
 
-    from fabric.resilience import _switch_classes
-    from fabric.single_failure import _switch_graph
+    from fabric.failures.resilience import _switch_classes
+    from fabric.failures.rule import _switch_graph
 
     fab = build_fabric(Design(gpus=64, gpus_per_node=1, tiers=2))
     ls = np.flatnonzero((fab.link_kind == LINK_KINDS.index("leaf-spine")) & (fab.link_a == fab.switch_base)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.evaluate import evaluate
 from fabric.workload.model import load_workload_json
 

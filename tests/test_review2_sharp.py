@@ -162,7 +162,7 @@ def test_review_case_failure_and_slow_switch_cost_something(mixtral, clos22):
     assert failed.step_time_s["p99"] > 1.01 * base.step_time_s["p99"]
     slow = evaluate(clos22, mixtral, Scenario(name="slow-switch", slow_switches=1), samples=32)
     assert slow.step_time_s["p99"] > 1.01 * base.step_time_s["p99"]
-    from fabric.resilience import resilience
+    from fabric.failures.resilience import resilience
 
     res = resilience(clos22, mixtral, samples=32, healthy_p99_s=base.step_time_s["p99"])
     assert res["worst_switch_failure_p99_s"] > 1.01 * base.step_time_s["p99"]
@@ -174,7 +174,7 @@ def test_review_case_failure_and_slow_switch_cost_something(mixtral, clos22):
 def test_design_page_lists_the_tree_uplinks_and_says_what_ran_in_network():
     from streamlit.testing.v1 import AppTest
 
-    from fabric.ui_support.designs import design_genes
+    from fabric.search.designs import design_genes
     from fabric.ui_support.urlstate import encode_genes
 
     d = Design(family="clos", oversubscription=(3.0, 1.0), routing="adaptive", placement="rail_aligned",

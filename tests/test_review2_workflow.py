@@ -216,7 +216,7 @@ def test_a_p99_change_under_half_a_percent_is_the_same_p99_and_has_no_price():
 
 
 def test_the_words_for_each_case_of_cost_and_p99():
-    from fabric.tradeoff import speedup_text, usd_per_ms, usd_per_ms_text
+    from fabric.search.tradeoff import speedup_text, usd_per_ms, usd_per_ms_text
 
     assert usd_per_ms_text(9_828.0, -0.001, 1.0) == "no p99 saved"            # 0.1 % of the p99
     assert usd_per_ms_text(98_280.0, -0.010, 1.0) == "$9,828 per ms"          # 10 ms for $98,280
@@ -282,7 +282,7 @@ def test_search_summary_never_says_one_times_faster():
 def test_design_page_cheapest_fixes_show_words_not_none():
     from fabric.search import Constraints, DesignSpace
     from fabric.search.baselines import baseline_designs
-    from fabric.ui_support.designs import design_genes
+    from fabric.search.designs import design_genes
     from fabric.ui_support.urlstate import encode_genes
 
     base = baseline_designs(DesignSpace(Constraints(gpus=256)))[0]         # ECMP, one queue pair: free fixes
@@ -301,7 +301,7 @@ def test_design_page_cheapest_fixes_show_words_not_none():
 def _design_export(design, *, racks: bool = False) -> bytes:
     """The Design page's "Design and bill of materials (JSON)" download of ``design`` (the page adds the racks)."""
     from fabric.cost import bill_of_materials
-    from fabric.rackpower import rack_report
+    from fabric.facility.rackpower import rack_report
     from fabric.topology import build_fabric
     from fabric.ui_support.exports import design_bom_json_text
 

@@ -120,7 +120,7 @@ def test_chunks_do_not_split_a_cabling_over_two_workers():
     # by hand: size 4 (25 items, 2 workers x 4 chunks); a chunk grows to the end of its last cabling:
     # a a a b | c c c c + c c | d d e e + the other 11 e (one cabling, one chunk)
     assert [len(c) for c in chunks] == [4, 6, 15]
-    from fabric.design.presets import preset_design
+    from fabric.reference.presets import preset_design
     from fabric.search.runners import _cabling_of
 
     d = preset_design("fat-tree")

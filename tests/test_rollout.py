@@ -11,10 +11,10 @@ from fabric.calibrate.model import evaluate_points
 from fabric.calibrate.synthetic import render_nccl_tests
 from fabric.calibrate.system import SystemSpec, system_design
 from fabric.cli.main import main
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.errors import FabricError
 from fabric.evaluate import evaluate
-from fabric.rollout import rollout_check
+from fabric.calibrate.rollout import rollout_check
 from fabric.workload.ingest import ingest
 
 ROOT = Path(__file__).resolve().parent.parent

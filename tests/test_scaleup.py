@@ -7,7 +7,7 @@ import pytest
 from fabric.design import Design
 from fabric.evaluate import evaluate
 from fabric.evaluate.placement import domain_block, domain_layout, gpus_for_jobs, place_jobs
-from fabric.scaleup import traffic_split
+from fabric.evaluate.scaleup import traffic_split
 from fabric.topology import build_fabric
 from fabric.workload.presets import preset_workload
 

@@ -370,7 +370,7 @@ def test_a_serving_trace_without_the_structure_it_cannot_tell_is_refused_by_name
 
 
 def test_the_advisor_ranks_changes_by_the_serving_tail_and_offers_the_free_traffic_class():
-    from fabric.advisor import advise
+    from fabric.review.advisor import advise
 
     res = advise(Design(gpus=128, oversubscription=(2, 1)), _shared_workload(), samples=64)
     assert res["serving_p99_s"]["tpot"] > 0
@@ -452,7 +452,7 @@ def test_a_robust_search_limits_the_serving_p99_of_its_worst_case():
     # a search: every front design meets the limit in every case with a service, checked case by case
     res = exhaustive_search(RobustObjective(wl3[:2], mode="worst"), c, samples=64)
     assert res.front
-    from fabric.ui_support.designs import design_from_record
+    from fabric.search.designs import design_from_record
 
     for r in res.front:
         fd = design_from_record(r, gpus=128)

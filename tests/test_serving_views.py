@@ -31,7 +31,7 @@ def disagg_front():
 
 
 def test_brief_of_a_serving_only_workload_gives_request_latency_and_no_step(disagg_front):
-    from fabric.brief import brief_sections, review_brief
+    from fabric.review.brief import brief_sections, review_brief
     from fabric.evaluate import evaluate
 
     wl, res = disagg_front
@@ -44,7 +44,7 @@ def test_brief_of_a_serving_only_workload_gives_request_latency_and_no_step(disa
     assert "p99 step" not in text and "per step" not in text and "p99 unloaded request" in text
     # the figures are the evaluator's for the design bought, at the offered load
     rec = next(r for r in res.front if r["design"] == b["design"])
-    from fabric.ui_support.designs import design_from_record
+    from fabric.search.designs import design_from_record
 
     ev = evaluate(design_from_record(rec, gpus=64, gpus_per_node=8, gpu_model=Constraints().gpu_model), wl,
                   samples=32, seed=0)
@@ -132,7 +132,7 @@ def test_the_caption_names_every_objective_that_chose_the_front():
 
 def test_a_front_design_with_the_serving_class_keeps_it_through_its_genes_and_link():
     from fabric.design import Design
-    from fabric.ui_support.designs import design_from_record, design_genes, short_label
+    from fabric.search.designs import design_from_record, design_genes, short_label
     from fabric.ui_support.urlstate import decode_genes, encode_genes
 
     d = Design(name="x", family="clos", gpus=64, nic_model="nic-cx7-400", switch_model="ib-ndr-64x400",

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from fabric.catalog import load_catalog
 from fabric.cost import bill_of_materials
 from fabric.design import Design
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.errors import DesignError
 from fabric.evaluate.network import NetworkModel
 from fabric.topology import build_fabric

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fabric.cli.main import main
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.errors import WorkloadError
 from fabric.evaluate.strong_scaling import global_batch_for, strong_scaling
 from fabric.workload.presets import preset_workload

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from fabric.catalog import load_catalog
 from fabric.cli.main import main
 from fabric.design import Design
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.errors import DesignError, FabricError
 from fabric.topology import build_fabric
 from fabric.topology.graph import to_networkx

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
 from fabric.design import Design
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.errors import DesignError, FabricError
 from fabric.evaluate import evaluate
 from fabric.search import Constraints, DesignSpace
@@ -23,7 +23,7 @@ from fabric.search.baselines import baseline_designs
 from fabric.topology import build_fabric
 from fabric.ui_support import charts, urlstate
 from fabric.ui_support.compare import gene_frame, metrics_frame, money_deltas
-from fabric.ui_support.designs import (GENE_COLUMNS, design_from_record, design_genes, gene_value_text,
+from fabric.search.designs import (GENE_COLUMNS, design_from_record, design_genes, gene_value_text,
                                        recommended_record, short_label)
 from fabric.ui_support.jobs import SearchJob
 from fabric.ui_support.report import Section, report_html

@@ -318,7 +318,7 @@ def test_search_space_offers_and_repairs_uplink_speeds():
 
 def test_search_evaluates_designs_with_other_uplink_speeds():
     from fabric.search import Constraints, exhaustive_search
-    from fabric.ui_support.designs import design_from_record
+    from fabric.search.designs import design_from_record
 
     wl = one_op("all_to_all", 256 << 20, 128, compute=0.01)
     c = Constraints(gpus=128, families=("clos",), switch_models=("eth-51t-64x800",), nic_models=("nic-eth-400",),
@@ -335,7 +335,7 @@ def test_search_evaluates_designs_with_other_uplink_speeds():
 
 def test_links_carry_uplink_genes_and_old_links_still_read():
     from fabric.ui_support import urlstate
-    from fabric.ui_support.designs import GENE_COLUMNS, design_genes, gene_value_text, short_label
+    from fabric.search.designs import GENE_COLUMNS, design_genes, gene_value_text, short_label
 
     d = Design(gpus=256, oversubscription=(2.0,), uplink_gbps=800, **ETH)
     g = design_genes(d)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fabric.cli.main import main
-from fabric.design.presets import preset_design
+from fabric.reference.presets import preset_design
 from fabric.errors import WorkloadError
 from fabric.evaluate import evaluate
 from fabric.evaluate.placement import group_instances

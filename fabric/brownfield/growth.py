@@ -272,7 +272,7 @@ def plan_growth(stages, base=None, *, installed=None, catalog=None, scenario=Non
     module docstring); ``base`` then defaults to its design. ``progress(done, total)`` is told after each stage's
     evaluations.
     """
-    from fabric.design.presets import preset_design
+    from fabric.reference.presets import preset_design
     from fabric.evaluate import Scenario, evaluate
 
     stages = list(stages)

@@ -2,11 +2,11 @@
 rack units.
 
 Limits of an upgrade are physical: a rack's power feed, the facility's, the free rack units for new switches. Where
-each watt sits is :func:`fabric.rackpower.place_power`, the one placement the Design and Fabric & BOM pages and
+each watt sits is :func:`fabric.facility.rackpower.place_power`, the one placement the Design and Fabric & BOM pages and
 ``fabric build`` use too (compute racks: servers at their rated power, which covers their NICs, NIC-side optics,
 powered server cables and top-of-rack leaves with their modules; network racks: every other switch with its
-modules). Compute racks plus network racks add up to the IT power (:func:`fabric.rackpower.it_power_w`) exactly; the
-facility's power is IT power x PUE (:func:`fabric.rackpower.facility_power_w`).
+modules). Compute racks plus network racks add up to the IT power (:func:`fabric.facility.rackpower.it_power_w`) exactly; the
+facility's power is IT power x PUE (:func:`fabric.facility.rackpower.facility_power_w`).
 
 Rack units are per switch model (:data:`SWITCH_RACK_UNITS`, editable): what an upgrade needs of free space is the
 rack units of the switches it adds minus those it takes out.
@@ -46,7 +46,7 @@ def switch_rack_units(model: str, table: dict | None = None) -> float:
 class SitePower:
     """Power of a built fabric by place, in watts: ``compute_rack_w[r]`` per compute rack (servers, their network
     items, top-of-rack leaves), ``network_w`` in network racks, ``total_w`` the IT power (servers + the network
-    outside them; :func:`fabric.rackpower.it_power_w`)."""
+    outside them; :func:`fabric.facility.rackpower.it_power_w`)."""
 
     compute_rack_w: np.ndarray
     network_w: float
@@ -62,8 +62,8 @@ class SitePower:
         return int(self.compute_rack_w.size)
 
     def facility_w(self, pue: float) -> float:
-        """Facility power: IT power x ``pue`` (:func:`fabric.rackpower.facility_power_w`)."""
-        from fabric.rackpower import facility_power_w
+        """Facility power: IT power x ``pue`` (:func:`fabric.facility.rackpower.facility_power_w`)."""
+        from fabric.facility.rackpower import facility_power_w
 
         return facility_power_w(self.total_w, pue)
 
@@ -76,9 +76,9 @@ class SitePower:
 
 
 def site_power(fabric, bom, catalog=None) -> SitePower:
-    """Where ``fabric``'s power goes (``bom`` is its bill of materials): :func:`fabric.rackpower.place_power`, the
+    """Where ``fabric``'s power goes (``bom`` is its bill of materials): :func:`fabric.facility.rackpower.place_power`, the
     one placement every page and command uses."""
-    from fabric.rackpower import place_power
+    from fabric.facility.rackpower import place_power
 
     p = place_power(fabric, bom, catalog)
     return SitePower(p.compute_rack_w, p.network_rack_w, p.server_w, p.it_w)

@@ -562,12 +562,12 @@ def upgrade_front(installed: Installed, workload, limits: UpgradeLimits | None =
 
     ``policies``: ``"auto"`` (two rounds) or ``"all"`` (every policy on every hardware). ``failures``: also
     evaluate each upgrade within the limits under its worst single switch and link failure
-    (:func:`fabric.resilience.resilience`) for the second front (always on when ``limits`` bound the p99 under
+    (:func:`fabric.failures.resilience.resilience`) for the second front (always on when ``limits`` bound the p99 under
     failure). ``progress(done, total)`` is told after each evaluation.
 
     ``judge(design)``: the p99 of a design in a context of the caller's instead of evaluating it on ``workload``
     (the dashboard's records: the robust p99 of a job mix, each design at its best plan; FabricError when it cannot
-    be built), and ``failure_judge(design)`` its resilience dict (:func:`fabric.resilience.resilience`'s fields)
+    be built), and ``failure_judge(design)`` its resilience dict (:func:`fabric.failures.resilience.resilience`'s fields)
     in that context, so the installed fabric's p99 is the figure every other page shows of it.
     """
     from fabric.evaluate import Scenario, evaluate
@@ -662,7 +662,7 @@ def upgrade_front(installed: Installed, workload, limits: UpgradeLimits | None =
                 run(h, pols)
     within = [u for u in upgrades if not u.violations]
     if failures:
-        from fabric.resilience import failure_p99, resilience
+        from fabric.failures.resilience import failure_p99, resilience
 
         for u in within:
             r = (failure_judge(u.design) if failure_judge is not None else

@@ -42,8 +42,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from fabric.advisor import advise
-    from fabric.cli.cmd_evaluate import _calibration, _warn_calibration
+    from fabric.review.advisor import advise
+    from fabric.cli.common import calibration_arg, warn_calibration
     from fabric.cli.common import load_design_arg, load_workload_files
     from fabric.evaluate import load_scenario
 
@@ -51,16 +51,16 @@ def run(args) -> int:
     catalog = catalog_arg(args.catalog)
     workload = load_workload_files(args.workload)
     design = load_design_arg(args.design, args.gpus, catalog)
-    _warn_calibration(args.calibration, design=design, catalog=catalog)
+    warn_calibration(args.calibration, design=design, catalog=catalog)
     res = advise(design, workload, load_scenario(args.scenario), catalog=catalog, seed=args.seed,
-                 samples=args.samples, min_gain=args.min_gain, transport_overrides=_calibration(args.calibration))
+                 samples=args.samples, min_gain=args.min_gain, transport_overrides=calibration_arg(args.calibration))
     if args.json:
         print(json.dumps(res, indent=2, default=float))
         return 0
     print(f"{design.name}: p99 {res['p99_s'] * 1e3:,.2f} ms, network ${res['cost_usd']:,.0f}")
     print(res["answer"])
     if res["advice"]:
-        from fabric.tradeoff import usd_per_ms_text
+        from fabric.search.tradeoff import usd_per_ms_text
 
         print(f"\n{'change':70s} {'kind':>8s} {'p99 change':>12s} {'cost change':>13s} {'price of p99 saved':>20s}")
         for a in res["advice"]:

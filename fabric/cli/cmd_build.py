@@ -40,7 +40,7 @@ def register(sub) -> None:
 
 def _design_from_args(args, catalog):
     from fabric.design import load_design
-    from fabric.design.presets import preset_design
+    from fabric.reference.presets import preset_design
 
     if args.design and args.preset:
         raise DesignError("give either a design file or --preset, not both")
@@ -61,7 +61,7 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 
 def run(args) -> int:
     from fabric.cost import bill_of_materials
-    from fabric.design.presets import list_presets
+    from fabric.reference.presets import list_presets
     from fabric.topology import build_fabric
 
     if args.list_presets:
@@ -70,7 +70,7 @@ def run(args) -> int:
         return 0
     catalog = catalog_arg(args.catalog)
     design = _design_from_args(args, catalog)
-    from fabric.rackpower import rack_report
+    from fabric.facility.rackpower import rack_report
 
     if args.rack_limit_kw is not None and not args.rack_limit_kw > 0:
         raise DesignError(f"--rack-limit-kw must be a positive number of kW, got {args.rack_limit_kw:g}")

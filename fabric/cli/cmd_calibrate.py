@@ -193,7 +193,7 @@ def run(args) -> int:
     if args.out:
         save_profile(res, args.out)
     if args.plot:
-        from fabric.calibrate.plot import write_plot
+        from fabric.ui_support.calibrate_view import write_plot
 
         write_plot(res, args.plot)
     if args.json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from fabric.cli.common import catalog_arg, check_samples
+from fabric.cli.common import calibration_arg, catalog_arg, check_samples, warn_calibration
 from fabric.evaluate.engine import DEFAULT_SAMPLES
 
 __all__ = ["register", "run"]
@@ -69,7 +69,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from fabric.cli.cmd_search import _plan_objective, _workload_arg
+    from fabric.cli.common import plan_objective, workload_arg
     from fabric.cli.common import load_design_arg
     from fabric.evaluate import load_scenario
     from fabric.review import design_record, prepare_context
@@ -80,13 +80,13 @@ def run(args) -> int:
 
         raise FabricError("with --robust give the scenarios as --scenarios a,b,... (every case is judged under "
                           "each), not --scenario")
-    workload = _workload_arg(args)
+    workload = workload_arg(args)
     design = load_design_arg(args.design, args.gpus, catalog)
     scenario = load_scenario(args.scenario)
     check_samples(args.samples)
-    overrides = _calibration(args.calibration)
-    _warn_calibration(args.calibration, design=design, catalog=catalog)
-    objective = _plan_objective(args, workload, catalog) or workload
+    overrides = calibration_arg(args.calibration)
+    warn_calibration(args.calibration, design=design, catalog=catalog)
+    objective = plan_objective(args, workload, catalog) or workload
     cons = _constraints_for(args, design)
     ctx = prepare_context(objective, cons, catalog=catalog, scenario=scenario, seed=args.seed, samples=args.samples,
                           transport_overrides=overrides, label=_label(args))
@@ -99,7 +99,7 @@ def run(args) -> int:
     scaling = scaling_efficiency(design, workload, seed=args.seed, samples=args.samples, catalog=catalog,
                                  scenario=record.primary.scenario, transport_overrides=overrides) \
         if args.scaling else None
-    from fabric.economics import economics
+    from fabric.cost.economics import economics
 
     eco = economics(ev, design, catalog=catalog, params=cons.economics())
     warnings = _scaling_warnings(scaling)
@@ -109,7 +109,7 @@ def run(args) -> int:
 
     why = not_applicable(scenario, build_fabric(design, catalog), workload)
     if args.json:
-        from fabric.figures import figure_texts
+        from fabric.review.figures import figure_texts
 
         out = ev.to_dict()
         out["context"] = {"line": ctx.describe(), "key": ctx.key}
@@ -245,8 +245,8 @@ def serving_lines(name: str, m: dict) -> list[str]:
 
 
 def _resilience_line(r: dict) -> str:
-    """The single-failure findings (fabric.resilience_text, as the Design page and the brief say them)."""
-    from fabric.resilience_text import resilience_lines
+    """The single-failure findings (fabric.failures.text, as the Design page and the brief say them)."""
+    from fabric.failures.text import resilience_lines
 
     from fabric.units import time_text
 
@@ -267,29 +267,3 @@ def _scaling_warnings(rows) -> list[str]:
         return [f"scaling efficiency from {rows[0]['gpus']:,} to {last['gpus']:,} GPUs is {last['efficiency_p99']:.0%} "
                 f"at p99, below {SCALING_ALARM:.0%}: the network will not keep up with the cluster's growth"]
     return []
-
-
-def _warn_calibration(path, *, design=None, constraints=None, catalog=None) -> None:
-    """Print a warning for each way the calibration's measured system differs from the design (or the search)."""
-    if not path:
-        return
-    import sys
-
-    from fabric.calibrate import load_profile
-    from fabric.calibrate.applicability import calibration_mismatches, search_mismatches
-
-    meta = load_profile(path).metadata
-    system, transport = meta.get("system"), meta.get("transport")
-    lines = (calibration_mismatches(system, design, transport=transport, catalog=catalog) if design is not None
-             else search_mismatches(system, constraints, transport=transport))
-    for line in lines:
-        print(f"warning: {line}", file=sys.stderr)
-
-
-def _calibration(path):
-    """The transport overrides of a calibration profile file (None without one)."""
-    if not path:
-        return None
-    from fabric.calibrate import load_profile
-
-    return load_profile(path).overrides

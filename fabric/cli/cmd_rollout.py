@@ -43,9 +43,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from fabric.cli.cmd_evaluate import _calibration
+    from fabric.cli.common import calibration_arg
     from fabric.cli.common import load_design_arg, load_workload_files
-    from fabric.rollout import rollout_check
+    from fabric.calibrate.rollout import rollout_check
 
     check_samples(args.samples)
     catalog = catalog_arg(args.catalog)
@@ -53,7 +53,7 @@ def run(args) -> int:
     d0 = load_design_arg(args.before_design, args.gpus, catalog)
     d1 = load_design_arg(args.after_design, args.gpus, catalog)
     report = rollout_check(before, after, before_design=d0, after_design=d1, tolerance=args.tolerance,
-                           catalog=catalog, transport_overrides=_calibration(args.calibration), samples=args.samples)
+                           catalog=catalog, transport_overrides=calibration_arg(args.calibration), samples=args.samples)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, default=float))
         return 1 if report.drifted else 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fabric.cli.common import catalog_arg
+from fabric.cli.common import catalog_arg, plan_objective, workload_arg
 
 __all__ = ["register", "run"]
 
@@ -64,7 +64,7 @@ def register(sub) -> None:
     p.add_argument("--scenario", default="baseline", help="scenario to evaluate every design under")
     p.add_argument("--cost-objective", choices=["network_capex", "cost_per_step"],
                    help="what to minimize beside p99: network capex (default) or the cost of a training step with "
-                        "GPU time counted (fabric.economics; life, price and PUE from the constraints file)")
+                        "GPU time counted (fabric.cost.economics; life, price and PUE from the constraints file)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=int, help="evaluate on this many local worker processes")
     where.add_argument("--scheduler", metavar="ADDR",
@@ -81,66 +81,6 @@ def register(sub) -> None:
                    help="write evaluations.csv, pareto.csv, baselines.csv and summary.json here")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.set_defaults(func=run)
-
-
-def _workload_arg(args):
-    """One workload from the -w files, or a robust objective over several -w groups and --scenarios."""
-    from pathlib import Path
-
-    from fabric.cli.common import load_workload_files
-    from fabric.errors import FabricError
-    from fabric.evaluate import load_scenario
-    from fabric.search.robust import RobustObjective
-
-    groups = args.workload
-    if len(groups) > 1 and not args.robust:
-        raise FabricError(f"{len(groups)} workloads (-w given {len(groups)} times): choose how to combine them with "
-                          f"--robust worst or --robust mean")
-    if not args.robust:
-        if args.weights or args.scenarios:
-            raise FabricError("--weights and --scenarios only apply with --robust")
-        return load_workload_files(groups[0])
-    if args.scenario != "baseline":
-        raise FabricError("with --robust give the scenarios as --scenarios a,b,... (every design is judged under "
-                          "each), not --scenario")
-    weights = [1.0] * len(groups)
-    if args.weights:
-        try:
-            weights = [float(x) for x in args.weights.split(",")]
-        except ValueError:
-            raise FabricError(f"--weights {args.weights!r}: expected numbers separated by commas") from None
-        if len(weights) != len(groups):
-            raise FabricError(f"--weights gives {len(weights)} weight(s) for {len(groups)} workload(s)")
-    names, used = [], set()
-    for g in groups:
-        n = Path(g[0]).name.split(".")[0] or "workload"
-        k, base = 2, n
-        while n in used:
-            n, k = f"{base}-{k}", k + 1
-        used.add(n)
-        names.append(n)
-    scenarios = tuple(load_scenario(x.strip()) for x in (args.scenarios or "baseline").split(",") if x.strip())
-    return RobustObjective(tuple((n, load_workload_files(g), w) for n, g, w in zip(names, groups, weights)),
-                           scenarios, mode=args.robust)
-
-
-def _plan_objective(args, workload, catalog):
-    """The plan objective of ``--plan-space auto`` (None for fixed); errors for combinations it does not take."""
-    from fabric.errors import FabricError
-
-    if args.plan_space == "fixed":
-        if args.model:
-            raise FabricError("--model only applies with --plan-space auto or joint")
-        return None
-    if args.robust:
-        raise FabricError(f"--plan-space {args.plan_space} judges one training workload; it does not combine with "
-                          f"--robust")
-    from fabric.plans.basis import basis_from_workload
-    from fabric.plans.inner import PlanObjective
-    from fabric.plans.joint import JointObjective
-
-    basis = basis_from_workload(workload, model=args.model, catalog=catalog)
-    return PlanObjective(basis) if args.plan_space == "auto" else JointObjective(basis)
 
 
 def _convergence_line(res, args, state_path) -> str:
@@ -179,7 +119,7 @@ def _recommendation(res, objective, cons, catalog, scenario, args, overrides) ->
     if advice.record is None or ctx.kind == "joint":
         out["recommendation"] = {"rule": advice.rule, "design": None, "record": advice.record}
         return out
-    from fabric.brief import design_of_row
+    from fabric.review.brief import design_of_row
 
     design = design_of_row(advice.record, cons, ctx.catalog)
     record = design_record(design, ctx, row=advice.record)
@@ -189,14 +129,13 @@ def _recommendation(res, objective, cons, catalog, scenario, args, overrides) ->
 
 def run(args) -> int:
     import dataclasses
-    from fabric.cli.common import load_workload_files
     from fabric.errors import FabricError
     from fabric.evaluate import load_scenario
     from fabric.search import Constraints, exhaustive_search, load_constraints, make_runner, run_search
 
     catalog = catalog_arg(args.catalog)
-    workload = _workload_arg(args)
-    objective = _plan_objective(args, workload, catalog)
+    workload = workload_arg(args)
+    objective = plan_objective(args, workload, catalog)
     cons = load_constraints(args.constraints) if args.constraints else None
     need = max(j.world_size for j in workload.jobs if j.kind != "storage") if any(
         j.kind != "storage" for j in workload.jobs) else None
@@ -224,10 +163,10 @@ def run(args) -> int:
         if left_out and not args.quiet:
             sys.stderr.write(f"note: left out NIC(s) {', '.join(left_out)}: {next(iter(left_out.values()))}\n")
     scenario = load_scenario(args.scenario)
-    from fabric.cli.cmd_evaluate import _calibration, _warn_calibration
+    from fabric.cli.common import calibration_arg, warn_calibration
 
-    overrides = _calibration(args.calibration)
-    _warn_calibration(args.calibration, constraints=cons)
+    overrides = calibration_arg(args.calibration)
+    warn_calibration(args.calibration, constraints=cons)
     runner = make_runner(args.workers, args.scheduler)
 
     def progress(p):

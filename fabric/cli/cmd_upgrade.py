@@ -82,7 +82,7 @@ def _ms(v):
 def run(args) -> int:
     from fabric.brownfield import UpgradeLimits, load_installed, upgrade_front
     from fabric.brownfield.upgrade import MOVES, step_time_text
-    from fabric.cli.cmd_evaluate import _calibration
+    from fabric.cli.common import calibration_arg
     from fabric.cli.common import load_design_arg, load_workload_files
     from fabric.cost import bill_of_materials
     from fabric.evaluate import evaluate, load_scenario
@@ -99,7 +99,7 @@ def run(args) -> int:
     installed = load_installed(args.existing, catalog)
     workload = load_workload_files(args.workload)
     scenario = load_scenario(args.scenario)
-    overrides = _calibration(args.calibration)
+    overrides = calibration_arg(args.calibration)
     target_s, match = _ms(args.p99_target_ms), None
     if args.match:
         ref = load_design_arg(args.match, installed.design.gpus, catalog)

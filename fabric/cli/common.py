@@ -38,7 +38,7 @@ def load_design_arg(spec: str, gpus: int | None, catalog):
     from pathlib import Path
 
     from fabric.design import load_design
-    from fabric.design.presets import PRESETS, preset_design
+    from fabric.reference.presets import PRESETS, preset_design
 
     name = spec[len("preset:"):] if spec.startswith("preset:") else spec
     if name in PRESETS and not Path(spec).exists():
@@ -49,3 +49,91 @@ def load_design_arg(spec: str, gpus: int | None, catalog):
     if gpus is not None:
         design = design.replace(gpus=gpus)
     return design
+
+
+def workload_arg(args):
+    """One workload from the -w files, or a robust objective over several -w groups and --scenarios."""
+    from pathlib import Path
+
+    from fabric.errors import FabricError
+    from fabric.evaluate import load_scenario
+    from fabric.search.robust import RobustObjective
+
+    groups = args.workload
+    if len(groups) > 1 and not args.robust:
+        raise FabricError(f"{len(groups)} workloads (-w given {len(groups)} times): choose how to combine them with "
+                          f"--robust worst or --robust mean")
+    if not args.robust:
+        if args.weights or args.scenarios:
+            raise FabricError("--weights and --scenarios only apply with --robust")
+        return load_workload_files(groups[0])
+    if args.scenario != "baseline":
+        raise FabricError("with --robust give the scenarios as --scenarios a,b,... (every design is judged under "
+                          "each), not --scenario")
+    weights = [1.0] * len(groups)
+    if args.weights:
+        try:
+            weights = [float(x) for x in args.weights.split(",")]
+        except ValueError:
+            raise FabricError(f"--weights {args.weights!r}: expected numbers separated by commas") from None
+        if len(weights) != len(groups):
+            raise FabricError(f"--weights gives {len(weights)} weight(s) for {len(groups)} workload(s)")
+    names, used = [], set()
+    for g in groups:
+        n = Path(g[0]).name.split(".")[0] or "workload"
+        k, base = 2, n
+        while n in used:
+            n, k = f"{base}-{k}", k + 1
+        used.add(n)
+        names.append(n)
+    scenarios = tuple(load_scenario(x.strip()) for x in (args.scenarios or "baseline").split(",") if x.strip())
+    return RobustObjective(tuple((n, load_workload_files(g), w) for n, g, w in zip(names, groups, weights)),
+                           scenarios, mode=args.robust)
+
+
+
+def plan_objective(args, workload, catalog):
+    """The plan objective of ``--plan-space auto`` (None for fixed); errors for combinations it does not take."""
+    from fabric.errors import FabricError
+
+    if args.plan_space == "fixed":
+        if args.model:
+            raise FabricError("--model only applies with --plan-space auto or joint")
+        return None
+    if args.robust:
+        raise FabricError(f"--plan-space {args.plan_space} judges one training workload; it does not combine with "
+                          f"--robust")
+    from fabric.plans.basis import basis_from_workload
+    from fabric.search.plan_space.inner import PlanObjective
+    from fabric.search.plan_space.joint import JointObjective
+
+    basis = basis_from_workload(workload, model=args.model, catalog=catalog)
+    return PlanObjective(basis) if args.plan_space == "auto" else JointObjective(basis)
+
+
+
+def warn_calibration(path, *, design=None, constraints=None, catalog=None) -> None:
+    """Print a warning for each way the calibration's measured system differs from the design (or the search)."""
+    if not path:
+        return
+    import sys
+
+    from fabric.calibrate import load_profile
+    from fabric.calibrate.applicability import calibration_mismatches, search_mismatches
+
+    meta = load_profile(path).metadata
+    system, transport = meta.get("system"), meta.get("transport")
+    lines = (calibration_mismatches(system, design, transport=transport, catalog=catalog) if design is not None
+             else search_mismatches(system, constraints, transport=transport))
+    for line in lines:
+        print(f"warning: {line}", file=sys.stderr)
+
+
+
+def calibration_arg(path):
+    """The transport overrides of a calibration profile file (None without one)."""
+    if not path:
+        return None
+    from fabric.calibrate import load_profile
+
+    return load_profile(path).overrides

@@ -14,7 +14,7 @@ __all__ = ["fabric_document"]
 def fabric_document(design, bom: dict, racks: dict | None = None) -> dict:
     """``{"design": name, <bill of materials: switches, links, items, cost_usd, ...>, "design_spec": <the design
     file's fields>, "racks": <rack report>}`` from a design, its bill of materials (``BillOfMaterials.to_dict()``)
-    and, when given, its rack report (:func:`fabric.rackpower.rack_report`)."""
+    and, when given, its rack report (:func:`fabric.facility.rackpower.rack_report`)."""
     from fabric.design import design_to_dict
 
     doc = {"design": design.name, **bom, "design_spec": design_to_dict(design)}

@@ -1,5 +1,5 @@
 """A NIC whose every port lost its switch (issue 34): its GPU's traffic detours over NVLink through the live NICs
-of the other GPUs of its server (the rule and its source: :mod:`fabric.single_failure`, "the detour").
+of the other GPUs of its server (the rule and its source: :mod:`fabric.failures.rule`, "the detour").
 
 What the evaluator does with a failed leaf (or rail switch) whose servers keep live NICs elsewhere:
 
@@ -24,8 +24,9 @@ from __future__ import annotations
 import numpy as np
 
 from fabric.errors import DesignError
+from fabric.topology.fabric import LINK_KINDS
 
-__all__ = ["dead_nics", "detour_flows"]
+__all__ = ["dead_nics", "detour_flows", "nvlink_detour"]
 
 
 def dead_nics(fabric, dead_leaf: np.ndarray) -> np.ndarray | None:
@@ -98,3 +99,12 @@ def detour_flows(fabric, dead_nic: np.ndarray, src_gpu, dst_gpu, src_nic, dst_ni
     out_fwd = float(np.bincount(sg[away_s], weights=p[away_s]).max()) if away_s.any() else 0.0
     in_fwd = float(np.bincount(dg[away_d], weights=p[away_d]).max()) if away_d.any() else 0.0
     return sg, dg, sni, dni, p, out_fwd + in_fwd
+
+
+def nvlink_detour(fabric) -> bool:
+    """Whether the detour (module docstring; the rule: :mod:`fabric.failures.rule`) applies to ``fabric``: its servers' GPUs are joined by NVLink (a
+    server of one GPU has no sibling to detour through, and none is needed: its NICs are its own)."""
+    if fabric.design.gpus_per_node <= 1:
+        return True
+    nv = fabric.link_kind == LINK_KINDS.index("nvlink")
+    return bool(nv.any() and float(fabric.link_capacity_bps[nv].min()) > 0)

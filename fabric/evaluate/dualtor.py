@@ -20,8 +20,8 @@ __all__ = ["check_leaf_failure", "usable_ports"]
 def check_leaf_failure(fabric, leaf: int, name: str) -> None:
     """DesignError unless every server with a NIC port on ``leaf`` (node id) keeps a NIC port on another switch
     that its GPUs reach: another port of the same NIC (dual-homed), or, with the NVLink detour
-    (:func:`fabric.single_failure.nvlink_detour`), another NIC of the server."""
-    from fabric.single_failure import nvlink_detour
+    (:func:`fabric.evaluate.detour.nvlink_detour`), another NIC of the server."""
+    from fabric.evaluate.detour import nvlink_detour
 
     on = (fabric.nic_ports == leaf).any(axis=1)
     if not on.any():

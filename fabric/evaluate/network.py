@@ -41,6 +41,9 @@ from fabric.evaluate.ballsbins import sample_max_load
 from fabric.evaluate.bounds import fabric_cuts
 from fabric.evaluate.computed import computed_busiest_balls
 from fabric.evaluate.detour import dead_nics, detour_flows
+from fabric.evaluate.link_classes import (
+    LinkClass, _class_members, _classes, _group_classes, _unique_rows,
+)
 from fabric.topology.fabric import LINK_KINDS
 
 __all__ = ["NetworkModel", "LinkClass", "PhaseLoad", "PairUnits", "PathSample", "phase_load", "port_loads",
@@ -229,29 +232,6 @@ class NetworkModel:
 
 
 @dataclass
-class LinkClass:
-    """Members (link groups) with the same load shape; ``ball`` is bytes per ball per byte of op size."""
-
-    kind: str
-    k: int
-    n: int
-    slow: int
-    members: int
-    ball: float
-    member_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    mean_load: float = 0.0       # mean bytes per link per op byte over the members
-    bg: float = 0.0              # share of these links' capacity taken by other jobs
-    member_loads: np.ndarray = field(default_factory=lambda: np.zeros(0))   # mean bytes per link per op byte
-    joint: int = -1              # >= 0: drawn jointly with other classes by ``PhaseLoad.joint[joint]`` (ECMP paths)
-    #: the load sits on given links, whatever the routing (in-network reduction trees, fabric.evaluate.innetwork):
-    #: ``ball`` is the busiest member's busiest link, slow links already counted
-    pinned: bool = False
-    #: the balls are hashed onto the links whatever the routing (queue pairs onto a multi-port NIC's ports:
-    #: :mod:`fabric.evaluate.ports`)
-    hashed: bool = False
-
-
-@dataclass
 class PairUnits:
     """``members`` leaf pairs (A, B) in which A's uplinks carry only flows to B and B's downlinks only flows from A:
     k balls over s spines with b links per leaf-spine pair; the busiest of A's uplinks and B's downlinks has the
@@ -311,83 +291,6 @@ class PhaseLoad:
     #: enter the network (rail-only fabrics, PXN): an extra hop in series with the network (issue 28); with dead
     #: NICs (detour.py) also the busiest GPU's bytes received over NVLink from the NIC of another GPU
     forward_nvlink: float = 0.0
-
-
-def _group_index(keys: np.ndarray):
-    """``(unique keys, inverse)``: by counting when the keys span a small range (switch ids), else by sorting."""
-    lo, hi = int(keys.min()), int(keys.max())
-    span = hi - lo + 1
-    if span <= 4 * keys.size + 65536:
-        off = keys - lo if lo else keys
-        present = np.bincount(off, minlength=span) > 0
-        uniq = np.flatnonzero(present)
-        lookup = np.zeros(span, np.int64)
-        lookup[uniq] = np.arange(uniq.size)
-        return uniq + lo, np.take(lookup, off)
-    uniq, inv = np.unique(keys, return_inverse=True)
-    return uniq, inv.ravel()
-
-
-def _unique_rows(sig: np.ndarray):
-    """``(unique rows, inverse)`` of an integer matrix, rows in lexicographic order: what ``np.unique(sig, axis=0,
-    return_inverse=True)`` gives, without its sort of the rows as opaque records (slow on 100,000s of rows). Each
-    row is packed into one integer (column offsets and spans keep the order lexicographic) and grouped by
-    :func:`_group_index`; rows whose spans do not fit 62 bits go the general way."""
-    if sig.shape[0] == 0 or sig.dtype.kind not in "iu":
-        csig, cinv = np.unique(sig, axis=0, return_inverse=True)
-        return csig, cinv.ravel()
-    lo = sig.min(axis=0)
-    span = sig.max(axis=0) - lo + 1
-    if float(np.prod(span.astype(float))) >= 2.0 ** 62:
-        csig, cinv = np.unique(sig, axis=0, return_inverse=True)
-        return csig, cinv.ravel()
-    stride = np.ones(span.size, np.int64)
-    for j in range(span.size - 2, -1, -1):
-        stride[j] = stride[j + 1] * span[j + 1]
-    key = (sig - lo) @ stride if sig.shape[1] > 1 else sig[:, 0] - lo[0]
-    uniq, inv = _group_index(np.asarray(key, dtype=np.int64))
-    csig = (uniq[:, None] // stride) % span + lo
-    return csig.astype(sig.dtype, copy=False), inv
-
-
-def _group_classes(kind: str, keys: np.ndarray, qps: np.ndarray, bytes_: np.ndarray, n_of_key, slow_of_key,
-                   bg_of_key=None) -> list[LinkClass]:
-    if keys.size == 0:
-        return []
-    uniq, inv = _group_index(keys)
-    B = np.bincount(inv, weights=bytes_)
-    B2 = np.bincount(inv, weights=bytes_ * bytes_ / qps)
-    k_eff = np.maximum(1, np.rint(B * B / np.maximum(B2, 1e-300))).astype(np.int64)
-    ball = B / k_eff
-    n = np.asarray(n_of_key(uniq), dtype=np.int64)
-    slow = np.asarray(slow_of_key(uniq), dtype=np.int64)
-    bg = np.zeros(uniq.size) if bg_of_key is None else np.asarray(bg_of_key(uniq), dtype=float)
-    return _classes(kind, uniq, k_eff, ball, n, slow, bg, B)
-
-
-def _class_members(cinv: np.ndarray, n_classes: int):
-    """Per class ``c`` (0 .. n_classes - 1), the positions ``i`` with ``cinv[i] == c`` in increasing order (one
-    class: every position, as a slice)."""
-    if n_classes == 1:
-        return iter([slice(None)])
-    if n_classes <= 8:
-        return (np.flatnonzero(cinv == c) for c in range(n_classes))
-    order = np.argsort(cinv, kind="stable")
-    return np.split(order, np.cumsum(np.bincount(cinv, minlength=n_classes))[:-1])
-
-
-def _classes(kind, keys, k, ball, n, slow, bg, total_bytes) -> list[LinkClass]:
-    """Group members with equal (balls, links, slow links, background in 1 % steps) into classes."""
-    bg_pct = np.rint(np.clip(bg, 0.0, 0.95) * 100).astype(np.int64)
-    sig = np.stack([k, n, slow, bg_pct], axis=1)
-    csig, cinv = _unique_rows(sig)
-    ball = np.broadcast_to(np.asarray(ball, dtype=float), k.shape)
-    out = []
-    for c, (kk, nn, sl, bp), m in zip(range(len(csig)), csig.tolist(), _class_members(cinv, len(csig))):
-        per_link = total_bytes[m] / max(nn, 1)
-        out.append(LinkClass(kind, int(kk), int(max(nn, 0)), int(sl), per_link.size, float(ball[m].max()), keys[m],
-                             float(per_link.mean()), bp / 100.0, per_link))
-    return out
 
 
 def _any_per_row(m: np.ndarray) -> np.ndarray:

@@ -29,7 +29,7 @@ def port_classes(nic_ids: np.ndarray, bytes_per_byte: np.ndarray, flows: float, 
     split over ports), each flow ``flows`` balls of ``bytes / flows``, on ``ports`` ports per NIC (a number, or one
     per flow: the ports it can use); ``hashed``: drawn
     like ECMP whatever the routing, else placed by the routing's own rule (computed paths: ``ceil(k / ports)``)."""
-    from fabric.evaluate.network import _group_classes
+    from fabric.evaluate.link_classes import _group_classes
 
     n = np.asarray(ports, dtype=np.int64)
     if nic_ids.size == 0 or n.max() <= 1:

@@ -75,7 +75,7 @@ class PlanBasis:
     @cached_property
     def key(self) -> str:
         """A stable key of the basis' content (for caches)."""
-        from fabric.search.records import workload_key
+        from fabric.workload.model import workload_key
 
         parts = [asdict(self.model), self.gpus, self.global_batch, self.mfu, self.gpu_flops, self.compute_gpu,
                  None if self.given is None else asdict(self.given), self.measured, self.job_name, self.compute_cv,

@@ -3,7 +3,7 @@ lines) that the Design report, the brief and ``fabric evaluate --json`` share.
 
 :func:`record_facts` takes everything from one :class:`~fabric.review.record.DesignRecord` (its context, headline and
 per-case figures, plan, serving latency, bill of materials, racks, single failures, what-ifs, cheapest fixes with the
-best free policy, cost per step); :func:`design_sections` writes it. The brief (:mod:`fabric.brief`) adds what a
+best free policy, cost per step); :func:`design_sections` writes it. The brief (:mod:`fabric.review.brief`) adds what a
 search says around it (the rule that chose the design, the baselines, the runner-up, the constraints); nothing here
 evaluates anything the record did not.
 """
@@ -55,7 +55,7 @@ def record_facts(record, *, what_ifs=WHAT_IFS, fixes: bool = True) -> dict:
     """Everything :func:`design_sections` says of ``record``, as plain numbers (JSON-ready): the what-ifs named
     and, with ``fixes``, the cheapest fixes (both computed with the record and kept with it)."""
     from fabric.cost import bill_of_materials
-    from fabric.economics import economics
+    from fabric.cost.economics import economics
     from fabric.evaluate import SCENARIO_PRESETS
     from fabric.evaluate.explain import explain_step
     from fabric.evaluate.gpu_compute import basis_notes
@@ -111,7 +111,7 @@ def _which(d: dict) -> str:
 
 def design_lines(d: dict) -> list[str]:
     """The design's headline in sentences (the first section of the report; the brief's "design to buy")."""
-    from fabric.figures import figure_texts
+    from fabric.review.figures import figure_texts
 
     f = figure_texts({k: v for k, v in d["figures"].items() if v is not None})
     step = "unloaded request" if d.get("serving_only") else "step"
@@ -147,7 +147,7 @@ def _case_lines(d: dict) -> list[str]:
 
 
 def _bom_lines(d: dict) -> list[str]:
-    from fabric.figures import figure_texts
+    from fabric.review.figures import figure_texts
 
     m = d["bom"]
     sw = ", ".join(f"{n:,} {tier}" for tier, n in m["switches"].items())
@@ -165,7 +165,7 @@ def _bom_lines(d: dict) -> list[str]:
 
 
 def _resilience_lines(d: dict) -> list[str]:
-    from fabric.resilience_text import resilience_lines
+    from fabric.failures.text import resilience_lines
 
     healthy = d["cases"][0]["p99_s"]
     lines = resilience_lines(d["resilience"], _t, healthy)
@@ -211,7 +211,7 @@ def _fix_lines(d: dict) -> list[str]:
 
 
 def _cost_lines(d: dict) -> list[str]:
-    from fabric.figures import figure_texts
+    from fabric.review.figures import figure_texts
 
     e = d["economics"]
     f = figure_texts({k: v for k, v in d["figures"].items() if v is not None})

@@ -3,7 +3,7 @@
 :func:`design_record` evaluates a design in a :class:`~fabric.review.context.Context` and returns a
 :class:`DesignRecord`: the search's flat record of the design (``row``: the same function and arguments the search
 used, so the front's hover and CSV show the same numbers), each case's evaluation (a workload of the mix under its
-scenario, at the plan the context gives it) with its figures (:func:`fabric.figures.design_figures`), and the
+scenario, at the plan the context gives it) with its figures (:func:`fabric.review.figures.design_figures`), and the
 headline figures. A robust context's headline p99 is the robust p99 (labelled so); p50, p95, the lower bound and
 the share of GPU time waiting on the network exist per case only. The single-failure analysis
 (:attr:`DesignRecord.failures`), the cheapest fixes and best free policy judged in the context
@@ -72,7 +72,7 @@ class DesignRecord:
 
     @cached_property
     def figures(self) -> dict:
-        """The headline figures (:data:`fabric.figures.FIGURES` names, SI): design figures and, in a robust
+        """The headline figures (:data:`fabric.review.figures.FIGURES` names, SI): design figures and, in a robust
         context, ``robust_p99_s`` instead of the step percentiles (those are per case: :attr:`case_figures`)."""
         return record_figures(self)
 
@@ -112,11 +112,11 @@ class DesignRecord:
 
     @cached_property
     def failures(self) -> dict:
-        """Single failures (:func:`fabric.resilience.resilience`) of every case at its plan, with the worst p99
+        """Single failures (:func:`fabric.failures.resilience.resilience`) of every case at its plan, with the worst p99
         under a single failure combined like the record's p99 (``p99_failure_s``, the search's figure):
         ``{"primary": <resilience of the first case>, "cases": {case: resilience}, "p99_failure_s",
         "survives_single_failure", "gpus_lost_on_worst_switch_failure"}``."""
-        from fabric.resilience import failure_p99, resilience
+        from fabric.failures.resilience import failure_p99, resilience
         from fabric.search.records import INFEASIBLE_P99
 
         ctx = self.context
@@ -131,7 +131,7 @@ class DesignRecord:
                                      reuse=reuse)
         self._reuse = None
         worst = {}
-        for name, r in per.items():      # the search's figure (fabric.resilience.failure_p99)
+        for name, r in per.items():      # the search's figure (fabric.failures.resilience.failure_p99)
             p = failure_p99(r)
             worst[name] = INFEASIBLE_P99 if p is None else p
         if self.robust:
@@ -147,10 +147,10 @@ class DesignRecord:
 
     @cached_property
     def fixes(self) -> dict:
-        """The advisor's single changes of the design judged in this context (:func:`fabric.advisor.advise` with
+        """The advisor's single changes of the design judged in this context (:func:`fabric.review.advisor.advise` with
         :func:`context_judge`): the best free policy, then hardware by dollars per millisecond. In a robust context
         "p99" is the robust p99; in a plan context each changed design at its own best shortlisted plan."""
-        from fabric.advisor import advise
+        from fabric.review.advisor import advise
 
         ctx = self.context
         if ctx.kind == "single":     # the plain evaluation, as `fabric advise` makes it
@@ -281,7 +281,7 @@ def _evaluate_case(design, ctx, workload, scenario, reuse: dict | None = None):
 
 def _case(design, ctx, racks, name, workload, scenario, weight, plan, evaluation=None,
           reuse: dict | None = None) -> CaseResult:
-    from fabric.figures import design_figures
+    from fabric.review.figures import design_figures
 
     ev = evaluation if evaluation is not None else _evaluate_case(design, ctx, workload, scenario, reuse)
     figs = design_figures(ev, design, catalog=ctx.catalog, economics_params=ctx.constraints.economics(),

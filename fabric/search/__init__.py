@@ -16,7 +16,7 @@ _LAZY = {"SearchResult": "result", "hypervolume": "result", "pareto_mask": "resu
          "GLOBAL_CACHE": "run", "SearchProgress": "run", "exhaustive_search": "run", "random_search": "run",
          "run_search": "run", "DaskRunner": "runners", "InProcessRunner": "runners", "ProcessRunner": "runners",
          "make_runner": "runners", "DesignSpace": "space", "one_gene_neighbours": "local",
-         "pareto_local_search": "local", "ConvergenceRule": "convergence", "continue_search": "convergence"}
+         "pareto_local_search": "local", "ConvergenceRule": "convergence", "continue_search": "run"}
 
 
 def __getattr__(name: str):

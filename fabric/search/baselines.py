@@ -1,5 +1,5 @@
 """The designs a person would draw, always evaluated and reported beside the front (rules:
-:mod:`fabric.design.reference`, shared with the presets):
+:mod:`fabric.reference.rules`, shared with the presets):
 
 - a full-bisection fat tree (top-of-rack Clos, 1:1 at every tier) of the switch the fastest NIC's generation calls
   for (400G NICs: NDR 64 x 400G, not a faster switch split into 400G ports), ECMP with one queue pair;
@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from fabric.design import Design
-from fabric.design.reference import fat_tree, generation_switch, superpod
+from fabric.reference.rules import fat_tree, generation_switch, superpod
 
 __all__ = ["baseline_designs"]
 

@@ -68,14 +68,14 @@ class Constraints:
     power_w: float | None = None
     #: the most power one rack may draw (W): compute racks (servers and a top-of-rack switch) and network racks
     rack_power_w: float | None = None
-    #: the most power the facility may draw (W): servers and network x PUE (fabric.rackpower)
+    #: the most power the facility may draw (W): servers and network x PUE (fabric.facility.rackpower)
     facility_power_w: float | None = None
     cable_count: int | None = None
     p99_target_s: float | None = None
     optimize_power: bool = False
     #: what the search minimizes beside p99: "network_capex" (USD), or "cost_per_step" (servers and network
-    #: amortized over ``life_years`` plus power x PUE x electricity price, times the p99 step: fabric.economics)
-    #: designs that do not survive every single switch or cable failure are infeasible (fabric.single_failure:
+    #: amortized over ``life_years`` plus power x PUE x electricity price, times the p99 step: fabric.cost.economics)
+    #: designs that do not survive every single switch or cable failure are infeasible (fabric.failures.rule:
     #: a failure that partitions the GPUs still in the job or takes more than half of the servers out)
     survive_single_failure: bool = True
     #: the p99 step under the worst single switch or link failure may not exceed this (seconds; None: no limit)
@@ -92,7 +92,7 @@ class Constraints:
     #: and the baselines after the search (about 2-4x the cost of an evaluation: docs/constraints.md); on by itself
     #: when a failure limit or the failure objective needs it
     failure_p99_for_every_design: bool = False
-    #: the p99 the search minimizes: "healthy", or "worst_single_failure" (fabric.resilience)
+    #: the p99 the search minimizes: "healthy", or "worst_single_failure" (fabric.failures.resilience)
     p99_objective: str = "healthy"
     cost_objective: str = "network_capex"
     life_years: float = 4.0
@@ -249,8 +249,8 @@ class Constraints:
         return float(v) if v >= 1 else float(v) * (self.gpus if gpus is None else gpus)
 
     def economics(self):
-        """The :class:`fabric.economics.EconomicsParams` these constraints value GPU time with."""
-        from fabric.economics import EconomicsParams
+        """The :class:`fabric.cost.economics.EconomicsParams` these constraints value GPU time with."""
+        from fabric.cost.economics import EconomicsParams
 
         return EconomicsParams(life_years=self.life_years, electricity_usd_per_kwh=self.electricity_usd_per_kwh,
                                pue=self.pue)

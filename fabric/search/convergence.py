@@ -11,7 +11,7 @@ threshold costs up to 350 evaluations more for no change.
 
 A search also stops as converged when 10 generations in a row bring no design it has not seen (a small space
 exhausted). A search that stops on its evaluation or time budget before the rule is met says "not converged" and
-can be continued from its saved state (:func:`continue_search`): the state holds the genetic search as it was after
+can be continued from its saved state (:func:`fabric.search.run.continue_search`): the state holds the genetic search as it was after
 its last generation, so a search continued with ``n`` more evaluations is the very search that would have run with
 the larger budget from the start.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from fabric.errors import FabricError
 
-__all__ = ["ConvergenceRule", "DEFAULT_RULE", "STALE_GENERATIONS", "saved_evaluations", "continue_search",
+__all__ = ["ConvergenceRule", "DEFAULT_RULE", "STALE_GENERATIONS", "saved_evaluations",
            "status_text"]
 
 #: Generations in a row without a new design after which a search has exhausted what it can reach.
@@ -107,17 +107,3 @@ def saved_evaluations(state_path) -> int:
     if not isinstance(state, dict) or "evaluations" not in state:
         raise FabricError(f"cannot continue from {p}: not a fabric search state")
     return int(state["evaluations"])
-
-
-def continue_search(workload, constraints, state_path, *, extra_evals: int, **kw):
-    """Continue the search saved at ``state_path`` with ``extra_evals`` more evaluations than it had spent
-    (``workload``, ``constraints`` and the keywords of :func:`fabric.search.run_search`, ``seed`` and ``samples``
-    included, must be the ones it ran with); returns its :class:`~fabric.search.SearchResult`."""
-    from fabric.search.run import run_search
-
-    if isinstance(extra_evals, bool) or not isinstance(extra_evals, int) or extra_evals < 1:
-        raise FabricError(f"continue with a positive whole number of evaluations, got {extra_evals!r}")
-    if "budget_evals" in kw:
-        raise FabricError("continue_search takes extra_evals, the evaluations to add, not budget_evals")
-    return run_search(workload, constraints, budget_evals=saved_evaluations(state_path) + extra_evals,
-                      state_path=state_path, **kw)

@@ -61,7 +61,7 @@ def dominates(a: dict, b: dict) -> bool:
 
 
 def _cost_p99(rec: dict) -> tuple[float, float]:
-    from fabric.search.result import record_objectives
+    from fabric.search.records import record_objectives
 
     c, p = record_objectives(rec, 2)
     return float(c), float(p)

@@ -2,7 +2,7 @@
 objective prepared for it.
 
 A robust objective is normalised by the first buildable human baseline (its references, fabric.search.robust); a
-plan objective gets its plan shortlist for the space (fabric.plans.inner); a plain workload stays as it is. The
+plan objective gets its plan shortlist for the space (fabric.search.plan_space.inner); a plain workload stays as it is. The
 preparation is a pure function of (objective, constraints, catalog, seed, samples, calibration, scenario), so the
 search and a page that shows its designs prepare the same objective; :func:`prepare_objective` keeps the last
 few in this process, since a plan shortlist takes about a second to rank.
@@ -24,7 +24,7 @@ _KEEP = 16
 
 
 def space_for(workload, constraints, catalog):
-    """The design space of ``constraints``, or the space an objective brings (plan genes, fabric.plans.joint)."""
+    """The design space of ``constraints``, or the space an objective brings (plan genes, fabric.search.plan_space.joint)."""
     from fabric.search.space import DesignSpace
 
     if hasattr(workload, "design_space"):

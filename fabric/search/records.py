@@ -14,6 +14,7 @@ from dataclasses import asdict
 
 from fabric.errors import FabricError
 from fabric.limits import current_limits
+from fabric.workload.model import workload_key
 
 __all__ = ["evaluate_record", "design_key", "workload_key", "EvaluationCache", "violations", "serving_fields",
            "failure_fields", "set_failure_slowdown", "BLAST_COLUMNS", "INFEASIBLE_COST", "INFEASIBLE_P99"]
@@ -22,7 +23,7 @@ __all__ = ["evaluate_record", "design_key", "workload_key", "EvaluationCache", "
 INFEASIBLE_COST = 1e15
 INFEASIBLE_P99 = 1e9
 _CATEGORIES = ("switch", "nic", "transceiver", "cable")
-#: Rack and facility power fields of a record (W; fabric.rackpower).
+#: Rack and facility power fields of a record (W; fabric.facility.rackpower).
 _RACK_FIELDS = ("max_rack_power_w", "it_power_w", "facility_power_w")
 #: The blast radius of a record (issue 34): GPUs out of the job after the worst single switch failure, GPUs that
 #: ride a failure out through another GPU's NIC (NVLink detour), and, where evaluated (the front and the baselines
@@ -43,19 +44,6 @@ def design_key(design) -> str:
     if not d.get("serving_class"):
         d.pop("serving_class", None)
     return hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def workload_key(workload) -> str:
-    """A stable key of a workload's content (or of a robust objective's: its workloads, weights, scenarios)."""
-    from fabric.search.robust import RobustObjective, robust_key
-    from fabric.workload.model import dump_workload_json
-
-    if isinstance(workload, RobustObjective):
-        return robust_key(workload)
-    if hasattr(workload, "evaluate_record"):       # an objective layer of its own (fabric.plans)
-        return workload.key()
-
-    return hashlib.sha1(dump_workload_json(workload, indent=None).encode()).hexdigest()[:16]
 
 
 def violations(rec: dict, constraints) -> dict:
@@ -120,18 +108,15 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
                     genome=None, repairs=(), transport_overrides=None, reuse: dict | None = None,
                     evaluation=None) -> dict:
     """Evaluate ``design`` and flatten the result; an unbuildable design gives a record saying why. A
-    :class:`~fabric.search.robust.RobustObjective` as ``workload`` gives one record over all its cases; an object
-    with its own ``evaluate_record`` (a plan objective, :mod:`fabric.plans.inner`) makes the record itself.
+    :class:`~fabric.search.robust.RobustObjective` as ``workload`` gives one record over all its cases, a plan
+    objective (:mod:`fabric.search.plan_space.inner`) the record of the design's best plan: each makes the record
+    itself (its ``evaluate_record``).
     ``reuse``: passed to :func:`fabric.evaluate.evaluate` (intermediate results shared by evaluations of one
     design; the record is the same without it). ``evaluation``: the evaluation of ``design`` on ``workload`` with
     these arguments when the caller already has it (inner mode's best plan), used instead of evaluating again."""
     from fabric.evaluate import evaluate
-    from fabric.search.robust import RobustObjective, evaluate_robust_record
 
-    if isinstance(workload, RobustObjective):
-        return evaluate_robust_record(design, workload, scenario, seed, samples, catalog, constraints,
-                                      genome=genome, repairs=repairs, transport_overrides=transport_overrides)
-    if hasattr(workload, "evaluate_record"):       # a plan objective (fabric.plans): the same record per plan
+    if hasattr(workload, "evaluate_record"):       # a robust or plan objective makes its record itself
         return workload.evaluate_record(design, scenario, seed, samples, catalog, constraints, genome=genome,
                                         repairs=repairs, transport_overrides=transport_overrides)
 
@@ -165,12 +150,12 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
                     "spare_gpus": 0})
     else:
         st = ev.step_time_s
-        from fabric.economics import economics
+        from fabric.cost.economics import economics
 
         eco = economics(ev, design, catalog=catalog, params=constraints.economics())
         rec.update({"usd_per_step": eco["usd_per_step"],
                     "gpu_idle_fraction_network": eco["gpu_idle_fraction_network"]})
-        from fabric.resilience import resilience, structural_failures
+        from fabric.failures.resilience import resilience, structural_failures
 
         sf = _reused(reuse, ("structural", design, id(catalog)), lambda: structural_failures(design, catalog))
         rec.update({"survives_single_failure": bool(sf["survives_single_failure"]),
@@ -201,11 +186,11 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
 
 def failure_fields(design, workload, scenario, seed: int, samples: int, catalog, transport_overrides,
                    healthy_p99_s: float) -> dict:
-    """The record's figures under the worst single failure (:func:`fabric.resilience.resilience`, whose failures
+    """The record's figures under the worst single failure (:func:`fabric.failures.resilience.resilience`, whose failures
     are evaluated with the same seed and samples): ``p99_failure_s`` (INFEASIBLE_P99 when the design does not
     survive a single failure), ``p99_failure_slowdown`` (over ``healthy_p99_s``) and ``worst_failure`` (the failed
     switch or cable that sets it; "" when none slows the step)."""
-    from fabric.resilience import failure_p99, resilience, worst_failure
+    from fabric.failures.resilience import failure_p99, resilience, worst_failure
 
     r = resilience(design, workload, catalog=catalog, seed=seed, samples=samples,
                    transport_overrides=transport_overrides, scenario=scenario, healthy_p99_s=healthy_p99_s)
@@ -223,9 +208,9 @@ def set_failure_slowdown(rec: dict) -> None:
 
 
 def record_racks(design, catalog, constraints, reuse: dict | None = None) -> dict:
-    """:func:`fabric.rackpower.rack_report` of ``design`` under the constraints' rack power limit and PUE (what a
+    """:func:`fabric.facility.rackpower.rack_report` of ``design`` under the constraints' rack power limit and PUE (what a
     record's rack fields and a record's figures read), kept in ``reuse`` when given."""
-    from fabric.rackpower import rack_report
+    from fabric.facility.rackpower import rack_report
 
     limit = getattr(constraints, "rack_power_w", None)
     return _reused(reuse, ("racks", design, id(catalog), limit, constraints.pue),
@@ -290,3 +275,31 @@ class EvaluationCache:
 
     def __len__(self) -> int:
         return len(self._d)
+
+
+def record_objectives(rec: dict, keys) -> list[float]:
+    """A record's objective values in the search's order: ``keys`` the objective columns (a tuple) or their count
+    (cost, p99, power); the cost and p99 are ``objective_cost`` / ``objective_p99`` when the search minimises
+    cost per step (records.objective_cost)."""
+    keys = keys if isinstance(keys, tuple) else ("cost_usd", "p99_s", "power_w")[:keys]
+    f = [rec.get("objective_cost", rec["cost_usd"]), rec.get("objective_p99", rec["p99_s"])]
+    for k in keys[2:]:
+        if k == "power_w":
+            f.append(rec["power_w"])
+        elif k == "serving_slo_miss":
+            f.append(1.0 - rec.get("serving_slo_attainment", 0.0))
+        else:
+            f.append(rec.get(k, INFEASIBLE_P99))
+    return f
+
+
+def policy_text_of_record(rec: dict) -> str:
+    """A record's free policy in a few words: ``ecmp/4qp packed``, ``adaptive rail_aligned +PXN``."""
+    routing = rec.get("routing")
+    parts = [f"{routing}/{int(rec.get('qps_per_connection') or 1)}qp" if routing == "ecmp" else str(routing),
+             str(rec.get("placement"))]
+    if rec.get("pxn") in (True, 1, "True", "true"):
+        parts.append("+PXN")
+    if rec.get("serving_class") in (True, 1, "True", "true"):
+        parts.append("+serving class")
+    return " ".join(parts)

@@ -11,7 +11,8 @@ import pandas as pd
 
 from fabric.design.policy import RECORD_HARDWARE_COLUMNS, RECORD_POLICY_COLUMNS, record_policy_changes, \
     same_record_hardware
-from fabric.tradeoff import same_p99, speedup_text
+from fabric.search.records import policy_text_of_record, record_objectives
+from fabric.search.tradeoff import same_p99, speedup_text
 
 __all__ = ["SearchResult", "pareto_mask", "hypervolume", "POLICY_COLUMNS", "HARDWARE_COLUMNS", "free_upgrades", "csv_frame",
            "policy_text_of_record"]
@@ -49,24 +50,6 @@ def free_upgrades(front: list, baselines: list) -> dict:
                     {"baseline": b["design"], "speedup": b["p99_s"] / r["p99_s"],
                      "changes": record_policy_changes(b, r)})
     return out
-
-
-def record_objectives(rec: dict, keys) -> list[float]:
-    """A record's objective values in the search's order: ``keys`` the objective columns (a tuple) or their count
-    (cost, p99, power); the cost and p99 are ``objective_cost`` / ``objective_p99`` when the search minimises
-    cost per step (records.objective_cost)."""
-    from fabric.search.records import INFEASIBLE_P99
-
-    keys = keys if isinstance(keys, tuple) else ("cost_usd", "p99_s", "power_w")[:keys]
-    f = [rec.get("objective_cost", rec["cost_usd"]), rec.get("objective_p99", rec["p99_s"])]
-    for k in keys[2:]:
-        if k == "power_w":
-            f.append(rec["power_w"])
-        elif k == "serving_slo_miss":
-            f.append(1.0 - rec.get("serving_slo_attainment", 0.0))
-        else:
-            f.append(rec.get(k, INFEASIBLE_P99))
-    return f
 
 
 def pareto_mask(F: np.ndarray) -> np.ndarray:
@@ -340,18 +323,6 @@ class SearchResult:
         csv_frame(self.baseline_frame()).to_csv(out / "baselines.csv", index=False)
         (out / "summary.json").write_text(json.dumps({**self.summary(), **(extra or {})}, indent=2, default=float))
         return out
-
-
-def policy_text_of_record(rec: dict) -> str:
-    """A record's free policy in a few words: ``ecmp/4qp packed``, ``adaptive rail_aligned +PXN``."""
-    routing = rec.get("routing")
-    parts = [f"{routing}/{int(rec.get('qps_per_connection') or 1)}qp" if routing == "ecmp" else str(routing),
-             str(rec.get("placement"))]
-    if rec.get("pxn") in (True, 1, "True", "true"):
-        parts.append("+PXN")
-    if rec.get("serving_class") in (True, 1, "True", "true"):
-        parts.append("+serving class")
-    return " ".join(parts)
 
 
 def csv_frame(df: pd.DataFrame) -> pd.DataFrame:

@@ -103,6 +103,17 @@ class RobustObjective:
     def name(self) -> str:
         return f"robust ({self.mode}) over {', '.join(n for n, _, _ in self.workloads)}"
 
+    def key(self) -> str:
+        """A stable key of the objective's content (:func:`robust_key`)."""
+        return robust_key(self)
+
+    def evaluate_record(self, design, scenario, seed: int, samples: int, catalog, constraints, genome=None,
+                        repairs=(), transport_overrides=None) -> dict:
+        """One record of ``design`` over every case (:func:`evaluate_robust_record`): the search's records ask an
+        objective for its record as they ask a plan objective (:func:`fabric.search.records.evaluate_record`)."""
+        return evaluate_robust_record(design, self, scenario, seed, samples, catalog, constraints, genome=genome,
+                                      repairs=repairs, transport_overrides=transport_overrides)
+
 
 def robust_combine(obj: RobustObjective, p99_by_case: dict) -> tuple[float, float]:
     """``(robust p99 in seconds, robust slowdown)`` of one design's p99 on every case of ``obj`` (the rule of the
@@ -139,7 +150,7 @@ def robust_key(obj: RobustObjective) -> str:
 def evaluate_robust_record(design, obj: RobustObjective, scenario, seed: int, samples: int, catalog, constraints,
                            genome=None, repairs=(), transport_overrides=None) -> dict:
     """One record for ``design`` over every case of ``obj`` (see the module docstring)."""
-    from fabric.search.records import evaluate_record, violations
+    from fabric.search.records import evaluate_record, objective_cost, objective_p99, set_failure_slowdown, violations
 
     if scenario is not None and scenario.to_dict() != type(scenario)().to_dict():
         raise FabricError("a robust search takes its scenarios in the robust objective, not as a separate scenario")
@@ -169,14 +180,10 @@ def evaluate_robust_record(design, obj: RobustObjective, scenario, seed: int, sa
     out["usd_per_step"] = float(recs[0][2]["usd_per_step"]) * out["p99_s"] / recs[0][2]["p99_s"]
     if "p99_failure_s" in out:   # under failure too: the worst case's slowdown (the same references)
         out["p99_failure_s"] = robust_failure_p99(obj, {name: r["p99_failure_s"] for name, _, r in recs})
-        from fabric.search.records import set_failure_slowdown
-
         set_failure_slowdown(out)
     v = violations(out, constraints)
     out["violations"] = v
     out["feasible"] = all(x <= 0 for x in v.values())
-    from fabric.search.records import objective_cost, objective_p99
-
     out["objective_cost"] = objective_cost(out, constraints)
     out["objective_p99"] = objective_p99(out, constraints)
     return out

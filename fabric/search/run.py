@@ -42,12 +42,13 @@ from fabric.search.prepare import has_serving_jobs
 from fabric.search.convergence import DEFAULT_RULE, STALE_GENERATIONS, ConvergenceRule
 from fabric.search.neighbourhood import check_recommendation
 from fabric.search.records import INFEASIBLE_P99, EvaluationCache, design_key, workload_key
-from fabric.search.result import SearchResult, hypervolume, pareto_mask, record_objectives
+from fabric.search.records import record_objectives
+from fabric.search.result import SearchResult, hypervolume, pareto_mask
 from fabric.search.runners import InProcessRunner
 from fabric.search.space import DesignSpace
 from fabric.search.ties import front_order, plain_variants
 
-__all__ = ["SearchProgress", "run_search", "exhaustive_search", "random_search", "GLOBAL_CACHE"]
+__all__ = ["SearchProgress", "run_search", "continue_search", "exhaustive_search", "random_search", "GLOBAL_CACHE"]
 
 #: Records shared by every search in this process (the dashboard benefits across reruns).
 GLOBAL_CACHE = EvaluationCache()
@@ -644,7 +645,7 @@ def _prefetch_failure_figures(session, rows, bases) -> None:
 
 def _annotated(session, records, front):
     """``records`` and ``front`` with what an objective adds to the front records after a search (joint mode: the
-    given plan's p99, fabric.plans.joint), on copies: the cached records stay as evaluated."""
+    given plan's p99, fabric.search.plan_space.joint), on copies: the cached records stay as evaluated."""
     if not front or not hasattr(session.workload, "annotate_front"):
         return records, front
     front = [dict(r) for r in front]
@@ -816,3 +817,17 @@ def _load_state(path):
     if not isinstance(state, dict) or state.get("version") != 1 or "pop_X" not in state:
         raise FabricError(f"cannot resume from {path}: not a fabric search state")
     return state
+
+
+def continue_search(workload, constraints, state_path, *, extra_evals: int, **kw):
+    """Continue the search saved at ``state_path`` with ``extra_evals`` more evaluations than it had spent
+    (``workload``, ``constraints`` and the keywords of :func:`fabric.search.run_search`, ``seed`` and ``samples``
+    included, must be the ones it ran with); returns its :class:`~fabric.search.SearchResult`."""
+    from fabric.search.convergence import saved_evaluations
+
+    if isinstance(extra_evals, bool) or not isinstance(extra_evals, int) or extra_evals < 1:
+        raise FabricError(f"continue with a positive whole number of evaluations, got {extra_evals!r}")
+    if "budget_evals" in kw:
+        raise FabricError("continue_search takes extra_evals, the evaluations to add, not budget_evals")
+    return run_search(workload, constraints, budget_evals=saved_evaluations(state_path) + extra_evals,
+                      state_path=state_path, **kw)

@@ -17,7 +17,7 @@ __all__ = ["front_order", "front_ties", "plain_variants", "ties_text"]
 
 
 def _objectives(rec: dict, keys) -> tuple:
-    from fabric.search.result import record_objectives
+    from fabric.search.records import record_objectives
 
     return tuple(float(v) for v in record_objectives(rec, keys))
 
@@ -74,7 +74,7 @@ def ties_text(rec: dict, ties: list[dict], *, shown: int = 3) -> str:
     """``"ties with 4 others at the same cost and p99 (adaptive packed, spray packed, ...)"`` or ``""``."""
     if not ties:
         return ""
-    from fabric.search.result import policy_text_of_record
+    from fabric.search.records import policy_text_of_record
 
     names = []
     for t in ties:

@@ -1,6 +1,6 @@
 """Non-UI helpers of the dashboard: no streamlit here (plotly is fine).
 
-- :mod:`~fabric.ui_support.designs`: a :class:`~fabric.design.Design` from a search record, gene tables, the
+- :mod:`~fabric.search.designs`: a :class:`~fabric.design.Design` from a search record, gene tables, the
   recommended design of a front;
 - :mod:`~fabric.ui_support.urlstate`: the view (workload choice, constraints, designs) to and from URL query
   parameters;

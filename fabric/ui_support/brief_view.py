@@ -1,6 +1,6 @@
 """The review brief drawn: its charts as small static SVG and the whole brief as one HTML file under 1 MB.
 
-The brief's numbers and sentences come from :mod:`fabric.brief`; this module only draws them: the cost-vs-p99
+The brief's numbers and sentences come from :mod:`fabric.review.brief`; this module only draws them: the cost-vs-p99
 trade-off (the front, the baselines, designs beyond a p99 target, the target and budget lines, the design bought
 starred), the step-time distribution of the design bought with p50/p95/p99, and the what-if changes. The same SVG
 is shown on the Brief page and written into the HTML file, so the page and the file a review signs agree.
@@ -107,6 +107,6 @@ def _with_charts(b: dict, sections) -> list:
 
 
 def brief_html(b: dict, sections: list[tuple[str, list[str]]], *, facts: list[str]) -> str:
-    """The brief as one HTML file: the sentences of ``sections`` (:func:`fabric.brief.brief_sections`), the charts
+    """The brief as one HTML file: the sentences of ``sections`` (:func:`fabric.review.brief.brief_sections`), the charts
     after the section they belong to, the bill of materials by category as a table; no script (< 1 MB)."""
     return report_html(f"fabric review brief: {b['design']}", facts, _with_charts(b, sections))

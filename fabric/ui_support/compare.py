@@ -11,8 +11,8 @@ from fabric.design.policy import (
     HARDWARE, POLICY, best_free_policy, gene_kind, hardware_changes, policy_changes, with_policy,
 )
 from fabric.errors import FabricError
-from fabric.tradeoff import SAME_COST_USD, SAME_P99_SHARE, same_p99, usd_per_ms
-from fabric.ui_support.designs import GENE_COLUMNS, GENE_LABELS, design_genes, gene_value_text
+from fabric.search.tradeoff import SAME_COST_USD, SAME_P99_SHARE, same_p99, usd_per_ms
+from fabric.search.designs import GENE_COLUMNS, GENE_LABELS, design_genes, gene_value_text
 
 __all__ = ["metrics_frame", "gene_frame", "money_deltas", "money_split", "best_free_policy"]
 
@@ -27,14 +27,14 @@ def metrics_frame(rows: Sequence[Mapping]) -> pd.DataFrame:
     design's GPU, :mod:`fabric.evaluate.gpu_compute`) adds a row of the compute per step; ``plan`` (the label of
     the parallelism plan the design is evaluated at, plan space auto) a row naming it.
     """
-    from fabric.figures import figure_text
+    from fabric.review.figures import figure_text
     from fabric.ui_support.serving_front import serving_rows
 
     data = {}
     for r in rows:
         st = r["step_time_s"]
         what = "unloaded request" if r.get("serving_only") else "step time"
-        # written as every page and the brief write them (fabric.figures)
+        # written as every page and the brief write them (fabric.review.figures)
         data[r["name"]] = {"network capex": figure_text(r["cost_usd"], "usd"),
                            "network power": figure_text(r["power_w"], "power"),
                            **serving_rows(r.get("serving") or {})}
@@ -76,7 +76,7 @@ def gene_frame(designs: Mapping[str, object], *, only_differences: bool = False)
 
 def money_deltas(rows: Sequence[Mapping]) -> list[dict]:
     """What each design buys relative to the first: capex and power change, p99 and p50 change, and the price
-    of each millisecond of p99 saved (:func:`fabric.tradeoff.usd_per_ms`: only when it is faster by more than
+    of each millisecond of p99 saved (:func:`fabric.search.tradeoff.usd_per_ms`: only when it is faster by more than
     0.5 % and costs more) or what it is instead (the same p99, a saving, worse on both).
 
     Returns one dict per design after the first with the numbers and a ``sentence``.

@@ -30,7 +30,7 @@ RANKING_CAPTION = ("The whole plan space ranked on this design by p99 step time 
 
 def is_plan_objective(workload) -> bool:
     """True when ``workload`` is a plan objective (``--plan-space auto``) rather than a workload."""
-    from fabric.plans.inner import PlanObjective
+    from fabric.search.plan_space.inner import PlanObjective
 
     return isinstance(workload, PlanObjective)
 
@@ -39,7 +39,7 @@ def plan_objective(workload, model: str | None = None, catalog=None):
     """The inner-mode objective of ``workload`` (its model recognised, or ``model``, a training model's name);
     :class:`fabric.errors.WorkloadError` saying why when the workload cannot have plans."""
     from fabric.plans.basis import basis_from_workload
-    from fabric.plans.inner import PlanObjective
+    from fabric.search.plan_space.inner import PlanObjective
 
     return PlanObjective(basis_from_workload(workload, model=model, catalog=catalog))
 

@@ -1,5 +1,5 @@
-"""Tables and sentences for the dashboard's rack and power view (:func:`fabric.rackpower.rack_report`) and its
-scale-up versus scale-out view (:func:`fabric.scaleup.traffic_split`)."""
+"""Tables and sentences for the dashboard's rack and power view (:func:`fabric.facility.rackpower.rack_report`) and its
+scale-up versus scale-out view (:func:`fabric.evaluate.scaleup.traffic_split`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ GIB = 2.0**30
 
 def power_text(watts: float) -> str:
     """Power as every page writes it: ``42.5 kW`` below a megawatt, ``1.36 MW`` from one up
-    (:func:`fabric.figures.figure_text`)."""
-    from fabric.figures import figure_text
+    (:func:`fabric.review.figures.figure_text`)."""
+    from fabric.review.figures import figure_text
 
     return figure_text(watts, "power")
 

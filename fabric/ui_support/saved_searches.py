@@ -81,7 +81,7 @@ class SavedSearch:
 def workload_json(workload) -> dict:
     """A workload as native JSON, a :class:`~fabric.search.robust.RobustObjective` as
     ``{"robust": {"mode", "workloads": [{"name", "weight", "workload"}], "scenarios", "references"}}``, or a plan
-    objective (:mod:`fabric.plans.inner`) as ``{"plans": {"mode", "model", "workload"}}``."""
+    objective (:mod:`fabric.search.plan_space.inner`) as ``{"plans": {"mode", "model", "workload"}}``."""
     from fabric.search.robust import RobustObjective
     from fabric.workload.model import workload_to_dict
 

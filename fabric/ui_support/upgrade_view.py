@@ -23,7 +23,7 @@ LEAF_RATIO_CHOICES = (1.0, 1.5, 2.0, 3.0, 4.0)
 def installed_design(preset: str, gpus: int, leaf_ratio: float, routing: str):
     """The installed fabric as a reference design: ``preset`` at ``gpus`` GPUs with leaf oversubscription
     ``leaf_ratio`` (2.0 = 2:1) and ``routing``."""
-    from fabric.design.presets import preset_design
+    from fabric.reference.presets import preset_design
 
     d = preset_design(preset, gpus)
     return d.replace(oversubscription=(float(leaf_ratio), d.oversub(1)), routing=routing, spines=None,

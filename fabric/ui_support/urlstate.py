@@ -8,7 +8,7 @@ Readable, no pickles, every value validated on the way in:
 - ``gpus`` and one parameter per other constraint that differs from its default, named like the field
   (``gpus=256``, ``families=clos,rail_optimized``, ``budget_usd=5000000``); without ``gpus`` the cluster is sized
   for the workload;
-- ``design``: the selected design's genes in :data:`~fabric.ui_support.designs.GENE_COLUMNS` order, comma
+- ``design``: the selected design's genes in :data:`~fabric.search.designs.GENE_COLUMNS` order, comma
   separated; ``compare``: designs to compare, ``|`` separated. Links made before the uplink-speed genes (two fewer
   values) still read: their designs had uplinks at the NIC port speed, which is what the missing genes mean;
 - links made while ``scattered`` was a placement (a fragmented cluster, now the what-if scenario ``fragmented``)
@@ -40,7 +40,7 @@ from typing import Any
 from fabric.design.schema import LEGACY_PLACEMENTS, legacy_placement_text
 from fabric.errors import FabricError
 from fabric.search.constraints import Constraints, constraints_from_dict
-from fabric.ui_support.designs import GENE_COLUMNS, LATER_GENES
+from fabric.search.designs import GENE_COLUMNS, LATER_GENES
 
 __all__ = ["PLAN_KEYS", "View", "encode_view", "decode_view", "encode_workload", "decode_workload",
            "encode_genes", "decode_genes", "constraint_params", "encode_robust", "decode_robust", "DEFAULT_EVALS",

@@ -21,10 +21,10 @@ more than one rank.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from fabric.errors import WorkloadError
-from fabric.workload.model import CommOp, Job
+from fabric.workload.model import CommOp, Job, step_ops
 
 __all__ = ["OpAccount", "JobAccount", "step_unit", "step_text", "step_ops", "job_account"]
 
@@ -40,15 +40,6 @@ def step_text(job: Job) -> str:
         n = max(job.serving.output_tokens - 1, 0)
         return f"request: prefill + {n:,} token step{'s' if n != 1 else ''}"
     return "request" if job.kind == "inference" else "training step"
-
-
-def step_ops(job: Job) -> list[CommOp]:
-    """The job's ops with their counts per step of the job (module docstring): a serving job's decode ops run
-    ``output_tokens - 1`` times per request, every other op as the workload counts it."""
-    if job.serving is None:
-        return list(job.ops)
-    steps = max(job.serving.output_tokens - 1, 0)
-    return [replace(op, count_per_step=op.count_per_step * steps) if op.phase == "decode" else op for op in job.ops]
 
 
 @dataclass(frozen=True)
@@ -90,7 +81,7 @@ class JobAccount:
 
 
 def _inside_server(job: Job, gpus_per_node: int) -> dict[str, bool]:
-    from fabric.evaluate.placement import group_instances
+    from fabric.workload.groups import group_instances
 
     gpn = max(1, int(gpus_per_node))
     inside: dict[str, bool] = {}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from fabric.errors import WorkloadError
@@ -27,8 +27,8 @@ from fabric.errors import WorkloadError
 __all__ = [
     "COLLECTIVE_KINDS", "JOB_KINDS", "ROLES", "SCHEMA_VERSION",
     "SERVING_PHASES", "ARRIVAL_PROCESSES", "SERVING_MODES",
-    "ProcessGroup", "CommOp", "ServingSpec", "Job", "UnparsedComm", "Measurement", "Workload",
-    "workload_from_dict", "workload_to_dict", "load_workload_json", "dump_workload_json",
+    "ProcessGroup", "CommOp", "ServingSpec", "Job", "step_ops", "UnparsedComm", "Measurement", "Workload",
+    "workload_from_dict", "workload_to_dict", "load_workload_json", "dump_workload_json", "workload_key",
 ]
 
 SCHEMA_VERSION = "fabric.workload/1"
@@ -188,10 +188,17 @@ class Job:
     @property
     def comm_bytes_per_step(self) -> float:
         """Total bytes of all ops per step of the job (nccl-tests size convention; a serving job's step is one
-        request, its decode ops once per token step: :func:`fabric.workload.accounting.step_ops`)."""
-        from fabric.workload.accounting import step_ops
-
+        request, its decode ops once per token step: :func:`step_ops`)."""
         return float(sum(op.bytes_per_step for op in step_ops(self)))
+
+
+def step_ops(job: Job) -> list[CommOp]:
+    """The job's ops with their counts per step of the job (:mod:`fabric.workload.accounting`): a serving job's decode ops run
+    ``output_tokens - 1`` times per request, every other op as the workload counts it."""
+    if job.serving is None:
+        return list(job.ops)
+    steps = max(job.serving.output_tokens - 1, 0)
+    return [replace(op, count_per_step=op.count_per_step * steps) if op.phase == "decode" else op for op in job.ops]
 
 
 @dataclass(frozen=True)
@@ -517,6 +524,16 @@ def workload_to_dict(wl: Workload) -> dict:
 def dump_workload_json(wl: Workload, *, indent: int | None = 2) -> str:
     """Serialize to the native JSON text."""
     return json.dumps(workload_to_dict(wl), indent=indent, sort_keys=False)
+
+
+def workload_key(workload) -> str:
+    """A stable key of a workload's content (or of a robust objective's: its workloads, weights, scenarios)."""
+    import hashlib
+
+    if hasattr(workload, "evaluate_record"):       # an objective of its own (robust, plans): its own key
+        return workload.key()
+
+    return hashlib.sha1(dump_workload_json(workload, indent=None).encode()).hexdigest()[:16]
 
 
 def load_workload_json(text: str | bytes, source: str = "workload.json") -> Workload:

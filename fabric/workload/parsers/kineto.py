@@ -1213,7 +1213,7 @@ def merge_ranks(traces: list[RankTrace], job_name: str, *, compute_note: str | N
     facts = [(f"{trace_label} ranks", _ranges(ranks_present) or "unknown"), (f"{trace_label} world size", str(world))]
     if traces[0].backend:
         facts.append(("distributed backend", traces[0].backend))
-    if has_steps:       # what a rollout check compares with the evaluator's prediction (fabric.rollout)
+    if has_steps:       # what a rollout check compares with the evaluator's prediction (fabric.calibrate.rollout)
         durations = [(s1 - s0) * 1e-6 for t in traces for s0, s1 in t.steps]
         facts.append((MEASURED_STEP_FACT, f"{statistics.fmean(durations):.9g}"))
     return Workload(jobs=(job,), sources=tuple(names), unparsed=tuple(unparsed), warnings=tuple(warnings),

@@ -34,10 +34,10 @@ def _infiniband_switches(catalog) -> list[str]:
 
 
 def _superpod(gpus: int) -> Design:
-    # NVIDIA's SuperPOD rule (fabric.design.reference.superpod): 32-slot scalable units, the UFM slot, 8 rails, 1:1,
+    # NVIDIA's SuperPOD rule (fabric.reference.rules.superpod): 32-slot scalable units, the UFM slot, 8 rails, 1:1,
     # on the switch the ConnectX-7's generation calls for (QM9700-class NDR, 64 x 400G), the search's SuperPOD baseline
     from fabric.catalog import default_catalog
-    from fabric.design.reference import superpod
+    from fabric.reference.rules import superpod
 
     cat = default_catalog()
 
@@ -80,9 +80,9 @@ def _rail_only(gpus: int) -> Design:
 
 def _fat_tree(gpus: int) -> Design:
     # The design a person draws first: a full-bisection top-of-rack Clos on the switch the ConnectX-7's generation
-    # calls for, the search's "fat tree 1:1" baseline (fabric.design.reference.fat_tree)
+    # calls for, the search's "fat tree 1:1" baseline (fabric.reference.rules.fat_tree)
     from fabric.catalog import default_catalog
-    from fabric.design.reference import fat_tree, generation_switch
+    from fabric.reference.rules import fat_tree, generation_switch
 
     cat = default_catalog()
     nic = cat.nic("nic-cx7-400")

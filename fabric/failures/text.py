@@ -1,8 +1,8 @@
 """The words for single failures: one verdict sentence, the uplink redundancy and the evaluated failures, shared by
 the Design page, the brief, the HTML reports and ``fabric evaluate`` so that they all say the same thing.
 
-Everything here reads a :func:`fabric.resilience.resilience` (or :func:`~fabric.resilience.failure_analysis`)
-dict; the rule itself is :mod:`fabric.single_failure`.
+Everything here reads a :func:`fabric.failures.resilience.resilience` (or :func:`~fabric.failures.resilience.failure_analysis`)
+dict; the rule itself is :mod:`fabric.failures.rule`.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def uplinks_text(r: dict) -> str:
 
 def evaluated_failures(r: dict) -> list[dict]:
     """The evaluated worst failures: above the leaves (switch, cable), then the leaves whose servers ride the
-    failure out through their other NICs (leaf; listed only when :func:`fabric.resilience.resilience` tried
+    failure out through their other NICs (leaf; listed only when :func:`fabric.failures.resilience.resilience` tried
     leaves): ``what`` (switch / cable / leaf), ``failed`` (its label or None), ``p99_s`` (None when it partitions
     or when there is nothing of that kind to fail) and ``state`` ("evaluated", "partitions" or "none"), with
     ``none_text`` saying what the fabric lacks."""

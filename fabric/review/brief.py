@@ -22,7 +22,7 @@ __all__ = ["review_brief", "brief_sections", "constraint_lines", "WHAT_IFS", "de
 def design_of_row(rec: dict, constraints, catalog=None):
     """The design a search record stands for, at the constraints' cluster (its own GPU system when the search chose
     among several)."""
-    from fabric.ui_support.designs import design_from_record
+    from fabric.search.designs import design_from_record
 
     return design_from_record(rec, gpus=constraints.gpus, gpus_per_node=constraints.gpus_per_node,
                               gpu_model=constraints.gpu_model, rack_power_w=constraints.rack_budget_w,
@@ -107,7 +107,7 @@ def _inversions(rows: list[dict], baselines, record_of, constraints, catalog) ->
     """A dearer baseline slower than a cheaper one (as drawn, by more than 0.5 %) is said with its cause: the op of
     the first case whose exposed time differs most between the two, and how the two compare as tuned."""
     from fabric.errors import FabricError
-    from fabric.tradeoff import same_p99
+    from fabric.search.tradeoff import same_p99
 
     by_name = {b["design"]: b for b in baselines}
     out = []
@@ -154,8 +154,8 @@ _LIMITS = (("budget_usd", "network budget {}", "usd"), ("p99_target_s", "p99 tar
 
 def constraint_lines(constraints) -> list[str]:
     """The limits the search held every design to, in words (the brief's "Constraints" section)."""
-    from fabric.figures import figure_text
-    from fabric.resilience_text import RULE_TEXT
+    from fabric.review.figures import figure_text
+    from fabric.failures.text import RULE_TEXT
 
     c = constraints
     out = [f"Cluster: {c.gpus:,} {c.gpu_model} GPUs, {c.gpus_per_node} per server"
@@ -231,7 +231,7 @@ def _t(s: float) -> str:
 
 
 def _pct(x: float) -> str:
-    from fabric.tradeoff import same_p99
+    from fabric.search.tradeoff import same_p99
 
     return "the same (within 0.5 %)" if same_p99(x, 1.0) else f"{x:+.1%}"
 
@@ -279,7 +279,7 @@ def _runner_up_lines(b: dict) -> list[str]:
     if not ru:
         return ["The search evaluated no other design that meets every limit but the p99 target: the front holds "
                 "this one only."]
-    from fabric.tradeoff import same_p99
+    from fabric.search.tradeoff import same_p99
 
     if ru["relation"] == "cheaper":
         gives = ("the same " + which + " (within 0.5 %)" if same_p99(ru["relative_p99"], 1.0)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from fabric.design.policy import POLICY, best_free_policy, edit_kind
 from fabric.design.schema import PLACEMENTS as PLACEMENT_RULES
 from fabric.errors import FabricError
-from fabric.tradeoff import usd_per_ms
+from fabric.search.tradeoff import usd_per_ms
 from fabric.units import time_text
 
 __all__ = ["Advice", "advise", "candidate_changes", "free_policy_summary", "FREE", "HARDWARE"]
@@ -44,8 +44,8 @@ def _kind(edit: dict) -> str:
 class Advice:
     """One single change: ``change`` (a sentence), ``kind`` (free or hardware), the edited design's fields
     (``edit``), its p99 and cost against the design's (negative ``delta_p99_s`` is faster), and the dollars per
-    millisecond of p99 saved (:func:`fabric.tradeoff.usd_per_ms`: None when it saves under 0.5 % of the p99 or
-    costs nothing more; :func:`fabric.tradeoff.usd_per_ms_text` says what it is then)."""
+    millisecond of p99 saved (:func:`fabric.search.tradeoff.usd_per_ms`: None when it saves under 0.5 % of the p99 or
+    costs nothing more; :func:`fabric.search.tradeoff.usd_per_ms_text` says what it is then)."""
 
     change: str
     kind: str

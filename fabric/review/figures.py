@@ -59,11 +59,11 @@ def figure_text(value, kind: str) -> str:
 def design_figures(evaluation, design, *, catalog=None, economics_params=None, racks: dict | None = None) -> dict:
     """The figures of :data:`FIGURES` (SI numbers) of one evaluation of ``design``: capex, power, step-time
     percentiles and lower bound, where the p99 step goes (:func:`fabric.evaluate.explain.explain_step`), cost per
-    step (:func:`fabric.economics.economics`), busiest rack, IT and facility power (:func:`fabric.rackpower.rack_report`,
+    step (:func:`fabric.cost.economics.economics`), busiest rack, IT and facility power (:func:`fabric.facility.rackpower.rack_report`,
     or ``racks`` when the caller has it)."""
-    from fabric.economics import economics
+    from fabric.cost.economics import economics
     from fabric.evaluate.explain import explain_step
-    from fabric.rackpower import rack_report
+    from fabric.facility.rackpower import rack_report
 
     ev = evaluation
     parts = explain_step(ev)["parts_s"]

@@ -1,6 +1,6 @@
 """Resilience of a built fabric: what one switch or cable failure does to the job.
 
-The rule (which failures count, what surviving one means) is :mod:`fabric.single_failure`;
+The rule (which failures count, what surviving one means) is :mod:`fabric.failures.rule`;
 :func:`failure_analysis` applies it to a built fabric, :func:`structural_failures` to a design (cached, for the
 search), and :func:`resilience` adds the evaluated p99 step under the worst failures above the leaves and under the
 worst leaf failure the servers ride out (a rail leaf: its GPUs detour over NVLink through their servers' other
@@ -13,7 +13,7 @@ import copy
 
 import numpy as np
 
-from fabric.single_failure import _switch_graph, _up_pairs, single_failure_analysis
+from fabric.failures.rule import _switch_graph, _up_pairs, single_failure_analysis
 from fabric.topology.fabric import LINK_KINDS
 
 _LEAF_SPINE = LINK_KINDS.index("leaf-spine")
@@ -22,7 +22,7 @@ __all__ = ["failure_analysis", "resilience", "structural_failures", "failure_p99
 
 
 def failure_analysis(fabric, *, max_listed: int = 10, detour: bool | None = None) -> dict:
-    """:func:`fabric.single_failure.single_failure_analysis` of ``fabric`` (its fields are documented there;
+    """:func:`fabric.failures.rule.single_failure_analysis` of ``fabric`` (its fields are documented there;
     ``detour=False``: the rule without the NVLink detour, as before issue 34)."""
     return single_failure_analysis(fabric, max_listed=max_listed, detour=detour)
 
@@ -54,10 +54,11 @@ def _switch_classes(fabric, pairs, mult, per_tier: int = 3) -> list[int]:
 
 def detour_leaves(fabric, per_pattern: int = 3) -> list[int]:
     """Leaves (local switch ids) whose failure keeps every server in the job, a few standing for all: a rail leaf
-    (its NICs' GPUs detour over NVLink through their servers' other NICs: :mod:`fabric.single_failure`) or a leaf of
+    (its NICs' GPUs detour over NVLink through their servers' other NICs: :mod:`fabric.failures.rule`) or a leaf of
     dual-homed NICs. One per pattern (NIC ports on it, uplink cables), at most ``per_pattern``, the most NIC ports
     first, each pattern by its lowest-numbered leaf. Empty for top-of-rack leaves (they take their servers out)."""
-    from fabric.single_failure import _wholly_on, nvlink_detour
+    from fabric.evaluate.detour import nvlink_detour
+    from fabric.failures.rule import _wholly_on
 
     ns, sb = fabric.n_switches, fabric.switch_base
     if not ns or not fabric.n_nics:
@@ -141,7 +142,7 @@ def resilience(design, workload, *, catalog=None, seed: int = 0, samples: int | 
     cable carrying the largest share of one switch's uplinks, and the leaves of :func:`detour_leaves` (rail leaves
     and rail switches: their GPUs detour over NVLink through their servers' other NICs, which carry the failed
     NIC's traffic). A failure that partitions the fabric gives no finite p99 (None, with ``..._partitions``).
-    Top-of-rack leaves and routers take servers out of the job rather than slowing it: :mod:`fabric.single_failure`
+    Top-of-rack leaves and routers take servers out of the job rather than slowing it: :mod:`fabric.failures.rule`
     counts them (``gpus_lost_on_worst_switch_failure``) and decides ``survives_single_failure``. ``worst_switch`` /
     ``worst_link`` / ``worst_leaf`` are None when the fabric has no switch above the leaves / no switch-to-switch
     cable / no leaf its servers ride out to fail. ``reuse``: the dict given to the evaluation that gave

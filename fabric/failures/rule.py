@@ -1,6 +1,6 @@
 """The single-failure rule: which failures fabric counts, and what surviving one means.
 
-One definition, used by the search constraint ``survive_single_failure``, :func:`fabric.resilience.failure_analysis`
+One definition, used by the search constraint ``survive_single_failure``, :func:`fabric.failures.resilience.failure_analysis`
 (and through it the Design page, the brief, the HTML reports and ``fabric evaluate``).
 
 **Failures counted**: every switch (leaves, rail switches and routers included), every cable between two switches,
@@ -61,9 +61,10 @@ from __future__ import annotations
 import numpy as np
 
 from fabric.arrays import unique
+from fabric.evaluate.detour import nvlink_detour
 from fabric.topology.fabric import LINK_KINDS
 
-__all__ = ["single_failure_analysis", "EXACT_MAX_PAIRS", "nvlink_detour"]
+__all__ = ["single_failure_analysis", "EXACT_MAX_PAIRS"]
 
 #: Above this many distinct switch-to-switch pairs the candidates are structural (see the module docstring).
 EXACT_MAX_PAIRS = 5_000
@@ -77,7 +78,7 @@ _GRAPHS: dict = {}
 
 def _switch_graph(fabric):
     """Distinct switch-to-switch pairs (local switch ids, lo < hi) and their cable counts; kept for the last few
-    cablings (by ``fabric.cache_key``), as :func:`fabric.resilience.resilience` asks for it twice."""
+    cablings (by ``fabric.cache_key``), as :func:`fabric.failures.resilience.resilience` asks for it twice."""
     key = fabric.cache_key
     if key and key in _GRAPHS:
         return _GRAPHS[key]
@@ -130,15 +131,6 @@ def _labels(n: int, pairs: np.ndarray, keep: np.ndarray | None = None) -> np.nda
                 break
             lab = nxt
     return lab
-
-
-def nvlink_detour(fabric) -> bool:
-    """Whether the detour (module docstring) applies to ``fabric``: its servers' GPUs are joined by NVLink (a
-    server of one GPU has no sibling to detour through, and none is needed: its NICs are its own)."""
-    if fabric.design.gpus_per_node <= 1:
-        return True
-    nv = fabric.link_kind == LINK_KINDS.index("nvlink")
-    return bool(nv.any() and float(fabric.link_capacity_bps[nv].min()) > 0)
 
 
 def _per_row(op, m: np.ndarray) -> np.ndarray:

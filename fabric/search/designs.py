@@ -1,4 +1,4 @@
-"""Designs as the dashboard handles them: rebuilt from search records, described gene by gene, recommended.
+"""Designs of search records: rebuilt from a record (a row of the search, or of its CSV read back), described gene by gene,
 
 A search record (``fabric.search`` records and front/baseline frames) carries every decision the search made
 (the gene columns) but not the cluster's size, which comes from the constraints. :func:`design_from_record`

@@ -6,7 +6,7 @@ The cluster costs money every second whether its GPUs compute or wait:
     usd_per_s = (server capex + network capex) / life  +  IT power x PUE x electricity price
 
 where IT power is the servers' rated power plus the network's bill of materials without its NICs, which the
-servers' rating already includes (DGX H100: 10.2 kW with its eight ConnectX-7; :func:`fabric.rackpower.it_power_w`,
+servers' rating already includes (DGX H100: 10.2 kW with its eight ConnectX-7; :func:`fabric.facility.rackpower.it_power_w`,
 the same figure as the rack report's). The servers' part of the running cost is their rating less the NICs; the
 network's part keeps its NICs' power, as its capex keeps their price.
 

@@ -10,7 +10,7 @@ recorded like a design repair. A plain :class:`~fabric.design.Design` (a human b
 of its GPU system: the given plan, or where that does not fit the system, the plan of least compute; a genome at
 the default plan decodes to the plain design, so a baseline and its genome are one design with one record.
 
-Every genome is one evaluation (inner mode spends a shortlist's worth per design, :mod:`fabric.plans.inner`); the
+Every genome is one evaluation (inner mode spends a shortlist's worth per design, :mod:`fabric.search.plan_space.inner`); the
 two are compared on the same budget in ``benchmarks/bench_plans.py`` (docs/search.md). After a search,
 :meth:`JointObjective.annotate_front` evaluates each front design at the given plan, for the sentence "with the
 given plan it is X % slower" (:func:`fabric.plans.report.front_plan_lines`).
@@ -30,7 +30,7 @@ import numpy as np
 from fabric.design import Design
 from fabric.errors import FabricError
 from fabric.plans.basis import PlanBasis
-from fabric.plans.inner import PLAN_COLUMNS, plan_record_fields
+from fabric.search.plan_space.inner import PLAN_COLUMNS, plan_record_fields
 from fabric.plans.space import Candidate, plan_space
 from fabric.plans.workloads import plan_workload
 from fabric.search.space import DesignSpace, Gene
@@ -266,7 +266,7 @@ class JointObjective:
     def evaluate_record(self, design, scenario, seed, samples, catalog, constraints, genome=None, repairs=(),
                         transport_overrides=None) -> dict:
         """The record of ``design`` at its plan (a PlannedDesign's, else the default plan), with the plan columns
-        (:data:`fabric.plans.inner.PLAN_COLUMNS`; the given plan's figures when it is the given plan, else filled
+        (:data:`fabric.search.plan_space.inner.PLAN_COLUMNS`; the given plan's figures when it is the given plan, else filled
         for the front by :meth:`annotate_front`)."""
         from fabric.search.records import design_key, evaluate_record
 
