@@ -51,7 +51,7 @@ def test_a_rail_leaf_down_loads_the_surviving_nics_eight_sevenths(design):
     # of its server (1/7 each) and arrives on the 7 other NICs of the other server: every surviving NIC carries its
     # own byte and 1/7: 8/7. GPU 3 sends its byte over NVLink before the network and GPU 11 receives it over NVLink
     # after it: 1 + 1 = 2 bytes per op byte of NVLink hops in series.
-    from fabric.evaluate.engine import switch_labels
+    from fabric.evaluate.network_models import switch_labels
     from fabric.evaluate.flows import NetPhase
     from fabric.evaluate.network import NetworkModel, phase_load
 

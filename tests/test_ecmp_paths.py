@@ -290,7 +290,7 @@ def test_spines_field_fixes_the_spine_count(cat):
 def test_sprayed_checkpoint_burst_pays_reordering_on_tcp():
     """A 4:1 leaf (48 NIC ports down, 12 up) sprays its checkpoint burst: the uplinks set the pace (4x the NIC
     time); TCP adds the bottleneck penalty with 4 flows per uplink: 1 + 0.45 + 0.55 / 4."""
-    from fabric.evaluate.engine import _burst_duration
+    from fabric.evaluate.step import burst_duration
     from fabric.evaluate.transport import PROFILES
 
     d = Design(gpus=512, family="clos", oversubscription=(4.0,), routing="spray", transport="uec",
@@ -298,6 +298,6 @@ def test_sprayed_checkpoint_burst_pays_reordering_on_tcp():
     fab = build_fabric(d)
     up, down = fab.structure["leaf_up"], fab.structure["leaf_down"]
     assert down == 4 * up
-    uec = _burst_duration(10e9, d, fab, PROFILES["uec"])
-    tcp = _burst_duration(10e9, d.replace(transport="tcp"), fab, PROFILES["tcp"])
+    uec = burst_duration(10e9, d, fab, PROFILES["uec"])
+    tcp = burst_duration(10e9, d.replace(transport="tcp"), fab, PROFILES["tcp"])
     assert tcp / uec == pytest.approx((1 + 0.45 + 0.55 / 4) * 0.93 / 0.94, rel=1e-6)

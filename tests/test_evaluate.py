@@ -325,7 +325,7 @@ def test_random_link_faults_widen_the_tail_only():
 def test_storage_class_routing_sets_the_checkpoint_burst_length():
     """A 4:1 leaf (48 NIC ports down, 12 up) drains a checkpoint burst through its uplinks: 4x the NIC time when
     the storage class is sprayed, longer under ECMP (collisions), and the step pays more often."""
-    from fabric.evaluate.engine import _burst_duration
+    from fabric.evaluate.step import burst_duration
     from fabric.evaluate.transport import PROFILES
     from fabric.topology import build_fabric
 
@@ -334,8 +334,8 @@ def test_storage_class_routing_sets_the_checkpoint_burst_length():
     assert (fab.structure["leaf_down"], fab.structure["leaf_up"]) == (48, 12)
     per_nic = 10e9
     nic_time = per_nic / (50e9 * 0.96)
-    spray = _burst_duration(per_nic, d, fab, PROFILES["infiniband"])
-    ecmp = _burst_duration(per_nic, d.replace(storage_routing="ecmp"), fab, PROFILES["infiniband"])
+    spray = burst_duration(per_nic, d, fab, PROFILES["infiniband"])
+    ecmp = burst_duration(per_nic, d.replace(storage_routing="ecmp"), fab, PROFILES["infiniband"])
     assert spray == pytest.approx(4 * nic_time)
     rng = np.random.default_rng(0)                       # brute force: the busiest uplink over 11 leaves
     worst = [max(np.bincount(rng.integers(0, 12, 48), minlength=12).max() for _ in range(11))

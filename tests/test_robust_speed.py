@@ -53,9 +53,10 @@ def test_shared_intermediates_give_the_same_evaluation_as_evaluating_alone(desig
 
 def test_a_design_builds_once_and_a_job_mix_shift_reuses_the_baseline_loads(monkeypatch, workloads):
     import fabric.evaluate.engine as engine
+    import fabric.evaluate.traffic as traffic
 
     calls = {"build": 0, "load": 0}
-    real_build, real_load = engine.build_fabric, engine.phase_load
+    real_build, real_load = engine.build_fabric, traffic.phase_load
 
     def build(*a, **k):
         calls["build"] += 1
@@ -66,7 +67,7 @@ def test_a_design_builds_once_and_a_job_mix_shift_reuses_the_baseline_loads(monk
         return real_load(*a, **k)
 
     monkeypatch.setattr(engine, "build_fabric", build)
-    monkeypatch.setattr(engine, "phase_load", load)
+    monkeypatch.setattr(traffic, "phase_load", load)
     d = Design(name="clos", gpus=256)
     reuse: dict = {}
     evaluate(d, workloads["moe"], SCENARIO_PRESETS["baseline"], samples=32, reuse=reuse)

@@ -97,7 +97,7 @@ def op_phase_loads(design, workload, *, catalog=None, seed: int = 0, samples: in
     algorithm choice, traffic pattern, routing; in-network reduction counted as NCCL's network algorithm)."""
     from fabric.catalog import default_catalog
     from fabric.evaluate.collectives import CollectiveHardware
-    from fabric.evaluate.engine import _gpu_net_bytes_per_s, _nvlink_bytes_per_s
+    from fabric.evaluate.lower_bound import gpu_net_bytes_per_s, nvlink_bytes_per_s
     from fabric.evaluate.flows import algorithm_for, group_shape, op_traffic
     from fabric.evaluate.gpu_compute import on_gpu
     from fabric.evaluate.network import NetworkModel, phase_load
@@ -113,8 +113,8 @@ def op_phase_loads(design, workload, *, catalog=None, seed: int = 0, samples: in
     cat = catalog or default_catalog()
     prof = profile_for(design, None)
     hardware = CollectiveHardware(gpus_per_node=1, nvls=cat.gpu(design.gpu_model).has_nvls,
-                                  nvlink_bytes_per_s=_nvlink_bytes_per_s(fabric),
-                                  nic_bytes_per_s=_gpu_net_bytes_per_s(fabric),
+                                  nvlink_bytes_per_s=nvlink_bytes_per_s(fabric),
+                                  nic_bytes_per_s=gpu_net_bytes_per_s(fabric),
                                   in_network=design.in_network_reduction and prof.in_network_reduction)
     notes = []
     if hardware.in_network:

@@ -63,7 +63,7 @@ def traffic_split(design, workload, *, catalog=None, seed: int = 0) -> dict:
     "network_bytes_per_gpu_per_step", "gpus"}}, "domain_gpus", "notes"}``.
     """
     from fabric.catalog import default_catalog
-    from fabric.evaluate.engine import _gpu_net_bytes_per_s, _nvlink_bytes_per_s
+    from fabric.evaluate.lower_bound import gpu_net_bytes_per_s, nvlink_bytes_per_s
     from fabric.evaluate.transport import profile_for
     from fabric.topology import build_fabric
 
@@ -75,8 +75,8 @@ def traffic_split(design, workload, *, catalog=None, seed: int = 0) -> dict:
     placements = place_jobs(jobs, fabric, design.placement, np.random.default_rng(s_place), notes=notes)
     prof = profile_for(design, None)
     hardware = CollectiveHardware(gpus_per_node=1, nvls=cat.gpu(design.gpu_model).has_nvls,
-                                  nvlink_bytes_per_s=_nvlink_bytes_per_s(fabric),
-                                  nic_bytes_per_s=_gpu_net_bytes_per_s(fabric),
+                                  nvlink_bytes_per_s=nvlink_bytes_per_s(fabric),
+                                  nic_bytes_per_s=gpu_net_bytes_per_s(fabric),
                                   in_network=design.in_network_reduction and prof.in_network_reduction)
     forced = NCCL_ALGOS.get(design.nccl_algo) if design.nccl_algo else None
     ops, per_job = [], {}

@@ -3,16 +3,16 @@ cluster."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import yaml
 
-from fabric.errors import FabricError
+from fabric.errors import FabricError, WorkloadError
+from fabric.workload.model import Job, Workload
 
-__all__ = ["Scenario", "SCENARIO_PRESETS", "load_scenario", "scenario_from_dict"]
+__all__ = ["Scenario", "SCENARIO_PRESETS", "load_scenario", "scenario_from_dict", "scale_workload", "shift_job_mix"]
 
 
 class ScenarioError(FabricError):
@@ -136,3 +136,57 @@ def load_scenario(spec: str) -> Scenario:
         return scenario_from_dict(data)
     except TypeError as err:
         raise ScenarioError(f"{spec}: {err}") from err
+
+
+# ------------------------------------------------------------------ what a scenario does to a workload
+
+
+def scale_workload(workload: Workload, factor: int) -> Workload:
+    """Weak scaling: every training/inference job's data-parallel degree (and world) grows ``factor`` times."""
+    if factor == 1:
+        return workload
+    jobs = []
+    for job in workload.jobs:
+        if job.kind == "storage":
+            jobs.append(job)
+            continue
+        if job.serving is not None:      # checked first: a service's world group is its replicas, not data parallelism
+            raise WorkloadError(
+                f"job {job.name!r} is a serving job, which weak scaling (--scaling, the bigger-cluster scenario) "
+                f"cannot grow: it adds data-parallel ranks to a training step at a fixed work per GPU, while a "
+                f"service grows by replicas that each take a share of the requests. Evaluate a larger service "
+                f"instead: fabric synth --preset NAME --gpus N at the larger size (more replicas), with the job's "
+                f"request_rate_per_s set to the load it must carry; fabric evaluate's latency-versus-load curve "
+                f"shows this service's headroom")
+        dp = [g for g in job.groups if g.role == "dp"] or [g for g in job.groups if g.size == job.world_size]
+        if not dp:
+            raise WorkloadError(f"job {job.name!r} cannot be scaled: it has no data-parallel or world group")
+        names = {g.name for g in dp}
+        groups = []
+        for g in job.groups:
+            if g.name in names or g.size == job.world_size:
+                groups.append(replace(g, size=g.size * factor, ranks=None))
+            else:
+                groups.append(g)
+        jobs.append(replace(job, world_size=job.world_size * factor, groups=tuple(groups)))
+    return workload.with_jobs(jobs)
+
+
+def shift_job_mix(workload: Workload, scenario: Scenario) -> Workload:
+    jobs = []
+    for job in workload.jobs:
+        if job.kind == "storage":
+            jobs.append(job)
+            continue
+        ops = tuple(replace(o, bytes=int(round(o.bytes * scenario.comm_scale)),
+                            per_rank_bytes=None if o.per_rank_bytes is None else tuple(
+                                int(round(b * scenario.comm_scale)) for b in o.per_rank_bytes))
+                    for o in job.ops) if scenario.comm_scale != 1.0 else job.ops
+        jobs.append(replace(job, ops=ops, compute_time_s=job.compute_time_s * scenario.compute_scale))
+    if scenario.checkpoint_bytes:
+        for job in list(jobs):
+            if job.kind == "training":
+                jobs.append(Job(name=f"{job.name}/checkpoint", kind="storage", world_size=job.world_size,
+                                burst_bytes=int(scenario.checkpoint_bytes),
+                                burst_period_s=scenario.checkpoint_period_s, burst_target=job.name))
+    return workload.with_jobs(jobs)

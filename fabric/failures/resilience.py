@@ -211,7 +211,7 @@ def resilience(design, workload, *, catalog=None, seed: int = 0, samples: int | 
 
 
 def _labels(fabric) -> dict[str, int]:
-    from fabric.evaluate.engine import switch_labels
+    from fabric.evaluate.network_models import switch_labels
 
     return switch_labels(fabric)
 
