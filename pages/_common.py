@@ -37,9 +37,11 @@ from fabric.search import Constraints, DesignSpace
 from fabric.search.baselines import baseline_designs
 from fabric.search.records import workload_key
 from fabric.topology import build_fabric
-from fabric.ui_support import robust_view, urlstate
+from fabric.ui_support import job_mix, robust_view, urlstate
 from fabric.ui_support.messages import public_message  # noqa: F401  (pages call C.public_message)
-from fabric.search.designs import design_from_record, design_genes, recommended_record, short_label
+from fabric.search.designs import design_choices as design_choices_of
+from fabric.search.designs import design_from_record, short_label
+from fabric.search.designs import genes_of_record as record_genes
 from fabric.ui_support.topology_view import topology_view
 from fabric.ui_support.workload_view import cluster_gpus
 from fabric.workload.ingest import IngestResult, ingest
@@ -521,17 +523,6 @@ def mix_workload(entry: dict):
     return wl
 
 
-def mix_label(choice: dict) -> str:
-    """How the Workload page names a mix entry."""
-    if choice["kind"] == "sample":
-        return f"sample {choice['name']}"
-    if choice["kind"] == "plan":
-        over = ", ".join(f"{k} {choice[k]}" for k in urlstate.PLAN_KEYS if choice.get(k) is not None)
-        return f"plan {choice['preset']} on {int(choice['gpus']):,} GPUs" + (f" ({over})" if over else "")
-    names = choice.get("names", [])
-    return f"uploaded {names[0]}" if len(names) == 1 else f"{len(names)} uploaded files"
-
-
 def mix_entries() -> list[dict]:
     """The job mix, the current workload first: ``{"name", "label", "workload", "weight", "choice"}``; names are
     the case names of the robust search (unique)."""
@@ -540,8 +531,8 @@ def mix_entries() -> list[dict]:
              "choice": wb.choice}
     if wb.choice.get("kind") == "upload":
         first["choice"] = {"kind": "upload", "names": [n for n, _ in ss.get("uploads", [])]}
-    rows = [first] + [{"label": mix_label(e["choice"]), "workload": mix_workload(e), "weight": float(e["weight"]),
-                       "choice": e["choice"]} for e in ss.get("robust_mix", [])]
+    rows = [first] + [{"label": job_mix.mix_label(e["choice"]), "workload": mix_workload(e),
+                       "weight": float(e["weight"]), "choice": e["choice"]} for e in ss.get("robust_mix", [])]
     for r, name in zip(rows, robust_view.unique_names([robust_view.workload_name(r["choice"]) for r in rows])):
         r["name"] = name
     return rows
@@ -653,11 +644,7 @@ def _robust_key_or_error() -> str:
 def add_to_mix(choice: dict, workload=None) -> None:
     """Add a workload to the mix (weight 1); FabricError when it cannot be built, is already there, or the mix is
     full. The cluster grows to the largest workload of the mix."""
-    entries = mix_entries()
-    if len(entries) >= robust_view.MAX_MIX:
-        raise FabricError(f"the mix holds at most {robust_view.MAX_MIX} workloads; remove one first")
-    if any(e["choice"] == choice for e in entries) and choice.get("kind") != "upload":
-        raise FabricError(f"{mix_label(choice)} is already in the mix")
+    job_mix.check_addition(mix_entries(), choice)
     entry = {"choice": choice, "weight": 1.0}
     if workload is not None:
         entry["workload"] = workload
@@ -666,65 +653,19 @@ def add_to_mix(choice: dict, workload=None) -> None:
     grow_cluster()
 
 
-def _same_workload(entry: dict, wb: WorkloadBundle) -> bool:
-    """True when mix entry ``entry`` is the workload of ``wb``: the same sample or plan, or uploaded files of the
-    same content."""
-    if wb.choice.get("kind") != "upload":
-        return entry["choice"] == wb.choice
-    return entry["choice"].get("kind") == "upload" and entry.get("workload") is not None \
-        and workload_key(entry["workload"]) == wb.key
-
-
 def mix_follows_primary(old: WorkloadBundle, new: WorkloadBundle, *, old_gone: bool = False) -> None:
-    """The job mix when the workload above it (its first row) changes from ``old`` to ``new``.
-
-    - ``new`` was further down the mix: the two swap places. ``new`` takes the first row with the weight it had
-      there and ``old`` takes its row with the first row's weight, so the mix keeps as many workloads as before
-      (and a robust search that could start still can). Without the swap a mix of two workloads would drop to
-      one and the robust search could no longer start.
-    - otherwise ``new`` takes the first row (and its weight) and ``old`` leaves the mix: the workload above is
-      always the mix's first one.
-    - ``old_gone`` (uploads the user removed): ``old`` leaves, unsaid, and never moves into the mix.
-
-    Each change is said once (:func:`pop_workload_notices`). Nothing to say when there is no mix (robust mode off
-    and no other workload)."""
+    """The job mix when the workload above it changes from ``old`` to ``new``
+    (:func:`fabric.ui_support.job_mix.after_primary_change`); each change is said once
+    (:func:`pop_workload_notices`). Nothing to do when there is no mix (robust mode off and no other workload)."""
     mix = list(ss.get("robust_mix", []))
     if not mix and not robust_on():
         return
-    w_first = float(ss.get("robust_weight", 1.0))
-    old_label, new_label = mix_label(_entry_choice(old)), mix_label(_entry_choice(new))
-    at = next((i for i, e in enumerate(mix) if _same_workload(e, new)), None)
-    if at is not None:
-        w_new = float(mix[at]["weight"])
-        ss["robust_weight"] = w_new
+    change = job_mix.after_primary_change(mix, float(ss.get("robust_weight", 1.0)), old, new, old_gone=old_gone)
+    ss["robust_mix"], ss["robust_weight"] = change.mix, change.first_weight
+    if change.reset_first_weight_field:
         ss.pop("mix_w_0", None)                 # the first row's weight field shows the weight it brings
-        if old_gone:
-            ss["robust_mix"] = mix[:at] + mix[at + 1:]
-            _notice(f"{_capital(new_label)} was already in the mix: it is now its first workload (the workload "
-                    f"above, weight {w_new:g}) and is listed once.")
-            return
-        moved = {"choice": _entry_choice(old), "weight": w_first}
-        if old.choice.get("kind") == "upload":
-            moved["workload"] = old.workload    # the files are no longer the session's uploads: keep what they made
-        ss["robust_mix"] = mix[:at] + [moved] + mix[at + 1:]
-        n = 1 + len(ss["robust_mix"])
-        _notice(f"{_capital(new_label)} was already in the mix: it is now its first workload (the workload above, "
-                f"weight {w_new:g}) and is listed once; {old_label} takes its place further down (weight "
-                f"{w_first:g}), so the mix keeps its {n} workloads.")
-        return
-    if not old_gone:
-        _notice(f"{_capital(old_label)} is no longer in the mix: the workload above is always its first one, so "
-                f"{new_label} took its row (weight {w_first:g}). Add {old_label} under Several workloads to keep it "
-                f"in the robust search.")
-
-
-def _entry_choice(wb: WorkloadBundle) -> dict:
-    """The choice a bundle is listed with in the mix (an upload by the names of its files)."""
-    if wb.choice.get("kind") == "upload":
-        res = wb.ingest
-        names = [f.name for f in res.files if f.ok] if res is not None else list(wb.choice.get("names", []))
-        return {"kind": "upload", "names": names}
-    return wb.choice
+    if change.notice:
+        _notice(change.notice)
 
 
 def robust_problem() -> str | None:
@@ -735,16 +676,8 @@ def robust_problem() -> str | None:
     try:
         _robust_objective()
     except FabricError as err:
-        msg = public_message(err)
-        scen = ss.get("robust_scenarios") or []
-        if not scen:
-            todo = "choose at least one scenario below"
-        elif 1 + len(ss.get("robust_mix", [])) + len(scen) < 3:
-            todo = ("add a workload (**Add a workload from** below) or a second scenario (**Scenarios every design "
-                    "is judged under**), or set **Robust mode** to off to search the workload above alone")
-        else:
-            todo = "change it below, or set **Robust mode** to off to search the workload above alone"
-        return f"The robust search cannot start: {md_text(msg)}. What to do: {todo}."
+        return job_mix.robust_problem_text(md_text(public_message(err)), others=len(ss.get("robust_mix", [])),
+                                           scenarios=len(ss.get("robust_scenarios") or []))
     return None
 
 
@@ -758,11 +691,7 @@ def forget_uploads() -> None:
         back = ss.pop("_before_upload", None) or {"kind": "sample", "name": DEFAULT_SAMPLE}
         set_workload_choice(back, say_old_left=False)
         ss.setdefault("_wl_notices", []).insert(0, f"The uploaded files were removed and are no longer used: the "
-                                                   f"workload is {mix_label(back)} again.")
-
-
-def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
+                                                   f"workload is {job_mix.mix_label(back)} again.")
 
 
 def _notice(text: str) -> None:
@@ -860,61 +789,20 @@ def finished_result():
 
 
 def design_choices() -> list[dict]:
-    """Designs a page can show: the selected one, the recommended one, the front, the baselines.
-
-    Each entry: ``label`` (unique), ``name``, ``genes``, ``source``.
-    """
-    out: list[dict] = []
-    seen: set[str] = set()
-
-    def add(genes, name, source):
-        key = json.dumps(genes, sort_keys=True, default=str)
-        if key in seen:
-            return
-        seen.add(key)
-        out.append({"label": f"{source}: {name}", "name": name, "genes": genes, "source": source})
-
+    """Designs a page can show (:func:`fabric.search.designs.design_choices`): the recommended one of this
+    context's search, the selected one, the baselines, the front."""
     res = result_here()       # a front of other inputs is not this context's (stale_result_note says so)
-    rec = None
-    if res is not None and res.front:
-        rec = recommended_record(res.front, res.baselines, p99_target_s=constraints().p99_target_s)
-    if rec is not None:
-        add(genes_of_record(rec), rec["design"], "recommended")
-    if ss.get("design_genes"):
-        add(ss["design_genes"], ss.get("design_name") or short_label(ss["design_genes"]), "selected")
-    systems = constraints().gpu_models is not None
-    for d in baselines():
-        add(design_genes(d) | ({"gpu_model": d.gpu_model, "gpus": d.gpus} if systems else {}),
-            d.name.removeprefix("baseline: "), "baseline")
-    if res is not None:
-        for r in sorted(res.front, key=lambda r: r["cost_usd"]):
-            add(genes_of_record(r), r["design"], "front")
-    return out
+    c = constraints()
+    return design_choices_of(res.front if res is not None else [], res.baselines if res is not None else [],
+                             p99_target_s=c.p99_target_s, selected=ss.get("design_genes"),
+                             selected_name=ss.get("design_name"), baselines=baselines(),
+                             systems=c.gpu_models is not None)
 
 
 def genes_of_record(rec: dict) -> dict:
-    from fabric.search.designs import GENE_COLUMNS
-
-    from fabric.search.designs import LATER_GENES
-
-    g = {k: rec.get(k, LATER_GENES.get(k)) if k in LATER_GENES else rec[k] for k in GENE_COLUMNS}
-    for k in ("pxn", "storage_isolation", "in_network_reduction"):
-        g[k] = bool(g[k])
-    for k in ("planes", "qps_per_connection"):
-        g[k] = int(g[k])
-    for k in ("nics_per_gpu", "oversub_leaf", "oversub_spine", *LATER_GENES):
-        g[k] = float(g[k] or 0.0)
-    if rec.get("design_tiers"):              # a baseline drawn with a fixed number of tiers keeps it
-        g["design_tiers"] = int(rec["design_tiers"])
-    for k in ("design_nodes_per_su", "design_reserved_slots"):     # a SuperPOD-style baseline keeps its units
-        if rec.get(k):
-            g[k] = int(rec[k])
-    if rec.get("serving_class"):             # serving traffic in a class of its own (free policy)
-        g["serving_class"] = True
+    """The genes of a search record at the session's constraints (:func:`fabric.search.designs.genes_of_record`)."""
     c = ss.get("constraints")
-    if c is not None and c.gpu_models is not None and rec.get("gpu_model"):   # a search over GPU systems
-        g["gpu_model"], g["gpus"] = str(rec["gpu_model"]), int(rec["gpus"])
-    return g
+    return record_genes(rec, systems=c is not None and c.gpu_models is not None)
 
 
 def select_design(genes: dict, name: str | None) -> None:

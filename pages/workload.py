@@ -11,6 +11,7 @@ import streamlit as st
 from pages import _common as C
 from fabric.errors import FabricError
 from fabric.ui_support import charts, robust_view
+from fabric.ui_support.job_mix import mix_label
 from fabric.ui_support.workload_view import (PLAN_FIELD_HELP, compute_comm_rows, figures_caption, files_table,
                                              gpus_needed, groups_table, jobs_table, ops_table, parallelism_text,
                                              plan_degrees, plan_field_reasons, unparsed_table, workload_figures)
@@ -381,11 +382,11 @@ ss["robust_weight"] = float(row[1].number_input("weight of the workload above", 
 remove = None
 for e in mix:
     row = st.columns([5, 2, 1])
-    row[0].write(C.mix_label(e["choice"]))
+    row[0].write(mix_label(e["choice"]))
     k = f"mix_w_{e['id']}"
     if k not in ss:
         ss[k] = float(e["weight"])
-    e["weight"] = float(row[1].number_input(f"weight of {C.mix_label(e['choice'])}", min_value=0.001,
+    e["weight"] = float(row[1].number_input(f"weight of {mix_label(e['choice'])}", min_value=0.001,
                                             max_value=1e6, step=1.0, key=k, label_visibility="collapsed"))
     if row[2].button("Remove", key=f"mix_rm_{e['id']}"):
         remove = e

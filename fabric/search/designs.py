@@ -14,8 +14,8 @@ from typing import Any
 from fabric.design import Design
 from fabric.errors import DesignError
 
-__all__ = ["GENE_COLUMNS", "LATER_GENES", "GENE_LABELS", "SYSTEM_KEYS", "design_from_record", "design_genes", "gene_value_text",
-           "short_label", "recommended_record"]
+__all__ = ["GENE_COLUMNS", "LATER_GENES", "GENE_LABELS", "SYSTEM_KEYS", "design_from_record", "design_genes",
+           "gene_value_text", "short_label", "recommended_record", "genes_of_record", "design_choices"]
 
 #: Search record columns that define a design (with the constraints' gpus, gpus_per_node and gpu_model).
 GENE_COLUMNS = ("family", "switch_model", "nic_model", "nics_per_gpu", "oversub_leaf", "oversub_spine", "planes",
@@ -234,3 +234,58 @@ def recommended_record(front: list[dict], baselines: list[dict], *, p99_target_s
     from fabric.search.recommend import recommend
 
     return recommend(front, baselines, p99_target_s=p99_target_s).record
+
+
+def genes_of_record(rec: Mapping[str, Any], *, systems: bool = False) -> dict:
+    """The gene dict of a search record (what :func:`design_from_record` rebuilds a design from, as the dashboard
+    keeps a selected design): typed genes, the tiers and scalable units a baseline was drawn with, the serving
+    class when set; with ``systems`` (a search over GPU systems) the record's GPU model and count."""
+    g = {k: rec.get(k, LATER_GENES.get(k)) if k in LATER_GENES else rec[k] for k in GENE_COLUMNS}
+    for k in ("pxn", "storage_isolation", "in_network_reduction"):
+        g[k] = bool(g[k])
+    for k in ("planes", "qps_per_connection"):
+        g[k] = int(g[k])
+    for k in ("nics_per_gpu", "oversub_leaf", "oversub_spine", *LATER_GENES):
+        g[k] = float(g[k] or 0.0)
+    if rec.get("design_tiers"):              # a baseline drawn with a fixed number of tiers keeps it
+        g["design_tiers"] = int(rec["design_tiers"])
+    for k in ("design_nodes_per_su", "design_reserved_slots"):     # a SuperPOD-style baseline keeps its units
+        if rec.get(k):
+            g[k] = int(rec[k])
+    if rec.get("serving_class"):             # serving traffic in a class of its own (free policy)
+        g["serving_class"] = True
+    if systems and rec.get("gpu_model"):     # a search over GPU systems
+        g["gpu_model"], g["gpus"] = str(rec["gpu_model"]), int(rec["gpus"])
+    return g
+
+
+def design_choices(front: list[dict], baseline_records: list[dict], *, p99_target_s: float | None = None,
+                   selected: dict | None = None, selected_name: str | None = None, baselines=(),
+                   systems: bool = False) -> list[dict]:
+    """Designs a page can offer, each once (by its genes), in this order: the recommended one of the search
+    (``front`` and ``baseline_records``, :func:`recommended_record`), the ``selected`` genes, the human
+    ``baselines`` (designs) and the front by cost. Each entry: ``label`` (unique), ``name``, ``genes``,
+    ``source`` ("recommended", "selected", "baseline", "front")."""
+    import json
+
+    out: list[dict] = []
+    seen: set[str] = set()
+
+    def add(genes, name, source):
+        key = json.dumps(genes, sort_keys=True, default=str)
+        if key in seen:
+            return
+        seen.add(key)
+        out.append({"label": f"{source}: {name}", "name": name, "genes": genes, "source": source})
+
+    rec = recommended_record(front, baseline_records, p99_target_s=p99_target_s) if front else None
+    if rec is not None:
+        add(genes_of_record(rec, systems=systems), rec["design"], "recommended")
+    if selected:
+        add(selected, selected_name or short_label(selected), "selected")
+    for d in baselines:
+        add(design_genes(d) | ({"gpu_model": d.gpu_model, "gpus": d.gpus} if systems else {}),
+            d.name.removeprefix("baseline: "), "baseline")
+    for r in sorted(front, key=lambda r: r["cost_usd"]):
+        add(genes_of_record(r, systems=systems), r["design"], "front")
+    return out
