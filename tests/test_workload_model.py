@@ -81,7 +81,7 @@ def test_storage_and_inference_jobs_validate():
 
 
 def test_model_vocabularies_cover_the_parsers():
-    from fabric.workload.parsers.kineto import _KINDS
+    from fabric.workload.parsers.kineto.collectives import _KINDS
 
     assert {k for k in _KINDS.values() if k != "recv"} <= set(COLLECTIVE_KINDS)
     assert {"dp", "tp", "pp", "ep", "world", "unknown"} <= set(ROLES)

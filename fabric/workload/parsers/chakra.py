@@ -44,7 +44,8 @@ from fabric.errors import FabricError, ParseError
 from fabric.limits import Limits, current_limits
 from fabric.workload.io import load_json
 from fabric.workload.model import UnparsedComm, Workload
-from fabric.workload.parsers.kineto import RankTrace, _Call, job_name_for, merge_ranks
+from fabric.workload.parsers.kineto.events import RankTrace, _Call
+from fabric.workload.parsers.kineto.merge import job_name_for, merge_ranks
 
 __all__ = ["FORMAT", "sniff", "parse", "parse_groups", "load_rank", "decode_et", "COMM_TYPES", "NODE_TYPES"]
 

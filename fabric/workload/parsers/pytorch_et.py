@@ -66,9 +66,9 @@ from fabric.errors import FabricError, ParseError
 from fabric.limits import Limits
 from fabric.workload.io import load_json, stream_trace
 from fabric.workload.model import MAX_OP_BYTES, MAX_RANKS, Workload
-from fabric.workload.parsers.kineto import (
-    RankTrace, _Call, _int_list, collective_kind, dtype_info, merge_rank_files, _NOT_MODELLED,
-)
+from fabric.workload.parsers.kineto import merge_rank_files
+from fabric.workload.parsers.kineto.collectives import _NOT_MODELLED, collective_kind, dtype_info
+from fabric.workload.parsers.kineto.events import RankTrace, _Call, _int_list
 
 __all__ = ["FORMAT", "sniff", "parse", "parse_groups", "load_rank", "KNOWN_SCHEMAS"]
 
