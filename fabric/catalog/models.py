@@ -152,6 +152,8 @@ class GpuModel:
     on an HGX baseboard, 4 on a GB200 compute tray); ``None``: the whole server (:attr:`host_gpus`). ``hbm_bytes``
     is the GPU's own memory (HBM) in bytes, what a training plan's weights, optimizer state and activations must fit
     in (:mod:`fabric.plans.memory`); ``None``: not given, so no plan can be checked against it.
+    ``hbm_bytes_per_s`` its HBM bandwidth (bytes/s), the memory roof of the compute model
+    (:mod:`fabric.workload.compute_model`); ``None``: taken as H100's ratio to the BF16 rate.
     """
 
     model: str
@@ -168,6 +170,7 @@ class GpuModel:
     max_nic_bps_per_gpu: float | None = None
     node_gpus: int | None = None
     hbm_bytes: float | None = None
+    hbm_bytes_per_s: float | None = None
 
     @property
     def host_gpus(self) -> int:

@@ -210,6 +210,7 @@ TABLES: dict[str, TableSpec] = {
         Column("max_nic_gbps_per_gpu", field="max_nic_bps_per_gpu", scale=GBPS, strict=True, optional=True),
         Column("node_gpus", "int", minimum=1, optional=True),
         Column("hbm_gb", field="hbm_bytes", scale=GB, strict=True, optional=True),
+        Column("hbm_tbps", field="hbm_bytes_per_s", scale=1e12, strict=True, optional=True),
         _text("source"),
     )),
 }

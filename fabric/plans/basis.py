@@ -44,7 +44,7 @@ __all__ = ["PlanBasis", "basis_from_preset", "basis_from_model", "basis_from_wor
 def plan_key(plan: ParallelPlan) -> tuple:
     """What tells two plans apart: degrees, ZeRO stage, micro-batch, rank order, chunks, sequence parallelism."""
     return (plan.tp, plan.pp, plan.dp, plan.cp, plan.ep, plan.effective_zero, plan.micro_batch, plan.micro_batches,
-            plan.order, plan.virtual_stages, plan.sequence_parallel)
+            plan.order, plan.virtual_stages, plan.sequence_parallel, plan.recompute)
 
 
 @dataclass(frozen=True)
@@ -86,10 +86,54 @@ class PlanBasis:
         """True when ``plan`` is the workload's own plan."""
         return self.given is not None and plan_key(plan) == plan_key(self.given)
 
-    def compute_s(self, plan: ParallelPlan) -> float:
-        """Compute per step of ``plan`` at ``gpu_flops`` (the rule of the module docstring)."""
+    def mfu_rule_s(self, plan: ParallelPlan) -> float:
+        """Compute per step of ``plan`` at ``gpu_flops`` and the basis' ``mfu`` (the same MFU for every plan)."""
         flops = training_flops_per_step(self.model, plan, attention=self.attention_flops)
         return flops / (self.gpus * self.gpu_flops * self.mfu) * (1.0 + pipeline_bubble_fraction(plan))
+
+    @cached_property
+    def reference_plan(self) -> ParallelPlan:
+        """The plan the basis' compute is stated at: the given plan, else plain data parallelism (every GPU a whole
+        model replica, micro-batches of one sequence)."""
+        if self.given is not None:
+            return self.given
+        return ParallelPlan(dp=self.gpus, micro_batch=1, grad_accum=max(1, -(-self.global_batch // self.gpus)),
+                            zero_stage=1)
+
+    @cached_property
+    def roofline(self):
+        """The roofline of the GPU the compute is stated for (:func:`fabric.workload.compute_model.roofline_for`;
+        an unknown GPU: H100's curve at ``gpu_flops``)."""
+        from types import SimpleNamespace
+
+        from fabric.catalog import default_catalog
+        from fabric.errors import CatalogError
+        from fabric.workload.compute_model import roofline_for
+
+        try:
+            gpu = default_catalog().gpu(self.compute_gpu) if self.compute_gpu else None
+        except CatalogError:
+            gpu = None
+        return roofline_for(gpu if gpu is not None and gpu.bf16_flops == self.gpu_flops else
+                            SimpleNamespace(model=self.compute_gpu or "h100-sxm", bf16_flops=self.gpu_flops))
+
+    @cached_property
+    def _scale(self) -> float:
+        from fabric.workload.compute_model import step_compute
+
+        ref = self.reference_plan
+        return self.mfu_rule_s(ref) / step_compute(self.model, ref, self.roofline).step_s
+
+    def compute_s(self, plan: ParallelPlan) -> float:
+        """Compute per step of ``plan`` at ``gpu_flops``: the compute model's time of the plan's kernels
+        (:func:`fabric.workload.compute_model.step_compute`), scaled so that the reference plan (the given one)
+        takes what the basis states for it (measured, or its source's MFU): plans differ by their kernel shapes,
+        recomputation and bubble, and the given plan keeps its compute."""
+        from fabric.workload.compute_model import step_compute
+
+        if self.given is not None and plan_key(plan) == plan_key(self.given):
+            return self.mfu_rule_s(plan)
+        return step_compute(self.model, plan, self.roofline).step_s * self._scale
 
 
 def primary_training_job(workload: Workload) -> Job:

@@ -18,7 +18,11 @@ micro-batches in flight under 1F1B). Written out, with the references, in docs/p
   with ``kv`` the K/V width, ``f`` the MLP width, ``c`` = 6 for a gated MLP (SwiGLU: two inputs of the activation
   and the down projection's input) and 4 otherwise (4 h wide: 19 s b h, Korthikanti's figure), ``k`` the experts a
   token visits (top_k on a mixture-of-experts layer, 1 on a dense one). Without sequence parallelism the layer-norm
-  and dropout part (10 s b h) is not split by tp. Other dtypes scale by ``dtype_bytes / 2``;
+  and dropout part (10 s b h) is not split by tp. Other dtypes scale by ``dtype_bytes / 2``. That is selective
+  recomputation (the plan's ``recompute``, the default; flash attention never keeps the scores). Without
+  recomputation the attention scores, their softmax and dropout mask stay too: ``+ 5 a s^2 b / t`` bytes (``a``
+  heads; Korthikanti et al., equation 1). With full recomputation a layer keeps only its input: ``2 s b h / t``
+  bytes with sequence parallelism (``2 s b h`` without), the rest is recomputed in backward;
 - micro-batches in flight on the first stage: ``min(pp, micro-batches)`` under 1F1B (Narayanan et al., SC 2021),
   times ``1 + (pp - 1) / (pp x v)`` for the interleaved schedule of v chunks (Korthikanti et al., section 4.2.3); one
   without pipelining. The stage holds ``layers / pp`` layers.
@@ -71,6 +75,9 @@ def activation_bytes_per_layer(model: ModelSpec, plan: ParallelPlan, *, moe_laye
     s = model.seq_len / plan.cp
     b = plan.micro_batch
     h, kv, f = model.hidden, model.kv_dim, model.ffn_hidden
+    if plan.recompute == "full":
+        whole = 2.0 * s * b * h
+        return (whole / plan.tp if plan.sequence_parallel else whole) * model.dtype_bytes / 2
     k = model.top_k if moe_layer else 1
     c = 6 if model.gated_mlp else 4
     per = s * b * (11 * h + 4 * kv + k * (3 * h + c * f))
@@ -78,7 +85,8 @@ def activation_bytes_per_layer(model: ModelSpec, plan: ParallelPlan, *, moe_laye
     if plan.tp > 1 and not plan.sequence_parallel:
         unsplit = s * b * 10 * h               # layer norms and dropout masks stay whole on every TP rank
         per -= unsplit
-    return (per / plan.tp + unsplit) * model.dtype_bytes / 2
+    scores = 5.0 * model.heads * s * model.seq_len * b / plan.tp if plan.recompute == "none" else 0.0
+    return (per / plan.tp + unsplit) * model.dtype_bytes / 2 + scores
 
 
 def plan_memory(model: ModelSpec, plan: ParallelPlan, hbm_bytes: float | None) -> MemoryUse:

@@ -13,18 +13,21 @@ __all__ = ["basis_lines", "space_lines", "ranking_lines", "compute_rule_text", "
 #: What each provenance label means (shown beside a plan's figures).
 PROVENANCE_TEXT = {
     "measured": "measured: the trace's own plan, its compute and bytes as traced",
-    "derived": "derived: synthesized from the recognised model shape at the compute rule the trace implies",
+    "derived": "derived: synthesized from the recognised model shape, its compute the trace's scaled by the compute "
+               "model's ratio of the two plans' kernels",
     "synthesized": "synthesized from the model shape",
 }
 
 
 def compute_rule_text(basis: PlanBasis) -> str:
-    """The compute rule every plan of ``basis`` shares, with its figures."""
+    """The compute rule of ``basis``' plans, with its figures."""
     rate = basis.gpu_flops / 1e12
     at = (f"{basis.mfu:.0%} MFU of {rate:,.4g} TFLOP/s" + (f" ({basis.compute_gpu})" if basis.compute_gpu else "")
           if basis.rate_known else f"the {rate:,.4g} TFLOP/s per GPU the trace's compute implies (its GPU is unknown)")
-    return (f"compute per step = model FLOPs / ({basis.gpus:,} GPUs x {at}) x (1 + pipeline bubble), the same for "
-            f"every plan, then taken to the design's GPU by the ratio of BF16 rates")
+    ref = "the given plan" if basis.given is not None else "plain data parallelism"
+    return (f"compute per step: each plan's own kernels (GEMM shapes, attention, recomputation, bubble: "
+            f"fabric.workload.compute_model), scaled so that {ref} runs at {at}; then taken to the design's GPU by "
+            f"the ratio of BF16 rates")
 
 
 def basis_lines(basis: PlanBasis) -> list[str]:

@@ -16,10 +16,12 @@ For a :class:`~fabric.plans.basis.PlanBasis` on ``gpus`` GPUs of a catalog GPU (
 - the rank order (:data:`SEARCH_ORDERS`, fastest-varying first): Megatron's ``tp-cp-ep-dp-pp`` or ``tp-pp-cp-ep-dp``
   (pipeline neighbours on one server); orders that differ only in dimensions of size 1 are one plan;
 - ZeRO: the lowest stage from 1 to 3 whose memory fits (stage 0 moves the same bytes as stage 1 with more memory;
-  stages 2 and 3 add traffic or latency for memory, so a higher stage is chosen only when a lower one does not fit).
+  stages 2 and 3 add traffic or latency for memory, so a higher stage is chosen only when a lower one does not fit);
+- activation recomputation: at that stage, the choice of ``none`` / ``selective`` / ``full`` whose memory fits with
+  the least compute (:meth:`fabric.plans.basis.PlanBasis.compute_s`): recomputation is bought only with memory.
 
-A plan whose memory (:func:`fabric.plans.memory.plan_memory`) exceeds the HBM at every ZeRO stage is refused, with
-the memory of its lightest stage as the reason. The basis' overlap assumptions, bucket size and dtypes carry over.
+A plan whose memory (:func:`fabric.plans.memory.plan_memory`) exceeds the HBM at every ZeRO stage, even with full
+recomputation, is refused, with the memory of its lightest choice as the reason. The basis' overlap assumptions, bucket size and dtypes carry over.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from dataclasses import dataclass, replace
 from fabric.errors import WorkloadError
 from fabric.plans.basis import PlanBasis, plan_key
 from fabric.plans.memory import MemoryUse, plan_memory
-from fabric.workload.synth import DEFAULT_ORDER, ParallelPlan, pipeline_bubble_fraction, validate_plan
+from fabric.workload.synth import (DEFAULT_ORDER, RECOMPUTE_CHOICES, ParallelPlan, pipeline_bubble_fraction,
+                                   validate_plan)
 
 __all__ = ["Candidate", "PlanSpace", "plan_space", "check_plan", "plan_label", "SEARCH_ORDERS", "MAX_CP",
            "MIN_CP_TOKENS", "MICRO_BATCH_SIZES", "MAX_PP"]
@@ -55,6 +58,8 @@ def plan_label(plan: ParallelPlan, *, order: bool = True) -> str:
             f"{plan.micro_batch}")
     if plan.virtual_stages > 1:
         text += f", {plan.virtual_stages} chunks per stage"
+    if plan.recompute != "selective":
+        text += ", full recomputation" if plan.recompute == "full" else ", no recomputation"
     return text + (f", order {plan.order}" if order else "")
 
 
@@ -128,11 +133,18 @@ def check_plan(basis: PlanBasis, plan: ParallelPlan, hbm_bytes: float | None, do
     stages = (1, 2, 3) if choose_zero else (plan.effective_zero,)
     mem = None
     for z in stages:
-        p = replace(plan, zero_stage=z, fsdp=False) if choose_zero else plan
-        mem = plan_memory(basis.model, p, hbm_bytes)
-        if mem.fits:
-            return Candidate(p, mem, basis.compute_s(p), pipeline_bubble_fraction(p), basis.is_given(p)), None
-    lowest = "at ZeRO 3" if choose_zero else f"at ZeRO {plan.effective_zero}"
+        fitting = []
+        for r in (RECOMPUTE_CHOICES if choose_zero else (plan.recompute,)):
+            p = replace(plan, zero_stage=z, fsdp=False, recompute=r) if choose_zero else plan
+            m = plan_memory(basis.model, p, hbm_bytes)
+            if m.fits:
+                fitting.append((basis.compute_s(p), p, m))
+            elif mem is None or r == "full":
+                mem = m
+        if fitting:
+            compute, p, m = min(fitting, key=lambda x: (x[0], RECOMPUTE_CHOICES.index(x[1].recompute)))
+            return Candidate(p, m, compute, pipeline_bubble_fraction(p), basis.is_given(p)), None
+    lowest = "at ZeRO 3 with full recomputation" if choose_zero else f"at ZeRO {plan.effective_zero}"
     return None, f"does not fit in memory {lowest}: {mem.text()}"
 
 

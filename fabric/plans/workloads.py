@@ -1,5 +1,6 @@
 """The workload of one plan: the given plan's as it came (measured for a trace), any other synthesized from the
-model shape by :func:`fabric.workload.synth.synthesize` at the basis' compute rule.
+model shape by :func:`fabric.workload.synth.synthesize` with the compute of its own kernels
+(:meth:`fabric.plans.basis.PlanBasis.compute_s`).
 
 The training job is replaced; the workload's other jobs (checkpoints, other tenants) stay. A derived job carries
 the GPU its compute is stated for (``compute_gpu``, ``compute_gpu_tflops``), so :mod:`fabric.evaluate.gpu_compute`
@@ -54,7 +55,8 @@ def _build(basis: PlanBasis, plan: ParallelPlan) -> Workload:
         return basis.workload
     name = basis.job_name or basis.model.name
     syn = synthesize(basis.model, plan, gpu_flops=basis.gpu_flops, mfu=basis.mfu, gpus=basis.gpus, name=name,
-                     attention_flops=basis.attention_flops, compute_cv=basis.compute_cv)
+                     attention_flops=basis.attention_flops, compute_cv=basis.compute_cv,
+                     compute_time_s=basis.compute_s(plan))
     job = syn.jobs[0]
     job = replace(job, compute_gpu=basis.compute_gpu,
                   compute_gpu_tflops=job.compute_gpu_tflops if basis.rate_known else None)

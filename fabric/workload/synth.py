@@ -29,7 +29,7 @@ __all__ = [
     "ModelSpec", "ParallelPlan", "InferencePlan", "RecSpec",
     "synthesize", "synthesize_inference", "synthesize_dlrm", "checkpoint_job",
     "training_flops_per_step", "pipeline_bubble_fraction", "validate_plan", "megatron_groups", "rank_strides",
-    "DDP_BUCKET_BYTES", "ADAM_OPTIMIZER_BYTES_PER_PARAM", "RANK_ORDERS", "DEFAULT_ORDER",
+    "DDP_BUCKET_BYTES", "ADAM_OPTIMIZER_BYTES_PER_PARAM", "RANK_ORDERS", "DEFAULT_ORDER", "RECOMPUTE_CHOICES",
 ]
 
 #: PyTorch DistributedDataParallel's default gradient bucket (``bucket_cap_mb=25``).
@@ -157,6 +157,11 @@ class ModelSpec:
         return self
 
 
+#: Activation recomputation of a training plan: "none" (attention scores kept), "selective" (the attention core
+#: recomputed in backward: flash attention), "full" (each layer's forward recomputed in backward).
+RECOMPUTE_CHOICES = ("none", "selective", "full")
+
+
 @dataclass(frozen=True)
 class ParallelPlan:
     """How a training job is split across GPUs, in Megatron-LM terms.
@@ -167,7 +172,10 @@ class ParallelPlan:
     sequences; give ``global_batch`` (sequences) or ``grad_accum`` (micro-batches per step), not both differently.
     ``virtual_stages`` > 1 is the interleaved 1F1B schedule. ``*_overlap`` are the shares of each traffic class hidden
     behind compute (assumptions; see docs/synthesis.md). ``order`` is how ranks map onto GPUs, fastest-varying
-    dimension first (:data:`RANK_ORDERS`; consecutive ranks share a server).
+    dimension first (:data:`RANK_ORDERS`; consecutive ranks share a server). ``recompute`` is the activation
+    recomputation (:data:`RECOMPUTE_CHOICES`: "none" keeps the attention scores, "selective" recomputes the
+    attention core in backward as flash attention does, "full" recomputes every layer's forward): it trades the
+    activation memory of :mod:`fabric.plans.memory` for the compute of :mod:`fabric.workload.compute_model`.
     """
 
     dp: int = 1
@@ -191,6 +199,7 @@ class ParallelPlan:
     ep_overlap: float = 0.0
     cp_overlap: float = 0.5
     order: str = DEFAULT_ORDER
+    recompute: str = "selective"
 
     @property
     def world_size(self) -> int:
@@ -278,6 +287,8 @@ def validate_plan(model: ModelSpec, plan: ParallelPlan, gpus: int | None = None)
     if plan.order not in RANK_ORDERS:
         _fail("plan.order", f"{plan.order!r} is not a rank order; choose one of {', '.join(RANK_ORDERS)} (fastest-"
                             "varying first; cp-ep-dp stay together)")
+    if plan.recompute not in RECOMPUTE_CHOICES:
+        _fail("plan.recompute", f"{plan.recompute!r}: choose {', '.join(RECOMPUTE_CHOICES)}")
     if plan.grad_dtype_bytes is not None and plan.grad_dtype_bytes not in (1, 2, 4):
         _fail("plan.grad_dtype_bytes", f"must be 1, 2 or 4, got {plan.grad_dtype_bytes!r}")
     if gpus is not None:
@@ -424,7 +435,8 @@ def _sync_windows(ops: list, per_micro_batch_s: float) -> list:
 
 def synthesize(model: ModelSpec, plan: ParallelPlan, *, gpu_flops: float, mfu: float = 0.4,
                gpus: int | None = None, name: str | None = None, attention_flops: bool = True,
-               compute_cv: float = 0.02, checkpoint_period_s: float | None = None) -> Workload:
+               compute_cv: float = 0.02, checkpoint_period_s: float | None = None,
+               compute_time_s: float | None = None) -> Workload:
     """A training job (one step = one optimizer step) from a model and a parallelism plan.
 
     Parameters
@@ -435,6 +447,8 @@ def synthesize(model: ModelSpec, plan: ParallelPlan, *, gpu_flops: float, mfu: f
     attention_flops : include the 12 L h s attention term in the FLOPs.
     compute_cv : step-to-step coefficient of variation of compute (straggler input of the evaluator).
     checkpoint_period_s : when given, add a storage job (see :func:`checkpoint_job`).
+    compute_time_s : the step's compute (bubble included) when the caller has it (a plan's compute from its kernel
+        shapes, :meth:`fabric.plans.basis.PlanBasis.compute_s`) instead of the ``mfu`` rule.
 
     Examples
     --------
@@ -530,19 +544,25 @@ def synthesize(model: ModelSpec, plan: ParallelPlan, *, gpu_flops: float, mfu: f
                               name=f"{label} per-layer gradient reduce-scatter"))
 
     flops = training_flops_per_step(model, plan, attention=attention_flops)
-    ideal = flops / (plan.world_size * gpu_flops * mfu)
+    bubble = pipeline_bubble_fraction(plan)
+    if compute_time_s is not None:
+        ideal = _pos_num(compute_time_s, "compute_time_s") / (1.0 + bubble)
+        mfu = flops / (plan.world_size * gpu_flops * ideal)
+    else:
+        ideal = flops / (plan.world_size * gpu_flops * mfu)
     if plan.effective_zero <= 2:
         ops = _sync_windows(ops, ideal / m)
-    bubble = pipeline_bubble_fraction(plan)
     compute = ideal * (1.0 + bubble)
     jname = name or model.name
     notes = (
         f"synthesized: {model.name}, dp {plan.dp} x tp {plan.tp} x pp {plan.pp} x cp {plan.cp}"
         + (f", ep {plan.ep}" if moe else "") + f", ZeRO {plan.effective_zero}"
         + (", sequence parallel" if plan.sequence_parallel else "")
-        + (f", rank order {plan.order}" if plan.order != DEFAULT_ORDER else ""),
+        + (f", rank order {plan.order}" if plan.order != DEFAULT_ORDER else "")
+        + ("" if plan.recompute == "selective" else f", {plan.recompute} recomputation"),
         f"{plan.sequences_per_step} sequences x {model.seq_len} tokens per step; {m} micro-batches of {b}",
-        f"compute {ideal:.4g} s at {mfu:.0%} MFU of {gpu_flops / 1e12:g} TFLOP/s plus a {bubble:.1%} pipeline bubble",
+        f"compute {ideal:.4g} s at {mfu:.0%} MFU of {gpu_flops / 1e12:g} TFLOP/s plus a {bubble:.1%} pipeline bubble"
+        + (" (this plan's kernels: fabric.workload.compute_model)" if compute_time_s is not None else ""),
         "overlap assumptions: dp {:.0%}, tp {:.0%}, pp {:.0%}, ep {:.0%}, cp {:.0%}".format(
             plan.dp_overlap, plan.tp_overlap, plan.pp_overlap, plan.ep_overlap, plan.cp_overlap),
     )

@@ -1,0 +1,203 @@
+"""Compute time of a training plan from its kernel shapes (issue 36): each plan at its own compute speed.
+
+One MFU for every plan makes two plans whose kernels differ by 20-30 % equal. Here the compute of one training step
+comes from the matrix multiplies (GEMMs) and attention each plan gives the GPU, timed on a roofline of the GPU:
+
+- **GEMMs per layer and micro-batch** (``T = micro_batch x seq_len / cp`` tokens on the GPU; tensor parallelism
+  splits one dimension of each): QKV ``T x h -> (h + 2 kv) / tp``, attention output ``T x h / tp -> h``, MLP
+  ``T x h -> (2 f if gated else f) / tp`` and ``T x f / tp -> h``; an MoE layer's experts see ``ep x T x top_k /
+  experts`` tokens each (the grouped GEMMs of the ``experts / ep`` local experts, each split by tp), plus the router;
+  the last stage's LM head ``T x h -> vocab / tp``. Backward is two GEMMs of the same shape per forward GEMM (data
+  and weight gradients).
+- **GEMM time** = ``max(FLOPs / (peak x efficiency), bytes moved / HBM bandwidth)`` with efficiency
+  ``e_max x prod(d / (d + d0))`` over the three dimensions: near ``e_max`` for large GEMMs, lower when a dimension
+  is small (a thin tensor-parallel slice, an expert's few tokens). ``e_max`` and ``d0`` are fitted once per GPU to
+  published GEMM measurements (:data:`ROOFLINES`, with sources).
+- **Attention** (flash attention, causal): ``2 x b x (s / cp) x s x h / tp`` FLOPs forward at the GPU's published
+  flash-attention rate, backward 2.5 times the forward (FlashAttention-2's backward runs at about 40 % of its forward
+  rate per FLOP and does twice the FLOPs).
+- **Element-wise work** (norms, residual adds, the MLP's activation, rotary embedding): memory-bound, ``~10 x T x h``
+  (split by tp with sequence parallelism) plus ``3 x T x f / tp`` elements forward, twice that backward.
+- **Activation recomputation** (the plan's ``recompute``): ``selective`` is flash attention (the attention core
+  recomputed inside its backward, Korthikanti et al. 2022); ``none`` keeps the scores (attention as two batched
+  GEMMs of inner size head_dim and a memory-bound softmax over the scores, no recomputation); ``full`` adds every
+  layer's forward to the backward pass.
+- **Pipeline**: each stage holds ``layers / pp`` layers (the last also the LM head); the step runs at the slowest
+  stage's pace: ``micro-batches x stage time x (1 + bubble)`` (:func:`fabric.workload.synth.pipeline_bubble_fraction`)
+  plus a fixed cost per micro-batch and model chunk (:data:`CHUNK_OVERHEAD_S`).
+- **Optimizer step**: Adam on the GPU's share of the parameters (divided by dp under a distributed optimizer,
+  ZeRO >= 1), memory-bound at 16 bytes read and written per parameter.
+
+Communication is not here: the evaluator charges it (and what of it hides under this compute) on the network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Roofline", "ROOFLINES", "roofline_for", "gemm_time_s", "StepCompute", "step_compute", "CHUNK_OVERHEAD_S"]
+#: Fixed time per micro-batch and model chunk on a stage (kernel launches, the stage's send/receive bookkeeping):
+#: what makes more virtual stages cost something beyond their bubble saving (an assumption, stated in docs/plans.md).
+CHUNK_OVERHEAD_S = 50e-6
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """What a GPU computes at: dense BF16 peak (FLOP/s), HBM bandwidth (bytes/s), the GEMM efficiency curve
+    (``gemm_max``, ``gemm_knee``) and flash attention's share of peak (forward), with the sources they come from."""
+
+    model: str
+    peak_flops: float
+    hbm_bytes_per_s: float
+    gemm_max: float
+    gemm_knee: float
+    attention_share: float
+    source: str
+
+
+#: GEMM and attention efficiency per GPU generation (fitted once to published measurements; docs/plans.md lists
+#: the points). Peak and HBM bandwidth come from the catalog row of the design's GPU (:func:`roofline_for`).
+ROOFLINES = {
+    "a100": dict(gemm_max=0.88, gemm_knee=120.0, attention_share=0.60,
+                 source="A100 BF16 GEMM ~270-280 of 312 TFLOP/s at 8192^3, ~250 at 4096^3 (cuBLAS); FlashAttention-2 "
+                        "forward ~190 TFLOP/s (Dao 2023)"),
+    "h100": dict(gemm_max=0.80, gemm_knee=200.0, attention_share=0.45,
+                 source="H100 SXM BF16 GEMM ~750-800 of 989 TFLOP/s at 8192^3, ~700 at 4096^3 (cuBLAS 12); "
+                        "FlashAttention-2 forward ~350 TFLOP/s on H100, FlashAttention-3 up to ~740"),
+    "b200": dict(gemm_max=0.72, gemm_knee=320.0, attention_share=0.45,
+                 source="B200 BF16 GEMM (cuBLAS) 1,610 TFLOP/s at 8192^3, 1,532 at 4096^3, 1,006 at 2048^3 of 2,250 "
+                        "dense"),
+}
+
+
+def _generation(gpu_model: str) -> str:
+    m = gpu_model.lower()
+    if m.startswith("a100"):
+        return "a100"
+    if m.startswith(("b200", "gb200", "b300", "gb300")):
+        return "b200"
+    return "h100"                           # H100, H200 and unknown Hopper-class parts
+
+
+def roofline_for(gpu) -> Roofline:
+    """The :class:`Roofline` of a catalog GPU row (``bf16_flops``, ``hbm_bytes_per_s``; an HBM bandwidth the row
+    lacks is taken as 3.35 TB/s per 989 TFLOP/s, H100's ratio)."""
+    gen = ROOFLINES[_generation(gpu.model)]
+    hbm = getattr(gpu, "hbm_bytes_per_s", None) or gpu.bf16_flops * 3.35e12 / 989e12
+    return Roofline(model=gpu.model, peak_flops=float(gpu.bf16_flops), hbm_bytes_per_s=float(hbm), **gen)
+
+
+def gemm_time_s(roof: Roofline, m: float, n: float, k: float, *, dtype_bytes: int = 2) -> float:
+    """Seconds of one ``m x k`` by ``k x n`` GEMM on ``roof`` (module docstring); 0 for an empty one."""
+    if m <= 0 or n <= 0 or k <= 0:
+        return 0.0
+    d0 = roof.gemm_knee
+    eff = roof.gemm_max * (m / (m + d0)) * (n / (n + d0)) * (k / (k + d0))
+    flops = 2.0 * m * n * k
+    moved = dtype_bytes * (m * k + k * n + m * n)
+    return max(flops / (roof.peak_flops * eff), moved / roof.hbm_bytes_per_s)
+
+
+@dataclass(frozen=True)
+class StepCompute:
+    """The compute of one training step under a plan, split by kind (seconds on one GPU of the slowest stage)."""
+
+    step_s: float
+    gemm_s: float
+    attention_s: float
+    elementwise_s: float
+    recompute_s: float
+    bubble_s: float
+    overhead_s: float
+    optimizer_s: float
+    model_flops: float
+    mfu_of_compute: float
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _layer_times(model, plan, roof: Roofline, *, moe: bool) -> tuple[float, float, float]:
+    """Forward seconds of one layer and micro-batch: GEMMs, the attention core and element-wise work."""
+    tp, cp = plan.tp, plan.cp
+    T = plan.micro_batch * model.seq_len / cp
+    h, kv = model.hidden, model.kv_dim
+    f = model.ffn_hidden
+    up = (2 * f if model.gated_mlp else f) / tp
+    g = gemm_time_s(roof, T, (h + 2 * kv) / tp, h) + gemm_time_s(roof, T, h, h / tp)
+    if moe:
+        E, k = model.experts, model.top_k
+        local = max(E // max(plan.ep, 1), 1)
+        per_expert = plan.ep * T * k / E
+        g += gemm_time_s(roof, T, E, h)                                    # router
+        g += local * (gemm_time_s(roof, per_expert, up, h) + gemm_time_s(roof, per_expert, h, f / tp))
+        act_elems = T * k * f / tp
+    else:
+        g += gemm_time_s(roof, T, up, h) + gemm_time_s(roof, T, h, f / tp)
+        act_elems = T * f / tp
+    a = _attention_forward_s(model, plan, roof)
+    sp = tp if plan.sequence_parallel else 1
+    elems = 10.0 * T * h / sp + 3.0 * act_elems
+    e = elems * model.dtype_bytes * 2 / roof.hbm_bytes_per_s            # read and write
+    return g, a, e
+
+
+def _attention_forward_s(model, plan, roof: Roofline) -> float:
+    """Forward seconds of the causal attention core of one layer and micro-batch: flash attention at its published
+    rate, or (``recompute="none"``, scores kept) two batched GEMMs per head of inner size head_dim and a softmax and
+    dropout over the scores, memory-bound (about 8 bytes per score: written, read and written by the softmax, read
+    by the second GEMM)."""
+    b, s_q, s = plan.micro_batch, model.seq_len / plan.cp, model.seq_len
+    heads = model.heads / plan.tp
+    flops = 2.0 * b * s_q * s * model.hidden / plan.tp                 # causal: half of 4 b s_q s h / tp
+    if plan.recompute != "none":
+        return flops / (roof.peak_flops * roof.attention_share)
+    scores = b * heads * s_q * s
+    per_head = gemm_time_s(roof, s_q, s, model.head_dim) * 2          # Q K^T and P V (full, not causal-skipped)
+    return b * heads * per_head + scores * 8.0 / roof.hbm_bytes_per_s
+
+
+#: Backward over forward time of the attention core: flash attention's backward recomputes the scores and does
+#: twice the forward's FLOPs at a lower rate (2.5x; FlashAttention-2, Dao 2023); kept scores: two GEMMs per
+#: forward one and the softmax's gradient (2x).
+_ATTENTION_BACKWARD = {"none": 2.0, "selective": 2.5, "full": 2.5}
+
+
+def step_compute(model, plan, roof: Roofline) -> StepCompute:
+    """The compute of one training step of ``model`` under ``plan`` (its ``recompute`` included) on ``roof``
+    (module docstring)."""
+    from fabric.workload.synth import pipeline_bubble_fraction, training_flops_per_step
+
+    recompute = plan.recompute
+    layers_per_stage = model.layers / plan.pp
+    moe_share = model.moe_layers / model.layers if model.layers else 0.0
+    fd = _layer_times(model, plan, roof, moe=False)
+    fm = _layer_times(model, plan, roof, moe=True) if moe_share else fd
+    g_f = (1 - moe_share) * fd[0] + moe_share * fm[0]
+    a_f = fd[1]
+    e_f = (1 - moe_share) * fd[2] + moe_share * fm[2]
+    # one layer, one micro-batch: forward + backward (GEMMs x2, attention per _ATTENTION_BACKWARD, element-wise x2)
+    gemm = 3.0 * g_f
+    attention = (1.0 + _ATTENTION_BACKWARD[recompute]) * a_f
+    elementwise = 3.0 * e_f
+    redo = g_f + e_f + a_f if recompute == "full" else 0.0
+    per_layer = gemm + attention + elementwise + redo
+    T = plan.micro_batch * model.seq_len / plan.cp
+    head = 3.0 * gemm_time_s(roof, T, model.vocab / plan.tp, model.hidden)
+    stage = layers_per_stage * per_layer + head          # the last stage (the slowest: it holds the LM head)
+    m = plan.micro_batches
+    chunks = plan.virtual_stages
+    busy = m * stage
+    bubble = busy * pipeline_bubble_fraction(plan)
+    overhead = m * chunks * CHUNK_OVERHEAD_S
+    params_local = model.parameters / (plan.tp * plan.pp)
+    if plan.effective_zero >= 1:
+        params_local /= max(plan.dp, 1)
+    optimizer = params_local * 16.0 * 2 / roof.hbm_bytes_per_s
+    step = busy + bubble + overhead + optimizer
+    flops = training_flops_per_step(model, plan)
+    return StepCompute(step_s=step, gemm_s=m * layers_per_stage * gemm + m * head,
+                       attention_s=m * layers_per_stage * attention, elementwise_s=m * layers_per_stage * elementwise,
+                       recompute_s=m * layers_per_stage * redo, bubble_s=bubble, overhead_s=overhead,
+                       optimizer_s=optimizer, model_flops=flops,
+                       mfu_of_compute=flops / (plan.world_size * roof.peak_flops * step) if step > 0 else 0.0)
