@@ -21,7 +21,8 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from fabric.catalog import default_catalog  # noqa: E402
-from fabric.plans import best, inner  # noqa: E402
+from fabric.plans import best  # noqa: E402
+from fabric.search.plan_space import inner  # noqa: E402
 from fabric.plans.basis import basis_from_preset  # noqa: E402
 from fabric.search.plan_space.inner import PlanObjective, probe_designs  # noqa: E402
 from fabric.plans.space import plan_space  # noqa: E402
