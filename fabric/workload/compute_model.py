@@ -9,13 +9,12 @@ comes from the matrix multiplies (GEMMs) and attention each plan gives the GPU, 
   experts`` tokens each (the grouped GEMMs of the ``experts / ep`` local experts, each split by tp), plus the router;
   the last stage's LM head ``T x h -> vocab / tp``. Backward is two GEMMs of the same shape per forward GEMM (data
   and weight gradients).
-- **GEMM time** = ``max(FLOPs / (peak x efficiency), bytes moved / HBM bandwidth)`` with efficiency
-  ``e_max x prod(d / (d + d0))`` over the three dimensions: near ``e_max`` for large GEMMs, lower when a dimension
-  is small (a thin tensor-parallel slice, an expert's few tokens). ``e_max`` and ``d0`` are fitted once per GPU to
-  published GEMM measurements (:data:`ROOFLINES`, with sources).
-- **Attention** (flash attention, causal): ``2 x b x (s / cp) x s x h / tp`` FLOPs forward at the GPU's published
-  flash-attention rate, backward 2.5 times the forward (FlashAttention-2's backward runs at about 40 % of its forward
-  rate per FLOP and does twice the FLOPs).
+- **GEMM time** = ``max(FLOPs / (peak x efficiency), bytes moved / HBM bandwidth)`` with the efficiency of
+  :func:`gemm_efficiency`: near the GPU's best matmul rate for large GEMMs, lower as the GEMM shrinks (a thin
+  tensor-parallel slice, an expert's few tokens), fitted once per GPU generation to published GEMM rates
+  (:data:`ROOFLINES`, with sources; ``benchmarks/fit_gemm.py``).
+- **Attention** (fused flash attention, causal): ``2 x b x (s / cp) x s x h / tp`` FLOPs forward at the GPU's
+  published fused-attention rate, backward twice the FLOPs at its backward rate (:data:`ROOFLINES`).
 - **Element-wise work** (norms, residual adds, the MLP's activation, rotary embedding): memory-bound, ``~10 x T x h``
   (split by tp with sequence parallelism) plus ``3 x T x f / tp`` elements forward, twice that backward.
 - **Activation recomputation** (the plan's ``recompute``): ``selective`` is flash attention (the attention core
@@ -35,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Roofline", "ROOFLINES", "roofline_for", "gemm_time_s", "StepCompute", "step_compute", "CHUNK_OVERHEAD_S"]
+__all__ = ["Roofline", "ROOFLINES", "roofline_for", "gemm_efficiency", "gemm_time_s", "StepCompute", "step_compute", "CHUNK_OVERHEAD_S"]
 #: Fixed time per micro-batch and model chunk on a stage (kernel launches, the stage's send/receive bookkeeping):
 #: what makes more virtual stages cost something beyond their bubble saving (an assumption, stated in docs/plans.md).
 CHUNK_OVERHEAD_S = 50e-6
@@ -44,29 +43,43 @@ CHUNK_OVERHEAD_S = 50e-6
 @dataclass(frozen=True)
 class Roofline:
     """What a GPU computes at: dense BF16 peak (FLOP/s), HBM bandwidth (bytes/s), the GEMM efficiency curve
-    (``gemm_max``, ``gemm_knee``) and flash attention's share of peak (forward), with the sources they come from."""
+    (``gemm_max``, ``gemm_w0``, ``gemm_a``: :func:`gemm_efficiency`) and flash attention's share of peak (forward),
+    with the sources they come from."""
 
     model: str
     peak_flops: float
     hbm_bytes_per_s: float
     gemm_max: float
-    gemm_knee: float
+    gemm_w0: float
+    gemm_a: float
     attention_share: float
+    attention_backward: float
     source: str
 
 
-#: GEMM and attention efficiency per GPU generation (fitted once to published measurements; docs/plans.md lists
-#: the points). Peak and HBM bandwidth come from the catalog row of the design's GPU (:func:`roofline_for`).
+#: GEMM and attention efficiency per GPU generation. ``gemm_max``: the best published BF16 matmul rate over the dense
+#: peak (stas00/ml-engineering's "maximum achievable matmul FLOPS": A100 SXM 271.2 of 312, H100 SXM 794.5 of 989,
+#: B200 1,745 of 2,250, GB200 1,822 of 2,500 TFLOP/s); ``gemm_w0`` and ``gemm_a`` fitted to published size-dependent
+#: rates (``python benchmarks/fit_gemm.py``: XLA's GPU cost-model table, 73 H100 points, median error 6 %; 39 B200
+#: points with cuBLAS's 1,006 / 1,532 / 1,610 TFLOP/s at 2048^3 / 4096^3 / 8192^3); A100 takes H100's shape (no
+#: size-dependent A100 table was found). ``attention_share``: the causal attention kernel's forward rate over peak and
+#: ``attention_backward`` its backward time over its forward time (twice the FLOPs at the backward rate): A100,
+#: FlashAttention-2 (Dao 2023: ~170 TFLOP/s forward and backward together at head dim 128 and 2-8k tokens, backward
+#: 2.5x the forward); H100 and B200, cuDNN's fused attention (553 / 422 TFLOP/s forward / backward on H100 and
+#: 1,324 / 1,083 on B200 at 4,096 tokens: the Megatron-Core MoE report's Table 9, as transcribed).
+#: Peak and HBM bandwidth come from the catalog row of the design's GPU (:func:`roofline_for`).
 ROOFLINES = {
-    "a100": dict(gemm_max=0.88, gemm_knee=120.0, attention_share=0.60,
-                 source="A100 BF16 GEMM ~270-280 of 312 TFLOP/s at 8192^3, ~250 at 4096^3 (cuBLAS); FlashAttention-2 "
-                        "forward ~190 TFLOP/s (Dao 2023)"),
-    "h100": dict(gemm_max=0.80, gemm_knee=200.0, attention_share=0.45,
-                 source="H100 SXM BF16 GEMM ~750-800 of 989 TFLOP/s at 8192^3, ~700 at 4096^3 (cuBLAS 12); "
-                        "FlashAttention-2 forward ~350 TFLOP/s on H100, FlashAttention-3 up to ~740"),
-    "b200": dict(gemm_max=0.72, gemm_knee=320.0, attention_share=0.45,
-                 source="B200 BF16 GEMM (cuBLAS) 1,610 TFLOP/s at 8192^3, 1,532 at 4096^3, 1,006 at 2048^3 of 2,250 "
-                        "dense"),
+    "a100": dict(gemm_max=271.2 / 312, gemm_w0=1457.0, gemm_a=2.81, attention_share=0.64, attention_backward=2.5,
+                 source="A100 SXM: best BF16 matmul 271.2 of 312 TFLOP/s; curve shape of H100; FlashAttention-2"),
+    "h100": dict(gemm_max=794.5 / 989, gemm_w0=1457.0, gemm_a=2.81, attention_share=553 / 989,
+                 attention_backward=2 * 553 / 422,
+                 source="H100 SXM: best BF16 matmul 794.5 of 989 TFLOP/s; XLA table fit; FlashAttention-2"),
+    "b200": dict(gemm_max=1745.0 / 2250, gemm_w0=1924.0, gemm_a=2.80, attention_share=1324 / 2250,
+                 attention_backward=2 * 1324 / 1083,
+                 source="B200: best BF16 matmul 1,745 of 2,250 TFLOP/s; XLA table and cuBLAS fit"),
+    "gb200": dict(gemm_max=1822.0 / 2500, gemm_w0=1924.0, gemm_a=2.80, attention_share=1324 / 2250,
+                  attention_backward=2 * 1324 / 1083,
+                  source="GB200: best BF16 matmul 1,822 of 2,500 TFLOP/s; B200's curve shape"),
 }
 
 
@@ -74,7 +87,9 @@ def _generation(gpu_model: str) -> str:
     m = gpu_model.lower()
     if m.startswith("a100"):
         return "a100"
-    if m.startswith(("b200", "gb200", "b300", "gb300")):
+    if m.startswith("gb"):
+        return "gb200"
+    if m.startswith(("b200", "b300")):
         return "b200"
     return "h100"                           # H100, H200 and unknown Hopper-class parts
 
@@ -87,12 +102,17 @@ def roofline_for(gpu) -> Roofline:
     return Roofline(model=gpu.model, peak_flops=float(gpu.bf16_flops), hbm_bytes_per_s=float(hbm), **gen)
 
 
+def gemm_efficiency(roof: Roofline, m: float, n: float, k: float) -> float:
+    """The share of peak an ``m x k`` by ``k x n`` GEMM runs at: ``gemm_max / (1 + (gemm_w0 / (m n k)^(1/3))^
+    gemm_a)``: near ``gemm_max`` for large GEMMs, falling as the mean dimension shrinks."""
+    return roof.gemm_max / (1.0 + (roof.gemm_w0 / (m * n * k) ** (1.0 / 3.0)) ** roof.gemm_a)
+
+
 def gemm_time_s(roof: Roofline, m: float, n: float, k: float, *, dtype_bytes: int = 2) -> float:
     """Seconds of one ``m x k`` by ``k x n`` GEMM on ``roof`` (module docstring); 0 for an empty one."""
     if m <= 0 or n <= 0 or k <= 0:
         return 0.0
-    d0 = roof.gemm_knee
-    eff = roof.gemm_max * (m / (m + d0)) * (n / (n + d0)) * (k / (k + d0))
+    eff = gemm_efficiency(roof, m, n, k)
     flops = 2.0 * m * n * k
     moved = dtype_bytes * (m * k + k * n + m * n)
     return max(flops / (roof.peak_flops * eff), moved / roof.hbm_bytes_per_s)
@@ -117,7 +137,7 @@ class StepCompute:
         return dict(self.__dict__)
 
 
-def _layer_times(model, plan, roof: Roofline, *, moe: bool) -> tuple[float, float, float]:
+def _layer_times(model, plan, roof: Roofline, *, moe: bool, flash: bool = True) -> tuple[float, float, float]:
     """Forward seconds of one layer and micro-batch: GEMMs, the attention core and element-wise work."""
     tp, cp = plan.tp, plan.cp
     T = plan.micro_batch * model.seq_len / cp
@@ -135,14 +155,14 @@ def _layer_times(model, plan, roof: Roofline, *, moe: bool) -> tuple[float, floa
     else:
         g += gemm_time_s(roof, T, up, h) + gemm_time_s(roof, T, h, f / tp)
         act_elems = T * f / tp
-    a = _attention_forward_s(model, plan, roof)
+    a = _attention_forward_s(model, plan, roof, flash=flash)
     sp = tp if plan.sequence_parallel else 1
     elems = 10.0 * T * h / sp + 3.0 * act_elems
     e = elems * model.dtype_bytes * 2 / roof.hbm_bytes_per_s            # read and write
     return g, a, e
 
 
-def _attention_forward_s(model, plan, roof: Roofline) -> float:
+def _attention_forward_s(model, plan, roof: Roofline, *, flash: bool = True) -> float:
     """Forward seconds of the causal attention core of one layer and micro-batch: flash attention at its published
     rate, or (``recompute="none"``, scores kept) two batched GEMMs per head of inner size head_dim and a softmax and
     dropout over the scores, memory-bound (about 8 bytes per score: written, read and written by the softmax, read
@@ -150,37 +170,35 @@ def _attention_forward_s(model, plan, roof: Roofline) -> float:
     b, s_q, s = plan.micro_batch, model.seq_len / plan.cp, model.seq_len
     heads = model.heads / plan.tp
     flops = 2.0 * b * s_q * s * model.hidden / plan.tp                 # causal: half of 4 b s_q s h / tp
-    if plan.recompute != "none":
+    if flash and plan.recompute != "none":
         return flops / (roof.peak_flops * roof.attention_share)
     scores = b * heads * s_q * s
     per_head = gemm_time_s(roof, s_q, s, model.head_dim) * 2          # Q K^T and P V (full, not causal-skipped)
     return b * heads * per_head + scores * 8.0 / roof.hbm_bytes_per_s
 
 
-#: Backward over forward time of the attention core: flash attention's backward recomputes the scores and does
-#: twice the forward's FLOPs at a lower rate (2.5x; FlashAttention-2, Dao 2023); kept scores: two GEMMs per
-#: forward one and the softmax's gradient (2x).
-_ATTENTION_BACKWARD = {"none": 2.0, "selective": 2.5, "full": 2.5}
-
-
-def step_compute(model, plan, roof: Roofline) -> StepCompute:
+def step_compute(model, plan, roof: Roofline, *, attention: str = "flash") -> StepCompute:
     """The compute of one training step of ``model`` under ``plan`` (its ``recompute`` included) on ``roof``
-    (module docstring)."""
+    (module docstring). ``attention``: "flash" (a fused kernel: every plan fabric ranks) or "materialized" (the
+    scores written out, as training ran before fused attention kernels: Megatron-LM in 2021-2022, whose selective
+    recomputation recomputes the score, softmax and dropout part in backward)."""
     from fabric.workload.synth import pipeline_bubble_fraction, training_flops_per_step
 
     recompute = plan.recompute
     layers_per_stage = model.layers / plan.pp
     moe_share = model.moe_layers / model.layers if model.layers else 0.0
-    fd = _layer_times(model, plan, roof, moe=False)
-    fm = _layer_times(model, plan, roof, moe=True) if moe_share else fd
+    flash = attention == "flash"
+    fd = _layer_times(model, plan, roof, moe=False, flash=flash)
+    fm = _layer_times(model, plan, roof, moe=True, flash=flash) if moe_share else fd
     g_f = (1 - moe_share) * fd[0] + moe_share * fm[0]
     a_f = fd[1]
     e_f = (1 - moe_share) * fd[2] + moe_share * fm[2]
     # one layer, one micro-batch: forward + backward (GEMMs x2, attention per _ATTENTION_BACKWARD, element-wise x2)
     gemm = 3.0 * g_f
-    attention = (1.0 + _ATTENTION_BACKWARD[recompute]) * a_f
+    materialized = recompute == "none" or not flash
+    attention = (1.0 + (2.0 if materialized else roof.attention_backward)) * a_f    # kept scores: 2 GEMMs back
     elementwise = 3.0 * e_f
-    redo = g_f + e_f + a_f if recompute == "full" else 0.0
+    redo = g_f + e_f + a_f if recompute == "full" else a_f if recompute == "selective" and not flash else 0.0
     per_layer = gemm + attention + elementwise + redo
     T = plan.micro_batch * model.seq_len / plan.cp
     head = 3.0 * gemm_time_s(roof, T, model.vocab / plan.tp, model.hidden)
