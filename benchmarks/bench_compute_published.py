@@ -12,7 +12,7 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from fabric.validate.training_published import published_runs, reproduce  # noqa: E402
+from fabric.validate.training_published import SPLIT_STUDY, published_runs, reproduce, split_study  # noqa: E402
 
 
 def main() -> None:
@@ -32,6 +32,12 @@ def main() -> None:
         print(f"{c.name:40s} {fmt(c.published):>12s} {fmt(r['got']):>12s} {r['err']:+8.1%} {r['compute_s']:8.2f}s "
               f"{r['step_s']:8.2f}s  ({time.perf_counter() - t0:.1f} s)", flush=True)
     print(f"within 10 % of the published figure: {within} of {len(rows)}")
+    if not args.only:
+        print(f"best split of {SPLIT_STUDY['model'][0]} on {SPLIT_STUDY['gpus']} A100 (Narayanan et al., Figure 13; "
+              f"published best (PP, TP) = {SPLIT_STUDY['published_best']}):")
+        for batch, row in split_study(args.samples).items():
+            best = min(row, key=row.get)
+            print(f"  batch {batch}: " + ", ".join(f"{k}: {v:.2f} s" for k, v in row.items()) + f"; fabric's best {best}")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,10 @@ before fused attention kernels (Megatron-LM 2021-2022) are timed with the scores
   1.7B-1T on 32-3,072 A100, full recomputation, teraFLOP/s per GPU by the paper's count 96 B s l h^2 (1 + s / 6h +
   V / 16 l h). The split of the model-parallel size into TP and PP below 530B is not in that table (TP 8 once it
   exceeds 8, as the README says); micro-batch size 1 and no interleaving are assumed.
+- The best split of one model (Narayanan et al., section 5.4.1 and Figure 13): a 162.2B GPT (32 layers, hidden
+  20,480, 128 heads) on 64 A100 at batch 32 and 128, split as (PP, TP) = (2, 32), (4, 16), (8, 8), (16, 4), (32, 2):
+  throughput peaks at TP 8 x PP 8, tensor parallelism up to the 8 GPUs of a server and pipelining beyond
+  (the paper's takeaway #1); :func:`split_study` ranks the same splits.
 - Meta, "The Llama 3 Herd of Models" (arXiv 2407.21783), Table 4: Llama 3 405B on 8,192 and 16,384 H100, BF16 MFU
   (126 layers, one fewer on the first and last stages: the slowest stage holds 8 layers, as 128 layers on 16
   stages do); micro-batch size and interleaving are not stated (1 sequence, 4 chunks here); no activation
@@ -32,7 +36,7 @@ from fabric.reference.presets import preset_design
 from fabric.workload.compute_model import roofline_for, step_compute
 from fabric.workload.synth import ModelSpec, ParallelPlan, synthesize, training_flops_per_step
 
-__all__ = ["PublishedRun", "published_runs", "reproduce"]
+__all__ = ["PublishedRun", "published_runs", "reproduce", "SPLIT_STUDY", "split_study"]
 
 @dataclass(frozen=True)
 class PublishedRun:
@@ -126,3 +130,25 @@ def reproduce(case: PublishedRun, samples: int = 64) -> dict:
     else:
         got = case.flops / (gpus * roof.peak_flops * step)
     return {"compute_s": comp.step_s, "step_s": step, "got": got, "err": got / case.published - 1.0}
+
+
+#: Narayanan et al.'s Figure 13: the model, GPUs, batch sizes and (PP, TP) splits; the published best is (8, 8).
+SPLIT_STUDY = {"model": ("gpt-162b", 20480, 32, 128), "gpus": 64, "batches": (32, 128),
+               "splits": ((2, 32), (4, 16), (8, 8), (16, 4), (32, 2)), "published_best": (8, 8)}
+
+
+def split_study(samples: int = 32) -> dict:
+    """fabric's mean step time of each (PP, TP) split of :data:`SPLIT_STUDY` per batch size: ``{batch: {(pp, tp):
+    seconds}}`` (full recomputation, micro-batches of 1, materialized attention, as the 2021 runs)."""
+    name, hidden, layers, heads = SPLIT_STUDY["model"]
+    model = _gpt(name, hidden, layers, heads)
+    out = {}
+    for batch in SPLIT_STUDY["batches"]:
+        row = {}
+        for pp, tp in SPLIT_STUDY["splits"]:
+            plan = ParallelPlan(dp=SPLIT_STUDY["gpus"] // (pp * tp), tp=tp, pp=pp, micro_batch=1, global_batch=batch,
+                                zero_stage=0, recompute="full")
+            row[(pp, tp)] = reproduce(PublishedRun(f"split {pp}x{tp}", model, plan, "a100-sxm-80gb", 1.0, "s",
+                                                   attention="materialized"), samples)["step_s"]
+        out[batch] = row
+    return out
