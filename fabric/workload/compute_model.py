@@ -164,8 +164,8 @@ def _layer_times(model, plan, roof: Roofline, *, moe: bool, flash: bool = True) 
 
 def _attention_forward_s(model, plan, roof: Roofline, *, flash: bool = True) -> float:
     """Forward seconds of the causal attention core of one layer and micro-batch: flash attention at its published
-    rate, or (``recompute="none"``, scores kept) two batched GEMMs per head of inner size head_dim and a softmax and
-    dropout over the scores, memory-bound (about 8 bytes per score: written, read and written by the softmax, read
+    rate, or (scores kept) two GEMMs batched over the micro-batch and the heads, of inner size head_dim and of the
+    sequence, and a softmax and dropout over the scores, memory-bound (about 8 bytes per score: written, read and written by the softmax, read
     by the second GEMM)."""
     b, s_q, s = plan.micro_batch, model.seq_len / plan.cp, model.seq_len
     heads = model.heads / plan.tp
@@ -173,8 +173,9 @@ def _attention_forward_s(model, plan, roof: Roofline, *, flash: bool = True) -> 
     if flash and plan.recompute != "none":
         return flops / (roof.peak_flops * roof.attention_share)
     scores = b * heads * s_q * s
-    per_head = gemm_time_s(roof, s_q, s, model.head_dim) * 2          # Q K^T and P V (full, not causal-skipped)
-    return b * heads * per_head + scores * 8.0 / roof.hbm_bytes_per_s
+    # Q K^T and P V, each one batched GEMM over micro-batch x heads (full, not causal-skipped)
+    gemms = gemm_time_s(roof, b * heads * s_q, s, model.head_dim) + gemm_time_s(roof, b * heads * s_q, model.head_dim, s)
+    return gemms + scores * 8.0 / roof.hbm_bytes_per_s
 
 
 def step_compute(model, plan, roof: Roofline, *, attention: str = "flash") -> StepCompute:
