@@ -137,8 +137,9 @@ class StepCompute:
         return dict(self.__dict__)
 
 
-def _layer_times(model, plan, roof: Roofline, *, moe: bool, flash: bool = True) -> tuple[float, float, float]:
-    """Forward seconds of one layer and micro-batch: GEMMs, the attention core and element-wise work."""
+def _layer_times(model, plan, roof: Roofline, *, moe: bool, flash: bool = True) -> tuple[float, float, float, float]:
+    """Seconds of one layer and micro-batch: forward GEMMs, the attention core's forward and backward, and forward
+    element-wise work."""
     tp, cp = plan.tp, plan.cp
     T = plan.micro_batch * model.seq_len / cp
     h, kv = model.hidden, model.kv_dim
@@ -155,27 +156,34 @@ def _layer_times(model, plan, roof: Roofline, *, moe: bool, flash: bool = True) 
     else:
         g += gemm_time_s(roof, T, up, h) + gemm_time_s(roof, T, h, f / tp)
         act_elems = T * f / tp
-    a = _attention_forward_s(model, plan, roof, flash=flash)
+    a, a_bwd = _attention_times(model, plan, roof, flash=flash)
     sp = tp if plan.sequence_parallel else 1
     elems = 10.0 * T * h / sp + 3.0 * act_elems
     e = elems * model.dtype_bytes * 2 / roof.hbm_bytes_per_s            # read and write
-    return g, a, e
+    return g, a, a_bwd, e
 
 
-def _attention_forward_s(model, plan, roof: Roofline, *, flash: bool = True) -> float:
-    """Forward seconds of the causal attention core of one layer and micro-batch: flash attention at its published
-    rate, or (scores kept) two GEMMs batched over the micro-batch and the heads, of inner size head_dim and of the
-    sequence, and a softmax and dropout over the scores, memory-bound (about 8 bytes per score: written, read and written by the softmax, read
-    by the second GEMM)."""
+def _attention_times(model, plan, roof: Roofline, *, flash: bool = True) -> tuple[float, float]:
+    """Forward and backward seconds of the causal attention core of one layer and micro-batch.
+
+    Fused (flash) attention: its FLOPs at the GPU's published forward rate, the backward twice the FLOPs at its
+    backward rate. Scores written out (``recompute="none"``, or training before fused kernels): two GEMMs batched
+    over micro-batch x heads (Q K^T and P V) plus the memory traffic over the scores, counted kernel by kernel as
+    Megatron-LM's core attention runs them in 2-byte precision: forward 13 bytes per score (Q K^T writes 2; the
+    fused scale-mask-softmax reads 2 and writes 2; dropout reads 2, writes 2 and a 1-byte mask; P V reads 2),
+    backward 19 bytes (dP written 2; dropout's gradient reads 2 and the mask 1, writes 2; the softmax gradient reads
+    2 and P 2, writes 2; the two GEMMs of dS read it 2 x 2; dV reads P' 2) and the GEMMs' two gradients each."""
     b, s_q, s = plan.micro_batch, model.seq_len / plan.cp, model.seq_len
     heads = model.heads / plan.tp
-    flops = 2.0 * b * s_q * s * model.hidden / plan.tp                 # causal: half of 4 b s_q s h / tp
     if flash and plan.recompute != "none":
-        return flops / (roof.peak_flops * roof.attention_share)
+        flops = 2.0 * b * s_q * s * model.hidden / plan.tp             # causal: half of 4 b s_q s h / tp
+        fwd = flops / (roof.peak_flops * roof.attention_share)
+        return fwd, roof.attention_backward * fwd
     scores = b * heads * s_q * s
-    # Q K^T and P V, each one batched GEMM over micro-batch x heads (full, not causal-skipped)
-    gemms = gemm_time_s(roof, b * heads * s_q, s, model.head_dim) + gemm_time_s(roof, b * heads * s_q, model.head_dim, s)
-    return gemms + scores * 8.0 / roof.hbm_bytes_per_s
+    m = b * heads * s_q
+    gemms = gemm_time_s(roof, m, s, model.head_dim) + gemm_time_s(roof, m, model.head_dim, s)
+    return (gemms + scores * 13.0 / roof.hbm_bytes_per_s,
+            2.0 * gemms + scores * 19.0 / roof.hbm_bytes_per_s)
 
 
 def step_compute(model, plan, roof: Roofline, *, attention: str = "flash") -> StepCompute:
@@ -192,12 +200,11 @@ def step_compute(model, plan, roof: Roofline, *, attention: str = "flash") -> St
     fd = _layer_times(model, plan, roof, moe=False, flash=flash)
     fm = _layer_times(model, plan, roof, moe=True, flash=flash) if moe_share else fd
     g_f = (1 - moe_share) * fd[0] + moe_share * fm[0]
-    a_f = fd[1]
-    e_f = (1 - moe_share) * fd[2] + moe_share * fm[2]
-    # one layer, one micro-batch: forward + backward (GEMMs x2, attention per _ATTENTION_BACKWARD, element-wise x2)
+    a_f, a_b = fd[1], fd[2]
+    e_f = (1 - moe_share) * fd[3] + moe_share * fm[3]
+    # one layer, one micro-batch: forward + backward (GEMMs x2, the attention core's own backward, element-wise x2)
     gemm = 3.0 * g_f
-    materialized = recompute == "none" or not flash
-    attention = (1.0 + (2.0 if materialized else roof.attention_backward)) * a_f    # kept scores: 2 GEMMs back
+    attention = a_f + a_b
     elementwise = 3.0 * e_f
     redo = g_f + e_f + a_f if recompute == "full" else a_f if recompute == "selective" and not flash else 0.0
     per_layer = gemm + attention + elementwise + redo
