@@ -35,7 +35,8 @@ def register(sub) -> None:
     for flag in ("layers", "hidden", "ffn-hidden", "heads", "kv-heads", "seq-len", "vocab", "experts", "top-k"):
         p.add_argument(f"--{flag}", metavar="N", help=f"model shape with --params: {flag}")
     p.add_argument("--global-batch", metavar="G", help="with --params: sequences per step (default 512)")
-    p.add_argument("--mfu", metavar="F", help="with --params: model FLOPs utilization (default 0.4)")
+    p.add_argument("--mfu", metavar="F", help="with --params: model FLOPs utilization of plain data parallelism "
+                   "(default 0.4); every other plan is faster or slower by its kernels (fabric.workload.compute_model)")
     p.add_argument("--gpus", type=int, help="resize the design (and a preset or model shape) to this many GPUs")
     p.add_argument("--top", type=int, default=3, help="how many best plans to print (default 3)")
     p.add_argument("--scenario", "-s", default="baseline", help="scenario preset (default baseline)")
