@@ -18,9 +18,10 @@ comes from the matrix multiplies (GEMMs) and attention each plan gives the GPU, 
 - **Element-wise work** (norms, residual adds, the MLP's activation, rotary embedding): memory-bound, ``~10 x T x h``
   (split by tp with sequence parallelism) plus ``3 x T x f / tp`` elements forward, twice that backward.
 - **Activation recomputation** (the plan's ``recompute``): ``selective`` is flash attention (the attention core
-  recomputed inside its backward, Korthikanti et al. 2022); ``none`` keeps the scores (attention as two batched
-  GEMMs of inner size head_dim and a memory-bound softmax over the scores, no recomputation); ``full`` adds every
-  layer's forward to the backward pass.
+  recomputed inside its backward, Korthikanti et al. 2022); ``none`` keeps the scores (attention as two GEMMs
+  batched over micro-batch and heads and the memory traffic over the scores, no recomputation); ``full`` adds every
+  layer's forward to the backward pass. ``step_compute(..., attention="materialized")`` times runs from before
+  fused attention kernels, whose selective recomputation recomputes the written-out scores.
 - **Pipeline**: each stage holds ``layers / pp`` layers (the last also the LM head); the step runs at the slowest
   stage's pace: ``micro-batches x stage time x (1 + bubble)`` (:func:`fabric.workload.synth.pipeline_bubble_fraction`)
   plus a fixed cost per micro-batch and model chunk (:data:`CHUNK_OVERHEAD_S`).
@@ -34,7 +35,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Roofline", "ROOFLINES", "roofline_for", "gemm_efficiency", "gemm_time_s", "StepCompute", "step_compute", "CHUNK_OVERHEAD_S"]
+__all__ = ["Roofline", "ROOFLINES", "roofline_for", "gemm_efficiency", "gemm_time_s", "StepCompute", "step_compute",
+           "CHUNK_OVERHEAD_S"]
+
 #: Fixed time per micro-batch and model chunk on a stage (kernel launches, the stage's send/receive bookkeeping):
 #: what makes more virtual stages cost something beyond their bubble saving (an assumption, stated in docs/plans.md).
 CHUNK_OVERHEAD_S = 50e-6
@@ -43,8 +46,8 @@ CHUNK_OVERHEAD_S = 50e-6
 @dataclass(frozen=True)
 class Roofline:
     """What a GPU computes at: dense BF16 peak (FLOP/s), HBM bandwidth (bytes/s), the GEMM efficiency curve
-    (``gemm_max``, ``gemm_w0``, ``gemm_a``: :func:`gemm_efficiency`) and flash attention's share of peak (forward),
-    with the sources they come from."""
+    (``gemm_max``, ``gemm_w0``, ``gemm_a``: :func:`gemm_efficiency`), fused attention's forward share of peak and
+    its backward time over its forward time, with the sources they come from."""
 
     model: str
     peak_flops: float
@@ -193,6 +196,8 @@ def step_compute(model, plan, roof: Roofline, *, attention: str = "flash") -> St
     recomputation recomputes the score, softmax and dropout part in backward)."""
     from fabric.workload.synth import pipeline_bubble_fraction, training_flops_per_step
 
+    if attention not in ("flash", "materialized"):
+        raise ValueError(f"attention must be 'flash' or 'materialized', got {attention!r}")
     recompute = plan.recompute
     layers_per_stage = model.layers / plan.pp
     moe_share = model.moe_layers / model.layers if model.layers else 0.0
@@ -204,10 +209,10 @@ def step_compute(model, plan, roof: Roofline, *, attention: str = "flash") -> St
     e_f = (1 - moe_share) * fd[3] + moe_share * fm[3]
     # one layer, one micro-batch: forward + backward (GEMMs x2, the attention core's own backward, element-wise x2)
     gemm = 3.0 * g_f
-    attention = a_f + a_b
+    attn = a_f + a_b
     elementwise = 3.0 * e_f
     redo = g_f + e_f + a_f if recompute == "full" else a_f if recompute == "selective" and not flash else 0.0
-    per_layer = gemm + attention + elementwise + redo
+    per_layer = gemm + attn + elementwise + redo
     T = plan.micro_batch * model.seq_len / plan.cp
     head = 3.0 * gemm_time_s(roof, T, model.vocab / plan.tp, model.hidden)
     stage = layers_per_stage * per_layer + head          # the last stage (the slowest: it holds the LM head)
@@ -223,7 +228,7 @@ def step_compute(model, plan, roof: Roofline, *, attention: str = "flash") -> St
     step = busy + bubble + overhead + optimizer
     flops = training_flops_per_step(model, plan)
     return StepCompute(step_s=step, gemm_s=m * layers_per_stage * gemm + m * head,
-                       attention_s=m * layers_per_stage * attention, elementwise_s=m * layers_per_stage * elementwise,
+                       attention_s=m * layers_per_stage * attn, elementwise_s=m * layers_per_stage * elementwise,
                        recompute_s=m * layers_per_stage * redo, bubble_s=bubble, overhead_s=overhead,
                        optimizer_s=optimizer, model_flops=flops,
                        mfu_of_compute=flops / (plan.world_size * roof.peak_flops * step) if step > 0 else 0.0)
