@@ -17,8 +17,8 @@ FLOPS"), the BF16 curve's shape; attention at its BF16 rate. The network: the DG
 count. No parameter is fitted to the published figures; the tensor-parallel overlap is the synthesizer's default
 (0) and the result is printed for 0.5 and 0.9 too, to show it does not move the efficiency.
 
-Not yet `fabric scale` (which keeps one global batch and the preset's MFU rule): wiring the compute model and FP8
-into it is the next step.
+`fabric scale --compute kernels --global-batch 3072,3072,2688 --set gemm_precision=fp8 ...` runs the same study
+(docs/evaluator.md, "Strong scaling"); this script shows the FP8 roofline and the overlap's (lack of) effect.
 
 Run: python benchmarks/bench_mlperf_scaling.py [--samples 64]
 """

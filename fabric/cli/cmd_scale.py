@@ -37,13 +37,17 @@ def register(sub) -> None:
                                                                    "mixtral-8x7b)")
     p.add_argument("--gpus", required=True, metavar="N1,N2,...",
                    help="GPU counts in ascending order, the first is the reference (e.g. 768,1536,3584)")
-    p.add_argument("--global-batch", type=int, metavar="G",
+    p.add_argument("--global-batch", metavar="G|G1,G2,...",
                    help="sequences per optimizer step at every count (default: the smallest valid batch at least "
-                        "the preset's own)")
+                        "the preset's own), or one per count (the efficiency is then per sequence)")
+    p.add_argument("--compute", choices=["mfu", "kernels"], default="mfu",
+                   help="each count's compute: the preset's MFU rule (default), or its plan's kernels on the "
+                        "design's GPU (fabric.workload.compute_model, no MFU given)")
     p.add_argument("--virtual-stages", type=int, metavar="V",
                    help="interleaved pipeline schedule: model chunks per pipeline stage (1 = plain 1F1B)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="a plan or model override of the preset, e.g. tp=4, pp=8, micro_batch=2 (repeatable)")
+                   help="a plan or model override of the preset, e.g. tp=4, pp=8, micro_batch=2, gated_mlp=false, "
+                        "gemm_precision=fp8 (repeatable)")
     p.add_argument("--samples", type=int, default=256, help="Monte Carlo samples per evaluation (default 256)")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same result)")
     p.add_argument("--catalog", metavar="FILE", help="hardware catalog override file")
@@ -78,8 +82,24 @@ def _overrides(items: list[str]) -> dict:
             try:
                 out[key] = float(text)
             except ValueError:
-                raise FabricError(f"--set {item!r}: the value must be a number or true/false") from None
+                if not text:
+                    raise FabricError(f"--set {item!r}: give a value after '='") from None
+                out[key] = text         # a name (gemm_precision=fp8); the plan's checks name a wrong one
     return out
+
+
+def _batches(text: str | None):
+    """``--global-batch``: None, one batch, or one per GPU count."""
+    if text is None:
+        return None
+    out = []
+    for part in str(text).split(","):
+        part = part.strip().replace("_", "")
+        if not (part.isascii() and part.isdigit()) or int(part) < 1:
+            raise FabricError(f"--global-batch: {part!r} is not a whole number of sequences; give e.g. 3072 or "
+                              f"3072,3072,2688")
+        out.append(int(part))
+    return out[0] if len(out) == 1 else out
 
 
 def run(args) -> int:
@@ -90,15 +110,19 @@ def run(args) -> int:
     catalog = catalog_arg(args.catalog)
     counts = _counts(args.gpus)
     design = load_design_arg(args.design, counts[0], catalog)
-    rows = strong_scaling(design, args.plan, counts, overrides=_overrides(args.set), global_batch=args.global_batch,
-                          virtual_stages=args.virtual_stages, seed=args.seed, samples=args.samples,
-                          catalog=catalog)
+    rows = strong_scaling(design, args.plan, counts, overrides=_overrides(args.set),
+                          global_batch=_batches(args.global_batch), virtual_stages=args.virtual_stages,
+                          compute=args.compute, seed=args.seed, samples=args.samples, catalog=catalog)
     if args.json:
         print(json.dumps({"design": design.name, "plan": args.plan, "rows": rows}, indent=2, default=float))
         return 0
     first = rows[0]
-    print(f"strong scaling of {args.plan} on {design.name}: global batch {first['global_batch']:,} sequences, "
-          f"pipeline with {first['virtual_stages']} virtual stage(s) per stage; reference {first['gpus']:,} GPUs")
+    batches = sorted({r["global_batch"] for r in rows})
+    batch = f"global batch {batches[0]:,} sequences" if len(batches) == 1 else \
+        "global batch " + " / ".join(f"{r['global_batch']:,}" for r in rows) + " sequences (efficiency per sequence)"
+    source = "each plan's kernels" if args.compute == "kernels" else "the preset's MFU"
+    print(f"strong scaling of {args.plan} on {design.name}: {batch}, pipeline with {first['virtual_stages']} virtual "
+          f"stage(s) per stage; compute from {source}; reference {first['gpus']:,} GPUs")
     print(f"{'GPUs':>8} {'DP':>5} {'micro-batches':>13} {'bubble':>7} {'p50 step':>10} {'p99 step':>10} "
           f"{'eff p50':>8} {'eff p99':>8} {'lost: bubble':>13} {'stragglers':>11} {'network':>8}")
     for r in rows:

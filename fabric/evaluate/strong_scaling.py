@@ -67,14 +67,18 @@ def global_batch_for(preset: str, gpu_counts: Sequence[int], overrides: dict | N
 
 
 def strong_scaling(design, preset: str, gpu_counts: Sequence[int], *, overrides: dict | None = None,
-                   global_batch: int | None = None, virtual_stages: int | None = None, **evaluate_kwargs
-                   ) -> list[dict]:
+                   global_batch: int | Sequence[int] | None = None, virtual_stages: int | None = None,
+                   compute: str = "mfu", **evaluate_kwargs) -> list[dict]:
     """Strong-scaling rows of a transformer training preset on ``design`` (see the module docstring).
 
     ``gpu_counts``: at least two, ascending; the first is the reference. ``overrides``: plan/model overrides of
     the preset (``tp``, ``pp``, ``micro_batch`` ...); ``virtual_stages``: the interleaved pipeline schedule
     (model chunks per stage; 1 = plain 1F1B); ``global_batch``: sequences per step, the same at every count
-    (default: :func:`global_batch_for`). Other keyword arguments go to :func:`fabric.evaluate.evaluate`.
+    (default: :func:`global_batch_for`), or one per count (as a run that could not keep its batch at every size:
+    the efficiency is then per sequence, linear scaling ``T(N_0) x (N_0 / N) x (B(N) / B(N_0))``). ``compute``:
+    "mfu" (the preset's compute rule: its MFU for every count) or "kernels" (each count's plan timed from its
+    kernels on the design's GPU, :func:`fabric.workload.compute_model.step_compute`, with no MFU given). Other
+    keyword arguments go to :func:`fabric.evaluate.evaluate`.
 
     Each row: ``gpus``, ``dp``, ``micro_batches``, ``virtual_stages``, ``bubble_fraction``, ``global_batch``,
     ``step_p50_s``, ``step_p99_s``, ``speedup_p99``, ``efficiency_p50``, ``efficiency_p99``, ``lost_bubble``,
@@ -101,16 +105,28 @@ def strong_scaling(design, preset: str, gpu_counts: Sequence[int], *, overrides:
                                 f"global batch with global_batch=, not as an override")
     if virtual_stages is not None:
         over["virtual_stages"] = virtual_stages
-    gb = global_batch_for(preset, counts, over, global_batch)
+    if compute not in ("mfu", "kernels"):
+        raise WorkloadError(f"strong scaling: compute {compute!r}: choose mfu or kernels")
+    if global_batch is not None and not isinstance(global_batch, int):
+        batches = list(global_batch)
+        if len(batches) != len(counts):
+            raise WorkloadError(f"strong scaling: {len(batches)} global batches for {len(counts)} GPU counts; give one "
+                                f"per count, or one for all")
+        batch_of = {n: global_batch_for(preset, [n], over, b) for n, b in zip(counts, batches)}
+    else:
+        gb = global_batch_for(preset, counts, over, global_batch)
+        batch_of = dict.fromkeys(counts, gb)
     rows: list[dict] = []
     ref = None
     for n in counts:
-        _, plan = preset_plan(preset, n, **over, global_batch=gb)
-        wl = preset_workload(preset, n, **over, global_batch=gb)
+        gb = batch_of[n]
+        model, plan = preset_plan(preset, n, **over, global_batch=gb)
         try:
             d = design.replace(gpus=n)
         except Exception as err:          # DesignError names the field
             raise WorkloadError(f"strong scaling at {n:,} GPUs: {err}") from err
+        wl = preset_workload(preset, n, **over, global_batch=gb) if compute == "mfu" else \
+            _kernel_workload(preset, model, plan, d, evaluate_kwargs.get("catalog"))
         ev = evaluate(d, wl, **evaluate_kwargs)
         br = ev.p99_breakdown
         net99 = float(sum(br["ops"].values())) + float(br.get("interference_s", 0.0))
@@ -121,7 +137,7 @@ def strong_scaling(design, preset: str, gpu_counts: Sequence[int], *, overrides:
                "network_p99_s": net99, "p99_sample_s": float(br["compute_s"]) + net99, "cost_usd": ev.cost_usd}
         if ref is None:
             ref = row
-        r = ref["gpus"] / n
+        r = ref["gpus"] / n * gb / ref["global_batch"]
         lin50, lin99 = ref["step_p50_s"] * r, ref["p99_sample_s"] * r
         t99 = row["p99_sample_s"]
         bubble = row["compute_s"] - ref["compute_s"] * r
@@ -132,3 +148,20 @@ def strong_scaling(design, preset: str, gpu_counts: Sequence[int], *, overrides:
                     "lost_stragglers": stragglers / t99, "lost_network": network / t99})
         rows.append(row)
     return rows
+
+
+def _kernel_workload(preset: str, model, plan, design, catalog):
+    """The preset's workload at ``plan`` with the compute of its kernels on ``design``'s GPU (no MFU given)."""
+    from dataclasses import replace
+
+    from fabric.catalog import default_catalog
+    from fabric.workload.compute_model import roofline_for, step_compute
+    from fabric.workload.synth import synthesize
+
+    gpu = (catalog or default_catalog()).gpu(design.gpu_model)
+    roof = roofline_for(gpu)
+    compute = step_compute(model, plan, roof).step_s
+    wl = synthesize(model, plan, gpu_flops=roof.peak_flops, gpus=plan.world_size, name=preset,
+                    compute_time_s=compute)
+    jobs = [j if j.compute_gpu else replace(j, compute_gpu=design.gpu_model) for j in wl.jobs]
+    return wl.with_jobs(jobs)

@@ -44,7 +44,7 @@ __all__ = ["PlanBasis", "basis_from_preset", "basis_from_model", "basis_from_wor
 def plan_key(plan: ParallelPlan) -> tuple:
     """What tells two plans apart: degrees, ZeRO stage, micro-batch, rank order, chunks, sequence parallelism."""
     return (plan.tp, plan.pp, plan.dp, plan.cp, plan.ep, plan.effective_zero, plan.micro_batch, plan.micro_batches,
-            plan.order, plan.virtual_stages, plan.sequence_parallel, plan.recompute)
+            plan.order, plan.virtual_stages, plan.sequence_parallel, plan.recompute, plan.gemm_precision)
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ class Roofline:
     peak_flops: float
     hbm_bytes_per_s: float
     gemm_max: float
+    fp8_max: float | None
     gemm_w0: float
     gemm_a: float
     attention_share: float
@@ -65,22 +66,28 @@ class Roofline:
 #: B200 1,745 of 2,250, GB200 1,822 of 2,500 TFLOP/s); ``gemm_w0`` and ``gemm_a`` fitted to published size-dependent
 #: rates (``python benchmarks/fit_gemm.py``: XLA's GPU cost-model table, 73 H100 points, median error 6 %; 39 B200
 #: points with cuBLAS's 1,006 / 1,532 / 1,610 TFLOP/s at 2048^3 / 4096^3 / 8192^3); A100 takes H100's shape (no
-#: size-dependent A100 table was found). ``attention_share``: the causal attention kernel's forward rate over peak and
+#: size-dependent A100 table was found). ``fp8_max``: the best published FP8 matmul rate over the dense FP8 peak (twice
+#: the BF16 one: H100 SXM 1,402.6 of 1,979, B200 3,432.5 of 4,500 TFLOP/s, the same table; A100 has no FP8).
+#: ``attention_share``: the causal attention kernel's forward rate over peak and
 #: ``attention_backward`` its backward time over its forward time (twice the FLOPs at the backward rate): A100,
 #: FlashAttention-2 (Dao 2023: ~170 TFLOP/s forward and backward together at head dim 128 and 2-8k tokens, backward
 #: 2.5x the forward); H100 and B200, cuDNN's fused attention (553 / 422 TFLOP/s forward / backward on H100 and
 #: 1,324 / 1,083 on B200 at 4,096 tokens: the Megatron-Core MoE report's Table 9, as transcribed).
 #: Peak and HBM bandwidth come from the catalog row of the design's GPU (:func:`roofline_for`).
 ROOFLINES = {
-    "a100": dict(gemm_max=271.2 / 312, gemm_w0=1457.0, gemm_a=2.81, attention_share=0.64, attention_backward=2.5,
+    "a100": dict(gemm_max=271.2 / 312, fp8_max=None, gemm_w0=1457.0, gemm_a=2.81, attention_share=0.64,
+                 attention_backward=2.5,
                  source="A100 SXM: best BF16 matmul 271.2 of 312 TFLOP/s; curve shape of H100; FlashAttention-2"),
-    "h100": dict(gemm_max=794.5 / 989, gemm_w0=1457.0, gemm_a=2.81, attention_share=553 / 989,
+    "h100": dict(gemm_max=794.5 / 989, fp8_max=1402.6 / 1979, gemm_w0=1457.0, gemm_a=2.81,
+                 attention_share=553 / 989,
                  attention_backward=2 * 553 / 422,
-                 source="H100 SXM: best BF16 matmul 794.5 of 989 TFLOP/s; XLA table fit; FlashAttention-2"),
-    "b200": dict(gemm_max=1745.0 / 2250, gemm_w0=1924.0, gemm_a=2.80, attention_share=1324 / 2250,
+                 source="H100 SXM: best BF16 matmul 794.5 of 989 TFLOP/s; XLA table fit; cuDNN fused attention"),
+    "b200": dict(gemm_max=1745.0 / 2250, fp8_max=3432.5 / 4500, gemm_w0=1924.0, gemm_a=2.80,
+                 attention_share=1324 / 2250,
                  attention_backward=2 * 1324 / 1083,
                  source="B200: best BF16 matmul 1,745 of 2,250 TFLOP/s; XLA table and cuBLAS fit"),
-    "gb200": dict(gemm_max=1822.0 / 2500, gemm_w0=1924.0, gemm_a=2.80, attention_share=1324 / 2250,
+    "gb200": dict(gemm_max=1822.0 / 2500, fp8_max=3432.5 / 4500, gemm_w0=1924.0, gemm_a=2.80,
+                  attention_share=1324 / 2250,
                   attention_backward=2 * 1324 / 1083,
                   source="GB200: best BF16 matmul 1,822 of 2,500 TFLOP/s; B200's curve shape"),
 }
@@ -189,6 +196,21 @@ def _attention_times(model, plan, roof: Roofline, *, flash: bool = True) -> tupl
             2.0 * gemms + scores * 19.0 / roof.hbm_bytes_per_s)
 
 
+def _for_precision(roof: Roofline, precision: str) -> Roofline:
+    """``roof`` for GEMMs in ``precision``: FP8 GEMMs at twice the BF16 peak and the GPU's best FP8 rate; attention
+    and element-wise work stay in BF16 (their seconds unchanged)."""
+    if precision == "bf16":
+        return roof
+    if roof.fp8_max is None:
+        from fabric.errors import WorkloadError
+
+        raise WorkloadError(f"gemm_precision fp8: {roof.model} has no FP8 tensor cores in the compute model")
+    from dataclasses import replace
+
+    return replace(roof, peak_flops=2 * roof.peak_flops, gemm_max=roof.fp8_max,
+                   attention_share=roof.attention_share / 2)
+
+
 def step_compute(model, plan, roof: Roofline, *, attention: str = "flash") -> StepCompute:
     """The compute of one training step of ``model`` under ``plan`` (its ``recompute`` included) on ``roof``
     (module docstring). ``attention``: "flash" (a fused kernel: every plan fabric ranks) or "materialized" (the
@@ -198,6 +220,8 @@ def step_compute(model, plan, roof: Roofline, *, attention: str = "flash") -> St
 
     if attention not in ("flash", "materialized"):
         raise ValueError(f"attention must be 'flash' or 'materialized', got {attention!r}")
+    bf16_peak = roof.peak_flops
+    roof = _for_precision(roof, plan.gemm_precision)
     recompute = plan.recompute
     layers_per_stage = model.layers / plan.pp
     moe_share = model.moe_layers / model.layers if model.layers else 0.0
@@ -231,4 +255,4 @@ def step_compute(model, plan, roof: Roofline, *, attention: str = "flash") -> St
                        attention_s=m * layers_per_stage * attn, elementwise_s=m * layers_per_stage * elementwise,
                        recompute_s=m * layers_per_stage * redo, bubble_s=bubble, overhead_s=overhead,
                        optimizer_s=optimizer, model_flops=flops,
-                       mfu_of_compute=flops / (plan.world_size * roof.peak_flops * step) if step > 0 else 0.0)
+                       mfu_of_compute=flops / (plan.world_size * bf16_peak * step) if step > 0 else 0.0)

@@ -200,6 +200,9 @@ class ParallelPlan:
     cp_overlap: float = 0.5
     order: str = DEFAULT_ORDER
     recompute: str = "selective"
+    #: the matrix multiplies' precision: "bf16", or "fp8" (Transformer Engine: GEMMs in FP8, attention and the rest
+    #: in BF16); only the compute model reads it (:mod:`fabric.workload.compute_model`)
+    gemm_precision: str = "bf16"
 
     @property
     def world_size(self) -> int:
@@ -287,6 +290,8 @@ def validate_plan(model: ModelSpec, plan: ParallelPlan, gpus: int | None = None)
     if plan.order not in RANK_ORDERS:
         _fail("plan.order", f"{plan.order!r} is not a rank order; choose one of {', '.join(RANK_ORDERS)} (fastest-"
                             "varying first; cp-ep-dp stay together)")
+    if plan.gemm_precision not in ("bf16", "fp8"):
+        _fail("plan.gemm_precision", f"{plan.gemm_precision!r}: choose bf16 or fp8")
     if plan.recompute not in RECOMPUTE_CHOICES:
         _fail("plan.recompute", f"{plan.recompute!r}: choose {', '.join(RECOMPUTE_CHOICES)}")
     if plan.grad_dtype_bytes is not None and plan.grad_dtype_bytes not in (1, 2, 4):
