@@ -55,6 +55,11 @@ def main() -> None:
             for h in ev.hot_links[:2]:
                 print(f"    {h['links']}: {h['groups']} groups of {h['links_per_group']} links, busiest link in the "
                       f"p99 sample at {h['p99_sample_utilization']:.0%}, mean {h['mean_utilization']:.0%}")
+            for q in (2, 4):        # more flows per NIC pair: more balls on the same uplinks, a smaller busiest share
+                op_q = evaluate(d.replace(qps_per_connection=q), wl, samples=args.samples,
+                                algorithms={"all_reduce": "ring"}).ops[0]
+                print(f"    with {q} queue pairs per connection ({2 * q} flows per NIC pair): busbw p50 "
+                      f"{2 * 63 / 64 * SIZE / op_q.time_p50_s / 1e9:.1f} GB/s")
 
 
 if __name__ == "__main__":
