@@ -128,3 +128,18 @@ def test_the_published_best_split_of_one_model_is_fabrics_best_too():
         best = min(row, key=row.get)
         assert best == SPLIT_STUDY["published_best"] or row[SPLIT_STUDY["published_best"]] <= 1.03 * row[best], \
             (batch, row)
+
+
+def test_a_plan_that_needs_full_recomputation_says_so_in_every_label():
+    """A plan the memory admits only with full recomputation is labelled so in the plan's label, in a search record's
+    plan columns (``plan_recompute``) and in the table cell the Search page shows."""
+    from fabric.plans import basis_from_preset
+    from fabric.plans.space import plan_space
+    from fabric.search.plan_space.inner import plan_record_fields
+    from fabric.ui_support.plans_view import compact_plan, compact_plan_of
+
+    basis = basis_from_preset("llama3-70b", 1024)
+    full = next(c for c in plan_space(basis, "h100-sxm").candidates if c.plan.recompute == "full")
+    rec = plan_record_fields(basis, full)
+    assert rec["plan_recompute"] == "full" and "full recomputation" in rec["plan"]
+    assert "· full recomputation ·" in compact_plan(rec) and "· full recomputation ·" in compact_plan_of(full.plan)

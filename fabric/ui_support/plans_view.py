@@ -60,11 +60,13 @@ def dashboard_words(message: str) -> str:
     return message
 
 
-def _compact(tp, cp, pp, dp, ep, micro_batches, micro_batch, zero, order, chunks: int = 1) -> str:
+def _compact(tp, cp, pp, dp, ep, micro_batches, micro_batch, zero, order, chunks: int = 1,
+             recompute: str | None = None) -> str:
     dims = [f"TP {int(tp)}"] + ([f"CP {int(cp)}"] if int(cp or 1) > 1 else []) + [f"PP {int(pp)}", f"DP {int(dp)}"]
     dims += [f"EP {int(ep)}"] if int(ep or 1) > 1 else []
+    redo = {"full": " · full recomputation", "none": " · no recomputation"}.get(str(recompute or "selective"), "")
     return (" x ".join(dims) + f" · {int(micro_batches)} mb of {int(micro_batch)}"
-            + (f" · {int(chunks)} chunks" if int(chunks) > 1 else "") + f" · ZeRO {int(zero)} · {order}")
+            + (f" · {int(chunks)} chunks" if int(chunks) > 1 else "") + f" · ZeRO {int(zero)}{redo} · {order}")
 
 
 def compact_plan(rec: Mapping) -> str:
@@ -73,13 +75,14 @@ def compact_plan(rec: Mapping) -> str:
     if not rec.get("plan"):
         return ""
     return _compact(rec["plan_tp"], rec.get("plan_cp"), rec["plan_pp"], rec["plan_dp"], rec.get("plan_ep"),
-                    rec["plan_micro_batches"], rec["plan_micro_batch"], rec["plan_zero"], rec["plan_order"])
+                    rec["plan_micro_batches"], rec["plan_micro_batch"], rec["plan_zero"], rec["plan_order"],
+                    recompute=rec.get("plan_recompute"))
 
 
 def compact_plan_of(plan) -> str:
     """:func:`compact_plan` of a :class:`fabric.workload.synth.ParallelPlan` (with its chunks per stage)."""
     return _compact(plan.tp, plan.cp, plan.pp, plan.dp, plan.ep, plan.micro_batches, plan.micro_batch,
-                    plan.effective_zero, plan.order, plan.virtual_stages)
+                    plan.effective_zero, plan.order, plan.virtual_stages, plan.recompute)
 
 
 def front_plan_sentences(front: Sequence[Mapping], objective) -> list[str]:

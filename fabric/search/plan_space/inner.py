@@ -43,7 +43,8 @@ SCREENED = 24
 GROUPS = 12
 #: Record columns inner and joint mode add (docs/plans.md).
 PLAN_COLUMNS = ("plan", "plan_tp", "plan_pp", "plan_dp", "plan_cp", "plan_ep", "plan_zero", "plan_micro_batch",
-                "plan_micro_batches", "plan_order", "plan_provenance", "plan_memory_gb", "plan_next", "plan_tried",
+                "plan_micro_batches", "plan_order", "plan_recompute", "plan_provenance", "plan_memory_gb", "plan_next",
+                "plan_tried",
                 "given_plan", "given_plan_p99_s", "given_plan_slowdown")
 
 
@@ -52,7 +53,7 @@ def plan_record_fields(basis: PlanBasis, cand: Candidate) -> dict:
     p = cand.plan
     return {"plan": cand.label, "plan_tp": p.tp, "plan_pp": p.pp, "plan_dp": p.dp, "plan_cp": p.cp, "plan_ep": p.ep,
             "plan_zero": p.effective_zero, "plan_micro_batch": p.micro_batch, "plan_micro_batches": p.micro_batches,
-            "plan_order": p.order, "plan_provenance": provenance(basis, p),
+            "plan_order": p.order, "plan_recompute": p.recompute, "plan_provenance": provenance(basis, p),
             "plan_memory_gb": round(cand.memory.total_bytes / 1e9, 2)}
 
 
