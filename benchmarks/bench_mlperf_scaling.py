@@ -26,8 +26,6 @@ Run: python benchmarks/bench_mlperf_scaling.py [--samples 64]
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
-
 from fabric.catalog import default_catalog
 from fabric.evaluate import evaluate
 from fabric.reference.presets import preset_design
@@ -40,20 +38,14 @@ GPT3 = ModelSpec("gpt3-175b", parameters=175e9, layers=96, hidden=12288, ffn_hid
                  vocab=51200, gated_mlp=False)
 
 
-def fp8_roofline():
-    bf16 = roofline_for(default_catalog().gpu("h100-sxm"))
-    # attention stays BF16: at twice the peak its share halves, the same seconds
-    return bf16, replace(bf16, peak_flops=2 * bf16.peak_flops, gemm_max=1402.6 / 1979,
-                         attention_share=bf16.attention_share / 2)
-
-
 def efficiencies(samples: int, tp_overlap: float = 0.0) -> dict:
-    bf16, fp8 = fp8_roofline()
+    bf16 = roofline_for(default_catalog().gpu("h100-sxm"))
     per_gpu = {}
     for gpus, gbs in RUNS:
         plan = ParallelPlan(dp=gpus // 32, tp=4, pp=8, micro_batch=1, global_batch=gbs, virtual_stages=12,
-                            sequence_parallel=True, zero_stage=1, recompute="selective", tp_overlap=tp_overlap)
-        comp = step_compute(GPT3, plan, fp8)
+                            sequence_parallel=True, zero_stage=1, recompute="selective", tp_overlap=tp_overlap,
+                            gemm_precision="fp8")
+        comp = step_compute(GPT3, plan, bf16)
         wl = synthesize(GPT3, plan, gpu_flops=bf16.peak_flops, compute_time_s=comp.step_s, compute_cv=0.0)
         step = float(evaluate(preset_design("dgx-h100-superpod", gpus), wl, samples=samples).step_time_s["mean"])
         per_gpu[gpus] = (gbs / step / gpus, step, comp.step_s)

@@ -59,6 +59,8 @@ class Roofline:
     attention_share: float
     attention_backward: float
     source: str
+    #: the GEMMs' peak when they run in another precision than BF16 (FP8: twice it); None: ``peak_flops``
+    gemm_peak_flops: float | None = None
 
 
 #: GEMM and attention efficiency per GPU generation. ``gemm_max``: the best published BF16 matmul rate over the dense
@@ -125,7 +127,7 @@ def gemm_time_s(roof: Roofline, m: float, n: float, k: float, *, dtype_bytes: in
     eff = gemm_efficiency(roof, m, n, k)
     flops = 2.0 * m * n * k
     moved = dtype_bytes * (m * k + k * n + m * n)
-    return max(flops / (roof.peak_flops * eff), moved / roof.hbm_bytes_per_s)
+    return max(flops / ((roof.gemm_peak_flops or roof.peak_flops) * eff), moved / roof.hbm_bytes_per_s)
 
 
 @dataclass(frozen=True)
@@ -207,8 +209,7 @@ def _for_precision(roof: Roofline, precision: str) -> Roofline:
         raise WorkloadError(f"gemm_precision fp8: {roof.model} has no FP8 tensor cores in the compute model")
     from dataclasses import replace
 
-    return replace(roof, peak_flops=2 * roof.peak_flops, gemm_max=roof.fp8_max,
-                   attention_share=roof.attention_share / 2)
+    return replace(roof, gemm_peak_flops=2 * roof.peak_flops, gemm_max=roof.fp8_max)
 
 
 def step_compute(model, plan, roof: Roofline, *, attention: str = "flash") -> StepCompute:
@@ -220,7 +221,6 @@ def step_compute(model, plan, roof: Roofline, *, attention: str = "flash") -> St
 
     if attention not in ("flash", "materialized"):
         raise ValueError(f"attention must be 'flash' or 'materialized', got {attention!r}")
-    bf16_peak = roof.peak_flops
     roof = _for_precision(roof, plan.gemm_precision)
     recompute = plan.recompute
     layers_per_stage = model.layers / plan.pp
@@ -255,4 +255,4 @@ def step_compute(model, plan, roof: Roofline, *, attention: str = "flash") -> St
                        attention_s=m * layers_per_stage * attn, elementwise_s=m * layers_per_stage * elementwise,
                        recompute_s=m * layers_per_stage * redo, bubble_s=bubble, overhead_s=overhead,
                        optimizer_s=optimizer, model_flops=flops,
-                       mfu_of_compute=flops / (plan.world_size * bf16_peak * step) if step > 0 else 0.0)
+                       mfu_of_compute=flops / (plan.world_size * roof.peak_flops * step) if step > 0 else 0.0)
