@@ -134,3 +134,14 @@ def test_one_global_batch_per_count_must_match_the_counts():
         strong_scaling(preset_design("fat-tree", 256), "llama3-70b", [256, 512, 1024], global_batch=[512, 512])
     with pytest.raises(WorkloadError, match="compute 'guess'"):
         strong_scaling(preset_design("fat-tree", 256), "llama3-70b", [256, 512], compute="guess")
+
+
+def test_scale_set_takes_names_only_where_a_name_belongs(capsys):
+    """``--set gemm_precision=fp8`` passes a name; a word where a number belongs is refused, naming both."""
+    assert main(["scale", "-d", "fat-tree", "--plan", "llama3-70b", "--gpus", "256,512", "--set", "tp=abc",
+                 "--samples", "16"]) == 2
+    err = capsys.readouterr().err
+    assert "--set 'tp=abc': the value must be a number" in err and "Traceback" not in err
+    assert main(["scale", "-d", "fat-tree", "--plan", "llama3-70b", "--gpus", "256,512", "--set",
+                 "gemm_precision=fp16", "--samples", "16"]) == 2
+    assert "plan.gemm_precision: 'fp16': choose bf16 or fp8" in capsys.readouterr().err

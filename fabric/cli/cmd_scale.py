@@ -65,6 +65,10 @@ def _counts(text: str) -> list[int]:
     return out
 
 
+#: plan overrides whose values are names, not numbers
+_TEXT_KEYS = {"order", "recompute", "gemm_precision"}
+
+
 def _overrides(items: list[str]) -> dict:
     out: dict = {}
     for item in items:
@@ -82,9 +86,11 @@ def _overrides(items: list[str]) -> dict:
             try:
                 out[key] = float(text)
             except ValueError:
-                if not text:
-                    raise FabricError(f"--set {item!r}: give a value after '='") from None
-                out[key] = text         # a name (gemm_precision=fp8); the plan's checks name a wrong one
+                if key not in _TEXT_KEYS or not text:
+                    raise FabricError(f"--set {item!r}: the value must be a number or true/false"
+                                      + (f" ({', '.join(sorted(_TEXT_KEYS))} take a name)" if key not in _TEXT_KEYS
+                                         else "")) from None
+                out[key] = text         # the plan's checks name a wrong choice
     return out
 
 
