@@ -258,6 +258,9 @@ def test_cost_and_counts_grow_with_gpus(d, extra, small_catalog):
      "PCIe link feeds at most 400 Gb/s"),
     ({"colour": "red"}, "unknown design field(s) colour"),
     ({"spines": 64}, "design field 'spines': 64 spines, but a leaf has 32 uplinks and must reach every spine"),
+    ({"rails_per_leaf": 2}, "only a rail_optimized fabric groups rails on a leaf"),
+    ({"family": "rail_optimized", "rails_per_leaf": 3}, "'rails_per_leaf': 3 does not divide the 8 rails"),
+    ({"family": "rail_optimized", "rails_per_leaf": 0}, "'rails_per_leaf': must be between 1 and 64"),
 ])
 def test_bad_designs_give_one_line_errors(tmp_path, capsys, fields, needle):
     from fabric.design import design_from_dict

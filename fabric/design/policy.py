@@ -200,7 +200,8 @@ def same_record_hardware(a, b) -> bool:
     number of switch tiers (a baseline may fix its tiers where the search lets the builder choose) and have the same
     scalable units and reserved node slots (a SuperPOD-style baseline's; 0 or missing: the builder's default)."""
     return all(_same_value(a.get(c), b.get(c)) for c in RECORD_HARDWARE_COLUMNS + ("tiers",)) and all(
-        _same_value(a.get(c) or 0, b.get(c) or 0) for c in ("design_nodes_per_su", "design_reserved_slots"))
+        _same_value(a.get(c) or 0, b.get(c) or 0) for c in ("design_nodes_per_su", "design_reserved_slots")) and \
+        (a.get("design_rails_per_leaf") or 1) == (b.get("design_rails_per_leaf") or 1)
 
 
 def record_policy_changes(a, b) -> list[str]:

@@ -94,6 +94,7 @@ class Design:
     uplink_gbps: tuple | None = None
     planes: int = 1
     nodes_per_su: int | None = None
+    rails_per_leaf: int = 1
     reserved_node_slots: int = 0
     dragonfly_terminals: int | None = None
     dragonfly_routers: int | None = None
@@ -301,6 +302,10 @@ def validate_design(d: Design) -> None:
             _err("uplink_gbps", "dragonfly router-to-router links run at the NIC port speed; leave uplink_gbps out")
     _int_in(d, "planes", 1, 8)
     _int_in(d, "nodes_per_su", 1, 4096, allow_none=True)
+    _int_in(d, "rails_per_leaf", 1, 64)
+    if d.rails_per_leaf != 1 and d.family != "rail_optimized":
+        _err("rails_per_leaf", f"only a rail_optimized fabric groups rails on a leaf (family is {d.family!r}); "
+                               "leave it at 1")
     _int_in(d, "reserved_node_slots", 0, 4096)
     for fld in ("dragonfly_terminals", "dragonfly_routers", "dragonfly_globals"):
         _int_in(d, fld, 1, 1024, allow_none=True)

@@ -148,12 +148,16 @@ def _system(record: Mapping[str, Any], gpus: int, gpus_per_node: int, gpu_model:
 
 def _layout(record: Mapping[str, Any]) -> dict:
     """``nodes_per_su`` and ``reserved_node_slots`` of a design a search did not choose (a SuperPOD-style baseline:
-    record columns ``design_nodes_per_su``, ``design_reserved_slots``; 0 or missing: the builder's default)."""
+    record columns ``design_nodes_per_su``, ``design_reserved_slots``, ``design_rails_per_leaf``; 0, 1 or missing: the
+    builder's default)."""
     out = {}
     if not _blank(record.get("design_nodes_per_su")) and _as_int(record["design_nodes_per_su"], "design_nodes_per_su"):
         out["nodes_per_su"] = _as_int(record["design_nodes_per_su"], "design_nodes_per_su")
     if not _blank(record.get("design_reserved_slots")):
         out["reserved_node_slots"] = _as_int(record["design_reserved_slots"], "design_reserved_slots")
+    if not _blank(record.get("design_rails_per_leaf")) and _as_int(record["design_rails_per_leaf"],
+                                                                    "design_rails_per_leaf") > 1:
+        out["rails_per_leaf"] = _as_int(record["design_rails_per_leaf"], "design_rails_per_leaf")
     return out
 
 
@@ -183,6 +187,7 @@ def design_genes(design: Design) -> dict[str, Any]:
         **({"design_tiers": int(design.tiers)} if design.tiers else {}),
         **({"design_nodes_per_su": int(design.nodes_per_su)} if design.nodes_per_su else {}),
         **({"design_reserved_slots": int(design.reserved_node_slots)} if design.reserved_node_slots else {}),
+        **({"design_rails_per_leaf": int(design.rails_per_leaf)} if design.rails_per_leaf > 1 else {}),
         **({"serving_class": True} if design.serving_class else {}),
     }
 
@@ -249,7 +254,7 @@ def genes_of_record(rec: Mapping[str, Any], *, systems: bool = False) -> dict:
         g[k] = float(g[k] or 0.0)
     if rec.get("design_tiers"):              # a baseline drawn with a fixed number of tiers keeps it
         g["design_tiers"] = int(rec["design_tiers"])
-    for k in ("design_nodes_per_su", "design_reserved_slots"):     # a SuperPOD-style baseline keeps its units
+    for k in ("design_nodes_per_su", "design_reserved_slots", "design_rails_per_leaf"):   # a baseline keeps its units
         if rec.get(k):
             g[k] = int(rec[k])
     if rec.get("serving_class"):             # serving traffic in a class of its own (free policy)

@@ -131,7 +131,8 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
            "uplink_spine_gbps": design.uplink_speed_gbps(1) or 0.0,
            "genome": None if genome is None else [int(g) for g in genome], "repairs": "; ".join(repairs),
            "design_tiers": int(design.tiers or 0), "design_nodes_per_su": int(design.nodes_per_su or 0),
-           "design_reserved_slots": int(design.reserved_node_slots), "gpu_model": design.gpu_model,
+           "design_reserved_slots": int(design.reserved_node_slots),
+           "design_rails_per_leaf": int(design.rails_per_leaf), "gpu_model": design.gpu_model,
            "gpus": int(design.gpus),
            "gpus_per_node": int(design.gpus_per_node), "scale_up_size": int(design.domain_size),
            "rack_power_budget_w": float(design.rack_power_w or 0.0)}

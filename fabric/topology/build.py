@@ -268,33 +268,46 @@ def _plan_rail_optimized(design: Design, slots: int, Q: int, hw: _Ports, endpoin
     """Scalable units of ``nodes_per_su`` nodes; rail r of a unit goes to one rail-r leaf; Clos above.
 
     A rail leaf takes rail r of as many whole units as its downlinks hold (``d1 // nodes_per_su``; one unit when
-    ``nodes_per_su`` is not given, which then defaults to ``d1``), so small units do not leave leaves mostly empty.
+    ``nodes_per_su`` is not given, which then defaults to ``d1 // rails_per_leaf``), so small units do not leave
+    leaves mostly empty. With ``rails_per_leaf`` k > 1 a leaf takes a group of k consecutive rails (rails
+    0..k-1 on the unit's first leaf, k..2k-1 on its second, ...): fewer, fuller leaves for small clusters, and
+    traffic between rails of one group stays on its leaf.
     """
     o1, o2 = design.oversub(0), design.oversub(1)
     label = "rail-optimized Clos"
     radix = hw.radix
     d1, _ = hw.leaf.split(o1)
-    nps = design.nodes_per_su or d1
-    if nps > d1:
-        raise DesignError(f"nodes_per_su {nps} needs {nps} leaf downlinks, but a radix-{radix} leaf at "
-                          f"{sizing.format_ratio(o1)} has {d1}")
+    k = int(design.rails_per_leaf)
+    if Q % k:
+        raise DesignError(f"design field 'rails_per_leaf': {k} does not divide the {Q} rails (NIC ports per node "
+                          f"and plane); use a divisor of {Q}")
+    if k > d1:
+        raise DesignError(f"design field 'rails_per_leaf': {k} rails need {k} leaf downlinks per node, but a "
+                          f"radix-{radix} leaf at {sizing.format_ratio(o1)} has {d1}")
+    groups = Q // k                           # rail groups: leaves per unit
+    nps = design.nodes_per_su or d1 // k
+    if nps * k > d1:
+        raise DesignError(f"nodes_per_su {nps} needs {nps * k} leaf downlinks ({k} rails per leaf), but a "
+                          f"radix-{radix} leaf at {sizing.format_ratio(o1)} has {d1}")
     sus = math.ceil(slots / nps)
-    sus_per_leaf = d1 // nps
-    npl = sus_per_leaf * nps                  # nodes (one NIC port each) per rail leaf
-    n_leaves = math.ceil(slots / npl) * Q
-    u1 = hw.leaf.leaf_uplinks(min(slots, npl), o1)
+    sus_per_leaf = d1 // (nps * k)
+    npl = sus_per_leaf * nps                  # nodes (k NIC ports each) per rail leaf
+    n_leaves = math.ceil(slots / npl) * groups
+    u1 = hw.leaf.leaf_uplinks(min(slots, npl) * k, o1)
     fits_two = sizing.spread_upward(u1, n_leaves, hw.spine_radix) is not None
     tiers = design.tiers or (2 if fits_two else 3)
     if tiers == 1:
         raise DesignError("a rail-optimized fabric needs at least 2 tiers (rail leaves joined by spines); "
                           "use family 'rail_only' for one switch per rail")
     slot = np.arange(slots)
-    ep_leaf = (slot // npl)[:, None] * Q + np.arange(Q)[None, :]
-    s, c, ls, sc, sg, info = _upper(n_leaves, u1, hw, o2, tiers, Q, label, o1, endpoints, design.spines)
-    info.update({"tiers": tiers, "radix": radix, "leaf_down": min(slots, npl), "leaf_up": u1,
+    ep_leaf = (slot // npl)[:, None] * groups + (np.arange(Q) // k)[None, :]
+    s, c, ls, sc, sg, info = _upper(n_leaves, u1, hw, o2, tiers, groups, label, o1, endpoints, design.spines)
+    info.update({"tiers": tiers, "radix": radix, "leaf_down": min(slots, npl) * k, "leaf_up": u1,
                  "nodes_per_su": nps, "scalable_units": sus, "sus_per_leaf": sus_per_leaf,
                  "nodes_per_leaf": npl, "rails": Q, "leaves": n_leaves})
-    return _Plane(n_leaves, s, c, ep_leaf, ls, sc, np.arange(n_leaves) // Q, sg, info)
+    if k > 1:
+        info["rails_per_leaf"] = k
+    return _Plane(n_leaves, s, c, ep_leaf, ls, sc, np.arange(n_leaves) // groups, sg, info)
 
 
 def _plan_rail_only(design: Design, slots: int, Q: int, hw: _Ports, endpoints: int) -> _Plane:

@@ -173,8 +173,10 @@ def encode_genes(genes: Mapping[str, Any]) -> str:
             out.append(str(v))
     if genes.get("design_tiers"):          # a design drawn with a fixed number of tiers (a baseline)
         out.append(f"t{int(genes['design_tiers'])}")
-    if genes.get("design_nodes_per_su") or genes.get("design_reserved_slots"):   # scalable units (a SuperPOD)
-        out.append(f"u{int(genes.get('design_nodes_per_su') or 0)}r{int(genes.get('design_reserved_slots') or 0)}")
+    rails = int(genes.get("design_rails_per_leaf") or 1)
+    if genes.get("design_nodes_per_su") or genes.get("design_reserved_slots") or rails > 1:   # scalable units
+        out.append(f"u{int(genes.get('design_nodes_per_su') or 0)}r{int(genes.get('design_reserved_slots') or 0)}"
+                   + (f"g{rails}" if rails > 1 else ""))
     if genes.get("gpu_model"):             # a search over GPU systems: the system and the GPUs it installs
         out.append(f"s{genes['gpu_model']}@{int(genes.get('gpus') or 0)}")
     if genes.get("serving_class"):         # serving traffic in a class of its own (free policy; off: no token)
@@ -193,8 +195,8 @@ def decode_genes(text: str) -> dict:
         system = (m.group(1), int(m.group(2)))
         parts.pop()
     layout = None
-    if parts and (m := re.fullmatch(r"u(\d{1,4})r(\d{1,4})", parts[-1])):
-        layout = (int(m.group(1)), int(m.group(2)))
+    if parts and (m := re.fullmatch(r"u(\d{1,4})r(\d{1,4})(?:g(\d{1,2}))?", parts[-1])):
+        layout = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 1))
         parts.pop()
     if parts and re.fullmatch(r"t[123]", parts[-1]):
         tiers = int(parts.pop()[1:])
@@ -226,6 +228,8 @@ def decode_genes(text: str) -> dict:
             g["design_nodes_per_su"] = layout[0]
         if layout[1]:
             g["design_reserved_slots"] = layout[1]
+        if layout[2] > 1:
+            g["design_rails_per_leaf"] = layout[2]
     if serving_class:
         g["serving_class"] = True
     if system is not None:
