@@ -21,14 +21,17 @@ import yaml
 from fabric.errors import DesignError
 
 __all__ = [
-    "FAMILIES", "ROUTING_POLICIES", "DEFAULT_SEARCH_ROUTINGS", "TRANSPORTS", "REORDER_TOLERANT_TRANSPORTS", "LEGACY_TRANSPORTS", "PLACEMENTS",
+    "FAMILIES", "DESIGN_FAMILIES", "ROUTING_POLICIES", "DEFAULT_SEARCH_ROUTINGS", "TRANSPORTS", "REORDER_TOLERANT_TRANSPORTS", "LEGACY_TRANSPORTS", "PLACEMENTS",
     "LEGACY_PLACEMENTS",
     "CABLING", "NCCL_ALGO_NAMES",
     "MAX_OVERSUBSCRIPTION", "MIN_OVERSUBSCRIPTION", "Design", "design_from_dict", "design_to_dict", "load_design", "dump_design",
 ]
 
-#: Topology families a builder exists for.
+#: Topology families a builder exists for (and the search offers).
 FAMILIES = ("clos", "rail_optimized", "rail_only", "dragonfly")
+#: What a design's ``family`` may be: a family, or ``regions`` (a design of regions cabled differently, joined by a
+#: shared core: fabric.design.regions; set when a design has two or more regions).
+DESIGN_FAMILIES = FAMILIES + ("regions",)
 #: Routing policies: per-flow ECMP hashing, adaptive (load-aware, near-even), per-packet spraying (even split),
 #: computed paths (a controller places whole flows on disjoint paths: NSLB-style load balancing, path pinning).
 ROUTING_POLICIES = ("ecmp", "adaptive", "spray", "computed")
@@ -118,9 +121,13 @@ class Design:
     #: message size (fabric.evaluate.channels, docs/evaluator.md); a number: NCCL_MIN/MAX_NCHANNELS pinned, or 1
     #: for traffic with one connection per pair (the packet-level validation runs that)
     channels_per_nic: int | None = None
+    #: regions cabled differently, joined by a shared core (fabric.design.regions); None: one uniform fabric. One
+    #: region is folded into the uniform design of its cabling; two or more make ``family`` "regions"
+    regions: tuple | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "uplink_gbps", _normalise_uplinks(self.uplink_gbps))
+        _fold_regions(self)
         if self.transport in LEGACY_TRANSPORTS:
             _warn_legacy_transport(self.transport)
             object.__setattr__(self, "transport", LEGACY_TRANSPORTS[self.transport])
@@ -186,6 +193,39 @@ def _err(fld: str, msg: str):
     raise DesignError(f"design field '{fld}': {msg}")
 
 
+def _fold_regions(d: "Design") -> None:
+    """``regions`` in canonical form; one region folded into the uniform design of its cabling; two or more set
+    ``family`` to "regions" after checking the design-wide fields they replace were left alone."""
+    from fabric.design.regions import regions_from_value
+
+    regions = regions_from_value(d.regions)
+    if regions is None:
+        object.__setattr__(d, "regions", None)
+        if d.family == "regions":
+            _err("family", "'regions' needs a list of regions in the field 'regions' (docs/regions.md)")
+        return
+    if len(regions) == 1:
+        r = regions[0]
+        for k, v in (("family", r.family), ("oversubscription", tuple(r.oversubscription)),
+                     ("nodes_per_su", r.nodes_per_su), ("rails_per_leaf", r.rails_per_leaf), ("regions", None)):
+            object.__setattr__(d, k, v)
+        return
+    for fld, default in (("oversubscription", (1.0, 1.0)), ("nodes_per_su", None), ("rails_per_leaf", 1),
+                         ("spines", None), ("reserved_node_slots", 0)):
+        v = getattr(d, fld)
+        if (tuple(float(x) for x in v) if fld == "oversubscription" and isinstance(v, tuple) else v) != default:
+            _err(fld, f"a design with regions sets it per region (or, for spines and reserved slots, not at all); "
+                      f"leave it out (got {v!r})")
+    if d.tiers not in (None, 2, 3):
+        _err("tiers", f"regions are joined by shared spines (2) or a shared core (3), or leave tiers out; "
+                      f"got {d.tiers!r}")
+    if d.family not in ("clos", "regions"):
+        _err("family", f"a design with {len(regions)} regions has family 'regions' (each region has its own "
+                       f"family); got {d.family!r}")
+    object.__setattr__(d, "family", "regions")
+    object.__setattr__(d, "regions", regions)
+
+
 #: Fastest uplink accepted (Gb/s): above any switch port in the catalog's generations (1.6T).
 MAX_UPLINK_GBPS = 3200.0
 
@@ -246,7 +286,7 @@ def validate_design(d: Design) -> None:
     """Structural checks with one-line fix-it messages (raises :class:`DesignError`)."""
     if not isinstance(d.name, str) or not d.name.strip():
         _err("name", "expected a non-empty string")
-    _choice(d, "family", FAMILIES)
+    _choice(d, "family", DESIGN_FAMILIES)
     if isinstance(d.gpus, int) and not isinstance(d.gpus, bool) and d.gpus <= 0:
         _err("gpus", f"a design needs at least one GPU, got {d.gpus}")
     _int_in(d, "gpus", 1, MAX_GPUS)
@@ -307,6 +347,12 @@ def validate_design(d: Design) -> None:
         _err("rails_per_leaf", f"only a rail_optimized fabric groups rails on a leaf (family is {d.family!r}); "
                                "leave it at 1")
     _int_in(d, "reserved_node_slots", 0, 4096)
+    if d.regions is not None and isinstance(d.gpus, int) and isinstance(d.gpus_per_node, int) and d.gpus_per_node:
+        have = sum(r.nodes for r in d.regions)
+        if have != d.gpus // d.gpus_per_node:
+            _err("regions", f"the regions hold {have:,} servers ({', '.join(f'{r.name} {r.nodes:,}' for r in d.regions)})"
+                            f" but the design has {d.gpus // d.gpus_per_node:,} ({d.gpus:,} GPUs / "
+                            f"{d.gpus_per_node}); make them add up")
     for fld in ("dragonfly_terminals", "dragonfly_routers", "dragonfly_globals"):
         _int_in(d, fld, 1, 1024, allow_none=True)
     _choice(d, "routing", ROUTING_POLICIES)
@@ -408,6 +454,12 @@ def design_to_dict(design: Design) -> dict[str, Any]:
     d = asdict(design)
     d["oversubscription"] = list(design.oversubscription)
     d["uplink_gbps"] = None if design.uplink_gbps is None else list(design.uplink_gbps)
+    if design.regions is not None:
+        from fabric.design.regions import region_to_dict
+
+        d["regions"] = [region_to_dict(r) for r in design.regions]
+    else:
+        d.pop("regions", None)
     return {"schema": SCHEMA_VERSION, **d}
 
 

@@ -136,6 +136,15 @@ def place_jobs(jobs: list[Job] | tuple[Job, ...], fabric, policy: str, rng: np.r
     if need > total:
         raise WorkloadError(f"the workload needs {need:,} GPUs but the design has {total:,}; "
                             f"size the design to at least {need:,} GPUs")
+    if fabric.design.family == "regions":
+        return _place_in_regions(jobs, fabric, policy, rng, fragmentation, notes)
+    return _place_range(jobs, fabric, policy, rng, fragmentation, notes)
+
+
+def _place_range(jobs, fabric, policy, rng, fragmentation, notes) -> list[np.ndarray]:
+    """:func:`place_jobs` on one uniform range of GPUs (``fabric``: a fabric, or a region's view of one)."""
+    total = fabric.n_gpus
+    gpn = fabric.design.gpus_per_node
     out: list[np.ndarray] = []
     align = 1 if policy == "packed" else gpn
     unit = _unit_gpus(fabric) if policy == "rail_aligned" else 1
@@ -169,6 +178,101 @@ def place_jobs(jobs: list[Job] | tuple[Job, ...], fabric, policy: str, rng: np.r
         out.append(np.arange(start, start + w, dtype=np.int64))
         start += w
     return _fragment(out, total, gpn, fragmentation, rng)
+
+
+class _RegionView:
+    """What the placement rules read of a fabric, for one region of a design of regions."""
+
+    def __init__(self, fabric, region: dict):
+        d = fabric.design
+        self.n_gpus = int(region["gpus"])
+        self.family = region["family"]
+        self.structure = {"nodes_per_su": region["nodes_per_su"]} if "nodes_per_su" in region else {}
+        self.design = _DesignView(d.gpus_per_node, d.domain_size)
+
+
+class _DesignView:
+    def __init__(self, gpus_per_node: int, domain_size: int):
+        self.gpus_per_node, self.domain_size = gpus_per_node, domain_size
+
+
+def region_of_jobs(jobs, fabric, notes: list | None = None) -> list[int | None]:
+    """For a design of regions, the region index each job is placed in (None: the job spans regions, placed on the
+    free GPUs of the regions in order). Jobs a region names go there; the others go, in order, to the first region
+    with room for them whole (its GPUs less those already taken). A region naming a job the workload lacks, or jobs
+    that do not fit the region naming them, is said in ``notes``/an error."""
+    regions = fabric.structure["regions"]
+    by_name = {j.name: i for i, j in enumerate(jobs)}
+    free = [int(r["gpus"]) for r in regions]
+    where: list[int | None] = [None] * len(jobs)
+    for k, (r, spec) in enumerate(zip(regions, fabric.design.regions)):
+        for name in spec.jobs:        # the design's (a cached fabric's structure is shared by every placement)
+            if name not in by_name:
+                if notes is not None:
+                    notes.append(f"region {r['name']} names job {name!r}, which the workload does not have")
+                continue
+            i = by_name[name]
+            w = jobs[i].world_size if jobs[i].kind != "storage" else 0
+            if w > free[k]:
+                raise WorkloadError(f"job {name!r} ({w:,} GPUs) does not fit region {r['name']} ({free[k]:,} of "
+                                    f"{int(r['gpus']):,} GPUs free): place it elsewhere or make the region larger")
+            where[i] = k
+            free[k] -= w
+    for i, job in enumerate(jobs):
+        if where[i] is not None or job.kind == "storage":
+            continue
+        fit = next((k for k in range(len(regions)) if free[k] >= job.world_size), None)
+        if fit is not None:
+            where[i] = fit
+            free[fit] -= job.world_size
+        elif notes is not None:
+            notes.append(f"{job.name}: no region has {job.world_size:,} GPUs free, so it spans regions "
+                         f"(placed on their free GPUs in order)")
+    return where
+
+
+def _place_in_regions(jobs, fabric, policy, rng, fragmentation, notes) -> list[np.ndarray]:
+    """:func:`place_jobs` on a design of regions: each job in its region (:func:`region_of_jobs`), laid out there by
+    the rule; fragmentation moves node slots inside each region."""
+    regions = fabric.structure["regions"]
+    gpn = fabric.design.gpus_per_node
+    where = region_of_jobs(jobs, fabric, notes)
+    out: list[np.ndarray | None] = [None] * len(jobs)
+    used = []
+    for k, r in enumerate(regions):
+        mine = [i for i, w in enumerate(where) if w == k]
+        g0 = int(r["first_node"]) * gpn
+        local = _place_range([jobs[i] for i in mine], _RegionView(fabric, r), policy, None, 0.0, notes)
+        taken = np.zeros(int(r["gpus"]), bool)
+        for i, g in zip(mine, local):
+            out[i] = g + g0
+            taken[g] = True
+        used.append(g0 + np.flatnonzero(~taken))
+    free = np.concatenate(used) if used else np.zeros(0, np.int64)
+    cursor = 0
+    for i, job in enumerate(jobs):
+        if out[i] is None:
+            w = job.world_size if job.kind != "storage" else 0
+            if cursor + w > free.size:
+                raise WorkloadError(f"job {job.name!r} ({w:,} GPUs) does not fit the regions' free GPUs "
+                                    f"({free.size - cursor:,} left)")
+            out[i] = free[cursor:cursor + w].astype(np.int64)
+            cursor += w
+    order = _region_fragments(regions, gpn, fragmentation, rng)
+    if order is not None:
+        out = [order[g // gpn] * gpn + g % gpn for g in out]
+    return out
+
+
+def _region_fragments(regions, gpn: int, fragmentation: float, rng) -> np.ndarray | None:
+    """Node-slot moves of a fragmented cluster of regions: each region's slots trade places inside the region."""
+    parts, moved = [], False
+    rng = rng if rng is not None else np.random.default_rng(0)
+    for r in regions:
+        o = fragmented_nodes(int(r["nodes"]), fragmentation, rng)
+        moved |= o is not None
+        parts.append((np.arange(int(r["nodes"])) if o is None else o) + int(r["first_node"]))
+    return np.concatenate(parts).astype(np.int64) if moved else None
 
 
 def _fragment(out: list[np.ndarray], total: int, gpn: int, fragmentation: float, rng) -> list[np.ndarray]:

@@ -192,7 +192,7 @@ def build_report(sim: dict, *, seed: int, samples: int, top_links: int = 10,
                                **ctx)
             serving[job.name] = serving_for_job(
                 job, alone[i], busy, competition(usage, i, runs, compute_jobs), storage, design,
-                lambda per_nic: burst_duration(per_nic, design, fabric, prof), seed=seed, samples=samples,
+                lambda per_nic, g=placements[i]: burst_duration(per_nic, design, fabric, prof, g), seed=seed, samples=samples,
                 world_of={j.name: j.world_size for j in compute_jobs}, curve=serving_curve)
             job_results[job.name]["serving"] = serving[job.name]
 

@@ -95,7 +95,8 @@ def run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storage
     ops = step_ops(job)                 # counted per step of the job (a serving job: per request)
     compute = compute_samples(job, rng_compute, samples, memo)
     exposed, comm = exposed_time(op_times, ops, compute, samples)
-    interference = checkpoint_interference(job, storage, design, fabric, prof, comm, compute, rng_burst, samples)
+    interference = checkpoint_interference(job, storage, design, fabric, prof, comm, compute, rng_burst, samples,
+                                           gpus_of_rank if "regions" in fabric.structure else None)
     step = compute + comm + interference
     lb_exposed, lb_comm = exposed_time([np.array([lb]) for lb in op_lb], ops, np.array([job.compute_time_s]), 1)
     split = bound_split(op_lb, lb_exposed, op_meta, ops, job.compute_time_s)
@@ -207,7 +208,8 @@ def compute_samples(job: Job, rng: np.random.Generator, samples: int, memo: dict
     return job.compute_time_s * (1.0 + job.compute_cv * np.maximum(z, 0.0))
 
 
-def checkpoint_interference(job, storage, design, fabric, prof, comm, compute, rng, samples) -> np.ndarray:
+def checkpoint_interference(job, storage, design, fabric, prof, comm, compute, rng, samples, gpus=None
+                            ) -> np.ndarray:
     """Extra time when a checkpoint burst of this job's storage traffic overlaps the step (not with isolation).
 
     During a burst each NIC shares its link with one storage flow (fair share: half the bandwidth), so the part
@@ -222,7 +224,7 @@ def checkpoint_interference(job, storage, design, fabric, prof, comm, compute, r
             continue
         nics = max(1, int(round(job.world_size * design.nics_per_gpu)))
         per_nic = s.burst_bytes / nics
-        duration = burst_duration(per_nic, design, fabric, prof)
+        duration = burst_duration(per_nic, design, fabric, prof, gpus)
         step = compute + comm
         p_overlap = np.minimum(1.0, (step + duration) / s.burst_period_s)
         hit = rng.random(samples) < p_overlap
@@ -230,13 +232,33 @@ def checkpoint_interference(job, storage, design, fabric, prof, comm, compute, r
     return out
 
 
-def burst_duration(per_nic: float, design, fabric, prof) -> float:
+def leaf_shapes(fabric, gpus=None) -> list[tuple[int, int, int]]:
+    """``(downlinks, uplinks, leaves)`` of the fabric's leaves: one shape for a uniform fabric; for a design of
+    regions one per region, only the regions holding some of ``gpus`` (GPU ids; None: every region)."""
+    s = fabric.structure
+    if "regions" not in s:
+        return [(int(s.get("leaf_down", 0)), int(s.get("leaf_up", 0)), int(s.get("leaves", 1) or 1))]
+    regs = s["regions"]
+    if gpus is not None and len(gpus):
+        gpn = fabric.design.gpus_per_node
+        first = np.array([r["first_node"] for r in regs]) * gpn
+        held = np.unique(np.searchsorted(first, np.asarray(gpus), side="right") - 1)
+        regs = [regs[i] for i in held.tolist()]
+    return [(int(r["leaf_down"]), int(r["leaf_up"]), int(r["leaves"])) for r in regs]
+
+
+def burst_duration(per_nic: float, design, fabric, prof, gpus=None) -> float:
     """How long a checkpoint burst lasts: each NIC writes ``per_nic`` bytes to storage outside its leaf.
 
     The storage traffic class has its own routing (``design.storage_routing``, default the design's): all the
     leaf's NICs send through its uplinks, one flow each; under ECMP the burst lasts until the busiest uplink
-    (the expected maximum over all leaves of the balls-in-bins load) has drained.
+    (the expected maximum over all leaves of the balls-in-bins load) has drained. A design of regions: the slowest
+    of the regions holding ``gpus`` (the job's GPUs; None: every region).
     """
+    return max(_burst_on_leaves(per_nic, design, fabric, prof, *shape) for shape in leaf_shapes(fabric, gpus))
+
+
+def _burst_on_leaves(per_nic: float, design, fabric, prof, down: int, up: int, leaves: int) -> float:
     from fabric.evaluate.ballsbins import max_load_cdf
 
     ports = fabric.nic_ports.shape[1]
@@ -244,8 +266,6 @@ def burst_duration(per_nic: float, design, fabric, prof) -> float:
     nic_time = per_nic / (rate * ports)
     up_bps = fabric.structure.get("uplink_speed_gbps", [fabric.link_speed_bps / 1e9])[0] * 1e9
     up_rate = up_bps / 8.0 * prof.bandwidth_efficiency         # leaf uplinks may run at another speed
-    s = fabric.structure
-    down, up, leaves = int(s.get("leaf_down", 0)), int(s.get("leaf_up", 0)), int(s.get("leaves", 1) or 1)
     if fabric.tiers < 2 or up <= 0 or down <= 0:
         return nic_time
     flow = per_nic / ports

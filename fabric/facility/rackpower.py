@@ -189,7 +189,21 @@ def _place_power(fabric, bom, cat) -> Placement:
         sw_w += -(-np.bincount(ends, minlength=n_sw) // tx.ports_per_module) * tx.power_w
     placed += float(sw_w.sum())
     sw_rack = np.full(n_sw, -1, np.int64)
-    if d.family in racks.TOP_OF_RACK_FAMILIES:
+    if d.family == "regions":               # the leaves of Clos regions sit in their servers' racks
+        sw_plane = fabric.node_plane[fabric.switch_base:fabric.switch_base + n_sw]
+        for reg in fabric.structure["regions"]:
+            if reg["family"] not in racks.TOP_OF_RACK_FAMILIES:
+                continue
+            held = max(1, int(reg["nodes_per_leaf"]))
+            k = np.arange(-(-int(reg["nodes"]) // held))
+            count = np.minimum(held, int(reg["nodes"]) - k * held)
+            # each leaf in the rack of its middle server (racks.leaf_racks), counted from the region's first slot
+            lr = (int(reg["first_node"]) + reserved + k * held + (count - 1) // 2) // per_rack
+            l0, l1 = reg["leaf_range"]
+            for p in range(fabric.planes):
+                ids = np.flatnonzero((tier_of == 0) & (sw_plane == p))[l0:l1]
+                sw_rack[ids] = lr[:ids.size]
+    elif d.family in racks.TOP_OF_RACK_FAMILIES:
         held = int(fabric.structure.get("nodes_per_leaf") or fabric.structure.get("nodes_per_router") or slots)
         leaf_rack = racks.leaf_racks(np.arange(slots) // max(held, 1), per_rack)
         sw_plane = fabric.node_plane[fabric.switch_base:fabric.switch_base + n_sw]
@@ -297,8 +311,11 @@ def rack_report(design, *, catalog=None, fabric=None, bom=None, rack_limit_w: fl
                                                           if r["power_per_rack_w"] > limit * (1 + 1e-9))
     domain = design.domain_size
     racks_per_domain = max(1, math.ceil(domain / (per_rack * gpn))) if domain > gpn else 0
-    tor_family = design.family in racks.TOP_OF_RACK_FAMILIES
+    tor_family = racks.has_top_of_rack_leaves(design)
     held = int(fabric.structure.get("nodes_per_leaf") or fabric.structure.get("nodes_per_router") or 0)
+    if design.family == "regions":          # the most servers one top-of-rack leaf of a Clos region holds
+        held = max((int(r["nodes_per_leaf"]) for r in fabric.structure["regions"]
+                    if r["family"] in racks.TOP_OF_RACK_FAMILIES), default=0)
     return {
         "compute_racks": int(power.size), "nodes_per_rack": per_rack, "gpus_per_rack": int(per_rack * gpn),
         "servers_per_rack": max(1, per_rack * gpn // gpu.server_gpus) if gpu.server_gpus >= gpn else per_rack,

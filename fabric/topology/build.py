@@ -343,7 +343,127 @@ def _plan_rail_only(design: Design, slots: int, Q: int, hw: _Ports, endpoints: i
                   np.repeat(np.arange(Q), per_rail_leaves), np.repeat(np.arange(Q), s), info)
 
 
-_PLANNERS = {"clos": _plan_clos, "rail_optimized": _plan_rail_optimized, "rail_only": _plan_rail_only}
+def _plan_regions(design: Design, slots: int, Q: int, hw: _Ports, endpoints: int) -> _Plane:
+    """Regions (:mod:`fabric.design.regions`), each with its own cabling and ratios, joined by a shared layer:
+
+    - *shared spines* (2 tiers): every region's leaves spread their uplinks over one spine layer, each leaf reaching
+      every spine (the fewest spines, at least two, whose ports take the uplinks; equal bundles when that leaves the
+      layer at least half used, else dealt round-robin so bundles differ by at most one);
+    - *shared core* (3 tiers): each region is the pods of a 3-tier fabric of its own (leaves and the region's
+      spines at its spine ratio), and every region's core-facing links are dealt round-robin over the fewest cores
+      (at least two) whose ports take them.
+
+    ``tiers`` 2 or 3 chooses; unset, shared spines when they fit and no region sets a spine ratio.
+    """
+    regions = design.regions
+    gpn, dom = design.gpus_per_node, design.domain_size
+    for r in regions:
+        if dom > gpn and (r.nodes * gpn) % dom:
+            raise DesignError(f"design field 'regions': region {r.name} has {r.nodes:,} servers, not whole "
+                              f"{dom}-GPU scale-up domains ({dom // gpn} servers each)")
+    core_ratio = [r.name for r in regions if r.oversub(1) != 1.0]
+    if design.tiers == 2 and core_ratio:
+        raise DesignError(f"design field 'regions': region(s) {', '.join(core_ratio)} set a spine ratio, which only "
+                          f"a shared core (tiers 3) has; drop it or use tiers 3")
+    if design.tiers != 3 and not core_ratio:
+        try:
+            return _regions_on_shared_spines(design, Q, hw)
+        except DesignError:
+            if design.tiers == 2:
+                raise
+    return _regions_on_shared_core(design, Q, hw)
+
+
+def _region_plan(design: Design, r, Q: int, hw: _Ports, tiers: int) -> _Plane:
+    """One region planned as a fabric of its own cabling (``tiers`` 2: its leaves; 3: its pods)."""
+    sub = design.replace(family=r.family, oversubscription=tuple(r.oversubscription), regions=None, tiers=tiers,
+                         nodes_per_su=r.nodes_per_su, rails_per_leaf=r.rails_per_leaf,
+                         gpus=r.nodes * design.gpus_per_node)
+    try:
+        return _PLANNERS[r.family](sub, r.nodes, Q, hw, r.nodes * Q)
+    except DesignError as err:
+        raise DesignError(f"region {r.name}: {err}") from None
+
+
+def _region_info(r, plan: _Plane, node0: int, leaf0: int, spine0: int, gpn: int, core_links: int) -> dict:
+    info = plan.info
+    return {"name": r.name, "family": r.family, "nodes": r.nodes, "gpus": r.nodes * gpn, "first_node": node0,
+            "oversubscription": [r.oversub(0), r.oversub(1)], "leaf_range": [leaf0, leaf0 + plan.n_leaves],
+            "leaves": plan.n_leaves, "leaf_down": int(info["leaf_down"]), "leaf_up": int(info["leaf_up"]),
+            "nodes_per_leaf": int(info.get("nodes_per_leaf", 0)), "core_links": core_links,
+            "spine_range": [spine0, spine0 + (plan.n_spines if core_links else 0)],
+            "spines": plan.n_spines if core_links else 0, "pods": int(info.get("pods", 1)) if core_links else 0,
+            **({"rails_per_leaf": r.rails_per_leaf} if r.rails_per_leaf > 1 else {}),
+            **({"nodes_per_su": int(info["nodes_per_su"])} if "nodes_per_su" in info else {})}
+
+
+def _regions_on_shared_spines(design: Design, Q: int, hw: _Ports) -> _Plane:
+    gpn = design.gpus_per_node
+    leaves, ep, lg, up, per_region, groups, node0 = 0, [], [], [], [], 0, 0
+    for r in design.regions:
+        plan = _region_plan(design, r, Q, hw, 2)
+        u = np.bincount(plan.leaf_spine[0], minlength=plan.n_leaves)
+        ep.append(plan.ep_leaf + leaves)
+        lg.append(plan.leaf_group + groups)
+        up.append(u)
+        per_region.append(_region_info(r, plan, node0, leaves, 0, gpn, 0))
+        groups += int(plan.leaf_group.max()) + 1 if plan.leaf_group.size else 0
+        leaves += plan.n_leaves
+        node0 += r.nodes
+    up = np.concatenate(up)
+    total, fewest = int(up.sum()), int(up.min())
+    lo = max(sizing.MIN_UPPER_SWITCHES, math.ceil(total / hw.spine_radix))
+    if lo > fewest:
+        raise DesignError(f"the regions' {total:,} leaf uplinks need at least {lo} spines of {hw.spine_radix} ports, "
+                          f"but a leaf with {fewest} uplinks cannot reach them all; join the regions through a "
+                          f"core (tiers 3)")
+    equal = [k for k in range(lo, min(fewest, 2 * lo) + 1) if not (up % k).any()]
+    n_spines = equal[0] if equal else lo
+    # leaf i's uplinks dealt from a rotating start, so spines fill evenly when bundles are unequal
+    # (with equal bundles every leaf's first uplink lands on spine 0, as each start is a multiple of the spines)
+    leaf = np.repeat(np.arange(leaves), up)
+    spine = np.arange(total) % n_spines
+    used = np.bincount(spine, minlength=n_spines)
+    if used.max() > hw.spine_radix:
+        raise DesignError(f"the regions' leaf uplinks need {int(used.max())} ports on a spine of {hw.spine_radix}; "
+                          f"join the regions through a core (tiers 3)")
+    info = {"tiers": 2, "radix": hw.radix, "regions": per_region, "join": "shared spines", "leaves": leaves,
+            "spines": n_spines, "leaf_spine_even": bool(equal), "spine_ports_used": int(used.max())}
+    return _Plane(leaves, n_spines, 0, np.concatenate(ep), (leaf, spine), (np.zeros(0, int), np.zeros(0, int)),
+                  np.concatenate(lg), np.zeros(n_spines, int), info)
+
+
+def _regions_on_shared_core(design: Design, Q: int, hw: _Ports) -> _Plane:
+    gpn = design.gpus_per_node
+    leaves, spines, ep, ls_l, ls_s, up_sp, lg, sg, per_region = 0, 0, [], [], [], [], [], [], []
+    groups_l = groups_s = node0 = 0
+    for r in design.regions:
+        plan = _region_plan(design, r, Q, hw, 3)
+        ep.append(plan.ep_leaf + leaves)
+        ls_l.append(plan.leaf_spine[0] + leaves)
+        ls_s.append(plan.leaf_spine[1] + spines)
+        up_sp.append(plan.spine_core[0] + spines)         # each core-facing link's spine; its core is dealt below
+        lg.append(plan.leaf_group + groups_l)
+        sg.append(plan.spine_group + groups_s)
+        groups_l += int(plan.leaf_group.max()) + 1 if plan.leaf_group.size else 0
+        groups_s += int(plan.spine_group.max()) + 1 if plan.spine_group.size else 0
+        per_region.append(_region_info(r, plan, node0, leaves, spines, gpn, int(plan.spine_core[0].size)))
+        leaves += plan.n_leaves
+        spines += plan.n_spines
+        node0 += r.nodes
+    sp = np.concatenate(up_sp)
+    total = int(sp.size)
+    n_cores = max(sizing.MIN_UPPER_SWITCHES, math.ceil(total / hw.core_radix))
+    cc = np.arange(total) % n_cores
+    info = {"tiers": 3, "radix": hw.radix, "regions": per_region, "join": "shared core", "leaves": leaves,
+            "spines": spines, "cores": n_cores, "pods": sum(pr["pods"] for pr in per_region), "core_links": total,
+            "core_ports_used": int(np.bincount(cc, minlength=n_cores).max())}
+    return _Plane(leaves, spines, n_cores, np.concatenate(ep), (np.concatenate(ls_l), np.concatenate(ls_s)),
+                  (sp, cc), np.concatenate(lg), np.concatenate(sg), info)
+
+
+_PLANNERS = {"clos": _plan_clos, "rail_optimized": _plan_rail_optimized, "rail_only": _plan_rail_only,
+             "regions": _plan_regions}
 
 
 def required_tiers(design: Design, catalog=None) -> int:
@@ -404,6 +524,8 @@ def _uplink_bps(design: Design, sw, tier: int, nic_bps: float) -> float:
 
 def _apart_reason(design: Design, info: dict, per_rack: int) -> str:
     """Why a node and its leaf can be in different racks, for the refusal of endpoint_cabling 'copper'."""
+    if design.family == "regions":
+        return " (a rail-optimized region's leaves sit in a network rack)"
     if design.family in racks.TOP_OF_RACK_FAMILIES:
         held = info.get("nodes_per_leaf", info.get("nodes_per_router", 0))
         return f" (a leaf holds up to {held} nodes, a rack {per_rack})"
@@ -426,6 +548,8 @@ def cabling_key(design: Design) -> str:
     d = asdict(design)
     for k in OPERATIONAL_FIELDS:
         d.pop(k, None)
+    for r in d.get("regions") or ():
+        r.pop("jobs", None)                      # which jobs a region holds is placement, not cabling
     return json.dumps(d, sort_keys=True, default=str)
 
 
@@ -489,10 +613,11 @@ def _build(design: Design, cat, sw, nic, gpu, link_speed, hw) -> Fabric:
     node_tier, node_plane, node_group = [], [], []
     # server-to-leaf media by distance: racks of per_rack node slots (fabric.topology.racks)
     # an explicit rack power keeps room for the rack's top-of-rack switch (the default 40.8 kW is the servers')
-    tor_w = sw.power_w if design.rack_power_w is not None and design.family in racks.TOP_OF_RACK_FAMILIES else 0.0
+    tor_w = sw.power_w if design.rack_power_w is not None and racks.has_top_of_rack_leaves(design) else 0.0
     per_rack = racks.nodes_per_rack(gpu, gpn, design.rack_power_w, tor_w)
     node_slot = np.arange(nodes) + design.reserved_node_slots
-    distance = racks.endpoint_distance(design.family, plane_plans[0].ep_leaf[:, 0], per_rack)[node_slot]
+    distance = racks.endpoint_distance(design.family, plane_plans[0].ep_leaf[:, 0], per_rack,
+                                       tor_slots=racks.top_of_rack_slots(design, slots))[node_slot]
     ep_media, ep_reach = racks.endpoint_media(cat, link_speed, design.endpoint_cabling, np.repeat(distance, Q),
                                               why=_apart_reason(design, plane_plans[0].info, per_rack))
     nic_ports = np.empty((n_nics, nic.ports), np.int64)

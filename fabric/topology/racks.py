@@ -30,7 +30,8 @@ from fabric.topology.fabric import MEDIA
 __all__ = [
     "RACK_POWER_BUDGET_W", "REACH_IN_RACK_M", "REACH_NEIGHBOUR_RACK_M", "REACH_ROW_M",
     "IN_RACK", "NEIGHBOUR_RACK", "ROW", "DISTANCE_NAMES",
-    "nodes_per_rack", "leaf_racks", "endpoint_distance", "endpoint_media",
+    "nodes_per_rack", "leaf_racks", "endpoint_distance", "endpoint_media", "has_top_of_rack_leaves",
+    "top_of_rack_slots",
 ]
 
 #: Power one compute rack is given, in watts. NVIDIA's DGX SuperPOD data center design for DGX H100 puts four
@@ -87,14 +88,35 @@ def leaf_racks(slot_leaf: np.ndarray, per_rack: int) -> np.ndarray:
     return out
 
 
-def endpoint_distance(family: str, slot_leaf: np.ndarray, per_rack: int) -> np.ndarray:
-    """Distance class (:data:`IN_RACK`, :data:`NEIGHBOUR_RACK`, :data:`ROW`) of each node slot's leaf link."""
+def has_top_of_rack_leaves(design) -> bool:
+    """True when some of the design's leaves sit in their servers' racks (a Clos, a dragonfly, a Clos region)."""
+    if design.family == "regions":
+        return any(r.family in TOP_OF_RACK_FAMILIES for r in design.regions)
+    return design.family in TOP_OF_RACK_FAMILIES
+
+
+def top_of_rack_slots(design, slots: int) -> np.ndarray | None:
+    """For a design of regions, which node slots hang off a top-of-rack leaf (their region is a Clos); None for a
+    uniform design (its family decides)."""
+    if design.family != "regions":
+        return None
+    return np.repeat(np.array([r.family in TOP_OF_RACK_FAMILIES for r in design.regions]),
+                     [r.nodes for r in design.regions])[:slots]
+
+
+def endpoint_distance(family: str, slot_leaf: np.ndarray, per_rack: int, tor_slots: np.ndarray | None = None
+                      ) -> np.ndarray:
+    """Distance class (:data:`IN_RACK`, :data:`NEIGHBOUR_RACK`, :data:`ROW`) of each node slot's leaf link.
+    ``tor_slots`` (a design of regions): which slots' leaves are top-of-rack; the others are in the row."""
     slot_leaf = np.asarray(slot_leaf, np.int64)
-    if family not in TOP_OF_RACK_FAMILIES:
+    if tor_slots is None and family not in TOP_OF_RACK_FAMILIES:
         return np.full(slot_leaf.shape[0], ROW, np.int8)
     rack = np.arange(slot_leaf.shape[0]) // per_rack
     apart = np.abs(rack - leaf_racks(slot_leaf, per_rack)[slot_leaf])
-    return np.minimum(apart, ROW).astype(np.int8)
+    out = np.minimum(apart, ROW).astype(np.int8)
+    if tor_slots is not None:
+        out[~np.asarray(tor_slots, bool)] = ROW
+    return out
 
 
 def endpoint_media(catalog, speed_bps: float, cabling: str, distance: np.ndarray, *, why: str = ""):
