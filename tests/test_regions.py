@@ -217,3 +217,31 @@ def test_clos_region_leaves_sit_in_racks_rail_leaves_in_network_racks():
     assert (reach[:128] == 30.0).all()              # region A: rail leaves in the row
     assert (reach[128:] <= 5.0).all()               # region B: its rack or the next
     assert len(set(media[:128].tolist())) == 1
+
+
+# ----------------------------------------------------------------- records, links
+
+
+def test_a_design_of_regions_survives_a_record_and_a_link():
+    """Every view rebuilds a design from its record (the search CSV, the Design and Compare pages, a shared link):
+    a record that dropped the regions would rebuild a uniform fabric under the same name."""
+    from fabric.search.constraints import Constraints
+    from fabric.search.designs import design_from_record, genes_of_record, short_label
+    from fabric.search.records import evaluate_record
+    from fabric.ui_support.urlstate import decode_genes, encode_genes
+
+    d = _small(jobs=([], ["moe"]))
+    wl = Workload(jobs=(_job("moe", 128),))
+    rec = evaluate_record(d, wl, None, 0, 16, None, Constraints(gpus=256))
+    assert rec["buildable"] and rec["family"] == "regions"
+    assert rec["oversub_leaf"] == 3.0                     # the highest ratio of any region
+    genes = genes_of_record(rec)
+    back = design_from_record(decode_genes(encode_genes(genes)), gpus=256, name=d.name)
+    assert back == d
+    assert short_label(genes).startswith("regions [A 16 srv rail-opt 1:1 | B 16 srv Clos 3:1 (moe)]")
+    # the same regions holding other jobs are the same hardware (placement is free policy)
+    from fabric.design.policy import same_record_hardware
+    other = evaluate_record(_small(jobs=(["moe"], [])), wl, None, 0, 16, None, Constraints(gpus=256))
+    assert same_record_hardware(rec, other)
+    uni = evaluate_record(Design(name="u", gpus=256), wl, None, 0, 16, None, Constraints(gpus=256))
+    assert not same_record_hardware(rec, uni)

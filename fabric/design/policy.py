@@ -201,7 +201,17 @@ def same_record_hardware(a, b) -> bool:
     scalable units and reserved node slots (a SuperPOD-style baseline's; 0 or missing: the builder's default)."""
     return all(_same_value(a.get(c), b.get(c)) for c in RECORD_HARDWARE_COLUMNS + ("tiers",)) and all(
         _same_value(a.get(c) or 0, b.get(c) or 0) for c in ("design_nodes_per_su", "design_reserved_slots")) and \
-        (a.get("design_rails_per_leaf") or 1) == (b.get("design_rails_per_leaf") or 1)
+        (a.get("design_rails_per_leaf") or 1) == (b.get("design_rails_per_leaf") or 1) and \
+        _region_cabling(a.get("design_regions")) == _region_cabling(b.get("design_regions"))
+
+
+def _region_cabling(text):
+    """A record's regions without the jobs each holds (placement is free policy): what is bought and cabled."""
+    from fabric.design.regions import regions_from_json
+
+    regions = regions_from_json(text)
+    return None if not regions else tuple((r.name, r.nodes, r.family, tuple(r.oversubscription), r.nodes_per_su,
+                                           r.rails_per_leaf) for r in regions)
 
 
 def record_policy_changes(a, b) -> list[str]:

@@ -18,7 +18,8 @@ from typing import Any
 
 from fabric.errors import DesignError
 
-__all__ = ["Region", "REGION_FAMILIES", "region_from_dict", "region_to_dict", "regions_from_value"]
+__all__ = ["Region", "REGION_FAMILIES", "region_from_dict", "region_to_dict", "regions_from_value", "regions_json",
+           "regions_from_json", "regions_text", "highest_ratio"]
 
 #: Cablings a region may have.
 REGION_FAMILIES = ("clos", "rail_optimized")
@@ -136,3 +137,48 @@ def regions_from_value(v: Any) -> tuple[Region, ...] | None:
     if twice:
         _err("regions", f"job(s) {', '.join(twice)} placed in more than one region")
     return out
+
+
+def regions_json(regions) -> str:
+    """The compact JSON text of ``regions`` (a record column, a link): ``""`` for None."""
+    import json
+
+    if not regions:
+        return ""
+    return json.dumps([region_to_dict(r) for r in regions], separators=(",", ":"), sort_keys=True)
+
+
+def regions_from_json(text) -> tuple[Region, ...] | None:
+    """The regions of :func:`regions_json` text (None for empty text); a clear error for text that is not."""
+    import json
+
+    if text is None or (isinstance(text, float) and math.isnan(text)) or not str(text).strip():
+        return None
+    try:
+        value = json.loads(str(text))
+    except ValueError as err:
+        raise DesignError(f"design field 'regions': not JSON ({err.msg} at character {err.pos})") from None
+    return regions_from_value(value)
+
+
+_FAMILY_WORDS = {"clos": "Clos", "rail_optimized": "rail-opt"}
+
+
+def regions_text(regions, *, jobs: bool = True) -> str:
+    """A one-line description: ``A 128 srv rail-opt 1:1 (mixtral) | B 128 srv Clos 3:1``."""
+    out = []
+    for r in regions or ():
+        o1, o2 = r.oversub(0), r.oversub(1)
+        ratio = f"{o1:g}:1" + (f"/{o2:g}:1" if o2 != 1.0 else "")
+        extra = f" {r.rails_per_leaf} rails/leaf" if r.rails_per_leaf > 1 else ""
+        held = f" ({', '.join(r.jobs)})" if jobs and r.jobs else ""
+        out.append(f"{r.name} {r.nodes:,} srv {_FAMILY_WORDS.get(r.family, r.family)} {ratio}{extra}{held}")
+    return " | ".join(out)
+
+
+def highest_ratio(design, tier: int) -> float:
+    """Down:up at ``tier`` (0 leaf, 1 spine) of a uniform design; of a design of regions, the highest any region
+    has there (what a table column of one ratio per design shows for it, with the regions beside it)."""
+    if getattr(design, "regions", None):
+        return max(r.oversub(tier) for r in design.regions)
+    return design.oversub(tier)

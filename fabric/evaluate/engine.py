@@ -61,6 +61,7 @@ def simulate(design, workload: Workload, scenario, *, seed: int, samples: int, c
     :func:`step_time_stats` summarizes), with what the report needs besides."""
     algorithms = dict(algorithms or {})
     scenario = scenario or Scenario()
+    primary = getattr(workload, "primary", None)
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 16 or samples > 100_000:
         raise WorkloadError(f"samples must be a whole number between 16 and 100,000, got {samples!r}")
     if scenario.gpu_scale > 1:
@@ -113,7 +114,7 @@ def simulate(design, workload: Workload, scenario, *, seed: int, samples: int, c
             notes.append("jobs sharing link groups get a max-min fair share of them while the others are active")
     return dict(design=design, scenario=scenario, fabric=fabric, bom=bom, prof=prof, model=model,
                 compute_jobs=compute_jobs, placements=placements, job_seeds=job_seeds, ctx=ctx, runs=runs,
-                alone=alone, usage=usage, notes=notes, bases=bases, storage=storage)
+                alone=alone, usage=usage, notes=notes, bases=bases, storage=storage, primary=primary)
 
 
 def step_time_stats(design, workload: Workload, scenario: Scenario | None = None, *, seed: int = 0,
@@ -124,7 +125,7 @@ def step_time_stats(design, workload: Workload, scenario: Scenario | None = None
     hundreds of parallelism plans on one design needs (:mod:`fabric.plans.best`)."""
     sim = simulate(design, workload, scenario, seed=seed, samples=samples, catalog=catalog,
                    transport_overrides=transport_overrides, algorithms=None, reuse=reuse)
-    i = primary_job(sim["compute_jobs"])
+    i = primary_job(sim["compute_jobs"], sim["primary"])
     return {**step_stats(sim["runs"][i]["step"]), "compute_s": float(sim["compute_jobs"][i].compute_time_s)}
 
 

@@ -109,8 +109,13 @@ def step_stats(x: np.ndarray) -> dict:
     return {"p50": float(p[0]), "p95": float(p[1]), "p99": float(p[2]), "mean": float(x.mean())}
 
 
-def primary_job(compute_jobs: list) -> int:
-    """The index of the job whose step time an evaluation reports: the largest training job (else the first)."""
+def primary_job(compute_jobs: list, name: str | None = None) -> int:
+    """The index of the job whose step time an evaluation reports: the job called ``name`` (the workload's
+    ``primary``), else the largest training job (else the first)."""
+    if name is not None:
+        for i, job in enumerate(compute_jobs):
+            if job.name == name:
+                return i
     best = None
     for i, job in enumerate(compute_jobs):
         if best is None or (job.kind == "training" and (compute_jobs[best].kind != "training"
@@ -196,7 +201,7 @@ def build_report(sim: dict, *, seed: int, samples: int, top_links: int = 10,
                 world_of={j.name: j.world_size for j in compute_jobs}, curve=serving_curve)
             job_results[job.name]["serving"] = serving[job.name]
 
-    main_job = primary_job(compute_jobs)
+    main_job = primary_job(compute_jobs, sim.get("primary"))
     job, r = compute_jobs[main_job], runs[main_job]
     i99 = r["i99"]
     per_op: dict = {}

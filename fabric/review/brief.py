@@ -221,6 +221,16 @@ def review_brief(front: list[dict], baselines: list[dict], context, *, beyond_ta
                             for r in beyond_target]
     out["baseline_points"] = [{"design": b["design"], "cost_usd": float(b["cost_usd"]), "p99_s": float(b["p99_s"])}
                               for b in baselines if b.get("buildable", True)]
+    design = design_of_row(rec, c, context.catalog)
+    if design.regions:           # a design of regions: why its shape pays (fabric.review.regions)
+        from fabric.cost import bill_of_materials
+        from fabric.cost.regions import region_rows
+        from fabric.review.regions import region_lines
+        from fabric.topology import build_fabric
+
+        fab = build_fabric(design, context.catalog)
+        rows = region_rows(fab, bill_of_materials(fab, context.catalog), context.catalog)
+        out["regions"] = region_lines(design, R.primary.workload, rows, front, rec)
     return out
 
 
@@ -302,7 +312,9 @@ def _runner_up_lines(b: dict) -> list[str]:
 def brief_sections(b: dict) -> list[tuple[str, list[str]]]:
     """The brief as (heading, sentences) pairs, in reading order."""
     record = design_sections(b, first="The design to buy")
-    sections = [("The design to buy", _buy_lines(b)), ("Against the baselines", _baseline_lines(b)),
+    sections = [("The design to buy", _buy_lines(b))] + ([("Why this shape", list(b["regions"]))]
+                                                         if b.get("regions") else []) + [
+                ("Against the baselines", _baseline_lines(b)),
                 ("Constraints", list(b["constraints"]))]
     rest = dict(record[1:])
     order = [h for h, _ in record[1:]]

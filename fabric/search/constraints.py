@@ -14,6 +14,10 @@ from fabric.design.schema import (
 )
 from fabric.errors import FabricError
 
+#: Families a search may be allowed: the topology families, and ``regions`` (two regions shaped by the workload,
+#: each with its own cabling and leaf ratio: fabric.search.region_genes), which is offered only when asked for.
+SEARCH_FAMILIES = FAMILIES + ("regions",)
+
 #: Transports searched unless the constraints say otherwise: kernel TCP (``tcp``) is left out because at the same
 #: hardware cost it is never better than RoCE (ECMP) or reorder-tolerant Ethernet (spraying); allow it explicitly.
 DEFAULT_TRANSPORTS = ("infiniband", "roce", "uec")
@@ -141,7 +145,7 @@ class Constraints:
                           f"{', '.join(kept)} (search under the scenario 'fragmented' to judge designs on a "
                           f"fragmented cluster)", FutureWarning, stacklevel=4)
             object.__setattr__(self, "placements", kept)
-        for f, allowed in (("families", FAMILIES), ("routings", ROUTING_POLICIES), ("transports", TRANSPORTS),
+        for f, allowed in (("families", SEARCH_FAMILIES), ("routings", ROUTING_POLICIES), ("transports", TRANSPORTS),
                            ("placements", PLACEMENTS)):
             v = getattr(self, f)
             if not v:

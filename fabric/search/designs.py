@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fabric.design import Design
+from fabric.design.regions import highest_ratio, regions_from_json, regions_json
 from fabric.errors import DesignError
 
 __all__ = ["GENE_COLUMNS", "LATER_GENES", "GENE_LABELS", "SYSTEM_KEYS", "design_from_record", "design_genes",
@@ -100,12 +101,14 @@ def design_from_record(record: Mapping[str, Any], *, gpus: int, gpus_per_node: i
     system = _system(record, int(gpus), int(gpus_per_node), gpu_model, catalog)
     budget = record.get("rack_power_budget_w", None)
     budget = rack_power_w if _blank(budget) else (_as_float(budget, "rack_power_budget_w") or None)
+    regions = regions_from_json(record.get("design_regions"))
+    over = (1.0, 1.0) if regions else (_as_float(record["oversub_leaf"], "oversub_leaf"),
+                                       _as_float(record["oversub_spine"], "oversub_spine"))
     return Design(
-        name=label, family=record["family"], **system, rack_power_w=budget,
+        name=label, family="regions" if regions else record["family"], **system, rack_power_w=budget,
         switch_model=record["switch_model"], nic_model=record["nic_model"],
         nics_per_gpu=_as_float(record["nics_per_gpu"], "nics_per_gpu"),
-        oversubscription=(_as_float(record["oversub_leaf"], "oversub_leaf"),
-                          _as_float(record["oversub_spine"], "oversub_spine")),
+        oversubscription=over, regions=regions,
         planes=_as_int(record["planes"], "planes"), routing=record["routing"],
         qps_per_connection=_as_int(record["qps_per_connection"], "qps_per_connection"),
         transport=record["transport"], placement=record["placement"],
@@ -177,8 +180,8 @@ def design_genes(design: Design) -> dict[str, Any]:
     """The gene values of ``design`` (the inverse of :func:`design_from_record`)."""
     return {
         "family": design.family, "switch_model": design.switch_model, "nic_model": design.nic_model,
-        "nics_per_gpu": float(design.nics_per_gpu), "oversub_leaf": design.oversub(0),
-        "oversub_spine": design.oversub(1), "planes": int(design.planes), "routing": design.routing,
+        "nics_per_gpu": float(design.nics_per_gpu), "oversub_leaf": highest_ratio(design, 0),
+        "oversub_spine": highest_ratio(design, 1), "planes": int(design.planes), "routing": design.routing,
         "qps_per_connection": int(design.qps_per_connection), "transport": design.transport,
         "placement": design.placement, "pxn": bool(design.pxn), "storage_isolation": bool(design.storage_isolation),
         "in_network_reduction": bool(design.in_network_reduction),
@@ -188,6 +191,7 @@ def design_genes(design: Design) -> dict[str, Any]:
         **({"design_nodes_per_su": int(design.nodes_per_su)} if design.nodes_per_su else {}),
         **({"design_reserved_slots": int(design.reserved_node_slots)} if design.reserved_node_slots else {}),
         **({"design_rails_per_leaf": int(design.rails_per_leaf)} if design.rails_per_leaf > 1 else {}),
+        **({"design_regions": regions_json(design.regions)} if design.regions else {}),
         **({"serving_class": True} if design.serving_class else {}),
     }
 
@@ -213,10 +217,17 @@ def short_label(genes: Mapping[str, Any]) -> str:
     o1, o2 = _as_float(genes["oversub_leaf"], "oversub_leaf"), _as_float(genes["oversub_spine"], "oversub_spine")
     over = f"{o1:g}:1" if o1 == o2 else f"{o1:g}:1/{o2:g}:1"
     npg = _as_float(genes["nics_per_gpu"], "nics_per_gpu")
-    parts = [genes["family"], genes["switch_model"], genes["nic_model"]]
+    regions = regions_from_json(genes.get("design_regions"))
+    if regions:                 # a design of regions: its regions say the cabling and the ratios
+        from fabric.design.regions import regions_text
+
+        parts = [f"regions [{regions_text(regions)}]", genes["switch_model"], genes["nic_model"]]
+    else:
+        parts = [genes["family"], genes["switch_model"], genes["nic_model"]]
     if npg != 1:
         parts.append(f"{npg:g}/GPU")
-    parts.append(over)
+    if not regions:
+        parts.append(over)
     up = [_as_float(genes.get(c) or 0.0, c) for c in ("uplink_leaf_gbps", "uplink_spine_gbps")]
     if any(up):
         parts.append(f"up{up[0]:g}G" if up[0] == up[1] else "up" + "/".join(f"{u:g}G" if u else "NIC" for u in up))
@@ -254,6 +265,8 @@ def genes_of_record(rec: Mapping[str, Any], *, systems: bool = False) -> dict:
         g[k] = float(g[k] or 0.0)
     if rec.get("design_tiers"):              # a baseline drawn with a fixed number of tiers keeps it
         g["design_tiers"] = int(rec["design_tiers"])
+    if rec.get("design_regions"):            # a design of regions keeps them (its genes alone do not say them)
+        g["design_regions"] = str(rec["design_regions"])
     for k in ("design_nodes_per_su", "design_reserved_slots", "design_rails_per_leaf"):   # a baseline keeps its units
         if rec.get(k):
             g[k] = int(rec[k])

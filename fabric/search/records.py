@@ -12,6 +12,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import asdict
 
+from fabric.design.regions import highest_ratio, regions_json
 from fabric.errors import FabricError
 from fabric.limits import current_limits
 from fabric.workload.model import workload_key
@@ -122,7 +123,8 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
 
     rec = {"key": _reused(reuse, ("design_key", design), lambda: design_key(design)), "design": design.name, "family": design.family,
            "switch_model": design.switch_model, "nic_model": design.nic_model, "nics_per_gpu": design.nics_per_gpu,
-           "oversub_leaf": design.oversub(0), "oversub_spine": design.oversub(1), "planes": design.planes,
+           "oversub_leaf": highest_ratio(design, 0), "oversub_spine": highest_ratio(design, 1),
+           "planes": design.planes,
            "routing": design.routing, "qps_per_connection": design.qps_per_connection,
            "transport": design.transport, "placement": design.placement, "pxn": design.pxn,
            "storage_isolation": design.storage_isolation, "in_network_reduction": design.in_network_reduction,
@@ -132,7 +134,8 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
            "genome": None if genome is None else [int(g) for g in genome], "repairs": "; ".join(repairs),
            "design_tiers": int(design.tiers or 0), "design_nodes_per_su": int(design.nodes_per_su or 0),
            "design_reserved_slots": int(design.reserved_node_slots),
-           "design_rails_per_leaf": int(design.rails_per_leaf), "gpu_model": design.gpu_model,
+           "design_rails_per_leaf": int(design.rails_per_leaf),
+           "design_regions": regions_json(design.regions), "gpu_model": design.gpu_model,
            "gpus": int(design.gpus),
            "gpus_per_node": int(design.gpus_per_node), "scale_up_size": int(design.domain_size),
            "rack_power_budget_w": float(design.rack_power_w or 0.0)}

@@ -34,7 +34,7 @@ import numpy as np
 
 from fabric.errors import FabricError
 
-__all__ = ["RobustObjective", "ROBUST_MODES", "evaluate_robust_record", "robust_key", "robust_combine", "robust_failure_p99", "on_front_for_case", "case_front",
+__all__ = ["RobustObjective", "ROBUST_MODES", "job_mix_objective", "evaluate_robust_record", "robust_key", "robust_combine", "robust_failure_p99", "on_front_for_case", "case_front",
            "brittle_designs", "robust_lines"]
 
 ROBUST_MODES = ("worst", "mean")
@@ -113,6 +113,23 @@ class RobustObjective:
         objective for its record as they ask a plan objective (:func:`fabric.search.records.evaluate_record`)."""
         return evaluate_robust_record(design, self, scenario, seed, samples, catalog, constraints, genome=genome,
                                       repairs=repairs, transport_overrides=transport_overrides)
+
+
+def job_mix_objective(workload, weights: dict | None = None, *, mode: str = "mean",
+                      scenarios=()) -> RobustObjective:
+    """The jobs of one workload sharing one cluster, judged job by job: a case per compute job (the whole workload
+    evaluated, that job's p99 reported: ``Workload.primary``), weighted by ``weights`` (job name -> weight; default
+    equal), combined by the robust rule ``mode``. Where a mix of separate workloads asks how a design copes when the
+    mix shifts, this asks how every job of a shared cluster fares at once (placement and contention included)."""
+    from dataclasses import replace
+
+    jobs = [j.name for j in workload.jobs if j.kind != "storage"]
+    weights = dict(weights or {n: 1.0 for n in jobs})
+    unknown = sorted(set(weights) - set(jobs))
+    if unknown:
+        raise FabricError(f"job mix: no job called {', '.join(unknown)} (jobs: {', '.join(jobs)})")
+    cases = tuple((n, replace(workload, primary=n), float(weights[n])) for n in jobs if n in weights)
+    return RobustObjective(workloads=cases, scenarios=tuple(scenarios), mode=mode)
 
 
 def robust_combine(obj: RobustObjective, p99_by_case: dict) -> tuple[float, float]:

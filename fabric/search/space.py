@@ -120,6 +120,7 @@ class DesignSpace:
             Gene("storage_isolation", (False, True)),
             Gene("in_network_reduction", (False, True)),
             Gene("uplink_speed_factor", tuple(float(f) for f in c.uplink_speed_factors)),
+        ) + self._region_genes(c, oversub) + (
             Gene("gpu_model", self.systems),
         ) + ((Gene("serving_class", tuple(bool(x) for x in c.serving_classes)),) if serving else ())
         if not self.genes[3].choices:
@@ -127,6 +128,17 @@ class DesignSpace:
         self.names = tuple(g.name for g in self.genes)
         self._index = {g.name: i for i, g in enumerate(self.genes)}
         self.upper = np.array([len(g.choices) - 1 for g in self.genes], dtype=np.int64)
+
+    def _region_genes(self, c, oversub) -> tuple:
+        """The genes of designs of regions (:mod:`fabric.search.region_genes`), when ``families`` allows them."""
+        if "regions" not in c.families:
+            return ()
+        from fabric.design.regions import REGION_FAMILIES
+        from fabric.search.region_genes import split_choices
+
+        fams = tuple(f for f in REGION_FAMILIES if f in c.families) or REGION_FAMILIES
+        return (Gene("region_split", split_choices(self._jobs)), Gene("region_a_family", fams),
+                Gene("region_b_family", fams), Gene("region_a_oversub", oversub), Gene("region_b_oversub", oversub))
 
     def _gene(self, name: str) -> Gene:
         return self.genes[self.names.index(name)]
@@ -235,20 +247,41 @@ class DesignSpace:
                            else f"planes {planes}->1 (dragonfly)")
             planes = to
         inr = v["in_network_reduction"] and transport == "infiniband"
-        pxn = v["pxn"] and family == "rail_optimized"
-        qps = v["qps_per_connection"] if routing == "ecmp" else 1
         o1, o2 = float(v["oversub_leaf"]), float(v["oversub_spine"])
+        regions = None
+        if family == "regions":
+            from fabric.search.region_genes import regions_for
+
+            dom = system["scale_up_size"] or system["gpus_per_node"]
+            regions = regions_for(v["region_split"], v["region_a_family"], v["region_b_family"],
+                                  float(v["region_a_oversub"]), float(v["region_b_oversub"]), o2,
+                                  gpus=system["gpus"], gpus_per_node=system["gpus_per_node"], domain=dom,
+                                  jobs=self._jobs)
+            if regions is None:         # one region holds everything: the uniform design of its cabling
+                repairs.append(f"regions -> {v['region_a_family']} (region A would hold the whole cluster)")
+                family, o1 = v["region_a_family"], float(v["region_a_oversub"])
+            else:
+                o1 = o2 = 1.0
+        pxn = v["pxn"] and (family == "rail_optimized" or (regions is not None and any(
+            r["family"] == "rail_optimized" for r in regions)))
+        qps = v["qps_per_connection"] if routing == "ecmp" else 1
         if family == "dragonfly":
             o1 = o2 = 1.0
         placement = v["placement"]
         serving_class = bool(v.get("serving_class", False))
         factor = self._uplink_factor(float(v["uplink_speed_factor"]), family, sw, nic, repairs)
         up_gbps = None if factor == 1.0 else factor * nic.port_speed_bps / 1e9
+        if regions is not None:
+            from fabric.design.regions import regions_from_value, regions_text
+
+            label = f"regions [{regions_text(regions_from_value(regions))}]"
+        else:
+            label = None
         design = Design(
             name=(f"{gpu.model} " if self.system_mode else "")
             + _name(family, sw.model, nic.model, npg, o1, o2, planes, routing, qps,
-                    transport, placement, pxn, bool(v["storage_isolation"]), inr, up_gbps, serving_class),
-            family=family, **system, nics_per_gpu=npg, nic_model=nic.model, switch_model=sw.model,
+                    transport, placement, pxn, bool(v["storage_isolation"]), inr, up_gbps, serving_class, label),
+            family=family, regions=regions, **system, nics_per_gpu=npg, nic_model=nic.model, switch_model=sw.model,
             oversubscription=(o1, o2), uplink_gbps=up_gbps, planes=planes, routing=routing, qps_per_connection=qps,
             transport=transport, in_network_reduction=inr, pxn=pxn, placement=placement,
             storage_isolation=bool(v["storage_isolation"]), serving_class=serving_class,
@@ -278,6 +311,17 @@ class DesignSpace:
             "uplink_speed_factor": self._factor_of(design), "gpu_model": design.gpu_model,
             "serving_class": bool(design.serving_class),
         }
+        if "region_split" in self._index:
+            first = {n: self.gene(n).choices[0] for n in ("region_split", "region_a_family", "region_b_family",
+                                                          "region_a_oversub", "region_b_oversub")}
+            if design.family == "regions":
+                rv = self._region_values(design)
+                if rv is None:
+                    return None
+                want.update(rv)
+                want["oversub_leaf"] = self.gene("oversub_leaf").choices[0]
+            else:
+                want.update(first)
         system = self._fields.get(design.gpu_model)
         if system is None or any(getattr(design, k) != v for k, v in system.items()):
             return None
@@ -288,6 +332,23 @@ class DesignSpace:
             except ValueError:
                 return None
         return np.array(x, dtype=np.int64)
+
+    def _region_values(self, design: Design) -> dict | None:
+        """The region gene values of a design of regions this space made (None for one it could not make)."""
+        from fabric.search.region_genes import region_gene_values, regions_for
+
+        rv = region_gene_values(design)
+        if rv is None:
+            return None
+        if isinstance(rv["region_split"], float):       # a share: the choice that sizes region A the same
+            a = design.regions[0].nodes
+            match = [s for s in self.gene("region_split").choices if isinstance(s, float) and (regions_for(
+                s, "clos", "clos", 1.0, 1.0, 1.0, gpus=design.gpus, gpus_per_node=design.gpus_per_node,
+                domain=design.domain_size, jobs=self._jobs) or [{"nodes": -1}])[0]["nodes"] == a]
+            if not match:
+                return None
+            rv["region_split"] = match[0]
+        return rv
 
     def _factor_of(self, design: Design) -> float | None:
         """The uplink speed factor of ``design`` (1.0 without ``uplink_gbps``), or None when the tiers differ."""
@@ -348,8 +409,10 @@ def _whole(x: float) -> bool:
 
 
 def _name(family, sw, nic, npg, o1, o2, planes, routing, qps, transport, placement, pxn, iso, inr,
-          up_gbps=None, serving_class=False) -> str:
+          up_gbps=None, serving_class=False, regions_label=None) -> str:
     over = f"{o1:g}:1" if o1 == o2 else f"{o1:g}:1/{o2:g}:1"
+    if regions_label:
+        family, over = regions_label, ""
     if up_gbps is not None:
         over += f" up{up_gbps:g}G"
     nics = f" {npg:g}/GPU" if npg != 1 else ""
@@ -357,4 +420,4 @@ def _name(family, sw, nic, npg, o1, o2, planes, routing, qps, transport, placeme
     q = f"/{qps}qp" if routing == "ecmp" else ""
     extras = "".join([" +PXN" if pxn else "", " +storage net" if iso else "", " +SHARP" if inr else "",
                       " +serving class" if serving_class else ""])
-    return f"{family} {sw} {nic}{nics} {over}{pl} {routing}{q} {transport} {placement}{extras}"
+    return f"{family} {sw} {nic}{nics}{' ' + over if over else ''}{pl} {routing}{q} {transport} {placement}{extras}"

@@ -82,6 +82,9 @@ def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int
     per_pod = {0: int(s.get("leaves_per_pod") or 0), 1: int(s.get("spines_per_pod") or 0)}
     if fabric.family == "rail_only":
         pods = 1                            # rail-only: per-rail Clos networks, drawn by range
+    regions = s.get("regions") or []
+    if regions:
+        pods = 1                            # a design of regions: leaves (and a shared core's spines) by region
     # switches: one row per tier, planes side by side
     for ti, t in enumerate(tiers):
         name = tier_name[t]
@@ -91,7 +94,18 @@ def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int
             if ids.size == 0:
                 continue
             by_pod = pods > 1 and per_pod.get(t, 0) > 0
-            if by_pod:
+            reg = _region_of(regions, t, ids.size)
+            if reg is not None:
+                cap = max(1, max_per_row // len(regions))
+                b = np.zeros(ids.size, np.int64)
+                off = 0
+                for r in range(len(regions)):
+                    m = np.flatnonzero(reg == r)
+                    if m.size:
+                        b[m] = off + _buckets(m.size, cap)
+                        off += int(b[m].max()) - off + 1
+                aggregated |= bool((np.bincount(b) > 1).any())
+            elif by_pod:
                 pod = np.arange(ids.size) // per_pod[t]
                 b = pod if pods <= max_per_row else (pod * max_per_row) // pods
                 aggregated = True
@@ -103,7 +117,11 @@ def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int
                 members = np.flatnonzero(b == k)
                 lo, hi = int(members[0]), int(members[-1])
                 plane_txt = f" plane {p}" if planes > 1 else ""
-                if by_pod:
+                if reg is not None:
+                    rr = regions[int(reg[members[0]])]
+                    first = rr["leaf_range" if t == 0 else "spine_range"][0]
+                    label = f"{rr['name']}: " + _range_label(name, lo - first, hi - first) + plane_txt
+                elif by_pod:
                     plo, phi = int(pod[members[0]]), int(pod[members[-1]])
                     label = (f"pod {plo}" if plo == phi else f"pods {plo}-{phi}") + f" {_PLURAL.get(name, name)}" \
                         + plane_txt
@@ -156,6 +174,19 @@ def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int
     counts = fabric.switch_counts()
     title = ", ".join(f"{v:,} {k}" for k, v in counts.items()) + f" switches; {fabric.n_nics:,} NICs"
     return TopologyView(nodes=nodes, edges=edges, rows=rows, title=title, aggregated=aggregated)
+
+
+def _region_of(regions, tier: int, n: int) -> np.ndarray | None:
+    """Region index of each of a plane's ``n`` switches of ``tier`` (leaves; a shared core's region spines), or
+    None when the row is shared (spines joining regions, cores) or the design has no regions."""
+    key = {0: "leaf_range", 1: "spine_range"}.get(tier)
+    if not regions or key is None or not any(r[key][1] > r[key][0] for r in regions):
+        return None
+    out = np.full(n, -1, np.int64)
+    for i, r in enumerate(regions):
+        lo, hi = r[key]
+        out[lo:hi] = i
+    return out if (out >= 0).all() else None
 
 
 def row_label(view: TopologyView, row: str) -> str:

@@ -31,6 +31,7 @@ Readable, no pickles, every value validated on the way in:
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from collections.abc import Mapping
@@ -177,6 +178,8 @@ def encode_genes(genes: Mapping[str, Any]) -> str:
     if genes.get("design_nodes_per_su") or genes.get("design_reserved_slots") or rails > 1:   # scalable units
         out.append(f"u{int(genes.get('design_nodes_per_su') or 0)}r{int(genes.get('design_reserved_slots') or 0)}"
                    + (f"g{rails}" if rails > 1 else ""))
+    if genes.get("design_regions"):        # a design of regions: its regions as URL-safe base64 of their JSON
+        out.append("R" + base64.urlsafe_b64encode(str(genes["design_regions"]).encode()).decode().rstrip("="))
     if genes.get("gpu_model"):             # a search over GPU systems: the system and the GPUs it installs
         out.append(f"s{genes['gpu_model']}@{int(genes.get('gpus') or 0)}")
     if genes.get("serving_class"):         # serving traffic in a class of its own (free policy; off: no token)
@@ -193,6 +196,17 @@ def decode_genes(text: str) -> dict:
     system = None
     if parts and (m := re.fullmatch(r"s([a-z0-9][a-z0-9._-]*)@(\d+)", parts[-1])):
         system = (m.group(1), int(m.group(2)))
+        parts.pop()
+    regions = None
+    if parts and (m := re.fullmatch(r"R([A-Za-z0-9_-]{4,8000})", parts[-1])):
+        try:
+            text = base64.urlsafe_b64decode(m.group(1) + "=" * (-len(m.group(1)) % 4)).decode()
+            from fabric.design.regions import regions_from_json
+
+            regions_from_json(text)
+        except (ValueError, UnicodeDecodeError, FabricError) as err:
+            raise FabricError(f"link design: the regions token is not valid ({err})") from None
+        regions = text
         parts.pop()
     layout = None
     if parts and (m := re.fullmatch(r"u(\d{1,4})r(\d{1,4})(?:g(\d{1,2}))?", parts[-1])):
@@ -232,6 +246,8 @@ def decode_genes(text: str) -> dict:
             g["design_rails_per_leaf"] = layout[2]
     if serving_class:
         g["serving_class"] = True
+    if regions is not None:
+        g["design_regions"] = regions
     if system is not None:
         g["gpu_model"] = system[0]
         if system[1]:

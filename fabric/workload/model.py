@@ -238,6 +238,9 @@ class Workload:
     facts: tuple[tuple[str, str], ...] = ()
     warnings: tuple[str, ...] = ()
     name: str = "workload"
+    #: the job whose step time an evaluation reports (its headline p99); None: the largest training job. A job mix
+    #: on one cluster is judged job by job through it (fabric.search.robust.job_mix_objective)
+    primary: str | None = None
 
     def with_jobs(self, jobs) -> "Workload":
         """A copy with ``jobs`` replaced."""
@@ -388,6 +391,9 @@ def validate_workload(wl: Workload) -> Workload:
         if job.name in seen:
             _fail(f"jobs[{i}].name", f"duplicate job name {job.name!r}")
         seen.add(job.name)
+    if wl.primary is not None and wl.primary not in {j.name for j in wl.jobs if j.kind != "storage"}:
+        _fail("workload.primary", f"{wl.primary!r} is not a training or inference job of the workload "
+                                  f"({', '.join(j.name for j in wl.jobs if j.kind != 'storage')})")
     return wl
 
 
@@ -399,7 +405,7 @@ _OP_KEYS = {"kind", "bytes", "group", "count_per_step", "dtype", "overlap_fracti
             "phase"}
 _SERVING_KEYS = {f for f in ServingSpec.__dataclass_fields__}
 _JOB_KEYS = {f for f in Job.__dataclass_fields__}
-_WL_KEYS = {"schema", "name", "jobs", "sources", "unparsed", "measurements", "facts", "warnings"}
+_WL_KEYS = {"schema", "name", "jobs", "sources", "unparsed", "measurements", "facts", "warnings", "primary"}
 
 
 def _tuple_of_ints(v, path):
@@ -500,6 +506,7 @@ def workload_from_dict(d: dict) -> Workload:
         facts=tuple((str(k), str(v)) for k, v in d.get("facts", [])),
         warnings=tuple(str(w) for w in d.get("warnings", [])),
         name=str(d.get("name", "workload")),
+        primary=None if d.get("primary") is None else str(d["primary"]),
     )
     return validate_workload(wl)
 
