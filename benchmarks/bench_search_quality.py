@@ -200,19 +200,18 @@ def _compare(wl, cons, title: str, seeds: int, samples: int, reference_evals: in
 #: Issue 37's mixed cluster: 4,096 H100 shared by an MoE training job whose expert all-to-all crosses servers
 #: (Mixtral-8x7B, TP 2 x EP 8: each expert group spans two servers), a dense Llama-3-70B training job and
 #: Llama-3-70B online serving, judged job by job (fabric.search.robust.job_mix_objective, weighted mean).
-MIXED_JOBS = (("mixtral-8x7b", 2048, 0.4), ("llama3-70b", 1536, 0.4), ("llama3-70b-online", 512, 0.2))
 MIXED = dict(gpus=4096, families=("clos", "rail_optimized", "regions"),
              switch_models=("ib-ndr-64x400", "eth-51t-64x800"), nic_models=("nic-cx7-400", "nic-eth-400"),
              oversubscriptions=(1.0, 1.5, 2.0, 3.0, 4.0), planes=(1, 2), qps=(1, 4))
 
 
 def mixed_objective():
-    """The mixed cluster's workload and its job-by-job objective."""
+    """The mixed cluster's workload (fabric.workload.mixed) and its job-by-job objective."""
     from fabric.search.robust import job_mix_objective
-    from fabric.workload.ingest import combine_workloads
+    from fabric.workload.mixed import mixed_cluster_weights, mixed_cluster_workload
 
-    wl = combine_workloads([preset_workload(n, gpus=g) for n, g, _ in MIXED_JOBS])
-    return wl, job_mix_objective(wl, {n: w for n, _, w in MIXED_JOBS}, mode="mean")
+    wl = mixed_cluster_workload()
+    return wl, job_mix_objective(wl, mixed_cluster_weights(), mode="mean")
 
 
 def part_mixed(seeds: int, samples: int, reference_evals: int) -> None:

@@ -58,6 +58,7 @@ SAMPLES = {
     "llama3-70b-online.json": ("llama3-70b-online.json",),
     "llama3-70b-disagg.json": ("llama3-70b-disagg.json",),
     "deepseek-v3-ep-decode.json": ("deepseek-v3-ep-decode.json",),
+    "mixed-cluster.json": ("mixed-cluster.json",),
     "kineto-llama3-70b": ("kineto/llama3-70b.rank0.pt.trace.json.gz", "kineto/llama3-70b.rank1.pt.trace.json.gz"),
 }
 SAMPLE_TITLES = {
@@ -72,6 +73,8 @@ SAMPLE_TITLES = {
                               "replicas of TP 8; each request's 320 MiB KV cache crosses the network)",
     "deepseek-v3-ep-decode.json": "DeepSeek-V3-style serving with expert parallelism across 40 nodes (request "
                                   "latency: TTFT, TPOT, SLO attainment), 640 GPUs",
+    "mixed-cluster.json": "A mixed cluster, 4,096 GPUs at once: Mixtral-8x7B-style MoE training on 2,048 (expert "
+                          "groups across two servers), Llama-3-70B-style training on 1,536 and online serving on 512",
     "kineto-llama3-70b": "PyTorch profiler (Kineto) traces of 2 ranks of a 256-GPU Llama-3-70B-style job",
 }
 DEFAULT_SAMPLE = "mixtral-8x7b.json"

@@ -9,7 +9,8 @@ import streamlit as st
 
 from pages import _common as C
 from fabric.catalog import Catalog, compatible_nics
-from fabric.design import FAMILIES, PLACEMENTS, ROUTING_POLICIES, TRANSPORTS
+from fabric.design import PLACEMENTS, ROUTING_POLICIES, TRANSPORTS
+from fabric.search.constraints import SEARCH_FAMILIES
 from fabric.errors import FabricError
 from fabric.failures.text import RULE_TEXT
 from fabric.search import Constraints, DesignSpace
@@ -22,7 +23,7 @@ OVERSUB = [1.0, 1.5, 2.0, 3.0, 4.0]
 GPN = [1, 2, 4, 8, 16, 36, 72]
 PLANES = [1, 2, 4, 8]
 FAMILY_TEXT = {"clos": "Clos / fat tree", "rail_optimized": "rail-optimized", "rail_only": "rail-only",
-               "dragonfly": "dragonfly"}
+               "dragonfly": "dragonfly", "regions": "regions (two, shaped by the jobs)"}
 
 st.title("Constraints")
 st.caption("What the search may use and what every design must meet. Limits left empty mean no limit. Changes apply "
@@ -109,7 +110,10 @@ b.caption("NIC models at these speeds: " + (", ".join(m for m in allowed_nics if
 
 st.subheader("Design space")
 a, b = st.columns(2)
-fams = a.multiselect("Topology families", list(FAMILIES), key="con_families", format_func=FAMILY_TEXT.get)
+fams = a.multiselect("Topology families", list(SEARCH_FAMILIES), key="con_families", format_func=FAMILY_TEXT.get,
+                     help="regions: the cluster split in two regions, each cabled its own way (Clos or "
+                          "rail-optimized) at its own leaf ratio, sized to hold the jobs placed in it "
+                          "(docs/regions.md)")
 routs = b.multiselect("Routing policies", list(ROUTING_POLICIES), key="con_routings")
 a, b = st.columns(2)
 trans = a.multiselect("Transports", list(TRANSPORTS), key="con_transports")

@@ -247,6 +247,16 @@ items = C.bom_table(bom)
 st.caption(f"One row per item and place; totals are count x catalog unit price (USD), power in W excludes the "
            f"servers. Total {fig_text['network_capex_usd']}, {fig_text['network_power_w']}.")
 
+if design.regions:
+    from fabric.ui_support.regions_view import region_table
+
+    st.subheader("Regions")
+    reg_rows, reg_lines = region_table(design, first.workload, C.catalog_bundle().catalog, ev)
+    st.dataframe(pd.DataFrame(reg_rows), hide_index=True, width="stretch", key="region_table")
+    st.caption(C.md_text(" ".join(reg_lines[:-1])) + " Each region owns its servers' NICs and cables, its leaves "
+               "and their uplinks (and, joined through a shared core, its spines); the shared row is what joins "
+               "them. Capex and power add up to the bill of materials.")
+
 st.subheader("Racks and power")
 C.rack_section(design, C.racks_of(design))
 

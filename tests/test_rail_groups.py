@@ -94,3 +94,18 @@ def test_rail_groups_survive_a_record_and_a_link():
     assert back.rails_per_leaf == 4 and back.nodes_per_su == 4
     assert build_fabric(back).cache_key == build_fabric(d).cache_key
     assert "design_rails_per_leaf" not in design_genes(d.replace(rails_per_leaf=1))
+
+
+def test_a_plain_record_has_the_genes_of_its_design():
+    """The pages find a design among their choices by its genes: a record's genes must equal its design's, with no
+    default-valued extras (a rails_per_leaf of 1 in one and not the other made Compare drop its picks)."""
+    from fabric.search.constraints import Constraints
+    from fabric.search.designs import design_genes, genes_of_record
+    from fabric.search.records import evaluate_record
+
+    d = Design(name="u", gpus=64, family="rail_optimized")
+    rec = evaluate_record(d, testbed.workload(), None, 0, 16, None, Constraints(gpus=64))
+    assert genes_of_record(rec) == {k: v for k, v in design_genes(d).items()}
+    g = testbed.testbed("ecmp", "rail groups")
+    rec = evaluate_record(g, testbed.workload(), None, 0, 16, None, Constraints(gpus=64))
+    assert genes_of_record(rec)["design_rails_per_leaf"] == 4

@@ -245,3 +245,103 @@ def test_a_design_of_regions_survives_a_record_and_a_link():
     assert same_record_hardware(rec, other)
     uni = evaluate_record(Design(name="u", gpus=256), wl, None, 0, 16, None, Constraints(gpus=256))
     assert not same_record_hardware(rec, uni)
+
+
+# ----------------------------------------------------------------- capex by region, the brief's words
+
+
+def test_capex_by_region_adds_up_and_counts_by_hand():
+    from fabric.catalog import default_catalog
+    from fabric.cost.regions import region_rows
+
+    cat = default_catalog()
+    fab = build_fabric(_small(jobs=(["moe"], [])))
+    bom = bill_of_materials(fab)
+    rows = region_rows(fab, bom)
+    assert [r["region"] for r in rows] == ["A", "B", "shared"]
+    assert sum(r["capex_usd"] for r in rows) == pytest.approx(bom.cost_usd)
+    assert sum(r["power_w"] for r in rows) == pytest.approx(bom.power_w)
+    a, b, shared = rows
+    assert (a["leaves"], b["leaves"], shared["spines"]) == (8, 3, 4)
+    assert a["jobs"] == ["moe"] and b["jobs"] == []
+    sw = cat.switch("ib-ndr-64x400")
+    assert shared["capex_usd"] == pytest.approx(4 * sw.price_usd)          # the shared spines, nothing else
+    # region B: 3 leaves, 128 NICs, 128 NIC links and 48 uplinks; region A: 8 leaves, 128 NICs, 128 + 128 links
+    nic = cat.nic("nic-cx7-400")
+    assert b["capex_usd"] > 3 * sw.price_usd + 128 * nic.price_usd
+    assert a["capex_usd"] - 8 * sw.price_usd > b["capex_usd"] - 3 * sw.price_usd     # more links, all optics
+
+
+def test_the_brief_says_what_each_region_carries():
+    from fabric.cost.regions import region_rows
+    from fabric.review.regions import region_lines
+
+    wl = Workload(jobs=(_job("moe", 128), _job("dense", 64, "all_reduce", "dp")))
+    d = _small(jobs=(["moe"], []))
+    fab = build_fabric(d)
+    lines = region_lines(d, wl, region_rows(fab, bill_of_materials(fab)))
+    assert lines[0].startswith("Region A (rail-optimized, 1:1 at the leaf, 128 GPUs")
+    assert "carries moe, whose largest traffic across servers is its expert all-to-all (1.07 GB per GPU" in lines[0]
+    assert lines[1].startswith("Region B (a top-of-rack Clos, 3:1 at the leaf, 128 GPUs")
+    assert "carries dense, whose largest traffic across servers is its data-parallel all-reduce" in lines[1]
+    assert lines[2] == "The regions are joined by shared spines (4 spines, $168,000, 11% of the network)."
+
+
+# ----------------------------------------------------------------- a shared cluster judged job by job
+
+
+def test_primary_job_picks_the_figure_and_round_trips():
+    from dataclasses import replace
+
+    from fabric.workload.model import dump_workload_json, load_workload_json
+
+    wl = Workload(jobs=(_job("moe", 128), _job("dense", 64, "all_reduce", "dp")))
+    d = _small(routing="spray", jobs=([], ["moe"]))
+    whole = evaluate(d, replace(wl, primary="moe"), samples=16)
+    other = evaluate(d, replace(wl, primary="dense"), samples=16)
+    assert whole.step_time_s == whole.jobs["moe"]["step_time_s"]
+    assert other.step_time_s == other.jobs["dense"]["step_time_s"] != whole.step_time_s
+    back = load_workload_json(dump_workload_json(replace(wl, primary="dense")))
+    assert back.primary == "dense"
+    with pytest.raises(WorkloadError, match="workload.primary: 'x' is not a training or inference job"):
+        load_workload_json(json.dumps({**json.loads(dump_workload_json(wl)), "primary": "x"}))
+
+
+def test_job_mix_objective_has_one_case_per_job():
+    from fabric.errors import FabricError
+    from fabric.search.robust import job_mix_objective
+
+    wl = Workload(jobs=(_job("moe", 128), _job("dense", 64, "all_reduce", "dp")))
+    obj = job_mix_objective(wl, {"moe": 3, "dense": 1})
+    assert [(n, w) for n, _, _, w in obj.cases] == [("moe|baseline", 0.75), ("dense|baseline", 0.25)]
+    assert [wl_.primary for _, wl_, _, _ in obj.cases] == ["moe", "dense"]
+    with pytest.raises(FabricError, match="job mix: no job called ghost"):
+        job_mix_objective(wl, {"ghost": 1})
+
+
+def test_region_genes_decode_repair_and_encode():
+    """Every genome of a space with regions decodes to a buildable-or-refused design, repairs to a canonical genome
+    and encodes back; region A is sized to hold its jobs whole."""
+    from fabric.search.constraints import Constraints
+    from fabric.search.space import DesignSpace
+
+    wl = Workload(jobs=(_job("moe", 128), _job("dense", 64, "all_reduce", "dp")))
+    space = DesignSpace(Constraints(gpus=256, families=("clos", "rail_optimized", "regions"),
+                                    switch_models=("ib-ndr-64x400",), nic_models=("nic-cx7-400",)), workload=wl)
+    split = space.gene("region_split")
+    assert split.choices == (("dense",), ("moe",))
+    rng = np.random.default_rng(0)
+    seen = 0
+    for _ in range(300):
+        x = rng.integers(0, space.upper + 1)
+        d, _ = space.decode(x)
+        y = space.repair(x)
+        assert space.decode(y)[0] == d
+        if d.family == "regions":
+            seen += 1
+            a, b = d.regions
+            held = 128 if a.jobs == ("moe",) else 64
+            assert a.nodes * 8 == held and a.nodes + b.nodes == 32
+            assert set(a.jobs) | set(b.jobs) == {"moe", "dense"}
+            assert (space.encode(d) == y).all()
+    assert seen > 20

@@ -230,7 +230,7 @@ def review_brief(front: list[dict], baselines: list[dict], context, *, beyond_ta
 
         fab = build_fabric(design, context.catalog)
         rows = region_rows(fab, bill_of_materials(fab, context.catalog), context.catalog)
-        out["regions"] = region_lines(design, R.primary.workload, rows, front, rec)
+        out["regions"] = region_lines(design, R.primary.workload, rows, front, rec, R.primary.evaluation)
     return out
 
 

@@ -42,14 +42,34 @@ def _across_servers(job, gpus_per_node: int) -> list[tuple[float, str]]:
     return sorted(((b, n) for n, b in out.items()), reverse=True)
 
 
+def _exposed(job, evaluation, gpus_per_node: int) -> list[tuple[float, str]]:
+    """``(seconds exposed in the p99 step, "expert all-to-all")`` of the job's ops across servers, largest first."""
+    from fabric.workload.groups import group_pattern
+
+    out: dict[str, float] = {}
+    for op in evaluation.ops:
+        if op.job != job.name:
+            continue
+        g = job.group(op.group)
+        pat = group_pattern(g, job.world_size)
+        span = (pat[1] * g.size) if pat is not None else g.size
+        if g.size <= 1 or span <= gpus_per_node:
+            continue
+        name = f"{_ROLE_WORDS.get(g.role, g.role)} {_KIND_WORDS.get(op.kind, op.kind.replace('_', ' '))}"
+        out[name] = out.get(name, 0.0) + float(op.exposed_in_p99_sample_s)
+    return sorted(((t, n) for n, t in out.items() if t > 0), reverse=True)
+
+
 def _bytes(b: float) -> str:
     return f"{b / 1e9:.3g} GB" if b >= 1e8 else f"{b / 1e6:.3g} MB"
 
 
-def region_lines(design, workload, rows: list[dict], front: list[dict] = (), chosen: dict | None = None) -> list[str]:
+def region_lines(design, workload, rows: list[dict], front: list[dict] = (), chosen: dict | None = None,
+                 evaluation=None) -> list[str]:
     """Sentences on a design of regions: one per region (cabling, ratio, GPUs, its share of the network capex, the
-    jobs it holds and the largest traffic they send across servers), then the comparison with the cheapest uniform
-    design of ``front`` whose p99 is at most ``chosen``'s (within 0.5 %). ``rows``:
+    jobs it holds and the largest traffic they send across servers, and with ``evaluation`` (of ``workload`` on
+    ``design``) the traffic across servers that is exposed longest in the p99 step), then the comparison with the
+    cheapest uniform design of ``front`` whose p99 is at most ``chosen``'s (within 0.5 %). ``rows``:
     :func:`fabric.cost.regions.region_rows`. Empty for a uniform design."""
     if not getattr(design, "regions", None):
         return []
@@ -60,8 +80,9 @@ def region_lines(design, workload, rows: list[dict], front: list[dict] = (), cho
     for r in rows:
         if r["region"] == "shared":
             what = f"{r['spines']:,} spines" if r["cabling"] == "shared spines" else f"{r.get('cores', 0):,} cores"
-            out.append(f"The regions are joined by {r['cabling']} ({what}: ${r['capex_usd']:,.0f}, "
-                       f"{r['capex_usd'] / total:.0%} of the network).")
+            what += f", ${r['capex_usd']:,.0f}"
+            out.append(f"The regions are joined by {r['cabling']} ({what}, {r['capex_usd'] / total:.0%} of the "
+                       f"network).")
             continue
         held = [n for n, w in where.items() if w == r["region"]]
         ratio = f"{r['leaf_ratio']:g}:1 at the leaf" + (f" and {r['spine_ratio']:g}:1 to the core"
@@ -74,10 +95,16 @@ def region_lines(design, workload, rows: list[dict], front: list[dict] = (), cho
             parts = []
             for n in held:
                 traffic = _across_servers(by_name[n], design.gpus_per_node)
+                exposed = _exposed(by_name[n], evaluation, design.gpus_per_node) if evaluation is not None else []
                 if traffic:
                     b, what = traffic[0]
-                    parts.append(f"{n}, whose largest traffic across servers is its {what} ({_bytes(b)} per GPU "
-                                 f"per step)")
+                    text = f"{n}, whose largest traffic across servers is its {what} ({_bytes(b)} per GPU per step)"
+                    if exposed and exposed[0][1] != what:
+                        text += (f" while its {exposed[0][1]} is what the p99 step waits for "
+                                 f"({exposed[0][0] * 1e3:,.1f} ms exposed)")
+                    elif exposed:
+                        text += f", {exposed[0][0] * 1e3:,.1f} ms of it exposed in the p99 step"
+                    parts.append(text)
                 else:
                     parts.append(f"{n}, which keeps its traffic inside servers")
             s += " carries " + "; and ".join(parts) + "."

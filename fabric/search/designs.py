@@ -267,9 +267,11 @@ def genes_of_record(rec: Mapping[str, Any], *, systems: bool = False) -> dict:
         g["design_tiers"] = int(rec["design_tiers"])
     if rec.get("design_regions"):            # a design of regions keeps them (its genes alone do not say them)
         g["design_regions"] = str(rec["design_regions"])
-    for k in ("design_nodes_per_su", "design_reserved_slots", "design_rails_per_leaf"):   # a baseline keeps its units
+    for k in ("design_nodes_per_su", "design_reserved_slots"):     # a SuperPOD-style baseline keeps its units
         if rec.get(k):
             g[k] = int(rec[k])
+    if int(rec.get("design_rails_per_leaf") or 1) > 1:      # rail groups (1, the default, is no gene: as design_genes)
+        g["design_rails_per_leaf"] = int(rec["design_rails_per_leaf"])
     if rec.get("serving_class"):             # serving traffic in a class of its own (free policy)
         g["serving_class"] = True
     if systems and rec.get("gpu_model"):     # a search over GPU systems

@@ -27,9 +27,10 @@ __all__ = ["FAMILY_COLORS", "FONT_SIZE", "time_unit", "time_text", "axis_unit", 
 
 FONT_SIZE = 14
 #: One colour per topology family, the same on every chart.
-FAMILY_COLORS = {"clos": "#1f5fbf", "rail_optimized": "#d95f02", "rail_only": "#1b9e77", "dragonfly": "#7570b3"}
+FAMILY_COLORS = {"clos": "#1f5fbf", "rail_optimized": "#d95f02", "rail_only": "#1b9e77", "dragonfly": "#7570b3",
+                 "regions": "#e7298a"}
 _FAMILY_NAMES = {"clos": "Clos / fat tree", "rail_optimized": "rail-optimized", "rail_only": "rail-only",
-                 "dragonfly": "dragonfly"}
+                 "dragonfly": "dragonfly", "regions": "regions"}
 #: the baselines' markers: the brief's static charts' shapes (svg_charts.BASELINE_MARKERS), hollow
 _BASELINE_SYMBOLS = tuple({"triangle": "triangle-up"}.get(m, m) + "-open" for m in BASELINE_MARKERS)
 _MARK_COLORS = {"p50": "#2ca02c", "p95": "#ff7f0e", "p99": "#d62728"}

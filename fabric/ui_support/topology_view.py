@@ -51,6 +51,9 @@ class TopologyView:
     rows: list
     title: str
     aggregated: bool
+    #: a design of regions: ``{"name", "x0", "x1", "top", "text"}`` per region and plane (its leaves' span, the
+    #: highest row it owns), drawn as a shaded band under its switches
+    regions: list = ()
 
 
 def _buckets(n: int, max_per_row: int) -> np.ndarray:
@@ -173,7 +176,33 @@ def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int
                           "busiest": busiest.get(kind, "")})
     counts = fabric.switch_counts()
     title = ", ".join(f"{v:,} {k}" for k, v in counts.items()) + f" switches; {fabric.n_nics:,} NICs"
-    return TopologyView(nodes=nodes, edges=edges, rows=rows, title=title, aggregated=aggregated)
+    return TopologyView(nodes=nodes, edges=edges, rows=rows, title=title, aggregated=aggregated,
+                        regions=_region_bands(fabric, nodes, regions))
+
+
+_FAMILY_WORDS = {"clos": "Clos", "rail_optimized": "rail-optimized"}
+
+
+def _region_bands(fabric, nodes: list, regions: list) -> list:
+    """The band of each region and plane: the x span of its leaf boxes, up to its spines when it owns them."""
+    out = []
+    specs = getattr(fabric.design, "regions", None) or ()
+    for i, r in enumerate(regions):
+        spec = specs[i] if i < len(specs) else None
+        ratio = f"{r['oversubscription'][0]:g}:1" + (f", {r['oversubscription'][1]:g}:1 up" if r["spines"] and
+                                                     r["oversubscription"][1] != 1.0 else "")
+        jobs = f" · {', '.join(spec.jobs)}" if spec is not None and spec.jobs else ""
+        for p in range(max(1, fabric.planes)):
+            xs = [n["x"] for n in nodes if n["row"] in ("leaf", "router") and n["plane"] == p
+                  and n["label"].startswith(f"{r['name']}: ")]
+            if not xs:
+                continue
+            own_spines = any(n["row"] == "spine" and n["plane"] == p and n["label"].startswith(f"{r['name']}: ")
+                             for n in nodes)
+            out.append({"name": r["name"], "x0": min(xs), "x1": max(xs), "top": 2 if own_spines else 1,
+                        "text": f"{r['name']}: {_FAMILY_WORDS.get(r['family'], r['family'])} {ratio}<br>"
+                                f"{r['gpus']:,} GPUs{jobs}"})
+    return out
 
 
 def _region_of(regions, tier: int, n: int) -> np.ndarray | None:
@@ -270,7 +299,16 @@ def topology_figure(view: TopologyView, *, height: int = 420) -> go.Figure:
     n_rows = max([n["y"] for n in view.nodes] + [0]) + 1
     planes = max([n["plane"] for n in view.nodes] + [0]) + 1
     tick_text = [row_label(view, r) for r in view.rows]
-    fig.update_yaxes(tickvals=list(range(len(view.rows))), ticktext=tick_text, range=[-0.5, n_rows - 0.3],
+    shades = ("rgba(231,41,138,0.08)", "rgba(27,158,119,0.10)", "rgba(117,112,179,0.10)", "rgba(230,171,2,0.10)")
+    letters = sorted({b["name"] for b in view.regions})
+    for b in view.regions:
+        pad = 0.4 / max(1, len([n for n in view.nodes if n["row"] == "leaf"]))
+        fig.add_shape(type="rect", x0=b["x0"] - pad - 0.004, x1=b["x1"] + pad + 0.004, y0=-0.35, y1=b["top"] + 0.3,
+                      fillcolor=shades[letters.index(b["name"]) % len(shades)], line=dict(width=0), layer="below")
+        fig.add_annotation(x=(b["x0"] + b["x1"]) / 2, y=-0.4, text=b["text"], showarrow=False, yanchor="top",
+                           font=dict(size=10, color="#444"))
+    bottom = -1.3 if view.regions else -0.5
+    fig.update_yaxes(tickvals=list(range(len(view.rows))), ticktext=tick_text, range=[bottom, n_rows - 0.3],
                      showgrid=False, zeroline=False, title_text="")
     fig.update_xaxes(showticklabels=False, showgrid=False, zeroline=False, range=[-0.02, planes + 0.02],
                      title_text=" | ".join(f"plane {p}" for p in range(planes)) if planes > 1 else "")

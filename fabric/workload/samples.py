@@ -55,6 +55,12 @@ def _native(name: str) -> Callable[[], bytes]:
     return make
 
 
+def _mixed() -> bytes:
+    from fabric.workload.mixed import mixed_cluster_workload
+
+    return (dump_workload_json(mixed_cluster_workload(), indent=2) + "\n").encode()
+
+
 def _kineto(rank: int) -> Callable[[], bytes]:
     def make() -> bytes:
         from fabric.workload.kineto_writer import workload_to_kineto
@@ -72,6 +78,8 @@ def samples() -> list[Sample]:
     for p in list_presets():
         out.append(Sample(f"{p.name}.json", _native(p.name),
                           f"native workload of preset {p.name} on {p.default_gpus} GPUs"))
+    out.append(Sample("mixed-cluster.json", _mixed,
+                      "native workload of the mixed cluster: MoE + dense training + online serving on 4,096 GPUs"))
     name, gpus, over = KINETO_PRESET
     for r in KINETO_RANKS:
         out.append(Sample(f"kineto/{name}.rank{r}.pt.trace.json.gz", _kineto(r),
