@@ -283,6 +283,12 @@ def plan_growth(stages, base=None, *, installed=None, catalog=None, scenario=Non
             raise FabricError(f"growth stages must grow: {a.gpus:,} GPUs then {b.gpus:,}")
     if not (isinstance(tolerance, (int, float)) and 0 <= tolerance <= 1):
         raise FabricError(f"tolerance: expected a share in [0, 1], got {tolerance!r}")
+    for d in (base, getattr(installed, "design", None)):
+        if getattr(d, "regions", None):
+            raise FabricError("plan-growth grows one cabling stage by stage (more servers wired the same way); a "
+                              "design of regions is sized by the jobs each region holds: search each stage's "
+                              "design with the family 'regions' allowed (fabric search --constraints FILE with "
+                              "families: [clos, rail_optimized, regions]) and compare them with fabric upgrade")
     start, in_service = Inventory(), Inventory()
     if installed is not None:
         if stages[0].gpus < installed.design.gpus:

@@ -373,6 +373,25 @@ def _build(design, catalog):
     return fab, bill_of_materials(fab, catalog)
 
 
+def _region_variants(design, moves, tiers: int) -> list:
+    """A design of regions with one region's leaf ratio (move ``leaf_uplinks``) or spine ratio (``spine_uplinks``,
+    3 tiers) lowered to a standard ratio: ``[(design, moves)]``, the design itself first."""
+    from dataclasses import replace
+
+    out = [(design, [])]
+    for i, r in enumerate(design.regions):
+        for tier, move in ((0, "leaf_uplinks"), (1, "spine_uplinks")):
+            if move not in moves or (tier == 1 and tiers != 3):
+                continue
+            for ratio in (x for x in STANDARD_RATIOS if 1.0 <= x < r.oversub(tier) - 1e-9):
+                o = list(r.oversubscription)
+                o[tier] = ratio
+                regions = list(design.regions)
+                regions[i] = replace(r, oversubscription=tuple(o))
+                out.append((design.replace(regions=tuple(regions)), [move]))
+    return out
+
+
 def _leaf_ratios(design, catalog) -> list[float]:
     """Leaf oversubscription values to try for ``design``'s hardware: every uplink count (at most
     :data:`MAX_UPLINK_STEPS`, evenly spaced) from the current one to what the leaves' free ports take with their
@@ -473,6 +492,10 @@ def hardware_options(design, catalog=None, *, moves=None) -> list[HardwareOption
                         v = base.replace(nic_model=nic, planes=p, uplink_gbps=sp, tiers=t, storage_isolation=iso)
                         if mv and (design.spines is not None and (t != t0 or p != design.planes)):
                             v = v.replace(spines=None)
+                        if design.regions:      # a design of regions: one region's ratios at a time
+                            for d, mm in _region_variants(v, moves, t):
+                                add(d, list(mv) + mm)
+                            continue
                         o1s = [design.oversub(0)]
                         if "leaf_uplinks" in moves:
                             o1s += _leaf_ratios(v, catalog)

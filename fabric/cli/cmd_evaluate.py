@@ -30,7 +30,10 @@ def register(sub) -> None:
     p.add_argument("--robust", choices=["worst", "mean"],
                    help="the context of a robust search: every -w workload and --scenarios case, combined as the "
                         "worst or weighted-mean slowdown against the fat-tree baseline (fabric search --robust)")
-    p.add_argument("--weights", metavar="W1,W2,...", help="weights of the -w workloads for --robust")
+    p.add_argument("--weights", metavar="W1,W2,...", help="weights of the -w workloads for --robust (with "
+                                                          "--per-job, of the workload's jobs in order)")
+    p.add_argument("--per-job", action="store_true",
+                   help="judge the jobs of one -w workload job by job (a mixed cluster), combined by --robust")
     p.add_argument("--scenarios", metavar="S1,S2,...", help="scenario presets of the --robust cases")
     p.add_argument("--plan-space", choices=["fixed", "auto"], default="fixed",
                    help="fixed (default): the workload's own parallelism plan; auto: the design at its best plan of "

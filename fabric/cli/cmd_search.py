@@ -35,7 +35,10 @@ def register(sub) -> None:
                    help="optimise over every -w workload and --scenarios case: the worst or the weighted-mean p99 "
                         "relative to the fat-tree baseline (fabric.search.robust); needed with several -w")
     p.add_argument("--weights", metavar="W1,W2,...", help="weights of the -w workloads for --robust mean (default "
-                                                          "equal)")
+                                                          "equal); with --per-job, of the workload's jobs in order")
+    p.add_argument("--per-job", action="store_true",
+                   help="the jobs of one -w workload share the cluster at once and are judged job by job, combined "
+                        "by --robust (fabric.search.robust.job_mix_objective; a mixed cluster, issue 37)")
     p.add_argument("--scenarios", metavar="S1,S2,...",
                    help="scenario presets every design is judged under with --robust (default baseline)")
     p.add_argument("--plan-space", choices=["fixed", "auto", "joint"], default="fixed",
@@ -127,6 +130,33 @@ def _recommendation(res, objective, cons, catalog, scenario, args, overrides) ->
     return out
 
 
+def gpus_needed(workload) -> int | None:
+    """GPUs the workload's jobs take at once (the largest workload's of a robust mix), None without compute jobs."""
+    parts = getattr(workload, "workloads", None)
+    if parts:
+        needs = [gpus_needed(item[1]) for item in parts]
+        return max((n for n in needs if n), default=None)
+    sizes = [j.world_size for j in workload.jobs if j.kind != "storage"]
+    return sum(sizes) if sizes else None
+
+
+def _sets_gpus(path) -> bool:
+    """True when the constraints file names a GPU count (else the workload sizes the cluster)."""
+    if not path:
+        return False
+    import json
+    from pathlib import Path
+
+    import yaml
+
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    try:
+        data = json.loads(text) if str(path).lower().endswith(".json") else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError):
+        return True                       # load_constraints has already said what is wrong with it
+    return isinstance(data, dict) and "gpus" in data
+
+
 def run(args) -> int:
     import dataclasses
     from fabric.errors import FabricError
@@ -137,9 +167,8 @@ def run(args) -> int:
     workload = workload_arg(args)
     objective = plan_objective(args, workload, catalog)
     cons = load_constraints(args.constraints) if args.constraints else None
-    need = max(j.world_size for j in workload.jobs if j.kind != "storage") if any(
-        j.kind != "storage" for j in workload.jobs) else None
-    gpus = args.gpus or (cons.gpus if cons and args.constraints else None) or need
+    need = gpus_needed(workload)
+    gpus = args.gpus or (cons.gpus if cons and _sets_gpus(args.constraints) else None) or need
     if gpus is None:
         raise FabricError("the workload has no training or inference job; nothing to design for")
     if need and gpus < need:

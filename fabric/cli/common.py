@@ -60,6 +60,8 @@ def workload_arg(args):
     from fabric.search.robust import RobustObjective
 
     groups = args.workload
+    if getattr(args, "per_job", False):
+        return _per_job_objective(args, groups)
     if len(groups) > 1 and not args.robust:
         raise FabricError(f"{len(groups)} workloads (-w given {len(groups)} times): choose how to combine them with "
                           f"--robust worst or --robust mean")
@@ -90,6 +92,35 @@ def workload_arg(args):
     return RobustObjective(tuple((n, load_workload_files(g), w) for n, g, w in zip(names, groups, weights)),
                            scenarios, mode=args.robust)
 
+
+
+def _per_job_objective(args, groups):
+    """``--per-job``: the jobs of one -w workload sharing the cluster, judged job by job (``--robust`` combines
+    them, ``--weights`` in job order)."""
+    from fabric.errors import FabricError
+    from fabric.evaluate import load_scenario
+    from fabric.search.robust import job_mix_objective
+
+    if len(groups) != 1:
+        raise FabricError("--per-job judges the jobs of one workload: give one -w")
+    if not args.robust:
+        raise FabricError("--per-job needs --robust worst or --robust mean (how the jobs' slowdowns combine)")
+    if args.scenario != "baseline":
+        raise FabricError("with --per-job give the scenarios as --scenarios a,b,..., not --scenario")
+    wl = load_workload_files(groups[0])
+    jobs = [j.name for j in wl.jobs if j.kind != "storage"]
+    weights = None
+    if args.weights:
+        try:
+            w = [float(x) for x in args.weights.split(",")]
+        except ValueError:
+            raise FabricError(f"--weights {args.weights!r}: expected numbers separated by commas") from None
+        if len(w) != len(jobs):
+            raise FabricError(f"--weights gives {len(w)} weight(s) for the workload's {len(jobs)} jobs "
+                              f"({', '.join(jobs)})")
+        weights = dict(zip(jobs, w))
+    scenarios = tuple(load_scenario(x.strip()) for x in (args.scenarios or "baseline").split(",") if x.strip())
+    return job_mix_objective(wl, weights, mode=args.robust, scenarios=scenarios)
 
 
 def plan_objective(args, workload, catalog):

@@ -19,7 +19,7 @@ from dataclasses import fields
 
 from fabric.design.schema import Design
 
-__all__ = ["POLICY", "HARDWARE", "POLICY_FIELDS", "HARDWARE_FIELDS", "GENE_FIELDS", "field_kind", "gene_kind",
+__all__ = ["POLICY", "HARDWARE", "region_jobs", "POLICY_FIELDS", "HARDWARE_FIELDS", "GENE_FIELDS", "field_kind", "gene_kind",
            "edit_kind", "policy_of", "hardware_of", "same_hardware", "with_policy", "policy_changes",
            "hardware_changes", "policy_options", "policy_text", "DEFAULT_POLICY", "RECORD_POLICY_COLUMNS",
            "RECORD_HARDWARE_COLUMNS", "record_policy_changes", "same_record_hardware", "plainness", "TIE_RULE",
@@ -69,8 +69,19 @@ def policy_of(design: Design) -> dict:
 
 
 def hardware_of(design: Design) -> dict:
-    """The design's hardware, field -> value."""
-    return {f: getattr(design, f) for f in HARDWARE_FIELDS}
+    """The design's hardware, field -> value (a design of regions: its regions without the jobs each holds, which
+    are placement, free policy)."""
+    out = {f: getattr(design, f) for f in HARDWARE_FIELDS}
+    if design.regions:
+        from dataclasses import replace
+
+        out["regions"] = tuple(replace(r, jobs=()) for r in design.regions)
+    return out
+
+
+def region_jobs(design: Design) -> dict:
+    """A design of regions' placement rule: job name -> the region that names it (empty for other designs)."""
+    return {j: r.name for r in design.regions or () for j in r.jobs}
 
 
 def same_hardware(a: Design, b: Design) -> bool:
@@ -86,6 +97,9 @@ def with_policy(hardware: Design, policy: Design | dict, name: str | None = None
     bad = [k for k in pol if k not in POLICY_FIELDS]
     if bad:
         raise ValueError(f"not free policy: {', '.join(bad)}")
+    if isinstance(policy, Design) and hardware.regions and policy.regions and \
+            hardware_of(hardware)["regions"] == hardware_of(policy)["regions"]:
+        pol["regions"] = policy.regions           # the same regions holding the policy's jobs
     if hardware.family != "rail_optimized":
         pol["pxn"] = hardware.pxn
     if pol.get("routing", hardware.routing) != "ecmp":
@@ -110,6 +124,9 @@ def _changes(a: Design, b: Design, names) -> list[str]:
     for f in names:
         if getattr(a, f) == getattr(b, f):
             continue
+        if f == "regions":
+            out += _region_changes(a, b)
+            continue
         if f == "oversubscription":
             out += [f"{tier} oversubscription {a.oversub(t):g}:1 -> {b.oversub(t):g}:1"
                     for t, tier in enumerate(("leaf", "spine")) if a.oversub(t) != b.oversub(t)]
@@ -131,9 +148,33 @@ def _speed(gbps) -> str:
     return "at the NIC speed" if gbps is None else f"{gbps:g}G"
 
 
+def _region_changes(a: Design, b: Design) -> list[str]:
+    """The cabling changes of two designs' regions (``"region B leaf 3:1 -> 1.5:1"``); jobs moving are policy."""
+    ra, rb = hardware_of(a).get("regions") or (), hardware_of(b).get("regions") or ()
+    if ra == rb:
+        return []
+    if not ra or not rb or [r.name for r in ra] != [r.name for r in rb]:
+        from fabric.design.regions import regions_text
+
+        return [f"regions {regions_text(ra, jobs=False) or a.family} -> {regions_text(rb, jobs=False) or b.family}"]
+    out = []
+    for x, y in zip(ra, rb):
+        for t, tier in enumerate(("leaf", "spine")):
+            if x.oversub(t) != y.oversub(t):
+                out.append(f"region {x.name} {tier} {x.oversub(t):g}:1 -> {y.oversub(t):g}:1")
+        for f in ("nodes", "family", "nodes_per_su", "rails_per_leaf"):
+            if getattr(x, f) != getattr(y, f):
+                out.append(f"region {x.name} {f.replace('_', ' ')} {_text(getattr(x, f))} -> {_text(getattr(y, f))}")
+    return out
+
+
 def policy_changes(a: Design, b: Design) -> list[str]:
-    """The free-policy fields that differ from ``a`` to ``b``, as ``"routing ecmp -> adaptive"``."""
-    return _changes(a, b, POLICY_FIELDS)
+    """The free-policy fields that differ from ``a`` to ``b``, as ``"routing ecmp -> adaptive"`` (and jobs placed in
+    other regions: ``"job moe region A -> B"``)."""
+    ja, jb = region_jobs(a), region_jobs(b)
+    moves = [f"job {j} region {ja.get(j, 'any')} -> {jb.get(j, 'any')}" for j in sorted(set(ja) | set(jb))
+             if ja.get(j) != jb.get(j)]
+    return _changes(a, b, POLICY_FIELDS) + moves
 
 
 def hardware_changes(a: Design, b: Design) -> list[str]:

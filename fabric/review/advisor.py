@@ -57,7 +57,10 @@ class Advice:
     cost_usd: float
 
     def to_dict(self) -> dict:
-        return {"change": self.change, "kind": self.kind, "edit": dict(self.edit), "delta_p99_s": self.delta_p99_s,
+        from fabric.design.regions import region_to_dict
+
+        edit = {k: ([region_to_dict(r) for r in v] if k == "regions" else v) for k, v in self.edit.items()}
+        return {"change": self.change, "kind": self.kind, "edit": edit, "delta_p99_s": self.delta_p99_s,
                 "delta_cost_usd": self.delta_cost_usd, "usd_per_ms_saved": self.usd_per_ms_saved,
                 "p99_s": self.p99_s, "cost_usd": self.cost_usd}
 
@@ -92,6 +95,19 @@ def candidate_changes(design, catalog=None, *, serving: bool = False) -> list[tu
             new[tier] = lower
             out.append((f"{name} oversubscription {o:g}:1 -> {lower:g}:1 (more uplinks and spines)",
                         {"oversubscription": tuple(new)}))
+    for i, r in enumerate(design.regions or ()):       # a design of regions: each region's ratios
+        from dataclasses import replace as _replace
+
+        for tier, name in ((0, "leaf"), (1, "spine")):
+            o = r.oversub(tier)
+            if o > 1.0:
+                lower = max(1.0, o / 2.0 if o >= 2.0 else 1.0)
+                ratios = list(r.oversubscription)
+                ratios[tier] = lower
+                regions = list(design.regions)
+                regions[i] = _replace(r, oversubscription=tuple(ratios))
+                out.append((f"region {r.name} {name} oversubscription {o:g}:1 -> {lower:g}:1 (more uplinks)",
+                            {"regions": tuple(regions)}))
     nic = cat.nic(design.nic_model)
     if design.planes == 1 and nic.ports >= 2 and nic.ports % 2 == 0 and design.family != "dragonfly":
         out.append(("a second plane (each NIC's ports split over two planes)", {"planes": 2}))
