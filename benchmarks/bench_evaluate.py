@@ -44,6 +44,8 @@ def main() -> None:
     for title, extra in (("RoCE, 64 x 800G", {}), ("InfiniBand + SHARP, 144 x 800G", SHARP)):
         print(title)
         _table(args.repeats, extra)
+    print("Regions (issue 37): 16,384 GPUs, uniform rail-optimized against two regions (target: <= 1.5x)")
+    _regions_table(args.repeats)
     print(f"process max RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 
@@ -75,6 +77,42 @@ def _table(repeats: int, extra: dict) -> None:
         tracemalloc.stop()
         print(f"{n:8,d} {len(wl.jobs[0].ops):4d} {cold * 1e3:9.1f} {statistics.median(warm) * 1e3:9.1f} "
               f"{peak / 2**20:9.1f} {ev.step_time_s['p99']:11.3f}")
+
+
+def _regions_table(repeats: int) -> None:
+    """The 16,384-GPU case as a uniform rail-optimized design and as two regions of 1,024 servers (A rail-optimized
+    1:1, B a 3:1 top-of-rack Clos, joined by a shared core), cold (build included) and warm."""
+    from fabric.topology.build import clear_fabric_cache
+
+    n = 16384
+    wl = preset_workload("llama3-70b", gpus=n)
+    kw = dict(gpus=n, switch_model="eth-51t-64x800", nic_model="nic-eth-400", transport="roce", routing="ecmp",
+              qps_per_connection=4, placement="rail_aligned")
+    uniform = Design(name="uniform", family="rail_optimized", **kw)
+    regions = Design(name="two regions", regions=[
+        {"name": "A", "nodes": n // 16, "family": "rail_optimized"},
+        {"name": "B", "nodes": n // 16, "family": "clos", "oversubscription": [3, 1]}], **kw)
+    print(f"{'design':>12s} {'cold ms':>9s} {'warm ms':>9s} {'switches':>9s} {'links':>9s} {'p99 step s':>11s}")
+    times = {}
+    for d in (uniform, regions):
+        clear_fabric_cache()
+        max_load_cdf.cache_clear()
+        t0 = time.perf_counter()
+        ev = evaluate(d, wl, seed=0)
+        cold = time.perf_counter() - t0
+        warm = []
+        for r in range(repeats):
+            t0 = time.perf_counter()
+            evaluate(d, wl, seed=r + 1)
+            warm.append(time.perf_counter() - t0)
+        from fabric.topology import build_fabric
+
+        fab = build_fabric(d)
+        times[d.name] = (cold, statistics.median(warm))
+        print(f"{d.name:>12s} {cold * 1e3:9.1f} {statistics.median(warm) * 1e3:9.1f} {fab.n_switches:9,d} "
+              f"{fab.n_links:9,d} {ev.step_time_s['p99']:11.3f}")
+    (uc, uw), (rc, rw) = times["uniform"], times["two regions"]
+    print(f"two regions / uniform: cold {rc / uc:.2f}x, warm {rw / uw:.2f}x (target <= 1.5x)")
 
 
 if __name__ == "__main__":

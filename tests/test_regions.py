@@ -281,6 +281,7 @@ def test_the_brief_says_what_each_region_carries():
     fab = build_fabric(d)
     lines = region_lines(d, wl, region_rows(fab, bill_of_materials(fab)))
     assert lines[0].startswith("Region A (rail-optimized, 1:1 at the leaf, 128 GPUs")
+    assert lines[-1] == "Tables of one ratio per design show its highest leaf ratio, 3:1."
     assert "carries moe, whose largest traffic across servers is its expert all-to-all (1.07 GB per GPU" in lines[0]
     assert lines[1].startswith("Region B (a top-of-rack Clos, 3:1 at the leaf, 128 GPUs")
     assert "carries dense, whose largest traffic across servers is its data-parallel all-reduce" in lines[1]

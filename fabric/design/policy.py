@@ -29,7 +29,7 @@ POLICY, HARDWARE = "free policy", "hardware"
 
 #: Design fields that are free policy (configuration of the installed fabric, no hardware bought).
 POLICY_FIELDS = ("routing", "qps_per_connection", "storage_routing", "placement", "pxn", "nccl_algo", "serving_class",
-                 "channels_per_nic")
+                 "channels_per_nic", "serving_priority", "serving_weight", "serving_routing")
 #: Every other design field but the name: hardware (bought, cabled, or the cluster itself).
 HARDWARE_FIELDS = tuple(f.name for f in fields(Design) if f.name not in POLICY_FIELDS and f.name != "name")
 #: Search genes and record columns that stand for a design field of another name.
@@ -41,7 +41,8 @@ DEFAULT_POLICY = {f: Design.__dataclass_fields__[f].default for f in POLICY_FIEL
 
 _NAMES = {"routing": "routing", "qps_per_connection": "queue pairs per connection",
           "storage_routing": "storage traffic routing", "placement": "placement rule", "pxn": "PXN",
-          "nccl_algo": "NCCL algorithm", "channels_per_nic": "NCCL channels per NIC", "serving_class": "serving traffic class", "oversubscription": "oversubscription", "uplink_gbps": "uplink speed"}
+          "nccl_algo": "NCCL algorithm", "channels_per_nic": "NCCL channels per NIC", "serving_class": "serving traffic class", "serving_priority": "serving class priority",
+          "serving_weight": "serving class weight", "serving_routing": "serving traffic routing", "oversubscription": "oversubscription", "uplink_gbps": "uplink speed"}
 
 
 def field_kind(name: str) -> str:
@@ -140,7 +141,7 @@ def _changes(a: Design, b: Design, names) -> list[str]:
 
 
 #: What ``None`` means in the fields where it is allowed.
-_NONE_TEXT = {"tiers": "auto", "spines": "auto", "storage_routing": "same as routing", "nccl_algo": "NCCL's choice",
+_NONE_TEXT = {"tiers": "auto", "spines": "auto", "storage_routing": "same as routing", "serving_routing": "same as routing", "nccl_algo": "NCCL's choice",
               "scale_up_size": "one server", "nodes_per_su": "auto"}
 
 
@@ -193,7 +194,10 @@ def policy_text(design: Design) -> str:
     if design.nccl_algo is not None:
         parts.append(f"NCCL_ALGO={design.nccl_algo}")
     if design.serving_class:
-        parts.append("+serving class")
+        parts.append("+serving class" + (f" (weighted {design.serving_weight:g})"
+                                         if design.serving_priority == "weighted" else ""))
+    if design.serving_routing is not None and design.serving_routing != design.routing:
+        parts.append(f"serving {design.serving_routing}")
     return " ".join(parts)
 
 

@@ -21,7 +21,7 @@ import yaml
 from fabric.errors import DesignError
 
 __all__ = [
-    "FAMILIES", "DESIGN_FAMILIES", "ROUTING_POLICIES", "DEFAULT_SEARCH_ROUTINGS", "TRANSPORTS", "REORDER_TOLERANT_TRANSPORTS", "LEGACY_TRANSPORTS", "PLACEMENTS",
+    "FAMILIES", "DESIGN_FAMILIES", "SERVING_PRIORITIES", "ROUTING_POLICIES", "DEFAULT_SEARCH_ROUTINGS", "TRANSPORTS", "REORDER_TOLERANT_TRANSPORTS", "LEGACY_TRANSPORTS", "PLACEMENTS",
     "LEGACY_PLACEMENTS",
     "CABLING", "NCCL_ALGO_NAMES",
     "MAX_OVERSUBSCRIPTION", "MIN_OVERSUBSCRIPTION", "Design", "design_from_dict", "design_to_dict", "load_design", "dump_design",
@@ -32,6 +32,8 @@ FAMILIES = ("clos", "rail_optimized", "rail_only", "dragonfly")
 #: What a design's ``family`` may be: a family, or ``regions`` (a design of regions cabled differently, joined by a
 #: shared core: fabric.design.regions; set when a design has two or more regions).
 DESIGN_FAMILIES = FAMILIES + ("regions",)
+#: How a serving traffic class is scheduled against training on shared links (design field serving_priority).
+SERVING_PRIORITIES = ("strict", "weighted")
 #: Routing policies: per-flow ECMP hashing, adaptive (load-aware, near-even), per-packet spraying (even split),
 #: computed paths (a controller places whole flows on disjoint paths: NSLB-style load balancing, path pinning).
 ROUTING_POLICIES = ("ecmp", "adaptive", "spray", "computed")
@@ -113,6 +115,13 @@ class Design:
     #: free policy: inference traffic in a traffic class of its own with priority (an InfiniBand service level /
     #: RoCE DSCP priority queue), so training collectives and checkpoint bursts on shared links do not slow it
     serving_class: bool = False
+    #: free policy: how the serving class is scheduled on shared links: "strict" priority (serving first, whatever
+    #: it costs the training traffic) or "weighted" (a weighted round-robin guaranteeing serving ``serving_weight`` of
+    #: a contended link and training the rest); only with ``serving_class``
+    serving_priority: str = "strict"
+    serving_weight: float = 0.8
+    #: free policy: routing of serving jobs' traffic (None: as ``routing``): a traffic class routed its own way
+    serving_routing: str | None = None
     endpoint_cabling: str = "auto"
     nccl_algo: str | None = None
     rack_power_w: float | None = None
@@ -361,6 +370,13 @@ def validate_design(d: Design) -> None:
     _int_in(d, "qps_per_connection", 1, 256)
     _int_in(d, "channels_per_nic", 1, 64, allow_none=True)
     _choice(d, "transport", TRANSPORTS)
+    _choice(d, "serving_priority", SERVING_PRIORITIES)
+    w = d.serving_weight
+    if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0.5 <= float(w) <= 0.99:
+        _err("serving_weight", f"the serving class's share of a contended link must be in [0.5, 0.99], got {w!r}")
+    object.__setattr__(d, "serving_weight", float(w))
+    if d.serving_routing is not None:
+        _choice(d, "serving_routing", ROUTING_POLICIES)
     _choice(d, "placement", PLACEMENTS)
     _choice(d, "endpoint_cabling", CABLING)
     for fld in ("in_network_reduction", "pxn", "storage_isolation", "serving_class"):

@@ -44,7 +44,7 @@ from fabric.evaluate.network_models import network_model, reuse_slot
 from fabric.evaluate.placement import place_jobs
 from fabric.evaluate.report import Evaluation, OpResult, build_report, primary_job, step_stats
 from fabric.evaluate.scenario import Scenario, scale_workload, shift_job_mix
-from fabric.evaluate.step import link_usage, run_job, with_background
+from fabric.evaluate.step import class_shares, link_usage, run_job, with_background
 from fabric.evaluate.transport import profile_for
 from fabric.topology import build_fabric
 from fabric.workload.model import Workload
@@ -97,7 +97,15 @@ def simulate(design, workload: Workload, scenario, *, seed: int, samples: int, c
                algorithms=algorithms, nvls=nvls, notes=notes, memo=None if slot is None else slot["memo"],
                tree_limit=switch_tree_limit(cat.switch(design.switch_model)))
     plans = (slot["plans"], model_key) if slot is not None and model_key is not None else None
-    runs = [run_job(job, gpus, model, seq, plans=plans, **ctx)
+    def job_ctx(job):
+        """A serving job's traffic routed its own way (``serving_routing``): the design it runs under."""
+        r = design.serving_routing
+        if job.serving is None or r is None or r == design.routing:
+            return ctx
+        return dict(ctx, design=design.replace(routing=r, qps_per_connection=design.qps_per_connection
+                                               if r == "ecmp" else 1))
+
+    runs = [run_job(job, gpus, model, seq, plans=plans, **job_ctx(job))
             for job, gpus, seq in zip(compute_jobs, placements, job_seeds)]
     alone, usage = runs, []
     if design.routing == "spray" and not prof.reorder_tolerant and prof.reorder_slowdown > 1.0:
@@ -108,11 +116,14 @@ def simulate(design, workload: Workload, scenario, *, seed: int, samples: int, c
         # jobs share leaf uplinks and pod links: each job sees the others' mean load on the groups it crosses
         usage = [link_usage(r, model) for r in runs]
         if any(u for u in usage):
-            runs = [alone[i] if job.serving is not None and design.serving_class else
-                    run_job(job, gpus, with_background(model, usage, i), seq, **ctx)
+            strict = design.serving_class and design.serving_priority == "strict"
+            runs = [alone[i] if job.serving is not None and strict else
+                    run_job(job, gpus, with_background(model, usage, i, shares=class_shares(design, compute_jobs, i)),
+                            seq, **job_ctx(job))
                     for i, (job, gpus, seq) in enumerate(zip(compute_jobs, placements, job_seeds))]
             notes.append("jobs sharing link groups get a max-min fair share of them while the others are active")
     return dict(design=design, scenario=scenario, fabric=fabric, bom=bom, prof=prof, model=model,
+                job_ctx=[job_ctx(j) for j in compute_jobs],
                 compute_jobs=compute_jobs, placements=placements, job_seeds=job_seeds, ctx=ctx, runs=runs,
                 alone=alone, usage=usage, notes=notes, bases=bases, storage=storage, primary=primary)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fabric.evaluate.serving import serving_for_job
-from fabric.evaluate.step import burst_duration, competition, run_job, with_background
+from fabric.evaluate.step import burst_duration, class_shares, competition, run_job, with_background
 
 __all__ = ["Evaluation", "OpResult", "build_report", "step_stats", "primary_job"]
 
@@ -192,9 +192,10 @@ def build_report(sim: dict, *, seed: int, samples: int, top_links: int = 10,
     for i, job in enumerate(compute_jobs):
         if job.serving is not None:      # request-level latency (fabric.evaluate.serving)
             busy = None
-            if usage and usage[i] and not design.serving_class:
-                busy = run_job(job, placements[i], with_background(model, usage, i, active=True), job_seeds[i],
-                               **ctx)
+            if usage and usage[i] and (not design.serving_class or design.serving_priority == "weighted"):
+                busy = run_job(job, placements[i], with_background(model, usage, i, active=True,
+                                                                   shares=class_shares(design, compute_jobs, i)),
+                               job_seeds[i], **sim["job_ctx"][i])
             serving[job.name] = serving_for_job(
                 job, alone[i], busy, competition(usage, i, runs, compute_jobs), storage, design,
                 lambda per_nic, g=placements[i]: burst_duration(per_nic, design, fabric, prof, g), seed=seed, samples=samples,

@@ -432,12 +432,14 @@ def serving_for_job(job: Job, alone: dict, busy: dict | None, competition: tuple
     times = _phase_times(job, alone, launches)
     competitors = []
     active, period = competition
-    if busy is not None and active > 0 and period > 0 and not design.serving_class:
+    weighted = design.serving_class and design.serving_priority == "weighted"
+    if busy is not None and active > 0 and period > 0 and (not design.serving_class or weighted):
         slow_t = _phase_times(job, busy, launches)
         factors = {ph: np.divide(slow_t.network[ph], q, out=np.ones(launches), where=q > 0)
                    for ph, q in ((ph, np.asarray(v, float)) for ph, v in times.network.items())}
         competitors.append(Competitor("training traffic on shared links", float(active), float(period), factors))
-    if not design.serving_class and not design.storage_isolation:
+    if (not design.serving_class or weighted) and not design.storage_isolation:
+        burst_factor = 1.0 / design.serving_weight if weighted else 2.0     # the class keeps its weight of the link
         for s in storage:
             if not s.burst_bytes or not s.burst_period_s:
                 continue
@@ -445,11 +447,12 @@ def serving_for_job(job: Job, alone: dict, busy: dict | None, competition: tuple
             nics = max(1, int(round(writers * design.nics_per_gpu)))
             duration = float(burst_duration(s.burst_bytes / nics))
             competitors.append(Competitor(f"checkpoint bursts ({s.name})", min(1.0, duration / s.burst_period_s),
-                                          float(s.burst_period_s), {ph: 2.0 for ph in times.network}))
+                                          float(s.burst_period_s), {ph: burst_factor for ph in times.network}))
     out = serving_metrics(job, times, tuple(competitors), seed=_seed_for(seed, job.name))
     if curve:
         out["latency_vs_load"] = latency_vs_load(job, times, tuple(competitors), seed=_seed_for(seed, job.name),
                                                  requests_per_launch=REQUESTS_PER_LAUNCH // 4)
-    out["isolation"] = ("traffic class of its own" if design.serving_class else
+    out["isolation"] = (f"traffic class of its own (weighted {design.serving_weight:g})" if weighted else
+                        "traffic class of its own" if design.serving_class else
                         "storage on its own network" if design.storage_isolation else "shared")
     return out

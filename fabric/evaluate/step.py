@@ -143,13 +143,32 @@ def link_usage(run: dict, model) -> dict:
     return usage
 
 
-def with_background(model, usage: list, me: int, *, active: bool = False):
+def class_shares(design, jobs, me: int) -> dict | None:
+    """The share of a contended link each other job takes from job ``me`` when a serving traffic class is scheduled
+    apart (``design.serving_class``): a training job loses the whole link to serving under strict priority and the
+    serving weight under weighted priority; a serving job under weighted priority loses ``1 - weight`` to training.
+    None without a class (max-min fair by demand)."""
+    if not design.serving_class:
+        return None
+    w = 1.0 if design.serving_priority == "strict" else float(design.serving_weight)
+    me_serving = jobs[me].serving is not None
+    out = {}
+    for j, job in enumerate(jobs):
+        if j == me or (job.serving is not None) == me_serving:
+            continue
+        out[j] = (1.0 - w) if me_serving else w
+    return out
+
+
+def with_background(model, usage: list, me: int, *, active: bool = False, shares: dict | None = None):
     """A copy of ``model`` in which job ``me`` sees the other jobs on the link groups it shares with them.
 
     While two jobs move data through a group at once, max-min fairness splits it by their demand; another job
     is active there for the share ``u`` of the time it uses it alone. So job A loses, on each group,
     sum over other jobs B of u_B x bytes_B / (bytes_A + bytes_B) of the capacity (at most 90 %); with ``active``,
-    the others are taken as active all the time (u = 1): what a request meets during their bursts.
+    the others are taken as active all the time (u = 1): what a request meets during their bursts. ``shares``
+    (other job -> share of the link it takes while both are active: a traffic class scheduled apart,
+    :func:`class_shares`) replaces the demand split for those jobs.
     """
     from dataclasses import replace as _replace
 
@@ -168,7 +187,7 @@ def with_background(model, usage: list, me: int, *, active: bool = False):
                 own = mine.get(kind, {}).get(key, (0.0, 0.0))[1]
                 if own <= 0:
                     continue                      # a group this job never uses cannot slow it
-                share = volume / (own + volume)
+                share = shares[i] if shares is not None and i in shares else volume / (own + volume)
                 arr[key - sb if kind.startswith("leaf") else key] += (1.0 if active else util) * share
     bg = {k: np.clip(v, 0.0, 0.9) for k, v in bg.items()}
     return _replace(model, background=bg)
@@ -216,8 +235,11 @@ def checkpoint_interference(job, storage, design, fabric, prof, comm, compute, r
     of the step's exposed communication that overlaps the burst takes twice as long.
     """
     out = np.zeros(samples)
-    if design.storage_isolation or (job.serving is not None and design.serving_class):
+    strict = design.serving_class and design.serving_priority == "strict"
+    if design.storage_isolation or (job.serving is not None and strict):
         return out
+    # a serving class under weighted priority keeps its weight w of the link: what overlaps a burst takes 1/w as long
+    slow = (1.0 / design.serving_weight - 1.0) if job.serving is not None and design.serving_class else 1.0
     for s in storage:
         # a burst aimed at another job leaves this one alone; "storage"/"peers" bursts come from every job
         if not s.burst_bytes or s.burst_target not in (job.name, None, "storage", "peers"):
@@ -228,7 +250,7 @@ def checkpoint_interference(job, storage, design, fabric, prof, comm, compute, r
         step = compute + comm
         p_overlap = np.minimum(1.0, (step + duration) / s.burst_period_s)
         hit = rng.random(samples) < p_overlap
-        out += np.where(hit, np.minimum(duration, comm), 0.0)
+        out += np.where(hit, slow * np.minimum(duration, comm), 0.0)
     return out
 
 

@@ -72,7 +72,7 @@ def traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, alg
         # the pattern does not depend on the network model (failures), its loads do
         tr_key = ("traffic", kind, algorithm, size_bytes if algorithm.startswith("hierarchical") else None,
                   members.shape, members.tobytes())
-        key = (model_key, samples, trees is not None, flows) + tr_key
+        key = (model_key, samples, trees is not None, flows, design.routing) + tr_key     # serving may route its own way
         hit = table.get(key)
         if hit is not None:
             return hit

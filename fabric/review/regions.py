@@ -100,7 +100,7 @@ def region_lines(design, workload, rows: list[dict], front: list[dict] = (), cho
                     b, what = traffic[0]
                     text = f"{n}, whose largest traffic across servers is its {what} ({_bytes(b)} per GPU per step)"
                     if exposed and exposed[0][1] != what:
-                        text += (f" while its {exposed[0][1]} is what the p99 step waits for "
+                        text += (f", while the p99 step waits longest on its {exposed[0][1]} "
                                  f"({exposed[0][0] * 1e3:,.1f} ms exposed)")
                     elif exposed:
                         text += f", {exposed[0][0] * 1e3:,.1f} ms of it exposed in the p99 step"
@@ -126,8 +126,10 @@ def region_lines(design, workload, rows: list[dict], front: list[dict] = (), cho
                        f"${abs(d):,.0f} {'more' if d > 0 else 'less'} ({d / float(chosen['cost_usd']):+.1%}).")
         elif uniform:
             u = min(uniform, key=lambda f: float(f["p99_s"]))
-            out.append(f"No uniform design the search found reaches this p99; the fastest, '{u['design']}', is "
+            out.append(f"No uniform design on the front reaches this p99; the fastest, '{u['design']}', is "
                        f"{float(u['p99_s']) / p99 - 1:+.1%} slower for ${float(u['cost_usd']):,.0f}.")
-    out.append(f"(The highest leaf ratio of any region, {highest_ratio(design, 0):g}:1, is what tables of one "
-               f"ratio per design show for it.)")
+        else:
+            out.append("No uniform design is on the front: at every cost the search reached, a design of regions "
+                       "was at least as fast.")
+    out.append(f"Tables of one ratio per design show its highest leaf ratio, {highest_ratio(design, 0):g}:1.")
     return out

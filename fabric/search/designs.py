@@ -119,7 +119,23 @@ def design_from_record(record: Mapping[str, Any], *, gpus: int, gpus_per_node: i
         tiers=_as_int(record["design_tiers"], "design_tiers") or None if record.get("design_tiers") else None,
         **_layout(record),
         serving_class=_as_bool(record.get("serving_class") or False, "serving_class"),
+        **_class_policy(record),
     )
+
+
+#: Traffic-class policy columns of a record (free policy) and their defaults: what a record leaves out.
+CLASS_POLICY = {"serving_priority": "strict", "serving_weight": 0.8, "serving_routing": None, "storage_routing": None}
+
+
+def _class_policy(record: Mapping[str, Any]) -> dict:
+    """The traffic-class policy fields of a record (:data:`CLASS_POLICY`; blank or missing: the default)."""
+    out = {}
+    for k, default in CLASS_POLICY.items():
+        v = record.get(k)
+        if _blank(v):
+            continue
+        out[k] = _as_float(v, k) if k == "serving_weight" else str(v)
+    return out
 
 
 #: Record keys of a search over GPU systems (constraint ``gpu_models``): the system and the cluster it sizes.
@@ -192,6 +208,7 @@ def design_genes(design: Design) -> dict[str, Any]:
         **({"design_reserved_slots": int(design.reserved_node_slots)} if design.reserved_node_slots else {}),
         **({"design_rails_per_leaf": int(design.rails_per_leaf)} if design.rails_per_leaf > 1 else {}),
         **({"design_regions": regions_json(design.regions)} if design.regions else {}),
+        **{k: getattr(design, k) for k, default in CLASS_POLICY.items() if getattr(design, k) != default},
         **({"serving_class": True} if design.serving_class else {}),
     }
 
@@ -240,7 +257,11 @@ def short_label(genes: Mapping[str, Any]) -> str:
     for flag, text in (("pxn", "+PXN"), ("storage_isolation", "+storage net"), ("in_network_reduction", "+SHARP"),
                        ("serving_class", "+serving class")):
         if _as_bool(genes.get(flag, False), flag):
-            parts.append(text)
+            parts.append(text + (f" (weighted {float(genes.get('serving_weight') or 0.8):g})"
+                                 if flag == "serving_class" and genes.get("serving_priority") == "weighted" else ""))
+    for k, word in (("serving_routing", "serving"), ("storage_routing", "storage")):
+        if not _blank(genes.get(k)):
+            parts.append(f"{word}:{genes[k]}")
     return " ".join(str(p) for p in parts)
 
 
@@ -265,6 +286,10 @@ def genes_of_record(rec: Mapping[str, Any], *, systems: bool = False) -> dict:
         g[k] = float(g[k] or 0.0)
     if rec.get("design_tiers"):              # a baseline drawn with a fixed number of tiers keeps it
         g["design_tiers"] = int(rec["design_tiers"])
+    for k, default in CLASS_POLICY.items():   # traffic-class policies that are not the default
+        v = rec.get(k)
+        if not _blank(v) and (float(v) if k == "serving_weight" else str(v)) != default:
+            g[k] = float(v) if k == "serving_weight" else str(v)
     if rec.get("design_regions"):            # a design of regions keeps them (its genes alone do not say them)
         g["design_regions"] = str(rec["design_regions"])
     for k in ("design_nodes_per_su", "design_reserved_slots"):     # a SuperPOD-style baseline keeps its units

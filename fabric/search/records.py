@@ -44,6 +44,9 @@ def design_key(design) -> str:
             d.pop(later, None)
     if not d.get("serving_class"):
         d.pop("serving_class", None)
+    for later, default in (("serving_priority", "strict"), ("serving_weight", 0.8), ("serving_routing", None)):
+        if d.get(later) == default:
+            d.pop(later, None)
     return hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -128,7 +131,9 @@ def evaluate_record(design, workload, scenario, seed: int, samples: int, catalog
            "routing": design.routing, "qps_per_connection": design.qps_per_connection,
            "transport": design.transport, "placement": design.placement, "pxn": design.pxn,
            "storage_isolation": design.storage_isolation, "in_network_reduction": design.in_network_reduction,
-           "serving_class": bool(design.serving_class),
+           "serving_class": bool(design.serving_class), "serving_priority": design.serving_priority,
+           "serving_weight": float(design.serving_weight), "serving_routing": design.serving_routing or "",
+           "storage_routing": design.storage_routing or "",
            "uplink_leaf_gbps": design.uplink_speed_gbps(0) or 0.0,
            "uplink_spine_gbps": design.uplink_speed_gbps(1) or 0.0,
            "genome": None if genome is None else [int(g) for g in genome], "repairs": "; ".join(repairs),

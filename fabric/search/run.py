@@ -769,7 +769,10 @@ def _json_default(o):
 #: without them resumes with that value (uplinks at the NIC speed; the constraints' one GPU system).
 _LATER_GENES = (("uplink_speed_factor", lambda space: 1.0),
                 ("gpu_model", lambda space: space.systems[0]),
-                ("serving_class", lambda space: False))
+                ("serving_class", lambda space: False),
+                ("serving_priority", lambda space: "strict"),
+                ("serving_routing", lambda space: None),
+                ("storage_routing", lambda space: None))
 
 
 def _saved_population(state: dict, space, path) -> np.ndarray:
@@ -789,7 +792,9 @@ def _saved_population(state: dict, space, path) -> np.ndarray:
             choices = space.gene(name).choices
             if value not in choices:
                 what = {"uplink_speed_factor": "uplinks at the NIC speed",
-                        "serving_class": "serving traffic without a class of its own"}.get(name, f"GPU system {value}")
+                        "serving_class": "serving traffic without a class of its own",
+                        "serving_priority": "strict priority", "serving_routing": "serving routed as the rest",
+                        "storage_routing": "storage routed as the rest"}.get(name, f"GPU system {value}")
                 raise FabricError(f"cannot resume from {path}: it was saved before gene {name} was searched, and "
                                   f"these constraints leave out the value its designs use ({what}); allow it")
             cols.append(np.full((pop.shape[0], 1), choices.index(value), np.int64))

@@ -39,6 +39,7 @@ import numpy as np
 
 from fabric.catalog.compat import compatible_nics, host_nic_bps, nic_host_problem
 from fabric.design import Design
+from fabric.design.schema import SERVING_PRIORITIES
 from fabric.design.policy import HARDWARE, POLICY, gene_kind
 from fabric.errors import FabricError
 from fabric.evaluate.placement import gpus_for_jobs
@@ -122,7 +123,11 @@ class DesignSpace:
             Gene("uplink_speed_factor", tuple(float(f) for f in c.uplink_speed_factors)),
         ) + self._region_genes(c, oversub) + (
             Gene("gpu_model", self.systems),
-        ) + ((Gene("serving_class", tuple(bool(x) for x in c.serving_classes)),) if serving else ())
+        ) + ((Gene("serving_class", tuple(bool(x) for x in c.serving_classes)),) if serving else ()) + (
+            (Gene("serving_priority", SERVING_PRIORITIES), Gene("serving_routing", (None,) + tuple(c.routings)))
+            if serving and True in c.serving_classes else
+            ((Gene("serving_routing", (None,) + tuple(c.routings)),) if serving else ())) + (
+            (Gene("storage_routing", (None,) + tuple(c.routings)),) if _has_storage(workload) else ())
         if not self.genes[3].choices:
             raise FabricError("no allowed nics_per_gpu gives a whole number of NICs per node")
         self.names = tuple(g.name for g in self.genes)
@@ -269,6 +274,13 @@ class DesignSpace:
             o1 = o2 = 1.0
         placement = v["placement"]
         serving_class = bool(v.get("serving_class", False))
+        # traffic-class policies: canonical when they change nothing (a priority without a class, a class routed as
+        # the rest)
+        serving_priority = v.get("serving_priority", "strict") if serving_class else "strict"
+        serving_routing = v.get("serving_routing")
+        serving_routing = None if serving_routing == routing else serving_routing
+        storage_routing = v.get("storage_routing")
+        storage_routing = None if storage_routing == routing else storage_routing
         factor = self._uplink_factor(float(v["uplink_speed_factor"]), family, sw, nic, repairs)
         up_gbps = None if factor == 1.0 else factor * nic.port_speed_bps / 1e9
         if regions is not None:
@@ -280,11 +292,13 @@ class DesignSpace:
         design = Design(
             name=(f"{gpu.model} " if self.system_mode else "")
             + _name(family, sw.model, nic.model, npg, o1, o2, planes, routing, qps,
-                    transport, placement, pxn, bool(v["storage_isolation"]), inr, up_gbps, serving_class, label),
+                    transport, placement, pxn, bool(v["storage_isolation"]), inr, up_gbps, serving_class, label,
+                    serving_priority, serving_routing, storage_routing),
             family=family, regions=regions, **system, nics_per_gpu=npg, nic_model=nic.model, switch_model=sw.model,
             oversubscription=(o1, o2), uplink_gbps=up_gbps, planes=planes, routing=routing, qps_per_connection=qps,
             transport=transport, in_network_reduction=inr, pxn=pxn, placement=placement,
             storage_isolation=bool(v["storage_isolation"]), serving_class=serving_class,
+            serving_priority=serving_priority, serving_routing=serving_routing, storage_routing=storage_routing,
         )
         return design, tuple(repairs)
 
@@ -309,7 +323,8 @@ class DesignSpace:
             "transport": design.transport, "placement": design.placement, "pxn": design.pxn,
             "storage_isolation": design.storage_isolation, "in_network_reduction": design.in_network_reduction,
             "uplink_speed_factor": self._factor_of(design), "gpu_model": design.gpu_model,
-            "serving_class": bool(design.serving_class),
+            "serving_class": bool(design.serving_class), "serving_priority": design.serving_priority,
+            "serving_routing": design.serving_routing, "storage_routing": design.storage_routing,
         }
         if "region_split" in self._index:
             first = {n: self.gene(n).choices[0] for n in ("region_split", "region_a_family", "region_b_family",
@@ -404,12 +419,23 @@ def _jobs_of(workload) -> list:
     return best
 
 
+def _has_storage(workload) -> bool:
+    """True when the workload (any workload of a robust objective) has a storage job that writes bursts."""
+    if workload is None:
+        return False
+    parts = getattr(workload, "workloads", None)
+    if parts:
+        return any(_has_storage(item[1] if isinstance(item, tuple) else item) for item in parts)
+    return any(j.kind == "storage" and j.burst_bytes for j in getattr(workload, "jobs", ()))
+
+
 def _whole(x: float) -> bool:
     return abs(x - round(x)) < 1e-9 and round(x) >= 1
 
 
 def _name(family, sw, nic, npg, o1, o2, planes, routing, qps, transport, placement, pxn, iso, inr,
-          up_gbps=None, serving_class=False, regions_label=None) -> str:
+          up_gbps=None, serving_class=False, regions_label=None, serving_priority="strict", serving_routing=None,
+          storage_routing=None) -> str:
     over = f"{o1:g}:1" if o1 == o2 else f"{o1:g}:1/{o2:g}:1"
     if regions_label:
         family, over = regions_label, ""
@@ -419,5 +445,7 @@ def _name(family, sw, nic, npg, o1, o2, planes, routing, qps, transport, placeme
     pl = f" x{planes} planes" if planes > 1 else ""
     q = f"/{qps}qp" if routing == "ecmp" else ""
     extras = "".join([" +PXN" if pxn else "", " +storage net" if iso else "", " +SHARP" if inr else "",
-                      " +serving class" if serving_class else ""])
+                      (" +serving class" + (" (weighted)" if serving_priority == "weighted" else ""))
+                      if serving_class else "", f" serving:{serving_routing}" if serving_routing else "",
+                      f" storage:{storage_routing}" if storage_routing else ""])
     return f"{family} {sw} {nic}{nics}{' ' + over if over else ''}{pl} {routing}{q} {transport} {placement}{extras}"

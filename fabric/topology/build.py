@@ -536,7 +536,8 @@ def _apart_reason(design: Design, info: dict, per_rack: int) -> str:
 
 #: Design fields that do not change the cabling (how the fabric is operated, not built).
 OPERATIONAL_FIELDS = ("name", "routing", "qps_per_connection", "storage_routing", "transport", "in_network_reduction",
-                      "pxn", "placement", "storage_isolation", "nccl_algo")
+                      "pxn", "placement", "storage_isolation", "nccl_algo", "serving_priority", "serving_weight",
+                      "serving_routing")
 #: Built fabrics kept for reuse, keyed by their cabling, while their links add up to at most this many.
 CACHE_MAX_LINKS = 4_000_000
 _CACHE: "OrderedDict[str, tuple]" = OrderedDict()

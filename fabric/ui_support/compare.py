@@ -71,6 +71,14 @@ def gene_frame(designs: Mapping[str, object], *, only_differences: bool = False)
             if only_differences and not differs:
                 continue
             rows.append({"gene": GENE_LABELS[g], "kind": kind, **vals, "differs": "yes" if differs else ""})
+        if kind == HARDWARE and any(d.regions for d in designs.values()):     # designs of regions: the regions
+            from fabric.design.regions import regions_text
+
+            vals = {name: regions_text(d.regions, jobs=False) if d.regions else "(uniform)"
+                    for name, d in designs.items()}
+            differs = len(set(vals.values())) > 1
+            if differs or not only_differences:
+                rows.append({"gene": "regions", "kind": kind, **vals, "differs": "yes" if differs else ""})
     return pd.DataFrame(rows, columns=["gene", "kind", *genes, "differs"])
 
 

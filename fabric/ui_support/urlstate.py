@@ -161,6 +161,10 @@ def decode_workload(text: str, *, samples: tuple[str, ...], presets: tuple[str, 
 # ------------------------------------------------------------------ designs
 
 
+#: Traffic-class policy genes carried in a link (token ``c`` after the others) and their short keys.
+_CLASS_KEYS = {"serving_priority": "sp", "serving_weight": "sw", "serving_routing": "sr", "storage_routing": "st"}
+
+
 def encode_genes(genes: Mapping[str, Any]) -> str:
     """Genes as one comma-separated parameter value, in :data:`GENE_COLUMNS` order."""
     out = []
@@ -184,6 +188,10 @@ def encode_genes(genes: Mapping[str, Any]) -> str:
         out.append(f"s{genes['gpu_model']}@{int(genes.get('gpus') or 0)}")
     if genes.get("serving_class"):         # serving traffic in a class of its own (free policy; off: no token)
         out.append("s1")
+    cls = [f"{_CLASS_KEYS[k]}={genes[k]:g}" if k == "serving_weight" else f"{_CLASS_KEYS[k]}={genes[k]}"
+           for k in _CLASS_KEYS if genes.get(k) is not None]
+    if cls:                                # traffic-class policies that are not the default
+        out.append("c" + ";".join(cls))
     return ",".join(out)
 
 
@@ -191,6 +199,18 @@ def decode_genes(text: str) -> dict:
     """A gene dict from :func:`encode_genes` text (values typed; full validation happens when a design is built)."""
     parts = str(text).split(",")
     tiers, serving_class = None, False
+    classes = {}
+    if parts and (m := re.fullmatch(r"c((?:[a-z]{2}=[a-z0-9.]{1,12};?){1,4})", parts[-1])):
+        names = {v: k for k, v in _CLASS_KEYS.items()}
+        for item in filter(None, m.group(1).split(";")):
+            key, _, value = item.partition("=")
+            if key not in names:
+                raise FabricError(f"link design: unknown traffic-class token {key!r}")
+            try:
+                classes[names[key]] = float(value) if key == "sw" else value
+            except ValueError:
+                raise FabricError(f"link design: serving weight {value!r} is not a number") from None
+        parts.pop()
     if parts and parts[-1] == "s1":
         serving_class = bool(parts.pop())
     system = None
@@ -246,6 +266,7 @@ def decode_genes(text: str) -> dict:
             g["design_rails_per_leaf"] = layout[2]
     if serving_class:
         g["serving_class"] = True
+    g.update(classes)
     if regions is not None:
         g["design_regions"] = regions
     if system is not None:
