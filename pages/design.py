@@ -643,6 +643,8 @@ def _report() -> str:
                                  ln.rename(columns={"links": "item"})], ignore_index=True), {"count": "count"}),
               Section("Bill of materials, item by item", "Count x catalog unit price (USD); power in W.", items,
                       {"unit price (USD)": "usd", "total (USD)": "usd", "count": "count", "power (W)": "count"})]
+    if design.regions:
+        tables.insert(1, Section("Regions", " ".join(reg_lines), pd.DataFrame(reg_rows), {}))
     if report_hot is not None:
         tables.append(Section("Hot spots", "Busiest link groups: utilization as a share of line rate.", report_hot,
                               {"mean utilization": "percent", "busiest link in p99 step": "percent",

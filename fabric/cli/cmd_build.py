@@ -84,7 +84,12 @@ def run(args) -> int:
         from fabric.cost.document import fabric_document
 
         # design_spec: how it is cabled, so `fabric upgrade --existing` can read this file as an installed fabric
-        print(json.dumps(fabric_document(design, bom.to_dict(), racks), indent=2, default=float))
+        doc = fabric_document(design, bom.to_dict(), racks)
+        if design.regions:
+            from fabric.cost.regions import region_rows
+
+            doc["regions"] = region_rows(fabric, bom, catalog)
+        print(json.dumps(doc, indent=2, default=float))
         return 0
     s = fabric.structure
     speeds = fabric.link_speeds_gbps()
@@ -95,6 +100,18 @@ def run(args) -> int:
     print()
     print(_table([[t, f"{n:,}"] for t, n in bom.switches.items()], ["switch tier", "count"]))
     print()
+    if design.regions:
+        from fabric.cost.regions import region_rows
+
+        rows = region_rows(fabric, bom, catalog)
+        print(_table([[r["region"], r["cabling"], f"{r['gpus']:,}" if r["gpus"] else "",
+                       "" if r["leaf_ratio"] is None else f"{r['leaf_ratio']:g}:1",
+                       "" if r["spine_ratio"] is None else f"{r['spine_ratio']:g}:1",
+                       f"{r['leaves']:,}", f"{r['spines']:,}", f"{r.get('cores', 0):,}", ", ".join(r["jobs"]),
+                       f"{r['capex_usd']:,.0f}", f"{r['power_w']:,.0f}"] for r in rows],
+                     ["region", "cabling", "GPUs", "leaf", "spine", "leaves", "spines", "cores", "jobs", "capex USD",
+                      "power W"]))
+        print()
     print(_table([[k, f"{n:,}", f"{speeds.get(k, 0):g}"] for k, n in bom.links.items()],
                  ["links", "count", "Gb/s"]))
     print()
