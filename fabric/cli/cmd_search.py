@@ -38,7 +38,7 @@ def register(sub) -> None:
                                                           "equal); with --per-job, of the workload's jobs in order")
     p.add_argument("--per-job", action="store_true",
                    help="the jobs of one -w workload share the cluster at once and are judged job by job, combined "
-                        "by --robust (fabric.search.robust.job_mix_objective; a mixed cluster, issue 37)")
+                        "by --robust (fabric.search.robust.job_mix_objective; a mixed cluster)")
     p.add_argument("--scenarios", metavar="S1,S2,...",
                    help="scenario presets every design is judged under with --robust (default baseline)")
     p.add_argument("--plan-space", choices=["fixed", "auto", "joint"], default="fixed",
