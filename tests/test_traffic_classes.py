@@ -121,3 +121,15 @@ def test_storage_routing_is_a_gene_when_the_workload_writes_checkpoints():
     assert "storage_routing" not in DesignSpace(cons, workload=wl).names
     space = DesignSpace(cons, workload=replace(wl, jobs=wl.jobs + (ckpt,)))
     assert space.names[-1] == "storage_routing" and space.gene("storage_routing").choices[0] is None
+
+
+def test_new_default_fields_keep_the_design_keys_of_earlier_releases():
+    """Saved searches, resumed states and shared links find designs by key: fields added with a default
+    (rails_per_leaf, regions, the serving class policies) must not change the key of a design that leaves them at
+    it. The keys below are what the release before them computed."""
+    from fabric.search.records import design_key
+
+    assert design_key(Design(name="x", gpus=256, family="rail_only")) == "fd56fe9dba4a942b"
+    assert design_key(Design(name="y", gpus=1024, serving_class=True)) == "c851918b2ea48bf4"
+    assert design_key(Design(name="y", gpus=1024, serving_class=True, serving_priority="weighted")) != \
+        "c851918b2ea48bf4"

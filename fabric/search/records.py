@@ -44,7 +44,8 @@ def design_key(design) -> str:
             d.pop(later, None)
     if not d.get("serving_class"):
         d.pop("serving_class", None)
-    for later, default in (("serving_priority", "strict"), ("serving_weight", 0.8), ("serving_routing", None)):
+    for later, default in (("serving_priority", "strict"), ("serving_weight", 0.8), ("serving_routing", None),
+                           ("rails_per_leaf", 1), ("regions", None)):
         if d.get(later) == default:
             d.pop(later, None)
     return hashlib.sha1(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
