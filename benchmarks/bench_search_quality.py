@@ -121,8 +121,16 @@ def part_b(seeds: int, samples: int, reference_evals: int, p99_target_s: float |
              random_below=0.95)
 
 
+class _Joined:
+    """The records of a genetic search and of the Pareto local search that polished its front, as one run."""
+
+    def __init__(self, *runs):
+        self.records = list({r["key"]: r for run in runs for r in run.records}.values())
+        self.evaluations = len(self.records)
+
+
 def _compare(wl, cons, title: str, seeds: int, samples: int, reference_evals: int, *, random_below: float,
-             budget: int | None = None):
+             budget: int | None = None, polish_evals: int = 0):
     """The best-known front (a long genetic search polished by Pareto local search, and everything evaluated) and,
     per seed, a genetic search and a random search at 10 % of the reference run's evaluations: hypervolumes."""
     from fabric.search.local import pareto_local_search
@@ -143,12 +151,17 @@ def _compare(wl, cons, title: str, seeds: int, samples: int, reference_evals: in
     runs = []
     for s in range(seeds):
         t = time.perf_counter()
-        ga = run_search(wl, cons, budget_evals=budget, seed=s, pop_size=POP, samples=samples, eval_seed=0,
+        ga = run_search(wl, cons, budget_evals=budget - polish_evals, seed=s, pop_size=POP, samples=samples, eval_seed=0,
                         reference_point=ref_run.reference_point, normalisation=ref_run.normalisation,
                         seed_baselines=False, **FIXED_BUDGET)
+        if polish_evals:   # the front's one-gene neighbourhood with the rest of the budget (one round)
+            pls = pareto_local_search(wl, cons, [r["genome"] for r in ga.front if r.get("genome") is not None],
+                                      max_rounds=1, samples=samples, eval_seed=0)
+            ga = _Joined(ga, pls)
         t_ga = time.perf_counter() - t
         t = time.perf_counter()
-        rnd = random_search(wl, cons, budget_evals=ga.evaluations, seed=s, samples=samples, eval_seed=0)
+        n_ga = len({r["key"] for r in ga.records if r.get("genome") is not None})
+        rnd = random_search(wl, cons, budget_evals=n_ga, seed=s, samples=samples, eval_seed=0)
         runs.append((s, ga, rnd, t_ga, time.perf_counter() - t))
     everything = {r["key"]: r for res in [ref_run, polish] + [x for _, g, r, _, _ in runs for x in (g, r)]
                   for r in res.records}
@@ -217,14 +230,16 @@ def mixed_objective():
 
 
 def part_mixed(seeds: int, samples: int, reference_evals: int, p99_target_s: float | None = None,
-               budget: int | None = None) -> None:
+               budget: int | None = None, polish: int = 0) -> None:
     """Issue 37, item 5: the mixed cluster with designs of regions allowed (and a robust p99 target)."""
     wl, obj = mixed_objective()
     cons = Constraints(**MIXED, p99_target_s=p99_target_s)
     limit = "no p99 target" if p99_target_s is None else f"robust p99 target {p99_target_s:g} s"
     everything, best = _compare(obj, cons, "Mixed cluster (issue 37): 4,096 H100, MoE + dense training + serving, "
-                                f"regions allowed, {limit}", seeds, samples, reference_evals, random_below=0.90,
-                                budget=budget)
+                                f"regions allowed, {limit}" + (f"; the genetic search's front polished by one round "
+                                                               f"of Pareto local search" if polish else ""),
+                                seeds, samples, reference_evals, random_below=0.90, budget=budget,
+                                polish_evals=polish)
     feas = [r for r in everything.values() if r["feasible"]]
     region = [r for r in best if r["family"] == "regions"]
     print(f"   designs of regions on the best-known front: {len(region)} of {len(best)}")
@@ -261,6 +276,9 @@ def main() -> None:
                     help="part mixed: a robust p99 target in seconds (0: none)")
     ap.add_argument("--mixed-budget", type=int, default=0,
                     help="part mixed: evaluations per run (0: 10 %% of the reference run's, less two populations)")
+    ap.add_argument("--polish", type=int, default=0,
+                    help="part mixed: evaluations of the run's budget kept for one round of Pareto local search from "
+                         "the genetic search's front (random search gets as many evaluations as both used)")
     args = ap.parse_args()
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores", flush=True)
     if args.part in ("a", "both"):
@@ -271,7 +289,7 @@ def main() -> None:
         part_limits(args.seeds, args.samples)
     if args.part == "mixed":
         part_mixed(args.seeds, args.samples, args.reference_evals, args.mixed_p99_target or None,
-                   args.mixed_budget or None)
+                   args.mixed_budget or None, args.polish)
 
 
 def part_limits(seeds: int, samples: int) -> None:

@@ -346,3 +346,28 @@ def test_region_genes_decode_repair_and_encode():
             assert set(a.jobs) | set(b.jobs) == {"moe", "dense"}
             assert (space.encode(d) == y).all()
     assert seen > 20
+
+
+def test_cli_judges_a_mixed_cluster_job_by_job(tmp_path, capsys):
+    from pathlib import Path
+
+    from fabric.cli.main import main
+
+    root = Path(__file__).resolve().parents[1]
+    design = tmp_path / "r.json"
+    design.write_text(json.dumps({"name": "two regions", "gpus": 4096, "regions": [
+        {"name": "A", "nodes": 256, "family": "rail_optimized", "jobs": ["mixtral-8x7b"]},
+        {"name": "B", "nodes": 256, "family": "clos", "oversubscription": [3, 1]}]}))
+    sample = str(root / "sample_traces" / "mixed-cluster.json")
+    assert main(["evaluate", "-w", sample, "-d", str(design), "--per-job", "--robust", "mean", "--weights",
+                 "0.4,0.4,0.2", "--samples", "16"]) == 0
+    out = capsys.readouterr().out
+    assert "over 3 cases: mixtral-8x7b|baseline" in out and "llama3-70b-online|baseline" in out
+    assert main(["evaluate", "-w", sample, "-d", str(design), "--per-job", "--samples", "16"]) == 2
+    assert "--per-job needs --robust worst or --robust mean" in capsys.readouterr().err
+    assert main(["evaluate", "-w", sample, "-d", str(design), "--per-job", "--robust", "mean", "--weights", "1,2",
+                 "--samples", "16"]) == 2
+    assert "--weights gives 2 weight(s) for the workload's 3 jobs" in capsys.readouterr().err
+    assert main(["build", str(design)]) == 0
+    out = capsys.readouterr().out
+    assert "region" in out and "rail_optimized" in out and "mixtral-8x7b" in out
