@@ -236,8 +236,8 @@ def part_mixed(seeds: int, samples: int, reference_evals: int, p99_target_s: flo
     cons = Constraints(**MIXED, p99_target_s=p99_target_s)
     limit = "no p99 target" if p99_target_s is None else f"robust p99 target {p99_target_s:g} s"
     everything, best = _compare(obj, cons, "Mixed cluster (issue 37): 4,096 H100, MoE + dense training + serving, "
-                                f"regions allowed, {limit}" + (f"; the genetic search's front polished by one round "
-                                                               f"of Pareto local search" if polish else ""),
+                                f"regions allowed, {limit}" + ("; the genetic search's front polished by one round "
+                                                               "of Pareto local search" if polish else ""),
                                 seeds, samples, reference_evals, random_below=0.90, budget=budget,
                                 polish_evals=polish)
     feas = [r for r in everything.values() if r["feasible"]]

@@ -72,14 +72,7 @@ def workload_arg(args):
     if args.scenario != "baseline":
         raise FabricError("with --robust give the scenarios as --scenarios a,b,... (every design is judged under "
                           "each), not --scenario")
-    weights = [1.0] * len(groups)
-    if args.weights:
-        try:
-            weights = [float(x) for x in args.weights.split(",")]
-        except ValueError:
-            raise FabricError(f"--weights {args.weights!r}: expected numbers separated by commas") from None
-        if len(weights) != len(groups):
-            raise FabricError(f"--weights gives {len(weights)} weight(s) for {len(groups)} workload(s)")
+    weights = _weights(args.weights, len(groups), "workload(s)") if args.weights else [1.0] * len(groups)
     names, used = [], set()
     for g in groups:
         n = Path(g[0]).name.split(".")[0] or "workload"
@@ -92,6 +85,19 @@ def workload_arg(args):
     return RobustObjective(tuple((n, load_workload_files(g), w) for n, g, w in zip(names, groups, weights)),
                            scenarios, mode=args.robust)
 
+
+
+def _weights(text: str, n: int, what: str, *, count: bool = True) -> list[float]:
+    """``--weights`` as ``n`` numbers; FabricError naming ``what`` they weigh otherwise."""
+    from fabric.errors import FabricError
+
+    try:
+        weights = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise FabricError(f"--weights {text!r}: expected numbers separated by commas") from None
+    if len(weights) != n:
+        raise FabricError(f"--weights gives {len(weights)} weight(s) for {f'{n} ' if count else ''}{what}")
+    return weights
 
 
 def _per_job_objective(args, groups):
@@ -109,16 +115,9 @@ def _per_job_objective(args, groups):
         raise FabricError("with --per-job give the scenarios as --scenarios a,b,..., not --scenario")
     wl = load_workload_files(groups[0])
     jobs = [j.name for j in wl.jobs if j.kind != "storage"]
-    weights = None
-    if args.weights:
-        try:
-            w = [float(x) for x in args.weights.split(",")]
-        except ValueError:
-            raise FabricError(f"--weights {args.weights!r}: expected numbers separated by commas") from None
-        if len(w) != len(jobs):
-            raise FabricError(f"--weights gives {len(w)} weight(s) for the workload's {len(jobs)} jobs "
-                              f"({', '.join(jobs)})")
-        weights = dict(zip(jobs, w))
+    weights = dict(zip(jobs, _weights(args.weights, len(jobs), f"the workload's {len(jobs)} jobs "
+                                                               f"({', '.join(jobs)})", count=False))) \
+        if args.weights else None
     scenarios = tuple(load_scenario(x.strip()) for x in (args.scenarios or "baseline").split(",") if x.strip())
     return job_mix_objective(wl, weights, mode=args.robust, scenarios=scenarios)
 

@@ -131,7 +131,6 @@ def place_jobs(jobs: list[Job] | tuple[Job, ...], fabric, policy: str, rng: np.r
             or not 0.0 <= fragmentation <= 1.0:
         raise DesignError(f"fragmentation must be a share in [0, 1], got {fragmentation!r}")
     total = fabric.n_gpus
-    gpn = fabric.design.gpus_per_node
     need = sum(j.world_size for j in jobs if j.kind != "storage")
     if need > total:
         raise WorkloadError(f"the workload needs {need:,} GPUs but the design has {total:,}; "

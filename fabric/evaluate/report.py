@@ -160,7 +160,7 @@ def build_report(sim: dict, *, seed: int, samples: int, top_links: int = 10,
     (:mod:`fabric.evaluate.serving`) and the primary job's p99 step by where its time goes."""
     design, scenario, fabric, bom, prof, model = (sim[k] for k in ("design", "scenario", "fabric", "bom", "prof",
                                                                     "model"))
-    compute_jobs, placements, job_seeds, ctx = sim["compute_jobs"], sim["placements"], sim["job_seeds"], sim["ctx"]
+    compute_jobs, placements, job_seeds = sim["compute_jobs"], sim["placements"], sim["job_seeds"]
     runs, alone, usage, notes, bases, storage = (sim[k] for k in ("runs", "alone", "usage", "notes", "bases",
                                                                   "storage"))
 

@@ -26,38 +26,37 @@ def job_regions(design, workload) -> dict[str, str]:
     return {j.name: (names[w] if w is not None else "spans regions") for j, w in zip(jobs, where)}
 
 
-def _across_servers(job, gpus_per_node: int) -> list[tuple[float, str]]:
-    """``(bytes per rank per step, "expert all-to-all")`` of the job's ops whose groups span servers, largest first."""
+def _traffic_name(job, op_group: str, kind: str, gpus_per_node: int) -> str | None:
+    """``"expert all-to-all"`` for an op of ``job`` whose group spans servers, None for one inside a server."""
     from fabric.workload.groups import group_pattern
 
+    g = job.group(op_group)
+    pat = group_pattern(g, job.world_size)
+    span = (pat[1] * g.size) if pat is not None else g.size
+    if g.size <= 1 or span <= gpus_per_node:
+        return None
+    return f"{_ROLE_WORDS.get(g.role, g.role)} {_KIND_WORDS.get(kind, kind.replace('_', ' '))}"
+
+
+def _ranked(pairs) -> list[tuple[float, str]]:
+    """``(amount, name)`` summed by name, positive ones, largest first."""
     out: dict[str, float] = {}
-    for op in job.ops:
-        g = job.group(op.group)
-        pat = group_pattern(g, job.world_size)
-        span = (pat[1] * g.size) if pat is not None else g.size
-        if g.size <= 1 or span <= gpus_per_node:
-            continue
-        name = f"{_ROLE_WORDS.get(g.role, g.role)} {_KIND_WORDS.get(op.kind, op.kind.replace('_', ' '))}"
-        out[name] = out.get(name, 0.0) + float(op.bytes) * float(op.count_per_step)
-    return sorted(((b, n) for n, b in out.items()), reverse=True)
+    for name, amount in pairs:
+        if name is not None:
+            out[name] = out.get(name, 0.0) + amount
+    return sorted(((a, n) for n, a in out.items() if a > 0), reverse=True)
+
+
+def _across_servers(job, gpus_per_node: int) -> list[tuple[float, str]]:
+    """``(bytes per rank per step, "expert all-to-all")`` of the job's ops whose groups span servers, largest first."""
+    return _ranked((_traffic_name(job, op.group, op.kind, gpus_per_node), float(op.bytes) * float(op.count_per_step))
+                   for op in job.ops)
 
 
 def _exposed(job, evaluation, gpus_per_node: int) -> list[tuple[float, str]]:
     """``(seconds exposed in the p99 step, "expert all-to-all")`` of the job's ops across servers, largest first."""
-    from fabric.workload.groups import group_pattern
-
-    out: dict[str, float] = {}
-    for op in evaluation.ops:
-        if op.job != job.name:
-            continue
-        g = job.group(op.group)
-        pat = group_pattern(g, job.world_size)
-        span = (pat[1] * g.size) if pat is not None else g.size
-        if g.size <= 1 or span <= gpus_per_node:
-            continue
-        name = f"{_ROLE_WORDS.get(g.role, g.role)} {_KIND_WORDS.get(op.kind, op.kind.replace('_', ' '))}"
-        out[name] = out.get(name, 0.0) + float(op.exposed_in_p99_sample_s)
-    return sorted(((t, n) for n, t in out.items() if t > 0), reverse=True)
+    return _ranked((_traffic_name(job, op.group, op.kind, gpus_per_node), float(op.exposed_in_p99_sample_s))
+                   for op in evaluation.ops if op.job == job.name)
 
 
 def _bytes(b: float) -> str:
