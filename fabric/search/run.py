@@ -41,6 +41,7 @@ from fabric.search.constraints import Constraints
 from fabric.search.prepare import has_serving_jobs
 from fabric.search.convergence import DEFAULT_RULE, STALE_GENERATIONS, ConvergenceRule
 from fabric.search.neighbourhood import check_recommendation
+from fabric.search.niches import shape_niches_for
 from fabric.search.records import INFEASIBLE_P99, EvaluationCache, design_key, workload_key
 from fabric.search.records import record_objectives
 from fabric.search.result import SearchResult, hypervolume, pareto_mask
@@ -449,8 +450,10 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
             rand = [space.repair(rng.integers(0, space.upper + 1)) for _ in range(max(0, pop_size - len(seeds)))]
             initial = np.array(seeds + rand, dtype=np.int64)
         problem = _Problem(space, session.evaluate_genomes, n_obj, len(_CONSTRAINT_ORDER))
+        niches = shape_niches_for(space)    # designs of regions: every region split keeps a foothold
         algorithm = NSGA2(pop_size=pop_size, sampling=Population.new(X=initial), crossover=UX(prob=0.9),
-                          mutation=_ChoiceMutation(prob=1.0), repair=_Canonical(space), eliminate_duplicates=True)
+                          mutation=_ChoiceMutation(prob=1.0), repair=_Canonical(space), eliminate_duplicates=True,
+                          **({"survival": niches} if niches is not None else {}))
         # the loop below decides when to stop; pymoo's own convergence test is state a resume could not restore
         algorithm.setup(problem, termination=NoTermination(), seed=seed, verbose=False)
         if state:

@@ -1,0 +1,103 @@
+"""The genetic search's shape niches (fabric.search.niches): every region split keeps a foothold."""
+
+from __future__ import annotations
+
+import numpy as np
+from pymoo.core.population import Population
+from pymoo.core.problem import Problem
+from pymoo.operators.survival.rank_and_crowding import RankAndCrowding
+
+from fabric.search.constraints import Constraints
+from fabric.search.niches import ShapeNiches, shape_keys, shape_niches_for
+from fabric.search.space import DesignSpace
+from fabric.workload.model import CommOp, Job, ProcessGroup, Workload
+
+GIB = 2 ** 30
+
+
+def _job(name: str, n: int) -> Job:
+    g = ProcessGroup(name="world", size=n, role="dp", rank_start=0, rank_stride=1)
+    return Job(name=name, kind="training", world_size=n, groups=(g,),
+               ops=(CommOp(kind="all_reduce", bytes=GIB, group="world", count_per_step=1.0),), compute_time_s=0.0)
+
+
+def _space(families=("clos", "rail_optimized", "regions")):
+    wl = Workload(jobs=(_job("moe", 128), _job("dense", 64), _job("serve", 32)))
+    return DesignSpace(Constraints(gpus=256, families=families, switch_models=("ib-ndr-64x400",),
+                                   nic_models=("nic-cx7-400",)), workload=wl)
+
+
+def _genome(space, family, split=None):
+    x = np.zeros(space.n_var, dtype=np.int64)
+    x[space.names.index("family")] = space.gene("family").choices.index(family)
+    if split is not None:
+        x[space.names.index("region_split")] = space.gene("region_split").choices.index(split)
+    return x
+
+
+def _population(X, F, cv):
+    """A population with objectives ``F`` and constraint violations ``cv`` (<= 0 feasible)."""
+    cv = np.asarray(cv, float)
+    return Population.new(X=np.asarray(X), F=np.asarray(F, float), G=cv[:, None], H=np.zeros((len(X), 0)))
+
+
+class _Toy(Problem):
+    def __init__(self, n_var):
+        super().__init__(n_var=n_var, n_obj=2, n_ieq_constr=1)
+
+
+def test_shape_keys_name_family_and_region_split():
+    space = _space()
+    X = [_genome(space, "clos"), _genome(space, "regions", ("moe",)), _genome(space, "regions", ("dense", "serve"))]
+    assert shape_keys(space, X) == [("clos",), ("regions", ("moe",)), ("regions", ("dense", "serve"))]
+
+
+def test_niches_only_where_regions_are_searched():
+    assert shape_niches_for(_space(("clos", "rail_optimized"))) is None
+    assert isinstance(shape_niches_for(_space()), ShapeNiches)
+    # three jobs: every non-empty proper subset is a split
+    assert len(_space().gene("region_split").choices) == 6
+
+
+def test_a_dominated_split_keeps_its_best_two():
+    """Ten designs of split (moe) dominate every design of split (dense): plain rank and crowding keeps none of
+    the dominated split in a population of eight; the niches keep its two best (its own front's ends), and the other
+    six come from the dominating split."""
+    space = _space()
+    good = [_genome(space, "regions", ("moe",)) for _ in range(10)]
+    bad = [_genome(space, "regions", ("dense",)) for _ in range(5)]
+    X = np.array(good + bad)
+    F = [[1 + i, 10 - i] for i in range(10)] + [[20, 30], [25, 25], [30, 20], [40, 40], [50, 50]]
+    pop = _population(X, F, [0.0] * 15)
+    problem = _Toy(space.n_var)
+    plain = RankAndCrowding().do(problem, pop, n_survive=8, return_indices=True)
+    assert all(i < 10 for i in plain)
+    kept = ShapeNiches(space).do(problem, pop, n_survive=8, return_indices=True)
+    assert len(kept) == 8 == len(set(kept))
+    assert sorted(i for i in kept if i >= 10) == [10, 12]          # the two ends of the dense split's front
+    assert sum(i < 10 for i in kept) == 6 and {0, 9} <= set(kept)  # and the good split's ends
+    # the survivors carry ranks of the surviving population as one: the dominated split's designs rank below
+    ranks = dict(zip(kept, ShapeNiches(space).do(problem, pop, n_survive=8).get("rank")))
+    assert ranks[0] == 0 and ranks[10] >= 1
+
+
+def test_infeasible_split_keeps_its_least_violating():
+    """A split with no feasible design keeps the design closest to feasible, not a random one."""
+    space = _space()
+    X = np.array([_genome(space, "clos")] * 6 + [_genome(space, "regions", ("serve",))] * 3)
+    F = [[1 + i, 6 - i] for i in range(6)] + [[1, 1], [2, 2], [3, 3]]
+    cv = [0.0] * 6 + [0.5, 0.1, 0.9]
+    kept = ShapeNiches(space, per_niche=1).do(_Toy(space.n_var), _population(X, F, cv), n_survive=4,
+                                              return_indices=True)
+    assert [i for i in kept if i >= 6] == [7]
+
+
+def test_one_shape_is_plain_rank_and_crowding():
+    space = _space()
+    X = np.array([_genome(space, "clos")] * 8)
+    F = [[1, 8], [2, 7], [3, 6], [4, 5], [5, 5], [6, 6], [7, 7], [8, 8]]
+    pop = _population(X, F, [0.0] * 8)
+    problem = _Toy(space.n_var)
+    a = RankAndCrowding().do(problem, pop, n_survive=5, return_indices=True, random_state=np.random.default_rng(1))
+    b = ShapeNiches(space).do(problem, pop, n_survive=5, return_indices=True, random_state=np.random.default_rng(1))
+    assert sorted(a) == sorted(b)
