@@ -694,7 +694,9 @@ def _build(design: Design, cat, sw, nic, gpu, link_speed, hw) -> Fabric:
     reserved = {}
     if reserved_ports:
         rp = np.concatenate(reserved_ports) - switch_base
-        reserved = {"ports_per_switch": np.bincount(rp, minlength=n_switches), "links": int(rp.shape[0])}
+        # leaf_nodes: the leaf of each reserved port, plane by plane, slot by slot, rail by rail (cabling plans)
+        reserved = {"ports_per_switch": np.bincount(rp, minlength=n_switches), "links": int(rp.shape[0]),
+                    "leaf_nodes": rp + switch_base}
     info = dict(plane_plans[0].info)
     info.update({"planes": P, "endpoint_ports_per_node_per_plane": Q, "nodes": nodes,
                  "reserved_node_slots": design.reserved_node_slots, "link_speed_gbps": link_speed / 1e9,
