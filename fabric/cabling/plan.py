@@ -166,10 +166,11 @@ def _node_names(fabric, reserved: int) -> tuple[np.ndarray, np.ndarray]:
     planes = fabric.node_plane[base:base + n_sw]
     tier_names = np.asarray(fabric.tier_names)[tiers]
     key = planes.astype(np.int64) * 8 + tiers
-    idx = _rank_in_groups(key) + 1
-    sw_names = np.char.add(np.char.add(tier_names, "-"), np.char.zfill(idx.astype(str), 4))
+    # the fabric's own switch labels (Fabric.node_label: leaf0, spine3@p1), as failures and the audit name them
+    idx = _rank_in_groups(key)
+    sw_names = np.char.add(tier_names, idx.astype(str))
     if fabric.planes > 1:
-        sw_names = np.char.add(np.char.add(np.char.add("p", (planes + 1).astype(str)), "-"), sw_names)
+        sw_names = np.char.add(np.char.add(sw_names, "@p"), planes.astype(str))
     names = np.full(fabric.n_nodes, "", dtype=object)
     names[fabric.nic_base:fabric.nic_base + fabric.n_nics] = server
     names[base:base + n_sw] = sw_names

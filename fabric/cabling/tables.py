@@ -139,3 +139,34 @@ def rack_table(plan, rack: int):
     df["cable"] = t["cable_model"].to_numpy()
     df["length (m)"] = t["length_m"].to_numpy()
     return df.sort_values(["U", "device", "port"], kind="stable").reset_index(drop=True)
+
+
+def write_by_rack_csv(plan, path_or_file) -> int:
+    """Every rack's links as one CSV, rack by rack (each link twice, once from each end's rack): rack, U, device,
+    port, then the far end, role, cable and length; ordered by rack, U, device and port. Returns the rows."""
+    lay = plan.layout
+    ra, ua, rb, ub = plan._ends()
+    t = plan_table(plan)
+    views = []
+    for here, u, dev, iface, port, far_rack, far_dev, far_iface in (
+            (ra, ua, "a_device", "a_interface", plan.a_port, "b_rack", "b_device", "b_interface"),
+            (rb, ub, "b_device", "b_interface", plan.b_port, "a_rack", "a_device", "a_interface")):
+        views.append((here, u, port, pa.table({
+            "rack": _take(lay.rack_name.tolist(), here), "u": pa.array(u), "device": t[dev], "port": t[iface],
+            "far_rack": t[far_rack], "far_device": t[far_dev], "far_port": t[far_iface], "role": t["role"],
+            "cable_model": t["cable_model"], "length_m": t["length_m"], "link": t["link"]})))
+    rack = np.concatenate([v[0] for v in views])
+    u = np.concatenate([v[1] for v in views])
+    port = np.concatenate([v[2] for v in views])
+    table = pa.concat_tables([v[3] for v in views])
+    dev = pc.dictionary_encode(table["device"]).combine_chunks()
+    # devices in name order within a U: rank of each name among the dictionary's sorted values
+    dict_rank = np.argsort(np.argsort(np.asarray(dev.dictionary.to_pylist(), dtype=object)))
+    dev_rank = dict_rank[dev.indices.to_numpy(zero_copy_only=False)]
+    order = np.lexsort((port, dev_rank, u, rack))
+    table = table.take(pa.array(order))
+    sink = str(path_or_file) if isinstance(path_or_file, (str, Path)) else path_or_file
+    with pacsv.CSVWriter(sink, table.schema) as w:
+        for start in range(0, table.num_rows, BATCH_ROWS):
+            w.write_table(table.slice(start, BATCH_ROWS))
+    return table.num_rows

@@ -18,7 +18,7 @@ __all__ = ["main", "build_parser", "COMMAND_MODULES"]
 
 #: Subcommand modules, in the order ``fabric --help`` lists them.
 COMMAND_MODULES = ["build", "catalog", "parse", "synth", "evaluate", "scale", "search", "plans", "calibrate", "validate",
-                   "rollout", "advise", "upgrade", "plan_growth", "audit"]
+                   "rollout", "advise", "upgrade", "plan_growth", "audit", "export"]
 
 
 def build_parser() -> argparse.ArgumentParser:
