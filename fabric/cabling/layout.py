@@ -15,7 +15,9 @@ The layout extends the rack report's (:mod:`fabric.facility.rackpower`) to posit
   to its racks, spines of a pod in the pod, cores in the middle of the floor);
 - **cable length** between two devices: in one rack, the vertical distance plus :data:`SLACK_IN_RACK_M`; between
   racks, up each rack to the overhead tray (:data:`TRAY_M` above the rack top), along the floor (rows and the row
-  distance: a Manhattan path along the trays), and :data:`SLACK_BETWEEN_RACKS_M` of service loops.
+  distance: a Manhattan path along the trays), and :data:`SLACK_BETWEEN_RACKS_M` of service loops; between two
+  racks side by side in a row, through their side openings: the vertical distance, one rack pitch and the in-rack
+  slack at both ends. Racks whose servers share a top-of-rack leaf stay side by side in one row.
 
 Assumptions (stated in every cabling plan and package): 42U racks (48U for rack-scale systems), 0.6 m rack pitch,
 2.4 m row pitch (1.2 m rack depth plus a 1.2 m aisle), 44.45 mm per U.
@@ -128,6 +130,26 @@ def _homes(fabric, slot_rack: np.ndarray, nodes_first_slot: int) -> np.ndarray:
     return home
 
 
+def _joined_groups(fabric, slot_rack, switch_rack, n_compute: int, reserved: int) -> np.ndarray:
+    """Group id of each compute rack: consecutive racks whose servers share a top-of-rack leaf share a group."""
+    joined = np.zeros(max(n_compute - 1, 0), bool)
+    nl = np.flatnonzero(fabric.link_kind == LINK_KINDS.index("nic-leaf"))
+    leaf = fabric.link_b[nl] - fabric.switch_base
+    tor = switch_rack[leaf] >= 0
+    if tor.any() and joined.size:
+        npn = max(1, fabric.design.nics_per_node)
+        rk = slot_rack[(fabric.link_a[nl][tor] - fabric.nic_base) // npn + reserved]
+        lf = leaf[tor]
+        lo = np.full(fabric.n_switches, np.iinfo(np.int64).max)
+        hi = np.full(fabric.n_switches, -1)
+        np.minimum.at(lo, lf, rk)
+        np.maximum.at(hi, lf, rk)
+        span = np.flatnonzero(hi > lo)
+        for a, b in zip(lo[span].tolist(), hi[span].tolist()):
+            joined[a:b] = True
+    return np.concatenate([[0], np.cumsum(~joined)]).astype(np.int64) if n_compute else np.zeros(0, np.int64)
+
+
 def rack_layout(fabric, bom=None, catalog=None, *, racks_per_row: int | None = None) -> RackLayout:
     """Lay ``fabric`` out on a floor (module docstring). ``racks_per_row`` overrides the square-floor default."""
     from fabric.catalog import default_catalog
@@ -197,14 +219,39 @@ def rack_layout(fabric, bom=None, catalog=None, *, racks_per_row: int | None = N
     n_net = len(net_home)
     n_racks = n_compute + n_net
 
-    # the floor: one sequence of rack positions, network racks beside the compute racks they serve
-    key = np.concatenate([np.arange(n_compute, dtype=float), np.asarray(net_home, float) + 0.5])
+    # the floor: one sequence of rack positions, network racks beside the compute racks they serve; racks joined
+    # by a top-of-rack leaf (its servers span them: copper to the next rack) stay side by side in one row
+    group = _joined_groups(fabric, slot_rack, switch_rack, n_compute, reserved)
+    net_key = np.asarray(net_home, float)
+    if n_net:   # after the end of the joined group the home falls in
+        at = np.clip(np.floor(net_key).astype(np.int64), 0, max(n_compute - 1, 0))
+        last_of_group = np.searchsorted(group, group, side="right") - 1
+        net_key = last_of_group[at] + 0.5 if n_compute else net_key
+    key = np.concatenate([np.arange(n_compute, dtype=float), net_key])
     seq = np.argsort(key, kind="stable")
-    position = np.empty(n_racks, np.int64)
-    position[seq] = np.arange(n_racks)
     if racks_per_row is None:
         racks_per_row = int(min(40, max(8, math.ceil(2 * math.sqrt(n_racks)))))
-    row, col = position // racks_per_row, position % racks_per_row
+    row = np.empty(n_racks, np.int64)
+    col = np.empty(n_racks, np.int64)
+    r = c = 0
+    i = 0
+    seq_l = seq.tolist()
+    grp = group.tolist()
+    while i < len(seq_l):
+        k = seq_l[i]
+        j = i + 1
+        if k < n_compute:       # a block: this rack and the racks joined to it
+            while j < len(seq_l) and seq_l[j] < n_compute and grp[seq_l[j]] == grp[k]:
+                j += 1
+        size = j - i
+        if c and c + size > racks_per_row:
+            r, c = r + 1, 0
+        for m in range(i, j):
+            if c == racks_per_row:      # a block longer than a row goes on in the next
+                r, c = r + 1, 0
+            row[seq_l[m]], col[seq_l[m]] = r, c
+            c += 1
+        i = j
     names = np.array([f"R{r + 1:03d}-{c + 1:02d}" for r, c in zip(row.tolist(), col.tolist())])
     kind = np.array(["compute"] * n_compute + ["network"] * n_net)
     power = np.concatenate([place.compute_rack_w, np.asarray(net_power, float)])
@@ -263,6 +310,12 @@ def link_lengths_m(fabric, layout: RackLayout, links: np.ndarray) -> np.ndarray:
         floor = (np.abs(layout.rack_x_m[ra[diff]] - layout.rack_x_m[rb[diff]])
                  + np.abs(layout.rack_y_m[ra[diff]] - layout.rack_y_m[rb[diff]]))
         out[diff] = up + floor + SLACK_BETWEEN_RACKS_M
+        # side by side in one row: through the racks' side openings, not over the top
+        ia, ib = ra[diff], rb[diff]
+        beside = (layout.rack_row[ia] == layout.rack_row[ib]) & (np.abs(layout.rack_col[ia] - layout.rack_col[ib]) == 1)
+        if beside.any():
+            d = np.flatnonzero(diff)[beside]
+            out[d] = np.abs(mid_a[d] - mid_b[d]) * U_M + RACK_PITCH_M + 2 * SLACK_IN_RACK_M
     return np.round(out, 2)
 
 
