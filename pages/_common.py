@@ -127,6 +127,21 @@ def _strong(design_json: str, cat_key: str, preset: str, counts: tuple, override
                           transport_overrides=json.loads(transport_json))
 
 
+@st.cache_resource(show_spinner="Laying out racks and assigning ports...", max_entries=8)
+def _cabling(design_json: str, cat_key: str, _catalog):
+    from fabric.cabling.checks import plan_checks
+    from fabric.cabling.plan import cabling_plan
+
+    plan = cabling_plan(design_from_dict(json.loads(design_json)), _catalog)
+    return plan, plan_checks(plan, catalog=_catalog)
+
+
+def cabling_of(design: Design):
+    """(cabling plan, its checks) of ``design`` (fabric.cabling; kept per design and catalog)."""
+    cb = catalog_bundle()
+    return _cabling(_design_json(design), cb.key, cb.catalog)
+
+
 @st.cache_data(show_spinner=False, max_entries=128)
 def _racks(design_json: str, cat_key: str, rack_limit_w, pue: float, _catalog) -> dict:
     from fabric.facility.rackpower import rack_report

@@ -260,6 +260,32 @@ if design.regions:
 st.subheader("Racks and power")
 C.rack_section(design, C.racks_of(design))
 
+st.subheader("Cabling and rack elevations")
+try:
+    from fabric.ui_support.cabling_view import check_rows, plan_summary, rack_links, rack_options
+
+    cab_plan, cab_checks = C.cabling_of(design)
+except FabricError as err:
+    cab_plan, cab_checks = None, []
+    st.warning(f"No cabling plan for this design: {C.md_text(err)}")
+if cab_plan is not None:
+    st.caption(C.md_text(plan_summary(cab_plan, cab_checks)) + " Ports follow the rules fabrics are cabled by "
+               "(servers in slot order, uplinks round-robin over the switches above, a fresh cage per link kind); "
+               "lengths come from the floor layout; the package below holds every file (docs/cabling.md).")
+    st.dataframe(check_rows(cab_checks), hide_index=True, width="stretch", key="cabling_checks", column_config={
+        "check": st.column_config.TextColumn(width="medium"), "result": st.column_config.TextColumn(width="small"),
+        "figures": st.column_config.TextColumn(width="large")})
+    opts = rack_options(cab_plan)
+    pick = st.selectbox("Rack", range(len(opts)), format_func=lambda i: opts[i][1], key="cabling_rack")
+    from fabric.cabling.elevations import rack_svg
+
+    e, t = st.columns([1, 2])
+    with e:
+        st.image(rack_svg(cab_plan, opts[pick][0]))
+    with t:
+        st.dataframe(rack_links(cab_plan, opts[pick][0]), hide_index=True, width="stretch", height=420,
+                     key="cabling_rack_links")
+
 st.subheader("Scale-up versus scale-out")
 try:
     from fabric.ui_support.racks_view import traffic_rows, traffic_summary
@@ -660,5 +686,24 @@ x.download_button("Report (one HTML file)", _report, file_name="design_report.ht
                   key="dl_report", on_click="ignore", width="stretch")
 y.caption("The page's link (browser address bar) reproduces this view: workload, constraints and design. The "
           "report embeds its charts and opens offline; the CSV has one row per item of the bill of materials.")
+
+
+def _package() -> bytes:
+    """The design package (fabric.cabling.package): the design, bill of materials, cabling plan, elevations, NetBox
+    files and this design's report as its brief."""
+    from fabric.cabling.package import package_bytes
+
+    data, _ = package_bytes(design, C.catalog_bundle().catalog, brief_html=_report(),
+                            plan=cab_plan)
+    return data
+
+
+if cab_plan is not None:
+    p, q = st.columns([1, 2])
+    p.download_button("Design package (zip)", _package, file_name="design_package.zip", mime="application/zip",
+                      key="dl_package", on_click="ignore", width="stretch")
+    q.caption("One zip a team builds from: design, bill of materials, cabling plan and each rack's links, the "
+              "audit's port mapping, rack elevations (SVG), NetBox bulk-import CSVs and this report as the brief.")
+
 
 C.sync_url()
