@@ -28,7 +28,8 @@ FLOORS = [
     ("fabric.failures",),
     ("fabric.plans",),
     ("fabric.search",),
-    ("fabric.review", "fabric.audit", "fabric.calibrate", "fabric.brownfield", "fabric.validate"),
+    ("fabric.review", "fabric.audit", "fabric.calibrate", "fabric.brownfield", "fabric.validate",
+     "fabric.cabling"),
     ("fabric.ui_support",),
     ("fabric.cli",),
 ]

@@ -33,7 +33,7 @@ def failed(checks) -> list:
 
 
 def _ports_once(plan) -> Check:
-    from fabric.cabling.plan import RESERVED_ROLE
+    from fabric.cabling.roles import RESERVED_ROLE
 
     fab = plan.fabric
     # switch ports: (switch, port, lane) at most once, ports within the switch's front panel
@@ -61,7 +61,7 @@ def _ports_once(plan) -> Check:
 
 
 def _counts_equal_bom(plan, bom) -> Check:
-    from fabric.cabling.plan import RESERVED_ROLE
+    from fabric.cabling.roles import RESERVED_ROLE
 
     bought = plan.role != RESERVED_ROLE
     plan_cables: dict = {}
@@ -110,7 +110,7 @@ def _fmt(d: dict) -> str:
 
 
 def _reach(plan, catalog) -> Check:
-    from fabric.cabling.plan import RESERVED_ROLE
+    from fabric.cabling.roles import RESERVED_ROLE
 
     bought = plan.role != RESERVED_ROLE
     limit = np.full(plan.rows, np.inf)
@@ -127,7 +127,7 @@ def _reach(plan, catalog) -> Check:
               f"m; {n_over:,} longer than the cable or optic bought for them")
     if n_over:
         worst = int(np.argmax(np.where(over, plan.length_m - limit, -np.inf)))
-        from fabric.cabling.plan import ROLE_NAMES
+        from fabric.cabling.roles import ROLE_NAMES
 
         roles = {ROLE_NAMES[r]: int(c) for r, c in zip(*np.unique(plan.role[over], return_counts=True))}
         medium = MEDIA[int(plan.medium[worst])] if plan.medium[worst] >= 0 else "?"

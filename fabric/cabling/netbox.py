@@ -22,6 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from fabric.cabling.tables import plan_table
+
 __all__ = ["netbox_files", "NETBOX_ORDER"]
 
 #: Files in import order.
@@ -97,7 +99,7 @@ def netbox_files(plan, catalog=None, *, site: str = "fabric-site") -> dict[str, 
     files["devices.csv"] = _csv(["name", "role", "manufacturer", "device_type", "status", "site", "rack",
                                  "position", "face"], dev_rows)
     # interfaces and cables: every row of the plan (both ends), built column-wise
-    t = plan.table()
+    t = plan_table(plan)
     ib = sw.fabric == "infiniband"
     speeds = np.unique(plan.speed_bps)
     itype = np.array([_iface_type(s, "infiniband" if ib else "ethernet") for s in speeds.tolist()])

@@ -33,7 +33,7 @@ from fabric.cabling.checks import failed, plan_checks
 from fabric.cabling.elevations import elevation_rows, rack_groups, rack_svg
 from fabric.cabling.netbox import NETBOX_ORDER, netbox_files
 from fabric.cabling.plan import cabling_plan
-from fabric.cabling.tables import write_by_rack_csv, write_plan_csv
+from fabric.cabling.tables import plan_table, write_by_rack_csv, write_plan_csv
 from fabric.topology.fabric import LINK_KINDS
 
 __all__ = ["PackageSummary", "write_package", "package_bytes", "SVG_RACKS_MAX", "audit_mapping_rows"]
@@ -69,7 +69,7 @@ def audit_mapping_rows(plan):
     switch-to-switch cable gives two rows, the port at each end with the direction it transmits in
     (``leaf3-spine1``), switches and ports named as the plan names them. One definition of which port is which
     link."""
-    t = plan.table()
+    t = plan_table(plan)
     sw_rows = np.flatnonzero(np.isin(plan.role, [LINK_KINDS.index(k) for k in
                                                  ("leaf-spine", "spine-core", "router-local", "router-global")]))
     a_dev, a_if = t["a_device"].to_pylist(), t["a_interface"].to_pylist()

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fabric.cabling.layout import RackLayout, link_lengths_m, rack_layout
+from fabric.cabling.roles import PLAN_COLUMNS, RESERVED_ROLE, ROLE_NAMES
 from fabric.errors import DesignError
 from fabric.topology.fabric import LINK_KINDS, MEDIA, NIC
 
@@ -35,14 +36,8 @@ __all__ = ["CablingPlan", "cabling_plan", "ROLE_NAMES", "RESERVED_ROLE", "PLAN_C
 
 _NET_KINDS = [LINK_KINDS.index(k) for k in ("nic-leaf", "leaf-spine", "spine-core", "router-local", "router-global")]
 #: Role of a row: the link kind, or "reserved" for a reserved node slot's port (cabled by the site, not bought here).
-ROLE_NAMES = tuple(LINK_KINDS) + ("reserved",)
-RESERVED_ROLE = len(LINK_KINDS)
 _OPTICS = MEDIA.index("optics")
 _CABLE_KIND = {"copper": "dac", "active_copper": "acc", "aoc": "aoc", "optics": "fibre"}
-#: Columns of the plan's CSV, in order.
-PLAN_COLUMNS = ("link", "role", "plane", "speed_gbps", "a_rack", "a_u", "a_device", "a_interface", "a_port",
-                "a_cage", "a_lane", "a_optic", "b_rack", "b_u", "b_device", "b_interface", "b_port", "b_cage",
-                "b_lane", "b_optic", "medium", "cable_model", "cable_length_m", "length_m")
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,12 +80,6 @@ class CablingPlan:
     @property
     def rows(self) -> int:
         return int(self.link.shape[0])
-
-    def table(self, rows: np.ndarray | slice | None = None):
-        """The plan (or the given rows) as a pyarrow Table with :data:`PLAN_COLUMNS`."""
-        from fabric.cabling.tables import plan_table
-
-        return plan_table(self, rows)
 
     def rack_rows(self, rack: int) -> np.ndarray:
         """Rows with an end in layout rack ``rack``."""

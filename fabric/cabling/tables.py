@@ -66,7 +66,7 @@ def plan_table(plan, rows=None) -> pa.Table:
     a_node, b_node = plan.a_node[idx], plan.b_node[idx]
     names = plan.node_names
     speed = plan.speed_bps[idx]
-    from fabric.cabling.plan import ROLE_NAMES, RESERVED_ROLE
+    from fabric.cabling.roles import ROLE_NAMES, RESERVED_ROLE
 
     role = plan.role[idx]
     a_iface = _interfaces(plan, a_node, plan.a_port[idx], plan.a_cage[idx], plan.a_lane[idx], speed)
