@@ -6,6 +6,7 @@ Power is drawn as the rack's two vertical (0U) power strips with the rack's draw
 
 from __future__ import annotations
 
+import weakref
 from html import escape
 
 import numpy as np
@@ -17,42 +18,102 @@ _COLOURS = {"server": "#4c78a8", "reserved": "#9e9e9e", "leaf": "#f58518", "spin
 _PX_PER_U = 14
 
 
+class _Contents:
+    """Every rack's devices at once, ordered by rack, then U (ties: node slots, switches, patch panels, each in
+    index order, as :func:`rack_contents` lists them): ``start[r]:start[r + 1]`` are rack ``r``'s."""
+
+    __slots__ = ("u", "height", "device", "kind", "links", "start")
+
+    def __init__(self, plan):
+        lay, fab = plan.layout, plan.fabric
+        n = lay.n_racks
+        reserved = int(fab.design.reserved_node_slots)
+        npn = max(1, fab.design.nics_per_node)
+        names = plan.node_names
+        # node slots (reserved ones first), switches, patch panels: each in index order
+        slots = np.flatnonzero((lay.slot_rack >= 0) & (lay.slot_rack < n))
+        slot_node = np.where(slots < reserved, len(names) - 1 - slots, fab.nic_base + (slots - reserved) * npn)
+        sws = np.flatnonzero((lay.switch_rack >= 0) & (lay.switch_rack < n))
+        tiers = fab.node_tier[fab.switch_base:fab.switch_base + fab.n_switches]
+        p_rack = np.array([int(p[0]) for p in lay.panels], np.int64)
+        p_u = np.array([int(p[1]) for p in lay.panels], np.int64)
+        p_links = np.array([int(p[2]) for p in lay.panels], np.int64)
+        panels = np.flatnonzero((p_rack >= 0) & (p_rack < n))
+        # a panel's number in its rack: its place among the rack's panels, in list order
+        p_num = np.zeros(panels.size, np.int64)
+        if panels.size:
+            order = np.argsort(p_rack[panels], kind="stable")
+            r_sorted = p_rack[panels][order]
+            p_num[order] = np.arange(panels.size) - np.searchsorted(r_sorted, r_sorted, side="left")
+        rack = np.concatenate([lay.slot_rack[slots], lay.switch_rack[sws], p_rack[panels]]).astype(np.int64)
+        u = np.concatenate([lay.slot_u[slots], lay.switch_u[sws], p_u[panels]]).astype(np.int64)
+        height = np.concatenate([np.full(slots.size, int(lay.slot_height_u), np.int64),
+                                 np.full(sws.size, int(lay.switch_height_u), np.int64),
+                                 np.ones(panels.size, np.int64)])
+        rack_name = lay.rack_name
+        device = ([str(x) for x in names[slot_node]] + [str(x) for x in names[fab.switch_base + sws]]
+                  + [f"{rack_name[r]}-panel-{j + 1}" for r, j in zip(p_rack[panels].tolist(), p_num.tolist())])
+        tier_names = list(fab.tier_names)
+        kind = (["reserved" if s < reserved else "server" for s in slots.tolist()]
+                + [tier_names[t] for t in tiers[sws].tolist()] + ["panel"] * panels.size)
+        order = np.lexsort((u, rack))               # stable: ties keep slots, switches, panels in index order
+        links = [None] * (slots.size + sws.size) + p_links[panels].tolist()      # a panel's links; None: not a panel
+        self.u, self.height = u[order].tolist(), height[order].tolist()
+        self.device, self.kind, self.links = ([x[i] for i in order.tolist()] for x in (device, kind, links))
+        self.start = np.searchsorted(rack[order], np.arange(n + 1), side="left").tolist()
+
+    def of(self, rack: int) -> list[dict]:
+        if not 0 <= rack < len(self.start) - 1:
+            return []
+        out = []
+        for i in range(self.start[rack], self.start[rack + 1]):
+            d = {"u": self.u[i], "height_u": self.height[i], "device": self.device[i], "kind": self.kind[i]}
+            if self.links[i] is not None:
+                d["links"] = self.links[i]
+            out.append(d)
+        return out
+
+
+_CONTENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _contents(plan) -> _Contents:
+    """Every rack's contents, made once per plan (the racks of a 131,072-GPU floor one by one would each scan every
+    slot, switch and panel)."""
+    try:
+        got = _CONTENTS.get(plan)
+    except TypeError:               # not weakly referenceable: no cache
+        return _Contents(plan)
+    if got is None:
+        got = _CONTENTS[plan] = _Contents(plan)
+    return got
+
+
 def rack_contents(plan, rack: int) -> list[dict]:
     """What rack ``rack`` of the plan's layout holds: one dict per device (``u`` lowest U, ``height_u``,
-    ``device``, ``kind``), bottom to top."""
-    lay, fab = plan.layout, plan.fabric
-    out = []
-    reserved = fab.design.reserved_node_slots
-    for s in np.flatnonzero(lay.slot_rack == rack).tolist():
-        name = plan.node_names[-1 - s] if s < reserved else \
-            plan.node_names[fab.nic_base + (s - reserved) * max(1, fab.design.nics_per_node)]
-        out.append({"u": int(lay.slot_u[s]), "height_u": int(lay.slot_height_u), "device": str(name),
-                    "kind": "reserved" if s < reserved else "server"})
-    tiers = fab.node_tier[fab.switch_base:fab.switch_base + fab.n_switches]
-    for i in np.flatnonzero(lay.switch_rack == rack).tolist():
-        out.append({"u": int(lay.switch_u[i]), "height_u": int(lay.switch_height_u),
-                    "device": str(plan.node_names[fab.switch_base + i]), "kind": fab.tier_names[tiers[i]]})
-    for j, (r, u, links) in enumerate(p for p in lay.panels if p[0] == rack):
-        out.append({"u": int(u), "height_u": 1, "device": f"{lay.rack_name[rack]}-panel-{j + 1}", "kind": "panel",
-                    "links": int(links)})
-    return sorted(out, key=lambda d: d["u"])
+    ``device``, ``kind``; a patch panel's ``links`` too), bottom to top."""
+    return _contents(plan).of(int(rack))
 
 
 def elevation_rows(plan):
     """Every rack's every device as rows (rack, row, position, U, height, device, kind) for a CSV."""
     lay = plan.layout
+    contents = _contents(plan)
     for rack in range(lay.n_racks):
-        for d in rack_contents(plan, rack):
-            yield {"rack": str(lay.rack_name[rack]), "rack_kind": str(lay.rack_kind[rack]),
-                   "row": int(lay.rack_row[rack]) + 1, "position": int(lay.rack_col[rack]) + 1, "u": d["u"],
+        name, kind = str(lay.rack_name[rack]), str(lay.rack_kind[rack])
+        row, position = int(lay.rack_row[rack]) + 1, int(lay.rack_col[rack]) + 1
+        for d in contents.of(rack):
+            yield {"rack": name, "rack_kind": kind, "row": row, "position": position, "u": d["u"],
                    "height_u": d["height_u"], "device": d["device"], "kind": d["kind"]}
 
 
 def rack_groups(plan) -> list[list[int]]:
     """Racks grouped by identical elevation (same kinds at the same U positions), biggest group first."""
+    c = _contents(plan)
     groups: dict = {}
     for rack in range(plan.layout.n_racks):
-        sig = tuple((d["u"], d["height_u"], d["kind"]) for d in rack_contents(plan, rack))
+        lo, hi = c.start[rack], c.start[rack + 1]
+        sig = tuple(zip(c.u[lo:hi], c.height[lo:hi], c.kind[lo:hi]))
         groups.setdefault(sig, []).append(rack)
     return sorted(groups.values(), key=len, reverse=True)
 

@@ -22,7 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from fabric.cabling.tables import plan_table
+from fabric.cabling.tables import BATCH_ROWS, plan_table
+from fabric.topology.fabric import MEDIA
 
 __all__ = ["netbox_files", "NETBOX_ORDER"]
 
@@ -91,43 +92,79 @@ def netbox_files(plan, catalog=None, *, site: str = "fabric-site") -> dict[str, 
                "panel": ("Generic", "fibre patch panel 1U")}
     dev_rows = []
     for r in range(lay.n_racks):
+        rack = str(lay.rack_name[r])
         for item in rack_contents(plan, r):
             maker, model = type_of.get(item["kind"], (makers["switch"], sw.model))
             role = "patch panel" if item["kind"] == "panel" else item["kind"]
-            dev_rows.append([item["device"], role, maker, model,
-                             "planned", site, str(lay.rack_name[r]), item["u"], "front"])
+            dev_rows.append([item["device"], role, maker, model, "planned", site, rack, item["u"], "front"])
     files["devices.csv"] = _csv(["name", "role", "manufacturer", "device_type", "status", "site", "rack",
                                  "position", "face"], dev_rows)
-    # interfaces and cables: every row of the plan (both ends), built column-wise
-    t = plan_table(plan)
+    # interfaces and cables: every row of the plan (both ends), built column-wise and written batch by batch
+    n = plan.rows
     ib = sw.fabric == "infiniband"
     speeds = np.unique(plan.speed_bps)
-    itype = np.array([_iface_type(s, "infiniband" if ib else "ethernet") for s in speeds.tolist()])
-    row_type = itype[np.searchsorted(speeds, plan.speed_bps)]
+    itype = pa.array([_iface_type(s, "infiniband" if ib else "ethernet") for s in speeds.tolist()], pa.string())
+    type_idx = np.searchsorted(speeds, plan.speed_bps)
     kbps = (plan.speed_bps / 1e3).astype(np.int64)
-    ends = []
-    for side in ("a", "b"):
-        ends.append(pa.table({"device": t[f"{side}_device"], "name": t[f"{side}_interface"],
-                              "type": pa.array(row_type), "speed": pa.array(kbps),
-                              "enabled": pa.array(np.full(plan.rows, True))}))
-    iface = pa.concat_tables(ends)
-    files["interfaces.csv"] = _arrow_csv(iface)
-    medium = t["medium"].to_numpy(zero_copy_only=False)
-    optic = t["b_optic"].to_numpy(zero_copy_only=False)
-    single = np.array(["dr" in o or "fr" in o or "lr" in o or "cwdm" in o for o in optic]) if optic.size else \
-        np.zeros(0, bool)
-    ctype = np.where(medium == "optics", np.where(single, "smf-os2", "mmf-om4"),
-                     np.vectorize(lambda m: _CABLE_TYPE.get(m) or "", otypes=[str])(medium) if medium.size else medium)
-    status = np.full(plan.rows, "planned")
-    cables = pa.table({
-        "side_a_device": t["a_device"], "side_a_type": pa.array(np.full(plan.rows, "dcim.interface")),
-        "side_a_name": t["a_interface"], "side_b_device": t["b_device"],
-        "side_b_type": pa.array(np.full(plan.rows, "dcim.interface")), "side_b_name": t["b_interface"],
-        "type": pa.array(ctype.astype(str)), "status": pa.array(status),
-        "label": pc.binary_join_element_wise(pa.scalar("L"), pc.cast(t["link"], pa.string()), ""),
-        "length": t["length_m"], "length_unit": pa.array(np.full(plan.rows, "m"))})
-    files["cables.csv"] = _arrow_csv(cables)
+
+    def iface_batches():
+        for side in ("a", "b"):
+            for lo in range(0, n, BATCH_ROWS):
+                rows = slice(lo, min(n, lo + BATCH_ROWS))
+                t = plan_table(plan, rows, columns=(f"{side}_device", f"{side}_interface"))
+                yield pa.table({"device": t.column(0), "name": t.column(1),
+                                "type": itype.take(pa.array(type_idx[rows])), "speed": pa.array(kbps[rows]),
+                                "enabled": pa.array(np.ones(rows.stop - rows.start, bool))})
+
+    files["interfaces.csv"] = _arrow_csv_batches(iface_batches(), ["device", "name", "type", "speed", "enabled"])
+    # cable type of each (medium, far-end optic) pair: single-mode optics by the optic's name, else by medium
+    medium_names = [""] + list(MEDIA)                   # code m + 1; "" for no medium
+    optic_names = [""] + list(plan.optic_models)        # code o + 1; "" for no optic
+    ctypes = []
+    for m in medium_names:
+        for o in optic_names:
+            single = "dr" in o or "fr" in o or "lr" in o or "cwdm" in o
+            ctypes.append(("smf-os2" if single else "mmf-om4") if m == "optics" else (_CABLE_TYPE.get(m) or ""))
+    ctypes = pa.array(ctypes, pa.string())
+    medium_code = np.where(plan.medium < 0, 0, plan.medium.astype(np.int64) + 1)
+    ctype_idx = medium_code * len(optic_names) + np.where(plan.b_optic < 0, 0, plan.b_optic + 1)
+
+    def cable_batches():
+        for lo in range(0, n, BATCH_ROWS):
+            rows = slice(lo, min(n, lo + BATCH_ROWS))
+            k = rows.stop - rows.start
+            t = plan_table(plan, rows, columns=("a_device", "a_interface", "b_device", "b_interface", "link",
+                                                "length_m"))
+            yield pa.table({
+                "side_a_device": t["a_device"], "side_a_type": pa.repeat(pa.scalar("dcim.interface"), k),
+                "side_a_name": t["a_interface"], "side_b_device": t["b_device"],
+                "side_b_type": pa.repeat(pa.scalar("dcim.interface"), k), "side_b_name": t["b_interface"],
+                "type": ctypes.take(pa.array(ctype_idx[rows])), "status": pa.repeat(pa.scalar("planned"), k),
+                "label": pc.binary_join_element_wise(pa.scalar("L"), pc.cast(t["link"], pa.string()), ""),
+                "length": t["length_m"], "length_unit": pa.repeat(pa.scalar("m"), k)})
+
+    files["cables.csv"] = _arrow_csv_batches(cable_batches(), [
+        "side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name", "type", "status",
+        "label", "length", "length_unit"])
     return files
+
+
+def _arrow_csv_batches(tables, header) -> bytes:
+    """Tables of the same columns as one CSV (Arrow's writer, values quoted where needed); just the header when
+    there are none."""
+    sink = pa.BufferOutputStream()
+    writer = None
+    try:
+        for t in tables:
+            if writer is None:
+                writer = pacsv.CSVWriter(sink, t.schema, write_options=pacsv.WriteOptions(quoting_style="needed"))
+            writer.write_table(t)
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        return _arrow_csv(pa.table({h: pa.array([], pa.string()) for h in header}))
+    return sink.getvalue().to_pybytes()
 
 
 def _arrow_csv(table: pa.Table) -> bytes:

@@ -10,6 +10,10 @@ Contents (``README.txt`` inside lists them with the layout's assumptions and the
   :data:`SVG_RACKS_MAX` racks, else one per distinct elevation, named after its first rack, with the racks it
   stands for in ``elevations/groups.csv``);
 - ``netbox/*.csv`` (:mod:`fabric.cabling.netbox`, in import order);
+- ``astra-sim/`` when a workload is given: the design and its primary training job as ASTRA-sim 2.x input
+  (:mod:`fabric.validate.astra_sim`: network and system configuration, a Chakra trace per rank, the communicator
+  groups, ``run.sh`` and a README of what the simulator cannot express); a job too large for traces gets
+  ``astra-sim/NOT_INCLUDED.txt`` saying why;
 - ``brief.html`` or ``brief.txt`` when a brief is given (the Design page's report; the CLI writes the design's
   summary).
 
@@ -33,7 +37,7 @@ from fabric.cabling.checks import failed, plan_checks
 from fabric.cabling.elevations import elevation_rows, rack_groups, rack_svg
 from fabric.cabling.netbox import NETBOX_ORDER, netbox_files
 from fabric.cabling.plan import cabling_plan
-from fabric.cabling.tables import plan_table, write_by_rack_csv, write_plan_csv
+from fabric.cabling.tables import audit_mapping_csv, plan_table, write_by_rack_csv, write_plan_csv
 from fabric.topology.fabric import LINK_KINDS
 
 __all__ = ["PackageSummary", "write_package", "package_bytes", "SVG_RACKS_MAX", "audit_mapping_rows"]
@@ -79,6 +83,10 @@ def audit_mapping_rows(plan):
         yield b_dev[i], b_if[i], f"{b_dev[i]}-{a_dev[i]}"
 
 
+def _is_trace(name: str) -> bool:
+    return name.startswith("astra-sim/workload/") and name.endswith(".et")
+
+
 def _readme(design, plan, checks, names) -> str:
     lay = plan.layout
     lines = [f"Design package: {design.name}", "",
@@ -89,11 +97,15 @@ def _readme(design, plan, checks, names) -> str:
     lines += ["", "Layout assumptions (fabric.cabling.layout): " + ", ".join(
         f"{k} {v}" for k, v in lay.assumptions.items()), "",
         "NetBox: import the files of netbox/ in this order: " + ", ".join(NETBOX_ORDER) + ".", "",
-        "Files:"] + [f"  {n}" for n in names]
+        "Files:"] + [f"  {n}" for n in names if not _is_trace(n)]
+    traces = sum(1 for n in names if _is_trace(n))
+    if traces:
+        lines.append(f"  astra-sim/workload/workload.<rank>.et ({traces:,} files, one per rank)")
     return "\n".join(lines) + "\n"
 
 
-def _build(design, catalog, brief_html: str | None, brief_text: str | None, plan=None) -> tuple[dict, object, list]:
+def _build(design, catalog, brief_html: str | None, brief_text: str | None, plan=None, workload=None
+           ) -> tuple[dict, object, list]:
     """Every file of the package as bytes (the big CSVs as bytes too: built before writing)."""
     from fabric.catalog import default_catalog
     from fabric.cost import bill_of_materials
@@ -116,7 +128,7 @@ def _build(design, catalog, brief_html: str | None, brief_text: str | None, plan
     files["cabling/by_rack.csv"] = buf.getvalue()
     files["cabling/checks.txt"] = "\n".join(
         f"[{'ok' if c.ok else 'FAILED'}] {c.name}: {c.detail}" for c in checks).encode() + b"\n"
-    files["cabling/audit_mapping.csv"] = _csv_bytes(["switch", "port", "link"], audit_mapping_rows(plan))
+    files["cabling/audit_mapping.csv"] = audit_mapping_csv(plan)      # the rows of audit_mapping_rows, column-wise
     files["elevations/racks.csv"] = _csv_bytes(
         ["rack", "rack_kind", "row", "position", "u", "height_u", "device", "kind"],
         ([r[k] for k in ("rack", "rack_kind", "row", "position", "u", "height_u", "device", "kind")]
@@ -137,6 +149,8 @@ def _build(design, catalog, brief_html: str | None, brief_text: str | None, plan
         files["elevations/groups.csv"] = _csv_bytes(["rack", "drawn_as"], rows)
     for name, data in netbox_files(plan, cat, site=design.name).items():
         files[f"netbox/{name}"] = data
+    if workload is not None:
+        files.update(_simulator_files(design, workload, cat))
     if brief_html:
         files["brief.html"] = brief_html.encode()
     if brief_text:
@@ -145,10 +159,21 @@ def _build(design, catalog, brief_html: str | None, brief_text: str | None, plan
     return files, plan, checks
 
 
+def _simulator_files(design, workload, catalog) -> dict[str, bytes]:
+    from fabric.errors import FabricError
+    from fabric.validate import astra_sim
+
+    try:
+        sim = astra_sim.astra_sim_files(design, workload, catalog=catalog, max_nodes=astra_sim.MAX_TRACE_NODES)
+    except FabricError as err:
+        return {"astra-sim/NOT_INCLUDED.txt": f"No ASTRA-sim export in this package: {err}\n".encode()}
+    return {f"astra-sim/{k}": v for k, v in sim.items()}
+
+
 def package_bytes(design, catalog=None, *, brief_html: str | None = None, brief_text: str | None = None,
-                  plan=None) -> tuple[bytes, PackageSummary]:
-    """The package as zip bytes (for a download) and its summary."""
-    files, plan, checks = _build(design, catalog, brief_html, brief_text, plan)
+                  plan=None, workload=None) -> tuple[bytes, PackageSummary]:
+    """The package as zip bytes (for a download) and its summary; ``workload`` adds the simulator export."""
+    files, plan, checks = _build(design, catalog, brief_html, brief_text, plan, workload)
     buf = io.BytesIO()
     _zip(files, buf)
     return buf.getvalue(), PackageSummary({k: len(v) for k, v in files.items()}, plan.rows, plan.layout.n_racks,
@@ -161,10 +186,10 @@ def _zip(files: dict, target) -> None:
             z.writestr(name, data)
 
 
-def write_package(design, path, catalog=None, *, brief_html: str | None = None, brief_text: str | None = None
-                  ) -> PackageSummary:
+def write_package(design, path, catalog=None, *, brief_html: str | None = None, brief_text: str | None = None,
+                  workload=None) -> PackageSummary:
     """Write the package to ``path`` (a zip). Nothing is left at ``path`` when building any part fails."""
-    files, plan, checks = _build(design, catalog, brief_html, brief_text)
+    files, plan, checks = _build(design, catalog, brief_html, brief_text, None, workload)
     path = Path(path)
     part = path.with_name(path.name + ".part")
     try:

@@ -47,7 +47,8 @@ from fabric.workload.model import UnparsedComm, Workload
 from fabric.workload.parsers.kineto.events import RankTrace, _Call
 from fabric.workload.parsers.kineto.merge import job_name_for, merge_ranks
 
-__all__ = ["FORMAT", "sniff", "parse", "parse_groups", "load_rank", "decode_et", "COMM_TYPES", "NODE_TYPES"]
+__all__ = ["FORMAT", "sniff", "parse", "parse_groups", "load_rank", "load_comm_groups", "decode_et", "COMM_TYPES",
+           "NODE_TYPES"]
 
 FORMAT = "chakra"
 
@@ -314,14 +315,80 @@ def _sniff_et(head: bytes) -> bool:
 
 
 _JSON_GRAPH = re.compile(rb'"workload_graph"\s*:\s*\[')
+_COMM_GROUPS_HEAD = re.compile(rb'^\s*\{\s*("\d+"\s*:\s*\[|\}\s*$)')
 
 
 def sniff(head: bytes, name: str) -> bool:
-    """A Chakra ``.et`` (first message decodes as GlobalMetadata with a version) or Chakra JSON (workload_graph)."""
+    """A Chakra ``.et`` (first message decodes as GlobalMetadata with a version), Chakra JSON (workload_graph), or
+    ASTRA-sim's communicator groups file ({"1": [ranks], ...})."""
     h = head.lstrip()
     if h.startswith(b"{"):
-        return bool(_JSON_GRAPH.search(head))
+        return bool(_JSON_GRAPH.search(head)) or _is_comm_groups(name, head)
     return _sniff_et(head)
+
+
+def _is_comm_groups(name: str, head: bytes) -> bool:
+    return bool(_COMM_GROUPS_HEAD.match(head)) and not _JSON_GRAPH.search(head)
+
+
+# ---------------------------------------------------------------- communicator groups (ASTRA-sim's file)
+
+
+def load_comm_groups(name: str, data: bytes, limits: Limits | None = None) -> dict[str, tuple[int, ...]]:
+    """ASTRA-sim's ``--comm-group-configuration`` file: {"<id>": [global ranks], ...} -> {id: ranks}."""
+    lim = current_limits() if limits is None else limits
+    doc = load_json(data, name, lim)
+    if not isinstance(doc, dict):
+        raise ParseError("a communicator groups file must be a JSON object {\"<id>\": [ranks]}", source=name)
+    out: dict[str, tuple[int, ...]] = {}
+    for k, v in doc.items():
+        if not (isinstance(k, str) and k.isascii() and k.isdigit()) or int(k) == 0:
+            raise ParseError(f"group id {k!r} is not a positive whole number (0 is the world group)", source=name,
+                             line=str(k))
+        if not isinstance(v, list) or not v or not all(isinstance(r, int) and not isinstance(r, bool) and r >= 0
+                                                       for r in v):
+            raise ParseError(f"group {k}: expected a non-empty list of ranks (whole numbers >= 0), got {v!r:.80}",
+                             source=name, line=str(k))
+        if len(set(v)) != len(v):
+            raise ParseError(f"group {k}: a rank is listed twice", source=name, line=str(k))
+        out[str(int(k))] = tuple(v)
+    return out
+
+
+def _apply_comm_groups(trs: list[RankTrace], groups: dict[str, tuple[int, ...]], source: str) -> None:
+    """Give every call on a listed group its group's size and ranks, and one key per family of groups.
+
+    A family is what one communicator of the job is on every rank: the groups of one shape (size and rank steps),
+    taken in id order on each rank (a rank's first group of 8 consecutive ranks with one for its second: tensor
+    parallel, expert parallel). Calls are keyed by family so the instances merge into one process group."""
+    world = max((t.world_size or 0) for t in trs) if trs else 0
+    for k, ranks in groups.items():
+        if world and max(ranks) >= world:
+            raise ParseError(f"group {k} lists rank {max(ranks)}, beyond the {world} ranks of the traces",
+                             source=source, line=k)
+    shape = {k: (len(r), tuple(b - a for a, b in zip(r, r[1:]))) for k, r in groups.items()}
+    family_of: dict[tuple[int, str], tuple] = {}
+    first_id: dict[tuple, int] = {}
+    for t in trs:
+        used = sorted({c.group for c in t.calls if c.group in groups}, key=int)
+        nth: dict[tuple, int] = {}
+        for gid in used:
+            if t.rank is not None and t.rank not in groups[gid]:
+                raise ParseError(f"rank {t.rank} runs an operation on group {gid}, which does not list it",
+                                 source=t.name, line=f"pg_name {gid}")
+            s = shape[gid]
+            fam = (s, nth.get(s, 0))
+            nth[s] = fam[1] + 1
+            family_of[(id(t), gid)] = fam
+            first_id[fam] = min(first_id.get(fam, int(gid)), int(gid))
+    for t in trs:
+        for c in t.calls:
+            fam = family_of.get((id(t), c.group))
+            if fam is None:
+                continue
+            c.group_ranks = groups[c.group]
+            c.group_size = len(c.group_ranks)
+            c.group = f"pg{first_id[fam]}"
 
 
 # ---------------------------------------------------------------- nodes -> one rank
@@ -496,9 +563,13 @@ def parse_groups(files: list[tuple[str, bytes]], limits: Limits | None = None) -
     """
     results: list[tuple[tuple[str, ...], object]] = []
     loaded: list[tuple[str, RankTrace]] = []
+    comm_files: dict[str, tuple[str, dict]] = {}          # job prefix -> (file name, groups)
     for name, data in files:
         try:
-            loaded.append((name, load_rank(name, data, limits)))
+            if data.lstrip()[:1] == b"{" and _is_comm_groups(name, data[:4096]):
+                comm_files[_comm_groups_prefix(name)] = (name, load_comm_groups(name, data, limits))
+            else:
+                loaded.append((name, load_rank(name, data, limits)))
         except FabricError as err:
             results.append(((name,), err if isinstance(err, ParseError) else ParseError(str(err), source=name)))
     groups: dict[str, list[RankTrace]] = {}
@@ -506,8 +577,18 @@ def parse_groups(files: list[tuple[str, bytes]], limits: Limits | None = None) -
         prefix, rank = _rank_from_name(name)
         key = prefix if rank is not None else f"\0{name}"
         groups.setdefault(key, []).append(tr)
+    if len(comm_files) == 1 and groups and not any(p in groups for p in comm_files):
+        only = next(iter(comm_files.values()))        # one groups file, named otherwise: it serves every job
+        comm_files = {key: only for key in groups}
+    for prefix, (cname, _) in comm_files.items():
+        if prefix not in groups:
+            results.append(((cname,), ParseError(f"communicator groups file without its traces: no "
+                                                 f"{prefix}.<rank>.et was given with it", source=cname)))
     for key, trs in groups.items():
         names = tuple(t.name for t in trs)
+        comm = comm_files.get(key)
+        if comm is not None:
+            names = names + (comm[0],)
         try:
             ranks = [t.rank for t in trs]
             if len(trs) > 1:
@@ -527,6 +608,8 @@ def parse_groups(files: list[tuple[str, bytes]], limits: Limits | None = None) -
                 world = max([len(trs)] + [r + 1 for r in known])
             for t in trs:
                 t.world_size = world
+            if comm is not None:
+                _apply_comm_groups(trs, comm[1], comm[0])
             wl = merge_ranks(trs, job_name_for(list(names), "chakra"), compute_note=_COMPUTE_NOTE,
                              trace_label="Chakra", world_hint=hint, compute_spread="ranks")
             if not recorded:
@@ -536,6 +619,13 @@ def parse_groups(files: list[tuple[str, bytes]], limits: Limits | None = None) -
         except FabricError as err:
             results.append((names, err if isinstance(err, ParseError) else ParseError(str(err))))
     return results
+
+
+def _comm_groups_prefix(name: str) -> str:
+    """The job a groups file belongs to: ``<prefix>.comm_groups.json`` (or ``<prefix>_comm_group.json``)."""
+    base = re.sub(r"\.(gz|gzip)$", "", name, flags=re.I)
+    m = re.match(r"^(?P<prefix>.*?)[._-]comm[._-]?groups?\.json$", base, re.I)
+    return m.group("prefix") if m else base
 
 
 def _with_warning(wl: Workload, msg: str) -> Workload:
