@@ -690,11 +690,11 @@ y.caption("The page's link (browser address bar) reproduces this view: workload,
 
 def _package() -> bytes:
     """The design package (fabric.cabling.package): the design, bill of materials, cabling plan, elevations, NetBox
-    files and this design's report as its brief."""
+    files, the ASTRA-sim input of the evaluated workload's training step and this design's report as its brief."""
     from fabric.cabling.package import package_bytes
 
     data, _ = package_bytes(design, C.catalog_bundle().catalog, brief_html=_report(),
-                            plan=cab_plan)
+                            plan=cab_plan, workload=first.workload)
     return data
 
 
@@ -703,7 +703,9 @@ if cab_plan is not None:
     p.download_button("Design package (zip)", _package, file_name="design_package.zip", mime="application/zip",
                       key="dl_package", on_click="ignore", width="stretch")
     q.caption("One zip a team builds from: design, bill of materials, cabling plan and each rack's links, the "
-              "audit's port mapping, rack elevations (SVG), NetBox bulk-import CSVs and this report as the brief.")
+              "audit's port mapping, rack elevations (SVG), NetBox bulk-import CSVs, this report as the brief, and "
+              "the workload's training step as ASTRA-sim 2.x input (astra-sim/README.txt says what the simulator "
+              "cannot express).")
 
 
 C.sync_url()

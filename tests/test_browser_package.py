@@ -39,4 +39,10 @@ def test_design_page_cabling_and_package(server, browser, shots_dir):
     assert plan.shape[0] > 0 and not plan.duplicated(["b_device", "b_port", "b_lane"]).any()
     assert b"[FAILED]" not in z.read("cabling/checks.txt")
     assert b"fabric design report" in z.read("brief.html")
+    # the evaluated workload's training step as ASTRA-sim input: a trace per rank, the groups, the network
+    traces = [n for n in names if n.startswith("astra-sim/workload/") and n.endswith(".et")]
+    assert {"astra-sim/network.yml", "astra-sim/system.json", "astra-sim/workload/workload.comm_groups.json",
+            "astra-sim/README.txt"} <= names
+    assert len(traces) >= 8 and f"astra-sim/workload/workload.{len(traces) - 1}.et" in names
+    assert b"cannot express" in z.read("astra-sim/README.txt")
     ctx.close()

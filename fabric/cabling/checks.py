@@ -38,7 +38,7 @@ def _unique(x: np.ndarray) -> np.ndarray:
     return s[np.concatenate([np.ones(min(s.size, 1), bool), s[1:] != s[:-1]])]
 
 
-def _ports_once(plan) -> Check:
+def _ports_once(plan, catalog) -> Check:
     from fabric.cabling.roles import RESERVED_ROLE
 
     fab = plan.fabric
@@ -50,9 +50,7 @@ def _ports_once(plan) -> Check:
     on = ends_sw >= 0
     key = (ends_sw[on].astype(np.int64) * 4096 + port[on]) * 64 + lane[on]
     dup_sw = key.size - _unique(key).size
-    from fabric.catalog import default_catalog
-
-    radix = default_catalog().switch(fab.design.switch_model).ports if plan.switch_lanes is not None else 0
+    radix = catalog.switch(fab.design.switch_model).ports if plan.switch_lanes is not None else 0
     beyond = int((port[on] > radix).sum()) if radix else 0
     # NIC ports: (NIC, port) at most once, within the NIC's ports
     nic_rows = plan.role == LINK_KINDS.index("nic-leaf")
@@ -66,7 +64,7 @@ def _ports_once(plan) -> Check:
                  f"twice, {nic_beyond} beyond a NIC's {fab.nic_ports.shape[1]}")
 
 
-def _counts_equal_bom(plan, bom) -> Check:
+def _counts_equal_bom(plan, bom, catalog) -> Check:
     from fabric.cabling.roles import RESERVED_ROLE
 
     bought = plan.role != RESERVED_ROLE
@@ -90,9 +88,7 @@ def _counts_equal_bom(plan, bom) -> Check:
             n = node[sel]
             is_nic = (n >= fab.nic_base) & (n < fab.nic_base + fab.n_nics)
             count = int(is_nic.sum())
-            from fabric.catalog import default_catalog
-
-            ppm = default_catalog().transceiver(model).ports_per_module
+            ppm = catalog.transceiver(model).ports_per_module
             kinds = plan.role[sel][~is_nic]
             sws = n[~is_nic].astype(np.int64)
             if sws.size:
@@ -214,5 +210,5 @@ def plan_checks(plan, bom=None, catalog=None) -> list:
 
     cat = catalog or default_catalog()
     bom = bom if bom is not None else bill_of_materials(plan.fabric, cat)
-    return [_ports_once(plan), _counts_equal_bom(plan, bom), _reach(plan, cat), _rack_power(plan),
+    return [_ports_once(plan, cat), _counts_equal_bom(plan, bom, cat), _reach(plan, cat), _rack_power(plan),
             _planes_apart(plan), _rails(plan), _uplinks_even(plan)]

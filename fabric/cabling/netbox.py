@@ -140,7 +140,11 @@ def netbox_files(plan, catalog=None, *, site: str = "fabric-site") -> dict[str, 
                 "side_a_name": t["a_interface"], "side_b_device": t["b_device"],
                 "side_b_type": pa.repeat(pa.scalar("dcim.interface"), k), "side_b_name": t["b_interface"],
                 "type": ctypes.take(pa.array(ctype_idx[rows])), "status": pa.repeat(pa.scalar("planned"), k),
-                "label": pc.binary_join_element_wise(pa.scalar("L"), pc.cast(t["link"], pa.string()), ""),
+                "label": pc.if_else(pc.less(t["link"], 0),          # a reserved slot's cable: R<row>
+                                    pc.binary_join_element_wise(pa.scalar("R"), pa.array(
+                                        np.arange(rows.start, rows.stop) + 1).cast(pa.string()), ""),
+                                    pc.binary_join_element_wise(pa.scalar("L"), pc.cast(t["link"], pa.string()),
+                                                                "")),
                 "length": t["length_m"], "length_unit": pa.repeat(pa.scalar("m"), k)})
 
     files["cables.csv"] = _arrow_csv_batches(cable_batches(), [

@@ -145,7 +145,7 @@ def plan_table(plan, rows=None, columns=None) -> pa.Table:
     def cable_len():
         cable = plan.cable[idx]
         return pa.array(np.where(cable >= 0, plan.cable_length_m[np.maximum(cable, 0)]
-                                 if plan.cable_length_m.size else 0.0, np.nan))
+                                 if plan.cable_length_m.size else 0.0, 0.0), mask=cable < 0)   # reserved: empty
 
     def medium():
         m = plan.medium[idx]
