@@ -485,7 +485,8 @@ def test_design_page_shows_everything():
     scen = next(t for t in tables if "p99 change" in t.columns)
     assert "p99 after (s)" in scen.columns and "Before/after step times in s " in texts(at.caption)
     assert {b.label for b in at.download_button} == {"Design (JSON)", "Report (one HTML file)",
-                                                      "Bill of materials (CSV)", "Design and bill of materials (JSON)"}
+                                                      "Bill of materials (CSV)", "Design and bill of materials (JSON)",
+                                                      "Design package (zip)"}
     at.selectbox(key="design_pick").set_value(at.selectbox(key="design_pick").options[1]).run()
     ok(at)
     assert at.query_params["design"]
