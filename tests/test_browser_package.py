@@ -30,6 +30,7 @@ def test_design_page_cabling_and_package(server, browser, shots_dir):
     head.scroll_into_view_if_needed()
     expect(main.locator("img").first).to_be_visible()
     shot(page, shots_dir, "design-cabling", anchor="Cabling and rack elevations")
+    shot(page, shots_dir, "design-package", anchor="Share")
     with page.expect_download(timeout=120_000) as dl:
         page.get_by_role("button", name="Design package (zip)").click()
     z = zipfile.ZipFile(io.BytesIO(Path(dl.value.path()).read_bytes()))
