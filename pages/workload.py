@@ -12,8 +12,8 @@ from pages import _common as C
 from fabric.errors import FabricError
 from fabric.ui_support import charts, robust_view
 from fabric.ui_support.job_mix import mix_label
-from fabric.ui_support.workload_view import (PLAN_FIELD_HELP, compute_comm_rows, figures_caption, files_table,
-                                             gpus_needed, groups_table, jobs_table, ops_table, parallelism_text,
+from fabric.ui_support.workload_view import (PLAN_FIELD_HELP, batch_text, compute_comm_rows, figures_caption,
+                                             files_table, gpus_needed, groups_table, jobs_table, ops_table, parallelism_text,
                                              plan_degrees, plan_field_reasons, unparsed_table, workload_figures)
 from fabric.workload.ingest import ingest
 from fabric.workload.presets import get_preset
@@ -282,6 +282,12 @@ if figs is not None:
 else:
     m5.metric("Compute per step", "n/a", help="No training or inference job, or no catalog row for the cluster's GPU.")
 st.caption(f"Parallelism inferred from the process groups of the first job: {parallelism_text(wl)}.")
+batch = batch_text(wl)
+if batch:
+    st.markdown(C.md_text(batch))
+    rule = dict(wl.facts).get("batch rule")
+    if rule and rule not in wl.warnings:       # a batch that had to grow is among the workload's warnings below
+        st.info(C.md_text(rule[0].upper() + rule[1:] + "."))
 
 st.subheader("Jobs")
 C.table(jobs_table(summary, {n: b.compute_s for n, b in (figs or {}).get("bases", {}).items()}),

@@ -86,7 +86,8 @@ def test_search_over_hgx8_and_nvl72_for_16384_gpus_keeps_both_kinds_on_the_front
     100 kW rack limit. NVL72's 120 kW racks break the limit (the constraint is active), NVL36x2 gives the same
     72-GPU NVLink domain in 66 kW racks: the front keeps HGX-8 at the cheap end and a 72-GPU domain at the fast end,
     and the 72-GPU domain lets a 4:1 oversubscribed scale-out fabric run nearly as fast as a 1:1 one."""
-    wl = preset_workload("mixtral-8x7b", gpus=16384, experts=64, ffn_hidden=1792, tp=1, ep=64)
+    wl = preset_workload("mixtral-8x7b", gpus=16384, experts=64, ffn_hidden=1792, tp=1, ep=64,
+                         global_batch=16384)     # one sequence per GPU, as these figures were measured
     space = dict(gpus=16384, gpu_models=("b200", "gb200-nvl72", "gb200-nvl36x2"),
                  switch_models=("eth-51t-64x800",), nic_models=("nic-eth-400",), families=("rail_optimized",),
                  nics_per_gpu=(1.0,), oversubscriptions=(1, 4), planes=(1,), routings=("adaptive",), qps=(1,),
@@ -128,7 +129,8 @@ def test_a_rack_limit_nvl72_racks_meet_keeps_them_on_the_front_and_drops_only_th
     and the front keeps NVL72 racks where they fit, with NVL36x2 rack pairs taking the place of the one dropped."""
     from fabric.search import exhaustive_search
 
-    wl = preset_workload("mixtral-8x7b", gpus=16384, experts=64, ffn_hidden=1792, tp=1, ep=64)
+    wl = preset_workload("mixtral-8x7b", gpus=16384, experts=64, ffn_hidden=1792, tp=1, ep=64,
+                         global_batch=16384)     # one sequence per GPU, as these figures were measured
     space = dict(gpus=16384, gpu_models=("b200", "gb200-nvl72", "gb200-nvl36x2"), switch_models=("eth-51t-64x800",),
                  nic_models=("nic-eth-400",), families=("rail_optimized", "clos"), nics_per_gpu=(1.0,),
                  oversubscriptions=(1, 4), planes=(1,), routings=("adaptive",), qps=(1,), transports=("uec",),

@@ -9,7 +9,7 @@ import pandas as pd
 
 from fabric.workload.summary import size_label
 
-__all__ = ["files_table", "jobs_table", "groups_table", "ops_table", "unparsed_table", "gpus_needed",
+__all__ = ["batch_text", "files_table", "jobs_table", "groups_table", "ops_table", "unparsed_table", "gpus_needed",
            "cluster_gpus", "plan_degrees", "parallelism_text", "compute_comm_rows", "workload_figures",
            "figures_caption", "steps_observed_text", "plan_field_reasons", "PLAN_FIELD_HELP"]
 
@@ -79,6 +79,20 @@ def figures_caption(figs: Mapping, gpus_per_node: int) -> str:
             f"convention), split by where the ops' process groups run with ranks packed on {gpus_per_node}-GPU "
             "servers: groups inside one server stay on NVLink; groups spanning servers cross the network (their "
             "hierarchical algorithms still move part of those bytes over NVLink). docs/serving.md has the hand count.")
+
+
+def batch_text(workload) -> str | None:
+    """The global batch of a workload built from a plan, in words: sequences and tokens per step, micro-batches per
+    data-parallel replica and the pipeline bubble (None for a workload read from traces, which records no batch)."""
+    f = dict(workload.facts)
+    try:
+        seqs, tokens = int(f["global batch (sequences)"]), int(f["tokens per step"])
+        micro, per, bubble = int(f["micro-batches per step"]), int(f["micro-batch (sequences)"]), float(f["pipeline bubble"])
+    except (KeyError, ValueError):
+        return None
+    return (f"Global batch {seqs:,} sequences = {tokens / 1e6:.3g} M tokens per step; each data-parallel replica runs "
+            f"{micro:,} micro-batch{'es' if micro != 1 else ''} of {per:,} sequence{'s' if per != 1 else ''}; "
+            f"pipeline bubble {bubble:.0%} of the step's compute.")
 
 
 def groups_table(summary: Mapping) -> pd.DataFrame:

@@ -80,11 +80,60 @@ def _split(overrides: dict, groups: dict[str, set[str]], preset: str) -> dict[st
     return out
 
 
+#: the model-parallel degrees a preset may raise to keep its global batch at large sizes (issue 39): pipeline
+#: stages of at least this many layers, context parallelism up to this degree
+MIN_LAYERS_PER_STAGE = 5
+MAX_BATCH_CP = 8
+
+
+def _keep_batch(gpus: int, kw: dict, over: dict, target_sequences: int, layers: int, seq_len: int) -> str | None:
+    """When the preset's plan would need more data-parallel replicas than its global batch has sequences, raise
+    context and pipeline parallelism so the batch stays the stated one (or grows the least it can), choosing the
+    smallest pipeline bubble and then the least model parallelism. Changes ``kw`` in place and returns the sentence
+    that says what happened (None when the preset's plan holds as it is)."""
+    mb = kw.get("micro_batch", 1)
+    tp, pp, cp, ep = kw.get("tp", 1), kw.get("pp", 1), kw.get("cp", 1), kw.get("ep", 1)
+    if any(k in over for k in ("dp", "pp", "cp", "global_batch", "grad_accum")) or gpus % (tp * pp * cp):
+        return None
+    dp = gpus // (tp * pp * cp)
+    if dp * mb <= target_sequences:
+        return None
+    options = []
+    for p in range(pp, max(pp, layers // MIN_LAYERS_PER_STAGE) + 1):
+        if layers % p:
+            continue
+        for c in sorted({cp, 2 * cp, 4 * cp, 8 * cp}):
+            if c > max(cp, MAX_BATCH_CP) or seq_len % (2 * c) or gpus % (tp * p * c):
+                continue
+            d = gpus // (tp * p * c)
+            if d % ep:
+                continue
+            growth = max(1.0, d * mb / target_sequences)
+            micro = max(1, math.ceil(target_sequences / (d * mb)))
+            options.append((growth, (p - 1) / micro, p * c, c, p, d))
+    growth, _, _, c, p, d = min(options)
+    tokens = target_sequences * seq_len
+    kw.update(pp=p, cp=c)
+    plan = f"TP {tp} x PP {p}" + (f" x CP {c}" if c > 1 else "") + f" (DP {d:,})"
+    was = f"TP {tp} x PP {pp}" + (f" x CP {cp}" if cp > 1 else "")
+    if growth == 1.0:
+        return (f"global batch kept at {target_sequences:,} sequences ({tokens / 1e6:.3g} M tokens): at {gpus:,} GPUs "
+                f"the preset's {was} would need {dp:,} data-parallel replicas, a {dp * mb / target_sequences:.3g}x "
+                f"larger batch, so the plan uses {plan}")
+    return (f"global batch {d * mb:,} sequences ({d * mb * seq_len / 1e6:.3g} M tokens), {growth:.3g}x the preset's "
+            f"{target_sequences:,} ({tokens / 1e6:.3g} M tokens): at {gpus:,} GPUs no plan with pipeline stages of at "
+            f"least {MIN_LAYERS_PER_STAGE} layers and CP up to {max(cp, MAX_BATCH_CP)} has fewer data-parallel "
+            f"replicas than {plan}; each step does {growth:.3g}x the work of the stated batch")
+
+
 def _training_plan(gpus: int, base: dict, over: dict, target_sequences: int, preset: str,
-                   layers: int) -> ParallelPlan:
+                   layers: int, seq_len: int = 0) -> tuple[ParallelPlan, str | None]:
     """Default degrees in ``base`` with ``over`` applied; dp follows from gpus unless given; the global batch is
-    kept near ``target_sequences`` unless global_batch or grad_accum is given."""
+    kept near ``target_sequences`` unless global_batch or grad_accum is given, raising pipeline and context
+    parallelism where the GPUs would otherwise outnumber it (:func:`_keep_batch`). Returns the plan and the
+    sentence saying what the batch rule did (None when the preset's plan holds as it is)."""
     kw = {**base, **over}
+    batch_note = _keep_batch(gpus, kw, over, target_sequences, layers, seq_len) if seq_len else None
     if "dp" not in over:
         denom = kw.get("tp", 1) * kw.get("pp", 1) * kw.get("cp", 1)
         if gpus % denom:
@@ -97,7 +146,7 @@ def _training_plan(gpus: int, base: dict, over: dict, target_sequences: int, pre
     if "virtual_stages" not in over and (kw.get("pp", 1) == 1
                                          or layers % (kw.get("pp", 1) * kw.get("virtual_stages", 1))):
         kw["virtual_stages"] = 1
-    return ParallelPlan(**kw)
+    return ParallelPlan(**kw), batch_note
 
 
 def _build_transformer(preset: Preset, gpus: int, overrides: dict, *, base_plan: dict, target_sequences: int,
@@ -106,9 +155,14 @@ def _build_transformer(preset: Preset, gpus: int, overrides: dict, *, base_plan:
                                "synth": {"gpu_flops", "mfu", "attention_flops", "compute_cv",
                                          "checkpoint_period_s", "name"}}, preset.name)
     model = replace_known(preset.model, parts["model"], "model")
-    plan = _training_plan(gpus, base_plan, parts["plan"], target_sequences, preset.name, model.layers)
+    plan, batch_note = _training_plan(gpus, base_plan, parts["plan"], target_sequences, preset.name, model.layers,
+                                      model.seq_len)
     syn = {"gpu_flops": H100_BF16_FLOPS, "mfu": mfu, "name": preset.name, **parts["synth"]}
     wl = synthesize(model, plan, gpus=gpus, **syn)
+    if batch_note:
+        jobs = [replace(j, notes=(batch_note,) + j.notes) if j.kind == "training" else j for j in wl.jobs]
+        wl = replace(wl.with_jobs(jobs), facts=wl.facts + (("batch rule", batch_note),),
+                     warnings=wl.warnings + ((batch_note,) if "x the preset's" in batch_note else ()))
     return _with_sources(wl, preset)
 
 
@@ -322,7 +376,7 @@ def preset_plan(name: str, gpus: int, **overrides) -> tuple[ModelSpec, ParallelP
                                          "checkpoint_period_s", "name"}}, name)
     model = replace_known(preset.model, parts["model"], "model")
     base, target, _ = _TRANSFORMER_BASES[name](gpus)
-    return model, _training_plan(gpus, base, parts["plan"], target, name, model.layers)
+    return model, _training_plan(gpus, base, parts["plan"], target, name, model.layers, model.seq_len)[0]
 
 
 def preset_mfu(name: str, gpus: int) -> float:

@@ -580,6 +580,8 @@ def synthesize(model: ModelSpec, plan: ParallelPlan, *, gpu_flops: float, mfu: f
                                    name=f"{jname}-checkpoint"))
     facts = (
         ("world size", str(plan.world_size)), ("tokens per step", str(plan.sequences_per_step * model.seq_len)),
+        ("global batch (sequences)", str(plan.sequences_per_step)), ("micro-batches per step", str(m)),
+        ("micro-batch (sequences)", str(b)),
         ("active parameters", f"{model.active:.4g}"), ("model FLOPs per step", f"{flops:.4g}"),
         ("pipeline bubble", f"{bubble:.4f}"), ("dense parameters per rank", f"{dense_rank:.4g}"),
         ("expert parameters per rank", f"{expert_rank:.4g}"),
