@@ -54,3 +54,12 @@ def test_workload_page_batch_line():
     text = batch_text(preset_workload("llama3-70b", 1024))
     assert text == ("Global batch 512 sequences = 4.19 M tokens per step; each data-parallel replica runs 16 "
                     "micro-batches of 1 sequence; pipeline bubble 4% of the step's compute.")
+
+
+def test_workload_page_reads_dp_apart_from_cp():
+    """Megatron's gradient group is DP x CP ranks; the page's degrees keep them apart (DP 512, not 4,096)."""
+    from fabric.ui_support.workload_view import parallelism_text, plan_degrees
+
+    wl = preset_workload("llama3-70b", 131072)
+    assert plan_degrees(wl) == {"tp": 8, "pp": 4, "ep": 1, "cp": 8, "dp": 512}
+    assert parallelism_text(wl) == "TP 8, PP 4, CP 8, DP 512"

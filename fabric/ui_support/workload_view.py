@@ -153,8 +153,11 @@ def plan_degrees(workload) -> dict[str, int]:
     for g in job.groups:
         if g.role in out and g.size > out[g.role]:
             out[g.role] = g.size
+    mp = out["tp"] * out["pp"] * out["cp"]
     if not any(g.role == "dp" for g in job.groups):
-        out["dp"] = max(1, int(job.world_size) // (out["tp"] * out["pp"] * out["cp"]))
+        out["dp"] = max(1, int(job.world_size) // mp)
+    elif out["cp"] > 1 and out["dp"] * mp > job.world_size and out["dp"] % out["cp"] == 0:
+        out["dp"] //= out["cp"]         # Megatron's gradient group holds the context-parallel ranks too: DP x CP
     return out
 
 
