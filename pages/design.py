@@ -246,6 +246,8 @@ st.subheader("Bill of materials")
 items = C.bom_table(bom)
 st.caption(f"One row per item and place; totals are count x catalog unit price (USD), power in W excludes the "
            f"servers. Total {fig_text['network_capex_usd']}, {fig_text['network_power_w']}.")
+if bom.get("partial_pod"):
+    st.info(C.md_text(bom["partial_pod"]["text"]))
 
 if design.regions:
     from fabric.ui_support.regions_view import region_table

@@ -80,6 +80,9 @@ def run(args) -> int:
     bom = bill_of_materials(fabric, catalog)
     racks = rack_report(design, catalog=catalog, fabric=fabric, bom=bom, pue=args.pue,
                         rack_limit_w=None if args.rack_limit_kw is None else args.rack_limit_kw * 1e3)
+    from fabric.cost.partial_pod import partial_pod
+
+    pod = partial_pod(fabric, bom)
     if args.json:
         from fabric.cost.document import fabric_document
 
@@ -123,6 +126,8 @@ def run(args) -> int:
           f"network power: {bom.power_w / 1e3:,.1f} kW; cables: {bom.cable_count:,}")
     print(f"servers (for scale): ${bom.compute_cost_usd:,.0f}, {bom.compute_power_w / 1e3:,.1f} kW; "
           f"network share of capex {bom.to_dict()['network_share_of_capex']:.1%}")
+    if pod is not None:
+        print(pod.text())
     print()
     print(_rack_lines(racks, design))
     return 0

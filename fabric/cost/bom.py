@@ -123,7 +123,16 @@ class BillOfMaterials:
             "network_share_of_capex": self.cost_usd / total if total else 0.0,
             "items": [i.to_dict() for i in self.items],
             "structure": {k: v for k, v in self.structure.items()},
+            "partial_pod": self.partial_pod(),
         }
+
+    def partial_pod(self) -> dict | None:
+        """A partly filled last pod built as a full one, and its cost (:mod:`fabric.cost.partial_pod`); None when
+        there is none."""
+        from fabric.cost.partial_pod import partial_pod_of
+
+        pod = partial_pod_of(self.structure, self)
+        return pod.to_dict() if pod is not None else None
 
 
 def _switch_end_modules(fabric: Fabric, optical: np.ndarray, ports_per_module: int):

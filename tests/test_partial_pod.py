@@ -1,0 +1,60 @@
+"""A partly filled last pod is said with its cost (issue 39 item 3): B200 on 131,072 GPUs, a 1:1 three-tier Clos of
+144-port switches builds 26 pods of 72 leaves, the last holding 21, with a full pod's 72 spines."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fabric.catalog import default_catalog
+from fabric.cost import bill_of_materials
+from fabric.cost.partial_pod import partial_pod
+from fabric.design import Design
+from fabric.reference.presets import preset_design
+from fabric.topology import build_fabric
+
+B200_131K = dict(name="b200-131k-clos", family="clos", gpus=131072, gpu_model="b200", switch_model="ib-xdr-144x800",
+                 nic_model="nic-cx8-800", oversubscription=(1.0, 1.0), tiers=3)
+
+
+def test_last_pod_counts_and_cost_by_hand():
+    cat = default_catalog()
+    fab = build_fabric(Design(**B200_131K), cat)
+    bom = bill_of_materials(fab, cat)
+    pod = partial_pod(fab, bom)
+    # 16,384 B200 servers, 9 per 144-port leaf at 1:1 (72 down): 1,821 leaves; 72 leaves a pod: 25 full pods + 21
+    assert (pod.pods, pod.leaves_per_pod, pod.last_pod_leaves, pod.spines_per_pod) == (26, 72, 21, 72)
+    # 21 leaves x 72 uplinks = 1,512 links on spines of 72 leaf-facing ports: at least 21 spines, and equal bundles
+    # need a count dividing 72 that keeps the spines at least half used: 24 spines of 3-link bundles (63 ports)
+    assert pod.spines_needed == 24 and pod.extra_spines == 48
+    assert pod.extra_core_links == 48 * 72 == 3456
+    # 936 cores take 26 x 72 x 72 = 134,784 links (144 each); without the 3,456: 131,328 links, 912 cores
+    assert pod.extra_cores == 24
+    # priced at the bill's own units: a switch $190,000; a spine-core link two halves of a 2-port $2,800 module at
+    # each end and a $300 single-mode cable: $3,100
+    assert pod.extra_usd == pytest.approx(48 * 190_000 + 24 * 190_000 + 3456 * 3100)
+    assert "The last of 26 pods holds 21 of 72 leaves but is built as a full pod" in pod.text()
+    assert bom.to_dict()["partial_pod"]["extra_spines"] == 48
+
+
+def test_full_pods_and_pods_whose_leaves_need_every_spine_say_nothing():
+    cat = default_catalog()
+    for name in ("dgx-h100-superpod", "hyperscale-multiplane", "meta-roce-zone"):
+        fab = build_fabric(preset_design(name), cat)
+        assert partial_pod(fab, bill_of_materials(fab, cat)) is None, name
+    full = build_fabric(Design(**{**B200_131K, "gpus": 82944}), cat)     # 1,152 leaves: 16 full pods
+    assert partial_pod(full, bill_of_materials(full, cat)) is None
+
+
+def test_build_cli_says_it(tmp_path):
+    f = tmp_path / "d.json"
+    f.write_text(json.dumps({**B200_131K, "oversubscription": [1, 1]}))
+    out = subprocess.run([sys.executable, "-m", "fabric.cli.main", "build", str(f)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "48 spines, 3,456 spine-to-core links and 24 core switches beyond what it holds, $24.39 M" in out.stdout
+    js = subprocess.run([sys.executable, "-m", "fabric.cli.main", "build", str(f), "--json"], capture_output=True,
+                        text=True)
+    assert json.loads(js.stdout)["partial_pod"]["extra_cores"] == 24
