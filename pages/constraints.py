@@ -123,6 +123,7 @@ places = b.multiselect("Placement rules", list(PLACEMENTS), key="con_placements"
 planes = st.multiselect("Network planes", PLANES, key="con_planes",
                         help="Planes each NIC's ports are split over (a NIC needs as many ports as planes; "
                              "e.g. nic-cx8-4x200 for 4 planes).")
+planes_note = st.empty()            # which plane counts the allowed hardware cannot build (filled below)
 a, b = st.columns(2)
 max_os = a.select_slider("Largest oversubscription (down:up) at any tier", OVERSUB, key="con_max_os",
                          format_func=lambda v: f"{v:g}:1")
@@ -217,7 +218,12 @@ try:
         inference_tpot_p99_s=float(tpot_ms) / 1e3 if tpot_ms else None,
         inference_slo_attainment=float(slo_pct) / 100 if slo_pct else None,
         inference_objective=None if inf_obj == "none" else inf_obj, serving_classes=serving_classes)
-    DesignSpace(new, cat)           # the search space itself: e.g. no allowed NIC runs on this GPU's host
+    space = DesignSpace(new, cat)   # the search space itself: e.g. no allowed NIC runs on this GPU's host
+    bad_planes = space.unbuildable_planes()
+    if bad_planes:
+        planes_note.warning(C.md_text(
+            "Cannot be built with the allowed hardware, so the search never reaches them (it repairs such designs "
+            "to fewer planes): " + "; ".join(f"{p} planes: {why}" for p, why in bad_planes.items()) + "."))
     if gpus_needed(wb.workload) > new.gpus:
         raise FabricError(f"constraint 'gpus': the workload needs {gpus_needed(wb.workload):,} GPUs, more than the "
                           f"{new.gpus:,} in the cluster")

@@ -722,3 +722,20 @@ def test_constraints_page_sets_gpu_systems_planes_and_power_limits_and_design_sh
     assert racks["racks"][0] == "compute" and set(racks["over the limit"]) <= {"yes", "no"}
     assert any("network GiB per step" in t.columns for t in tables)
     assert "against a limit of 130.0 kW" in texts(at.caption)
+
+
+def test_constraints_page_names_plane_counts_the_hardware_cannot_build():
+    """Issue 39 item 4: planes 4 and 8 on H100 hosts have no NIC (the 4-port NIC needs a host that feeds 800G a
+    GPU); the page says so beside the choice, before any search."""
+    at = app().run()
+    at.switch_page("pages/constraints.py").run()
+    at.multiselect(key="con_planes").set_value([1, 2, 4, 8]).run()
+    ok(at)
+    warn = texts(at.warning)
+    assert "Cannot be built with the allowed hardware" in warn
+    assert "4 planes: no allowed NIC has a multiple of 4 ports" in warn and "nic-cx8-4x200 would, but the host" in warn
+    assert "8 planes: no allowed NIC has a multiple of 8 ports" in warn and "2 planes" not in warn
+    at.selectbox(key="con_gpu_model").set_value("b200").run()          # a Blackwell host feeds the 4-port NIC
+    ok(at)
+    warn = texts(at.warning)
+    assert "8 planes" in warn and "4 planes" not in warn

@@ -185,12 +185,16 @@ def run(args) -> int:
                                    else lost)
     if args.max_failure_slowdown is not None:
         cons = dataclasses.replace(cons, max_p99_slowdown_under_failure=args.max_failure_slowdown)
-    if cons.nic_models:
-        from fabric.search import DesignSpace
+    from fabric.search import DesignSpace
 
-        left_out = DesignSpace(cons, catalog).excluded_nics
-        if left_out and not args.quiet:
-            sys.stderr.write(f"note: left out NIC(s) {', '.join(left_out)}: {next(iter(left_out.values()))}\n")
+    space = DesignSpace(cons, catalog)
+    if cons.nic_models and space.excluded_nics and not args.quiet:
+        left_out = space.excluded_nics
+        sys.stderr.write(f"note: left out NIC(s) {', '.join(left_out)}: {next(iter(left_out.values()))}\n")
+    for p, why in space.unbuildable_planes().items():
+        if not args.quiet:
+            sys.stderr.write(f"note: planes {p} cannot be built: {why}; the search repairs such designs to fewer "
+                             f"planes\n")
     scenario = load_scenario(args.scenario)
     from fabric.cli.common import calibration_arg, warn_calibration
 

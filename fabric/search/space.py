@@ -158,6 +158,28 @@ class DesignSpace:
         """Names of the hardware genes."""
         return tuple(g.name for g in self.genes if g.kind == HARDWARE)
 
+    def unbuildable_planes(self) -> dict[int, str]:
+        """Plane counts the constraints allow that no design of this space can have, with the reason: a NIC needs a
+        multiple of the planes in ports (each plane gets whole ports), and a dragonfly is one plane. Shown beside the
+        choice before a search, where the search would otherwise repair them away silently."""
+        nics = [self.catalog.nic(m) for m in self.gene("nic_model").choices]
+        fams = [f for f in self.gene("family").choices if f != "dragonfly"]
+        out: dict[int, str] = {}
+        for p in self.gene("planes").choices:
+            if p <= 1:
+                continue
+            if not fams:
+                out[p] = "a dragonfly is one plane"
+                continue
+            fit = [n.model for n in nics if n.ports % p == 0]
+            if not fit:
+                ports = ", ".join(sorted({f"{n.model} {n.ports}" for n in nics}))
+                excluded = [m for m in self.excluded_nics
+                            if self.catalog.nic(m).ports % p == 0]
+                out[p] = (f"no allowed NIC has a multiple of {p} ports ({ports})"
+                          + (f"; {', '.join(excluded)} would, but the host cannot feed it" if excluded else ""))
+        return out
+
     def gene(self, name: str) -> Gene:
         """The gene called ``name``."""
         return self.genes[self._index[name]]

@@ -1,5 +1,6 @@
-"""A partly filled last pod is said with its cost (issue 39 item 3): B200 on 131,072 GPUs, a 1:1 three-tier Clos of
-144-port switches builds 26 pods of 72 leaves, the last holding 21, with a full pod's 72 spines."""
+"""What a planner at 100K GPUs is told about sizing (issue 39): a partly filled last pod is said with its cost
+(item 3: B200 on 131,072 GPUs, a 1:1 three-tier Clos of 144-port switches builds 26 pods of 72 leaves, the last
+holding 21, with a full pod's 72 spines), and plane counts the allowed hardware cannot build are named (item 4)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,17 @@ def test_build_cli_says_it(tmp_path):
     js = subprocess.run([sys.executable, "-m", "fabric.cli.main", "build", str(f), "--json"], capture_output=True,
                         text=True)
     assert json.loads(js.stdout)["partial_pod"]["extra_cores"] == 24
+
+
+def test_unbuildable_plane_counts_are_named():
+    """Issue 39 item 4: each plane gets whole NIC ports, so p planes need a NIC of a multiple of p ports."""
+    from fabric.search import DesignSpace
+    from fabric.search.constraints import Constraints
+
+    h100 = DesignSpace(Constraints(gpus=16384, planes=(1, 2, 4, 8))).unbuildable_planes()
+    assert set(h100) == {4, 8}                               # the 2-port NIC builds 2 planes
+    assert "nic-cx8-4x200 would, but the host cannot feed it" in h100[4]
+    b200 = DesignSpace(Constraints(gpus=16384, planes=(1, 2, 4, 8), gpu_model="b200")).unbuildable_planes()
+    assert set(b200) == {8} and "nic-cx8-4x200 4" in b200[8]
+    df = DesignSpace(Constraints(gpus=1024, planes=(1, 2), families=("dragonfly",))).unbuildable_planes()
+    assert df == {2: "a dragonfly is one plane"}
