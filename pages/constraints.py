@@ -19,7 +19,9 @@ from fabric.ui_support.workload_view import gpus_needed
 
 ss = st.session_state
 C.require_entry()
-OVERSUB = [1.0, 1.5, 2.0, 3.0, 4.0]
+OVERSUB = [1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 7.0, 8.0]
+#: ratios the search tries only when the largest allowed oversubscription reaches them
+HIGH_RATIOS = (6.0, 7.0, 8.0)
 GPN = [1, 2, 4, 8, 16, 36, 72]
 PLANES = [1, 2, 4, 8]
 FAMILY_TEXT = {"clos": "Clos / fat tree", "rail_optimized": "rail-optimized", "rail_only": "rail-only",
@@ -206,7 +208,10 @@ try:
         budget_usd=None if not budget_m else float(budget_m) * 1e6,
         power_w=None if not power_kw else float(power_kw) * 1e3,
         cable_count=None if cables is None else int(cables), p99_target_s=p99 or None,
-        nics_per_gpu=c0.nics_per_gpu, oversubscriptions=c0.oversubscriptions,
+        nics_per_gpu=c0.nics_per_gpu,
+        # ratios above 4:1 (a hyperscale core: 7:1 between pods) are searched once the slider allows them
+        oversubscriptions=tuple(sorted((set(c0.oversubscriptions) - set(HIGH_RATIOS))
+                                       | {o for o in HIGH_RATIOS if o <= max_os})),
         uplink_speed_factors=c0.uplink_speed_factors, qps=c0.qps, planes=tuple(planes) or c0.planes,
         gpu_models=tuple(systems) or None,
         rack_power_w=None if not rack_kw else float(rack_kw) * 1e3,

@@ -739,3 +739,18 @@ def test_constraints_page_names_plane_counts_the_hardware_cannot_build():
     ok(at)
     warn = texts(at.warning)
     assert "8 planes" in warn and "4 planes" not in warn
+
+
+def test_constraints_page_searches_ratios_up_to_8_to_1():
+    """Issue 39 item 5: the slider reaches 8:1 and the search then tries 6:1, 7:1 and 8:1 (the hyperscale core's
+    7:1); back at 4:1 it does not."""
+    at = app().run()
+    at.switch_page("pages/constraints.py").run()
+    assert at.select_slider(key="con_max_os").options[-1] == "8:1"
+    at.select_slider(key="con_max_os").set_value(8.0).run()
+    ok(at)
+    c = at.session_state["constraints"]
+    assert c.max_oversubscription == 8.0 and {6.0, 7.0, 8.0} <= set(c.oversubscriptions)
+    at.select_slider(key="con_max_os").set_value(4.0).run()
+    ok(at)
+    assert max(at.session_state["constraints"].oversubscriptions) == 4.0

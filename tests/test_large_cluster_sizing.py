@@ -73,3 +73,25 @@ def test_unbuildable_plane_counts_are_named():
     assert set(b200) == {8} and "nic-cx8-4x200 4" in b200[8]
     df = DesignSpace(Constraints(gpus=1024, planes=(1, 2), families=("dragonfly",))).unbuildable_planes()
     assert df == {2: "a dragonfly is one plane"}
+
+
+def test_multiplane_reference_is_a_baseline_from_16k_gpus():
+    """Issue 39 item 5: at 16,384 GPUs and above the baselines hold the multi-plane reference; on B200 at 131,072 it
+    is the hyperscale-multiplane preset itself (same bill of materials)."""
+    from fabric.search import DesignSpace
+    from fabric.search.baselines import baseline_designs
+    from fabric.search.constraints import Constraints
+
+    cat = default_catalog()
+    small = baseline_designs(DesignSpace(Constraints(gpus=1024)))
+    assert not any(d.planes > 1 for d in small)
+    h100 = [d for d in baseline_designs(DesignSpace(Constraints(gpus=16384))) if d.planes > 1]
+    assert len(h100) == 1 and h100[0].planes == 2 and h100[0].nic_model == "nic-2x200-dual"   # H100 hosts: 2 ports
+    b200 = [d for d in baseline_designs(DesignSpace(Constraints(gpus=131072, gpu_model="b200"))) if d.planes > 1]
+    assert len(b200) == 1
+    ref = preset_design("hyperscale-multiplane")
+    assert (b200[0].planes, b200[0].oversubscription, b200[0].switch_model, b200[0].nic_model) == \
+        (ref.planes, ref.oversubscription, ref.switch_model, ref.nic_model)
+    mine = bill_of_materials(build_fabric(b200[0], cat), cat)
+    theirs = bill_of_materials(build_fabric(ref, cat), cat)
+    assert mine.cost_usd == pytest.approx(theirs.cost_usd) and mine.switches == theirs.switches

@@ -109,6 +109,32 @@ def superpod(system: dict, catalog, nic_model: str, switch_models, *, name=None)
     return design
 
 
+#: the multi-plane reference is a baseline from this many GPUs (the size of one Meta AI zone and above)
+MULTIPLANE_MIN_GPUS = 16384
+
+
+def multiplane(system: dict, catalog, nic_models, switch_models, *, name: str | None = None) -> Design | None:
+    """The hyperscale multi-plane rule (the ``hyperscale-multiplane`` preset's): every NIC port a plane of its own
+    (the NIC with the most ports the host runs, 4 or 2), rail leaves non-blocking to their pod's spines, pods joined
+    by a core at 7:1, adaptive routing over RoCE, rail-aligned placement; on the largest-radix Ethernet switch allowed
+    that serves the NIC's port speed. ``None`` when no multi-port NIC or no such switch is allowed."""
+    nics = sorted((catalog.nic(m) for m in nic_models if catalog.nic(m).ports in (2, 4)
+                   and catalog.nic(m).fabric == "ethernet"), key=lambda n: (-n.ports, n.price_usd))
+    for nic in nics:
+        sws = sorted((catalog.switch(m) for m in switch_models if catalog.switch(m).fabric == "ethernet"
+                      and catalog.switch(m).radix_at(nic.port_speed_bps) >= 2),
+                     key=lambda s: (-s.radix_at(nic.port_speed_bps), s.price_usd))
+        for sw in sws:
+            label = name or (f"multi-plane hyperscale ({nic.ports} planes of {nic.port_speed_bps / 1e9:g}G, 1:1 in "
+                             f"pods, 7:1 core, on {_on(sw, nic)})")
+            d = Design(name=label, family="rail_optimized", switch_model=sw.model, nic_model=nic.model,
+                       nics_per_gpu=1.0, planes=nic.ports, tiers=3, oversubscription=(1.0, 7.0), routing="adaptive",
+                       qps_per_connection=1, placement="rail_aligned", transport="roce", **system)
+            if _builds(d, catalog):
+                return d
+    return None
+
+
 def scalable_unit_note(design: Design, catalog=None) -> str:
     """For a rail-optimized design of scalable units (``nodes_per_su``): how many SUs its servers and reserved
     slots fill, and, when that is more than the servers of the SUs before it need, what the last SU adds against

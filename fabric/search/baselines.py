@@ -6,7 +6,9 @@
 - the same at 2:1;
 - a rail-optimized SuperPOD-style design (NVIDIA's scalable units of 32 node slots with the UFM slot, 1:1, adaptive
   routing, rail-aligned placement) on InfiniBand when allowed: the same design and price as the preset
-  ``dgx-h100-superpod`` at the same GPU count.
+  ``dgx-h100-superpod`` at the same GPU count;
+- from 16,384 GPUs, the multi-plane hyperscale reference (the preset ``hyperscale-multiplane``'s rule: a plane per
+  NIC port, 1:1 in pods, 7:1 between pods, adaptive RoCE) when an allowed NIC with 2 or 4 ports runs on the host.
 
 The fastest NIC is the fastest single-port NIC the first GPU system's host runs; InfiniBand before Ethernet at one
 speed (the fabric NVIDIA's reference designs use). Each name says what it is: ratio, link speed and switch.
@@ -17,7 +19,7 @@ from __future__ import annotations
 import math
 
 from fabric.design import Design
-from fabric.reference.rules import fat_tree, generation_switch, superpod
+from fabric.reference.rules import MULTIPLANE_MIN_GPUS, fat_tree, generation_switch, multiplane, superpod
 
 __all__ = ["baseline_designs"]
 
@@ -69,4 +71,8 @@ def baseline_designs(space) -> list[Design]:
     pod = superpod(system, cat, rail_nic.model, allowed)
     if pod is not None:
         out.append(pod.replace(name=f"baseline: {pod.name}"))
+    if system["gpus"] >= MULTIPLANE_MIN_GPUS:
+        mp = multiplane(system, cat, space.genes[2].choices, allowed)
+        if mp is not None:
+            out.append(mp.replace(name=f"baseline: {mp.name}"))
     return out
