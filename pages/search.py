@@ -328,7 +328,9 @@ def draw(snap, *, live: bool) -> None:
                    if extra.get("flagged") else "") + ". Black symbols: the baselines. Click a dot to open the "
                 "design."))
         else:
-            st.caption("Each dot is a design; " + serving_front.front_caption(cons, y_col, only) + " Coloured: the "
+            st.caption("Each dot is a design; " + serving_front.front_caption(cons, y_col, only,
+                                                                           unit=charts.axis_unit(fig, "yaxis"))
+                       + " Coloured: the "
                        "front by topology family; grey: other feasible designs; "
                        + ("hollow grey: designs that meet every limit but the p99 target (the trade-off the target "
                           "cuts off); " if beyond else "")
@@ -379,7 +381,8 @@ def draw(snap, *, live: bool) -> None:
         serving_cols = [c for c in serving_front.SERVING_COLUMNS if c in front.columns]
         blast_cols = [c for c in ("gpus_lost_on_worst_switch_failure", "p99_failure_slowdown") if c in front.columns]
         table = front[[c for c in ("design", "cost_usd", "p99_s", "p50_s", *serving_cols, *blast_cols, "power_w",
-                                   "family", "switch_model", "nic_model", "transport", "policy", "free_upgrade_of",
+                                   "family", "switch_model", "nic_model", "planes", "transport", "policy",
+                                   "free_upgrade_of",
                                    "ties") if c in front.columns]].copy()     # (a robust record: no p50 of its own)
         if "p99_failure_slowdown" in table.columns:   # a design that does not survive has no finite figure
             table["p99_failure_slowdown"] = [None if v is None or v != v or v > 1e6 else v

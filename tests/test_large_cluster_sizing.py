@@ -95,3 +95,25 @@ def test_multiplane_reference_is_a_baseline_from_16k_gpus():
     mine = bill_of_materials(build_fabric(b200[0], cat), cat)
     theirs = bill_of_materials(build_fabric(ref, cat), cat)
     assert mine.cost_usd == pytest.approx(theirs.cost_usd) and mine.switches == theirs.switches
+
+
+def test_pareto_chart_reads_well_at_131k():
+    """Issue 39 item 7: money in B (not plotly's "G"), the y unit fixed by the baselines (the live chart does not
+    switch from ms to s when the search ends), the caption names the chart's unit (not "(time)")."""
+    from fabric.search.constraints import Constraints
+    from fabric.ui_support import charts, serving_front
+
+    def rec(cost, p99, fam="clos", key="k"):
+        return {"cost_usd": cost, "p99_s": p99, "p50_s": p99, "family": fam, "design": f"d{cost}", "key": key,
+                "power_w": 1e6,
+                "feasible": True, "buildable": True}
+
+    base = [rec(2.07e9, 0.313, key="b")]
+    early = charts.pareto_figure([rec(1.9e9, 0.678)], base)
+    late = charts.pareto_figure([rec(1.9e9, 0.678), rec(1.7e9, 1.4)], base)
+    assert charts.axis_unit(early, "yaxis") == charts.axis_unit(late, "yaxis") == "ms"
+    ticks = list(late.layout.xaxis.ticktext)
+    assert "$1B" in ticks and "$2B" in ticks and not any("G" in t for t in ticks)
+    cap = serving_front.front_caption(Constraints(gpus=131072), "p99_s", False, unit=charts.axis_unit(late, "yaxis"))
+    assert "(ms)" in cap and "(time)" not in cap
+    assert charts.money_text(2.07e9) == "$2.07B"

@@ -59,8 +59,10 @@ def axis_unit(fig: go.Figure, axis: str = "xaxis") -> str:
 
 
 def money_text(usd: float) -> str:
-    """``$1.23M``, ``$456k`` or ``$789``."""
+    """``$2.07B``, ``$1.23M``, ``$456k`` or ``$789``."""
     a = abs(usd)
+    if a >= 1e9:
+        return f"${usd / 1e9:,.2f}B"
     if a >= 1e6:
         return f"${usd / 1e6:,.2f}M"
     if a >= 1e3:
@@ -220,8 +222,10 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
     others = [r for r in others if drawn(r)]
     if y_col == "serving_slo_attainment":
         scale, unit = 100.0, "%"
-    else:
-        scale, unit = time_unit([r[y_col] for r in pts] or [1.0])
+    else:       # the baselines' unit when there are some: they are evaluated first, so the unit holds while the
+        # search adds designs (a live chart in ms must not turn to s when the search ends)
+        basis = [r[y_col] for r in baselines if r.get("buildable", True)] or [r[y_col] for r in pts]
+        scale, unit = time_unit(basis or [1.0])
     if y_col != "p99_s":
         p99_target_s = None
         ranges = None
@@ -321,9 +325,28 @@ def pareto_figure(front: Sequence[Mapping], baselines: Sequence[Mapping] = (), *
         pad = max(max(ys) - min(ys), 0.02 * max(ys))
         fig.update_xaxes(range=[0, xmax * 1.12])
         fig.update_yaxes(range=[min(ys) - 0.15 * pad, max(ys) + 0.25 * pad])
-    fig.update_xaxes(title_text="network capex (USD)", tickprefix="$", tickformat="~s")
+    far = max([r["cost_usd"] for r in pts] or [1.0])
+    fig.update_xaxes(title_text="network capex (USD)", **money_ticks(xmax if focus else far, extend_to=far))
     fig.update_yaxes(title_text=f"{y_title} ({unit})")
     return style(fig, height=height, legend_below=True)
+
+
+def money_ticks(top_usd: float, n: int = 6, extend_to: float = 0.0) -> dict:
+    """Axis settings for dollars from 0 to ``top_usd``: round steps labelled $500k, $20M, $1.5B (plotly's SI
+    format would write a billion as "$1G"), continued at the same step to ``extend_to`` (designs off to the right,
+    shown when the chart is zoomed out; at most 200 ticks)."""
+    top = max(float(top_usd), 1.0) * 1.12
+    raw = top / n
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    vals = [i * step for i in range(min(int(max(top, float(extend_to) * 1.12) // step), 200) + 1)]
+
+    def label(v: float) -> str:
+        for div, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+            if v >= div:
+                return f"${v / div:,.4g}{suffix}"
+        return f"${v:,.0f}"
+    return {"tickmode": "array", "tickvals": vals, "ticktext": [label(v) for v in vals]}
 
 
 def hypervolume_figure(history: Sequence[Mapping], *, finished: bool = True, height: int = 300) -> go.Figure:

@@ -78,12 +78,15 @@ def objectives_text(constraints, serving_only: bool) -> list[str]:
     return out
 
 
-def front_caption(constraints, y_col: str, serving_only: bool) -> str:
-    """The sentence under a front chart: what the axes are, which objectives chose the front, and what a
-    two-objective view of a three-objective front hides."""
+def front_caption(constraints, y_col: str, serving_only: bool, unit: str | None = None) -> str:
+    """The sentence under a front chart: what the axes are (``unit``: the chart's y unit, as its axis title names
+    it), which objectives chose the front, and what a two-objective view of a three-objective front hides."""
     objs = objectives_text(constraints, serving_only)
     y = front_axis_options([{y_col: 0}], serving_only).get(y_col, y_col)
-    unit = "share of requests in %" if SERVING_COLUMNS.get(y_col, ("", "time"))[1] == "share" else "time"
+    if SERVING_COLUMNS.get(y_col, ("", "time"))[1] == "share":
+        unit = "share of requests in %"
+    elif not unit:
+        unit = "seconds"
     better = "upper-left" if y_col == "serving_slo_attainment" else "lower-left"
     out = (f"x: network capex in USD; y: {y} ({unit}); {better} is better. The front was chosen on "
            f"{len(objs)} objectives: {', '.join(objs)}.")
