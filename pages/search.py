@@ -270,8 +270,16 @@ def draw(snap, *, live: bool) -> None:
             resumed = (f", continued from its saved state at generation {snap.resumed_from} after a server restart"
                        if snap.after_restart else
                        f", reopened from its saved state at generation {snap.resumed_from}")
+        over = ""
+        if budget and snap.evaluations > budget and not snap.running:
+            pop = getattr(ss["search_job"], "pop_size", None)
+            over = (f"; {snap.evaluations - budget:,} over the budget: a generation"
+                    + (f" ({pop} designs)" if pop else "") + " is evaluated whole once started, and the baselines, "
+                    "their tuned policies and the check of the recommendation's neighbours count as evaluations "
+                    "too")
         st.progress(snap.fraction, text=f"Search {state}: generation {snap.generation}, {snap.evaluations:,} "
-                                        f"designs evaluated (budget {budget:,}), {snap.elapsed_s:.1f} s{resumed}")
+                                        f"designs evaluated (budget {budget:,}), {snap.elapsed_s:.1f} s{resumed}"
+                                        f"{over}")
     if snap.state == "failed":
         st.error(f"The search stopped: {C.public_message(snap.error) if snap.error else 'unknown error'}")
         return
