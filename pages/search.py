@@ -56,6 +56,9 @@ def _adopt(job: SearchJob) -> None:
     ss["search_watching"] = False
     ss["search_job"] = job.start()
     ss["url_search_id"] = job.search_id
+    # a new search makes a new recommendation: the Design page opens it, not a design picked from the last front
+    for key in ("design_genes", "design_name", "design_pick"):
+        ss.pop(key, None)
 
 
 def start_search() -> None:

@@ -754,3 +754,23 @@ def test_constraints_page_searches_ratios_up_to_8_to_1():
     at.select_slider(key="con_max_os").set_value(4.0).run()
     ok(at)
     assert max(at.session_state["constraints"].oversubscriptions) == 4.0
+
+
+def test_a_new_search_opens_its_own_recommendation():
+    """Issue 39 item 6: a design picked from the last front is not what the Design page opens after a new search
+    (on another GPU, say); it opens the new search's recommendation."""
+    at = app().run()
+    at.switch_page("pages/search.py").run()
+    finish_search(at)
+    names = at.selectbox(key="open_pick").options
+    at.session_state["front_table"] = {"selection": {"rows": [len(names) - 1], "columns": [], "cells": []}}
+    at.run()
+    assert at.session_state["design_name"] == names[-1]
+    at.switch_page("pages/search.py").run()
+    at.number_input(key="in_seed").set_value(7)
+    at.button(key="start_search").click().run()
+    assert "design_genes" not in at.session_state and "design_name" not in at.session_state
+    finish_search(at)
+    at.switch_page("pages/design.py").run()
+    ok(at)
+    assert at.selectbox(key="design_pick").value.startswith("recommended: ")
