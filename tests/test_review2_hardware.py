@@ -44,11 +44,12 @@ REVIEW_22 = Design(name="review 22 leaves", family="clos", gpus=1024, switch_mod
 
 
 def _baselines(gpus: int, **kw) -> dict[str, Design]:
-    """The baselines by kind: ``ft11``, ``ft21``, ``pod``."""
+    """The baselines by kind: ``ft11``, ``ft21``, ``pod`` (and ``multiplane`` from 16,384 GPUs)."""
     ds = baseline_designs(DesignSpace(Constraints(gpus=gpus, **kw)))
     out = {}
     for d in ds:
-        key = "ft11" if "fat tree 1:1" in d.name else "ft21" if "fat tree 2:1" in d.name else "pod"
+        key = ("ft11" if "fat tree 1:1" in d.name else "ft21" if "fat tree 2:1" in d.name
+               else "multiplane" if "multi-plane" in d.name else "pod")
         out[key] = d
     return out
 

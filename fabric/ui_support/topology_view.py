@@ -2,7 +2,8 @@
 
 Rows bottom to top: NIC groups (the NICs cabled to one leaf), leaves (or dragonfly routers), spines, cores; planes
 side by side. Every switch is drawn while a row has at most ``max_per_row`` (:data:`MAX_PER_ROW`, 48; shared
-by the planes, at least 8 each) of them; a larger row is drawn as ``max_per_row`` boxes, each standing for a contiguous range of switches and
+by the planes, at least 8 each) of them; a larger row is drawn as at most 16 boxes (over the planes, at least 4 a plane;
+:data:`MAX_LABELLED_PER_ROW`), each standing for a contiguous range of switches and
 labelled with how many it stands for, and the row's axis label gives the count and the boxes ("leaves: 4,096 in 48
 boxes"), so a box never silently stands for several switches. Links between two boxes are drawn as one line whose
 width grows with the number of cables it stands for. A 3-tier fabric of several pods draws its leaves and spines by pod (one box per pod and
@@ -21,11 +22,15 @@ import plotly.graph_objects as go
 
 from fabric.topology.fabric import LINK_KINDS, NIC, SWITCH
 
-__all__ = ["TopologyView", "topology_view", "topology_figure", "row_label", "HOT_KIND_TO_LINK_KIND", "MAX_PER_ROW"]
+__all__ = ["TopologyView", "topology_view", "topology_figure", "row_label", "HOT_KIND_TO_LINK_KIND", "MAX_PER_ROW",
+           "MAX_LABELLED_PER_ROW"]
 
 #: Switches of one tier and plane drawn one box each; a larger row is drawn as this many boxes (each labelled with
 #: its count). 48 boxes fit the Design page's topology column at 1,280 px (squares shrink from 16 to 8 px).
 MAX_PER_ROW = 48
+#: A row whose boxes stand for several switches each (labelled with their counts) has at most this many boxes (over
+#: all planes, at least 4 a plane), so the count labels never run into each other (docs/dashboard.md)
+MAX_LABELLED_PER_ROW = 16
 
 #: Link group names of ``Evaluation.hot_links`` -> the cable kind they run on.
 HOT_KIND_TO_LINK_KIND = {
@@ -76,6 +81,7 @@ def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int
     rows: list[str] = []
     planes = max(1, fabric.planes)
     max_per_row = max(8, max_per_row // planes)        # planes share the row's width
+    labelled = min(max_per_row, max(4, MAX_LABELLED_PER_ROW // planes))
     sw_ids = np.flatnonzero(kinds == SWITCH)
     tiers = sorted(set(fabric.node_tier[sw_ids].tolist()))
     tier_name = {t: ("router" if fabric.family == "dragonfly" and t == 0 else fabric.tier_names[t]) for t in tiers}
@@ -110,10 +116,10 @@ def topology_view(fabric, hot_links: Sequence[Mapping] = (), *, max_per_row: int
                 aggregated |= bool((np.bincount(b) > 1).any())
             elif by_pod:
                 pod = np.arange(ids.size) // per_pod[t]
-                b = pod if pods <= max_per_row else (pod * max_per_row) // pods
+                b = pod if pods <= labelled else (pod * labelled) // pods
                 aggregated = True
             else:
-                b = _buckets(ids.size, max_per_row)
+                b = _buckets(ids.size, max_per_row if ids.size <= max_per_row else labelled)
                 aggregated |= ids.size > max_per_row
             nb = int(b.max()) + 1
             for k in range(nb):
