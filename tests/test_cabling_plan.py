@@ -232,3 +232,12 @@ def test_design_of_regions_is_cabled_and_checked():
     assert tor.shape[0] == 256 * 8 and (nl.medium == "optics").sum() == 256 * 8
     assert set(tor[tor.a_rack == tor.b_rack].medium) == {"copper"}
     assert set(tor[tor.a_rack != tor.b_rack].medium) == {"active_copper"}
+    # the rail check reads each region's leaves: two rail-A NICs swapped between rail leaves is caught
+    from fabric.cabling.checks import _rails
+    from fabric.topology.fabric import LINK_KINDS
+
+    nl_rows = np.flatnonzero(plan.role == LINK_KINDS.index("nic-leaf"))
+    i, j = nl_rows[0], nl_rows[1]                  # server 1's NICs 0 and 1: rails 0 and 1 of region A
+    plan.b_node[i], plan.b_node[j] = plan.b_node[j], plan.b_node[i]
+    bad = _rails(plan)
+    assert not bad.ok and "2 take more rails than their region's" in bad.detail

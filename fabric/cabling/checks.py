@@ -177,10 +177,35 @@ def _rails(plan) -> Check:
     # every leaf of a rail family takes one rail only (a leaf of a Clos region takes every rail)
     key = _unique(leaf * 1024 + rail)
     rails_per_leaf = np.bincount(np.unique(key // 1024, return_inverse=True)[1])
-    rpl = int(getattr(fab.design, "rails_per_leaf", 1) or 1)
-    mixed = int((rails_per_leaf > rpl).sum()) if fam != "regions" else 0
+    leaves_seen = np.unique(key // 1024)
+    if fam == "regions":        # the leaves of each rail region take that region's rails per leaf; Clos leaves any
+        limit = np.full(leaves_seen.size, np.iinfo(np.int64).max)
+        ordinal = _leaf_ordinal(fab, leaves_seen)
+        for r in fab.structure.get("regions") or []:
+            if r.get("family") in ("rail_optimized", "rail_only"):
+                lo, hi = r["leaf_range"]
+                limit[(ordinal >= lo) & (ordinal < hi)] = int(r.get("rails_per_leaf") or 1)
+        mixed = int((rails_per_leaf > limit).sum())
+        what = "their region's rails per leaf"
+    else:
+        rpl = int(getattr(fab.design, "rails_per_leaf", 1) or 1)
+        mixed = int((rails_per_leaf > rpl).sum())
+        what = f"the design's {rpl}"
     return Check("rail r of every server on a rail-r leaf", mixed == 0,
-                 f"{_unique(leaf).size:,} leaves; {mixed} take more rails than the design's {rpl}")
+                 f"{_unique(leaf).size:,} leaves; {mixed} take more rails than {what}")
+
+
+def _leaf_ordinal(fab, leaves: np.ndarray) -> np.ndarray:
+    """Each leaf's position among its plane's leaves (what a region's ``leaf_range`` counts)."""
+    from fabric.topology.fabric import SWITCH
+
+    out = np.zeros(leaves.size, dtype=np.int64)
+    tier0 = np.flatnonzero((fab.node_kind == SWITCH) & (fab.node_tier == 0))
+    for p in np.unique(fab.node_plane[leaves]):
+        ids = tier0[fab.node_plane[tier0] == p]
+        sel = fab.node_plane[leaves] == p
+        out[sel] = np.searchsorted(ids, leaves[sel])
+    return out
 
 
 def _uplinks_even(plan) -> Check:
