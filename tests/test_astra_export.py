@@ -200,3 +200,18 @@ def test_astra_sim_runs_the_export(tmp_path):
     assert r["ranks"] == 16
     # across 2 servers each GPU's NIC must carry at least S/8 x 2(2-1)/2 of the data at 48 GB/s
     assert r["step_s"] >= (64 * 2**20 / 8) / (50e9 * 0.96)
+
+
+@pytest.mark.skipif(astra_sim_binary() is None, reason="FABRIC_ASTRA_SIM does not name an ASTRA-sim binary")
+def test_astra_sim_runs_pipeline_sends_without_deadlock(tmp_path):
+    """Two pipeline stages of 8 GPUs: three 16 MiB activations from stage 0 to stage 1 after 1 ms of compute; every
+    rank finishes, no sooner than the compute plus the three transfers at the NIC's 48 GB/s."""
+    g = (ProcessGroup("tp", 8, "tp", rank_start=0, rank_stride=1), ProcessGroup("pp", 2, "pp", rank_start=0,
+                                                                                 rank_stride=8))
+    job = Job(name="pp", world_size=16, groups=g, compute_time_s=0.001,
+              ops=(CommOp("all_reduce", 2**20, "tp", count_per_step=2), CommOp("send_recv", 2**24, "pp",
+                                                                              count_per_step=3)))
+    d = write_astra_sim(Design(gpus=16), Workload(jobs=(job,)), tmp_path / "a")
+    r = run_astra_sim(d, astra_sim_binary(), timeout_s=600)
+    assert r["ranks"] == 16
+    assert r["step_s"] >= 0.001 + 3 * 2**24 / (50e9 * 0.96)
