@@ -120,8 +120,8 @@ def test_pareto_chart_reads_well_at_131k():
 
 
 def test_topology_at_131k_keeps_labelled_boxes_readable():
-    """Issue 39 item 7: a row of boxes that stand for several switches holds at most 16 (their count labels apart),
-    drawn by pod and plane; the 131K multi-plane reference reads as 4 planes x pods."""
+    """Issue 39 item 7: a row of boxes that stand for several switches holds at most 24 (their count labels apart;
+    48 before), drawn by pod and plane; the 131K multi-plane reference reads as 4 planes x 5 pods."""
     from fabric.ui_support.topology_view import MAX_LABELLED_PER_ROW, row_label, topology_view
 
     for d in (preset_design("hyperscale-multiplane"), Design(**B200_131K)):
@@ -130,7 +130,7 @@ def test_topology_at_131k_keeps_labelled_boxes_readable():
             boxes = [n for n in v.nodes if n["row"] == row]
             assert len(boxes) <= MAX_LABELLED_PER_ROW, (d.name, row, len(boxes))
     v = topology_view(build_fabric(preset_design("hyperscale-multiplane")))
-    assert [row_label(v, r) for r in v.rows] == ["NICs: 131,072 in 4 groups", "leaves: 4,096 in 16 boxes",
-                                                 "spines: 2,560 in 16 boxes", "cores: 320 in 16 boxes"]
+    assert [row_label(v, r) for r in v.rows] == ["NICs: 131,072 in 5 groups", "leaves: 4,096 in 20 boxes",
+                                                 "spines: 2,560 in 20 boxes", "cores: 320 in 24 boxes"]
     leaves = [n["label"] for n in v.nodes if n["row"] == "leaf"]
-    assert leaves[0] == "pods 0-1 leaves plane 0" and {n["plane"] for n in v.nodes} == {0, 1, 2, 3}
+    assert leaves[0] == "pod 0 leaves plane 0" and {n["plane"] for n in v.nodes} == {0, 1, 2, 3}

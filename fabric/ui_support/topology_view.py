@@ -2,7 +2,7 @@
 
 Rows bottom to top: NIC groups (the NICs cabled to one leaf), leaves (or dragonfly routers), spines, cores; planes
 side by side. Every switch is drawn while a row has at most ``max_per_row`` (:data:`MAX_PER_ROW`, 48; shared
-by the planes, at least 8 each) of them; a larger row is drawn as at most 16 boxes (over the planes, at least 4 a plane;
+by the planes, at least 8 each) of them; a larger row is drawn as at most 24 boxes (over the planes, at least 4 a plane;
 :data:`MAX_LABELLED_PER_ROW`), each standing for a contiguous range of switches and
 labelled with how many it stands for, and the row's axis label gives the count and the boxes ("leaves: 4,096 in 48
 boxes"), so a box never silently stands for several switches. Links between two boxes are drawn as one line whose
@@ -30,7 +30,7 @@ __all__ = ["TopologyView", "topology_view", "topology_figure", "row_label", "HOT
 MAX_PER_ROW = 48
 #: A row whose boxes stand for several switches each (labelled with their counts) has at most this many boxes (over
 #: all planes, at least 4 a plane), so the count labels never run into each other (docs/dashboard.md)
-MAX_LABELLED_PER_ROW = 16
+MAX_LABELLED_PER_ROW = 24
 
 #: Link group names of ``Evaluation.hot_links`` -> the cable kind they run on.
 HOT_KIND_TO_LINK_KIND = {
