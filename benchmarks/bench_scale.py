@@ -11,7 +11,7 @@ Targets (issue 17), on this 2-core machine:
 
 Each part runs in its own fresh process (peak RSS from resource.getrusage is per process).
 
-Run: python benchmarks/bench_scale.py [--part eval|search|both] [--budget 1000] [--workers 1]
+Run: python benchmarks/bench_scale.py [--part eval|search|both] [--budget 1000] [--workers 1] [--plan fixed-dp|kept-batch]
 """
 
 from __future__ import annotations
@@ -34,6 +34,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 GPUS = 131_072
 WORKLOAD = dict(name="llama3-70b", gpus=GPUS)
+#: The plan the figures of issues 17 and 34 were measured with: the preset's TP 8 x PP 4 with data parallelism
+#: filling the rest (DP 4,096, a 33.6 M-token step). The preset now keeps its 4.19 M-token batch at this size with
+#: CP 8 (docs/large-clusters.md), whose context-parallel rings cross servers: ``--plan kept-batch`` measures that.
+PLANS = {"fixed-dp": {"pp": 4, "cp": 1}, "kept-batch": {}}
+PLAN = "fixed-dp"
 
 
 def _rss_mib() -> float:
@@ -80,7 +85,7 @@ def child_eval() -> dict:
 
     cat = default_catalog()
     design = preset_design("hyperscale-multiplane")
-    wl = preset_workload(WORKLOAD["name"], gpus=design.gpus)
+    wl = preset_workload(WORKLOAD["name"], gpus=design.gpus, **PLANS[PLAN])
     out = {"design": design.name, "gpus": design.gpus, "rss_after_imports_mib": _rss_mib()}
     t = time.perf_counter()
     fab = build_fabric(design, cat)
@@ -125,7 +130,7 @@ def child_search(budget: int, workers: int) -> dict:
     from fabric.search.runners import make_runner
     from fabric.workload.presets import preset_workload
 
-    wl = preset_workload(WORKLOAD["name"], gpus=GPUS)
+    wl = preset_workload(WORKLOAD["name"], gpus=GPUS, **PLANS[PLAN])
     cons = Constraints(gpus=GPUS, gpu_models=("b200", "gb200-nvl72"), planes=(1, 2, 4, 8),
                        families=("clos", "rail_optimized", "dragonfly"), cost_objective="cost_per_step",
                        rack_power_w=132_000.0)
@@ -172,8 +177,13 @@ def main() -> None:
     ap.add_argument("--part", choices=["eval", "search", "both"], default="both")
     ap.add_argument("--budget", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=1, help="search worker processes (1: in process)")
+    ap.add_argument("--plan", choices=list(PLANS), default="fixed-dp",
+                    help="the workload's plan: the one of the earlier figures (fixed-dp, default) or the preset's "
+                         "own at this size, which keeps its global batch (kept-batch)")
     ap.add_argument("--child", choices=["eval", "search"], help=argparse.SUPPRESS)
     args = ap.parse_args()
+    global PLAN
+    PLAN = args.plan
     if args.child == "eval":
         print(json.dumps(child_eval()))
         return
@@ -183,11 +193,11 @@ def main() -> None:
     print(f"load average: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} "
           f"on {os.cpu_count()} cores", flush=True)
     if args.part in ("eval", "both"):
-        r = _run_child(["--child", "eval"])
+        r = _run_child(["--child", "eval", "--plan", PLAN])
         one_cold = r["build_cold_s"] + r["failure_check_cold_s"] + r["racks_cold_s"] + r["evaluate_cold_s"]
         one_warm = r["evaluate_warm_s"] + r["failure_check_warm_s"] + r["racks_warm_s"]
         print(f"A. {r['design']}: {r['switches']:,} switches, {r['links']:,} links, {r['tiers']} tiers, "
-              f"{r['planes']} planes; workload {WORKLOAD['name']} at {r['gpus']:,} GPUs, 256 samples")
+              f"{r['planes']} planes; workload {WORKLOAD['name']} at {r['gpus']:,} GPUs ({PLAN} plan), 256 samples")
         print(f"   cold (first in a fresh process): build {r['build_cold_s']:.2f} s, single-failure check "
               f"{r['failure_check_cold_s']:.2f} s, racks/power {r['racks_cold_s']:.3f} s, evaluation "
               f"{r['evaluate_cold_s']:.2f} s: total {one_cold:.2f} s (target 2 s)")
@@ -199,8 +209,9 @@ def main() -> None:
               f"{r['p99_s']:.3f} s; partitions on a single failure: {r['partitions_on_single_failure']}; "
               f"process wall {r['process_wall_s']:.1f} s")
     if args.part in ("search", "both"):
-        r = _run_child(["--child", "search", "--budget", str(args.budget), "--workers", str(args.workers)])
-        print(f"B. search at {GPUS:,} GPUs ({r['workers']} worker{'s' if r['workers'] > 1 else ''}): {r['evaluations']:,} evaluations in {r['generations']} generations, "
+        r = _run_child(["--child", "search", "--budget", str(args.budget), "--workers", str(args.workers),
+                        "--plan", PLAN])
+        print(f"B. search at {GPUS:,} GPUs, {PLAN} plan ({r['workers']} worker{'s' if r['workers'] > 1 else ''}): {r['evaluations']:,} evaluations in {r['generations']} generations, "
               f"{r['seconds']:.1f} s wall (target 45 s, issue 34), {r['cpu_s']:.1f} s of CPU (workers included), peak RSS {r['peak_rss_mib']:,.0f} MiB; {r['buildable']:,} "
               f"buildable, {r['feasible']:,} feasible; front {r['front']} designs, systems {r['systems_on_front']}, "
               f"planes {r['planes_on_front']}; process wall {r['process_wall_s']:.1f} s")
