@@ -6,10 +6,11 @@ Power is drawn as the rack's two vertical (0U) power strips with the rack's draw
 
 from __future__ import annotations
 
-import weakref
 from html import escape
 
 import numpy as np
+
+from fabric.cabling.memo import per_plan
 
 __all__ = ["rack_contents", "rack_svg", "elevation_rows", "rack_groups"]
 
@@ -74,19 +75,12 @@ class _Contents:
         return out
 
 
-_CONTENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _contents(plan) -> _Contents:
     """Every rack's contents, made once per plan (the racks of a 131,072-GPU floor one by one would each scan every
     slot, switch and panel)."""
-    try:
-        got = _CONTENTS.get(plan)
-    except TypeError:               # not weakly referenceable: no cache
-        return _Contents(plan)
-    if got is None:
-        got = _CONTENTS[plan] = _Contents(plan)
-    return got
+    return per_plan(plan, _Contents)
 
 
 def rack_contents(plan, rack: int) -> list[dict]:

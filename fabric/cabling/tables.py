@@ -4,7 +4,6 @@ port-to-link mapping as CSV, and a readable table per rack."""
 
 from __future__ import annotations
 
-import weakref
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from fabric.cabling.memo import per_plan
 from fabric.topology.fabric import LINK_KINDS, MEDIA
 
 __all__ = ["plan_table", "write_plan_csv", "rack_table", "switch_interface_names", "BATCH_ROWS",
@@ -22,7 +22,6 @@ BATCH_ROWS = 200_000
 #: Link kinds whose both ends are switches: the rows of the audit's port-to-link mapping.
 AUDIT_ROLES = ("leaf-spine", "spine-core", "router-local", "router-global")
 
-_NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _take(values, idx: np.ndarray) -> pa.Array:
@@ -74,13 +73,7 @@ class _Names:
 
 
 def _names(plan) -> _Names:
-    try:
-        got = _NAMES.get(plan)
-    except TypeError:               # not weakly referenceable: no cache
-        return _Names(plan)
-    if got is None:
-        got = _NAMES[plan] = _Names(plan)
-    return got
+    return per_plan(plan, _Names)
 
 
 def _node_index(node: np.ndarray, n: int) -> pa.Array:

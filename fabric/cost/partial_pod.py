@@ -76,7 +76,7 @@ def partial_pod_of(structure: dict, bom) -> PartialPod | None:
     extra_cores = max(0, cores - cores_needed)
     spine_usd = _unit_usd(bom, "switch", "spine")
     core_usd = _unit_usd(bom, "switch", "core")
-    link_usd = _per_link_usd(bom, "spine-core", int(s.get("spine_core_links") or pods * s1 * u2))
+    link_usd = _per_link_usd(bom, "spine-core", int(bom.links.get("spine-core") or pods * s1 * u2))
     usd = extra_spines * spine_usd + extra_cores * core_usd + extra_links * link_usd
     return PartialPod(pods, per_pod, last, s1, need, u2, extra_spines, extra_links, extra_cores, float(usd))
 

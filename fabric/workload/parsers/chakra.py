@@ -323,11 +323,11 @@ def sniff(head: bytes, name: str) -> bool:
     ASTRA-sim's communicator groups file ({"1": [ranks], ...})."""
     h = head.lstrip()
     if h.startswith(b"{"):
-        return bool(_JSON_GRAPH.search(head)) or _is_comm_groups(name, head)
+        return bool(_JSON_GRAPH.search(head)) or _is_comm_groups(head)
     return _sniff_et(head)
 
 
-def _is_comm_groups(name: str, head: bytes) -> bool:
+def _is_comm_groups(head: bytes) -> bool:
     return bool(_COMM_GROUPS_HEAD.match(head)) and not _JSON_GRAPH.search(head)
 
 
@@ -566,7 +566,7 @@ def parse_groups(files: list[tuple[str, bytes]], limits: Limits | None = None) -
     comm_files: dict[str, tuple[str, dict]] = {}          # job prefix -> (file name, groups)
     for name, data in files:
         try:
-            if data.lstrip()[:1] == b"{" and _is_comm_groups(name, data[:4096]):
+            if data.lstrip()[:1] == b"{" and _is_comm_groups(data[:4096]):
                 comm_files[_comm_groups_prefix(name)] = (name, load_comm_groups(name, data, limits))
             else:
                 loaded.append((name, load_rank(name, data, limits)))
