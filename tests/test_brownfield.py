@@ -359,17 +359,18 @@ def test_tier_move_keeps_leaves_and_spines_and_adds_cores(mixtral):
     # spine sends half its 128 ports down (1:1): ceil(160 / 64) = 3 spines, 4 to divide 40 (bundles of 10); each
     # spine's 40 uplinks -> 160 spine-core links on the fewest cores that take them, ceil(160 / 128) = 2. So 2
     # spines + 2 cores are added; the 160 leaf-spine links keep their modules and fibres (re-plugged), and the 160
-    # new links each need a single-mode fibre and a twin-port DR8 module per two links at each end (160).
+    # new links each need a fibre and a twin-port module per two links at each end (160): multimode SR8 and 50 m
+    # fibre, the cores standing in the same hall (the 8 racks fill one hall: fabric.topology.floor).
     d = preset_design("fat-tree", 256).replace(oversubscription=(2.0, 1.0), switch_model="eth-51t-64x800",
                                                nic_model="nic-eth-400", transport="roce")
     res = upgrade_front(installed_from_design(d), mixtral, UpgradeLimits(), moves=["tier"], samples=16, qps=(1,))
     u = _only_move(res, "tier")
     assert u.switches == {"leaf": 4, "spine": 4, "core": 2}
-    assert u.delta.added() == {"eth-51t-64x800": 4, "osfp-2x400-dr8-switch": 160, "smf-500m": 160}
+    assert u.delta.added() == {"eth-51t-64x800": 4, "osfp-2x400-sr8-switch": 160, "mmf-50m": 160}
     assert u.delta.removed() == {}
-    hand = (4 * _price("switch", "eth-51t-64x800") + 160 * _price("transceiver", "osfp-2x400-dr8-switch")
-            + 160 * _price("cable", "smf-500m"))
-    assert u.added_usd == pytest.approx(hand)                            # $532,000
+    hand = (4 * _price("switch", "eth-51t-64x800") + 160 * _price("transceiver", "osfp-2x400-sr8-switch")
+            + 160 * _price("cable", "mmf-50m"))
+    assert u.added_usd == pytest.approx(hand)
     assert u.recabled_server_links == 0
 
 
@@ -410,8 +411,9 @@ def test_spine_uplinks_move_adds_spine_core_links_and_cores(mixtral):
     # up; 130 spine-core links on ceil(130 / 64) = 3 cores (44, 43, 43 links). At 1:1 a spine has 32 ports down:
     # ceil(260 / 32) = 9 -> 10 spines again, 26 up; 260 links on ceil(260 / 64) = 5 cores (52 each). At 1.25:1
     # (35 down, ceil(26 / 1.25) = 21 up) 210 links, 4 cores; at 1.5:1 (38 down, 18 up) 180 links, 3 cores.
-    # 1:1 buys 2 cores, 130 single-mode fibres (300 m) and twin-port DR8 modules: before 10 x ceil(13 / 2) + 3 x 22
-    # = 136, after 10 x 13 + 5 x 26 = 260, 124 more. Leaves, spines and leaf-spine links are untouched.
+    # 1:1 buys 2 cores, 130 fibres and twin-port modules: before 10 x ceil(13 / 2) + 3 x 22 = 136, after 10 x 13
+    # + 5 x 26 = 260, 124 more; multimode SR8 and 50 m fibre, as every link of this one-hall floor (16 racks).
+    # Leaves, spines and leaf-spine links are untouched.
     d = preset_design("fat-tree", 512).replace(oversubscription=(2.0, 2.0), tiers=3)
     res = upgrade_front(installed_from_design(d), mixtral, UpgradeLimits(), moves=["spine_uplinks"], samples=16,
                         qps=(1,))
@@ -421,14 +423,15 @@ def test_spine_uplinks_move_adds_spine_core_links_and_cores(mixtral):
     u = ups[1.0]
     assert u.switches == {"leaf": 13, "spine": 10, "core": 5}
     assert u.design.oversub(0) == 2.0
-    assert u.delta.added() == {"ib-ndr-64x400": 2, "osfp-2x400-dr8-switch": 124, "smf-500m": 130}
+    assert u.delta.added() == {"ib-ndr-64x400": 2, "osfp-2x400-sr8-switch": 124, "mmf-50m": 130}
     assert u.delta.removed() == {}
     kept = u.delta.kept()
     assert kept["ib-ndr-64x400"] == 13 + 10 + 3 and kept["nic-cx7-400"] == 512
-    assert kept["osfp-2x400-sr8-switch"] == 130 + 130 and kept["mmf-50m"] == 260     # leaf-spine links stay
-    hand = (2 * _price("switch", "ib-ndr-64x400") + 124 * _price("transceiver", "osfp-2x400-dr8-switch")
-            + 130 * _price("cable", "smf-500m"))
-    assert u.added_usd == pytest.approx(hand)                            # $296,600
+    # leaf-spine links (130 modules at each end, 260 fibres) and the 136 spine-core modules and 130 fibres stay
+    assert kept["osfp-2x400-sr8-switch"] == 130 + 130 + 136 and kept["mmf-50m"] == 260 + 130
+    hand = (2 * _price("switch", "ib-ndr-64x400") + 124 * _price("transceiver", "osfp-2x400-sr8-switch")
+            + 130 * _price("cable", "mmf-50m"))
+    assert u.added_usd == pytest.approx(hand)
     assert u.recabled_server_links == 0
 
 

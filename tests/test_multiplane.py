@@ -27,7 +27,15 @@ def test_multiplane_preset_counts_by_hand():
     r = rack_report(d, fabric=f)
     # B200 HGX at 14.3 kW: two per 40.8 kW rack, 16 GPUs
     assert r["gpus_per_rack"] == 16 and r["compute_racks"] == 131_072 // 16
-    assert r["cables_by_reach"]["across halls (single-mode)"] == 4 * 20_480           # spine-core links
+    # the floor (fabric.topology.floor): halls of 315 racks; a pod of 1,639 compute racks and its 88 network racks
+    # (224 leaves + 128 spines per plane x 4 planes / 16) spans 6 halls, the last pod (128 of 224 leaves) 4: 28
+    # halls; the cores stand in the middle one, where no pod's spines are, so every spine-core link is single-mode
+    assert f.structure["halls"] == 4 * 6 + 4
+    by_reach = r["cables_by_reach"]
+    assert by_reach["between halls (single-mode)"] >= 4 * 20_480
+    assert by_reach["between halls (single-mode)"] + by_reach["in one hall (AOC or multimode, <= 50 m)"] \
+        == 4 * (131_072 + 1024 * 128 + 20_480) - by_reach["in rack (copper, <= 3 m)"] \
+        - by_reach["neighbouring rack (active copper, <= 7 m)"]
 
 
 def test_multiplane_preset_evaluates_and_draws_by_pod_and_plane():

@@ -36,7 +36,7 @@ def test_superpod_racks_hold_four_dgx_and_the_switches_sit_in_network_racks():
     assert rows["spine"]["power_per_rack_w"] == pytest.approx(NETWORK_RACK_SWITCHES * (QM9700_W + 32 * TWIN_SR8_W))
     assert r["server_power_w"] == 127 * DGX_W
     # every cable is optics in the row: 1,016 NIC-leaf + 32 leaves x 32 uplinks
-    assert r["cables_by_reach"]["row or hall (AOC or multimode, <= 100 m)"] == 1016 + 32 * 32
+    assert r["cables_by_reach"]["in one hall (AOC or multimode, <= 50 m)"] == 1016 + 32 * 32
     assert r["cables_by_reach"]["in rack (copper, <= 3 m)"] == 0
     assert r["facility_power_w"] == pytest.approx(r["it_power_w"] * 1.3)
 

@@ -30,18 +30,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fabric.topology import floor
 from fabric.topology.fabric import LINK_KINDS, NIC, SWITCH
 
 __all__ = ["RackLayout", "rack_layout", "SERVER_HEIGHT_U", "switch_height_u", "link_lengths_m", "U_M",
            "RACK_PITCH_M", "ROW_PITCH_M", "TRAY_M", "SLACK_IN_RACK_M", "SLACK_BETWEEN_RACKS_M", "PANEL_LINKS",
            "RACK_HEIGHT_U", "RACK_SCALE_HEIGHT_U"]
 
-#: Height of one rack unit, in metres (EIA-310).
-U_M = 0.04445
-#: Rack pitch along a row (a 600 mm wide rack) and row pitch (a 1,200 mm deep rack plus a 1,200 mm aisle), metres.
-RACK_PITCH_M, ROW_PITCH_M = 0.6, 2.4
-#: Overhead tray above the rack top, metres; service loops in a rack and between racks (both ends), metres.
-TRAY_M, SLACK_IN_RACK_M, SLACK_BETWEEN_RACKS_M = 0.3, 0.3, 1.0
+#: Height of one rack unit, rack and row pitch, the overhead tray and the service loops between racks: the floor's
+#: (fabric.topology.floor), in metres; service loops inside a rack, metres.
+U_M, RACK_PITCH_M, ROW_PITCH_M = floor.U_M, floor.RACK_PITCH_M, floor.ROW_PITCH_M
+TRAY_M, SLACK_BETWEEN_RACKS_M = floor.TRAY_M, floor.SLACK_BETWEEN_RACKS_M
+SLACK_IN_RACK_M = 0.3
 #: Rack heights in U: a standard 42U rack; a rack-scale system's own rack (GB200 NVL72's MGX rack is 48U).
 RACK_HEIGHT_U, RACK_SCALE_HEIGHT_U = 42, 48
 #: Links one 1U fibre patch panel takes (high-density MPO; an assumption).
@@ -94,6 +94,8 @@ class RackLayout:
     racks_per_row: int
     compute_racks: int
     assumptions: dict = field(default_factory=dict)
+    #: the hall of each rack (fabric.topology.floor; all 0 on a floor of one hall)
+    rack_hall: np.ndarray | None = None
 
     @property
     def n_racks(self) -> int:
@@ -188,27 +190,36 @@ def rack_layout(fabric, bom=None, catalog=None, *, racks_per_row: int | None = N
         k = np.arange(order.size) - first
         switch_u[order] = 1 + middle * node_h + k * sw_h
 
-    # network racks: the other switches, tier by tier, in order of their home, packed as the rack report packs them
+    # halls (fabric.topology.floor): the builder's, whose link lengths the bill of materials bought
+    fl = getattr(fabric, "floor", None)
+    halls = int(fl.halls) if fl is not None else 1
+    compute_hall = (np.asarray(fl.rack_hall[:n_compute], np.int64) if halls > 1
+                    else np.zeros(n_compute, np.int64))
+    sw_hall = np.asarray(fl.switch_hall, np.int64) if halls > 1 else np.zeros(n_sw, np.int64)
+
+    # network racks: the other switches, tier by tier and hall by hall, in order of their home, packed as the rack
+    # report packs them
     home = _homes(fabric, slot_rack, reserved)
     tiers = fabric.node_tier[fabric.switch_base:fabric.switch_base + n_sw]
     fit = {row["tier"]: int(row["switches_per_rack"]) for row in report["network_rack_rows"]}
-    net_home, net_tier, net_power = [], [], []
+    net_home, net_tier, net_power, net_hall = [], [], [], []
     rack_id = n_compute
     for t, name in enumerate(fabric.tier_names):
-        ids = np.flatnonzero((tiers == t) & ~tor)
-        if not ids.size:
-            continue
-        ids = ids[np.argsort(home[ids], kind="stable")]
-        per = max(1, fit.get(name, NETWORK_RACK_SWITCHES))
-        k = np.arange(ids.size)
-        switch_rack[ids] = rack_id + k // per
-        switch_u[ids] = 1 + (k % per) * sw_h
-        for j in range(math.ceil(ids.size / per)):
-            grp = ids[j * per:(j + 1) * per]
-            net_home.append(float(home[grp].mean()))
-            net_tier.append(name)
-            net_power.append(float(place.switch_w[grp].sum()))
-        rack_id += math.ceil(ids.size / per)
+        every = np.flatnonzero((tiers == t) & ~tor)
+        for h in np.unique(sw_hall[every]).tolist():
+            ids = every[sw_hall[every] == h]
+            ids = ids[np.argsort(home[ids], kind="stable")]
+            per = max(1, fit.get(name, NETWORK_RACK_SWITCHES))
+            k = np.arange(ids.size)
+            switch_rack[ids] = rack_id + k // per
+            switch_u[ids] = 1 + (k % per) * sw_h
+            for j in range(math.ceil(ids.size / per)):
+                grp = ids[j * per:(j + 1) * per]
+                net_home.append(float(home[grp].mean()))
+                net_tier.append(name)
+                net_power.append(float(place.switch_w[grp].sum()))
+                net_hall.append(h)
+            rack_id += math.ceil(ids.size / per)
     if place.storage_switches:
         each = place.storage_switch_w
         per = max(1, min(16, int(report["rack_power_budget_w"] // each))) if each > 0 else 16
@@ -216,8 +227,10 @@ def rack_layout(fabric, bom=None, catalog=None, *, racks_per_row: int | None = N
             net_home.append((n_compute - 1) / 2)
             net_tier.append("storage network")
             net_power.append(min(per, place.storage_switches - j * per) * each)
+            net_hall.append(int(compute_hall[(n_compute - 1) // 2]) if n_compute else 0)
     n_net = len(net_home)
     n_racks = n_compute + n_net
+    rack_hall = np.concatenate([compute_hall, np.asarray(net_hall, np.int64)])
 
     # the floor: one sequence of rack positions, network racks beside the compute racks they serve; racks joined
     # by a top-of-rack leaf (its servers span them: copper to the next rack) stay side by side in one row
@@ -230,28 +243,34 @@ def rack_layout(fabric, bom=None, catalog=None, *, racks_per_row: int | None = N
     key = np.concatenate([np.arange(n_compute, dtype=float), net_key])
     seq = np.argsort(key, kind="stable")
     if racks_per_row is None:
-        racks_per_row = int(min(40, max(8, math.ceil(2 * math.sqrt(n_racks)))))
+        racks_per_row = (floor.HALL_ROW_RACKS if halls > 1
+                         else int(min(40, max(8, math.ceil(2 * math.sqrt(n_racks))))))
     row = np.empty(n_racks, np.int64)
     col = np.empty(n_racks, np.int64)
-    r = c = 0
-    i = 0
-    seq_l = seq.tolist()
+    y = np.empty(n_racks, float)
     grp = group.tolist()
-    while i < len(seq_l):
-        k = seq_l[i]
-        j = i + 1
-        if k < n_compute:       # a block: this rack and the racks joined to it
-            while j < len(seq_l) and seq_l[j] < n_compute and grp[seq_l[j]] == grp[k]:
-                j += 1
-        size = j - i
-        if c and c + size > racks_per_row:
-            r, c = r + 1, 0
-        for m in range(i, j):
-            if c == racks_per_row:      # a block longer than a row goes on in the next
+    first_row = 0
+    for h in range(halls):
+        seq_l = seq[rack_hall[seq] == h].tolist() if halls > 1 else seq.tolist()
+        r, c = first_row, 0
+        i = 0
+        while i < len(seq_l):
+            k = seq_l[i]
+            j = i + 1
+            if k < n_compute:       # a block: this rack and the racks joined to it
+                while j < len(seq_l) and seq_l[j] < n_compute and grp[seq_l[j]] == grp[k]:
+                    j += 1
+            size = j - i
+            if c and c + size > racks_per_row:
                 r, c = r + 1, 0
-            row[seq_l[m]], col[seq_l[m]] = r, c
-            c += 1
-        i = j
+            for m in range(i, j):
+                if c == racks_per_row:      # a block longer than a row goes on in the next
+                    r, c = r + 1, 0
+                row[seq_l[m]], col[seq_l[m]] = r, c
+                y[seq_l[m]] = h * floor.HALL_PITCH_M + (r - first_row) * ROW_PITCH_M
+                c += 1
+            i = j
+        first_row = r + 1 if seq_l else first_row
     names = np.array([f"R{r + 1:03d}-{c + 1:02d}" for r, c in zip(row.tolist(), col.tolist())])
     kind = np.array(["compute"] * n_compute + ["network"] * n_net)
     power = np.concatenate([place.compute_rack_w, np.asarray(net_power, float)])
@@ -283,14 +302,15 @@ def rack_layout(fabric, bom=None, catalog=None, *, racks_per_row: int | None = N
     limit = report["rack_power_limit_w"]
     return RackLayout(
         rack_name=names, rack_kind=kind, rack_row=row, rack_col=col, rack_x_m=col * RACK_PITCH_M,
-        rack_y_m=row * ROW_PITCH_M, rack_height_u=heights, rack_power_w=power, rack_power_limit_w=None if limit is None else float(limit),
+        rack_y_m=y, rack_height_u=heights, rack_power_w=power, rack_power_limit_w=None if limit is None else float(limit),
         slot_rack=slot_rack, slot_u=slot_u, slot_height_u=node_h, switch_rack=switch_rack, switch_u=switch_u,
         switch_height_u=sw_h, panels=tuple(panels), racks_per_row=racks_per_row, compute_racks=n_compute,
         assumptions={"rack_height_u": rack_h, "network_rack_height_u": RACK_HEIGHT_U, "rack_pitch_m": RACK_PITCH_M,
                      "row_pitch_m": ROW_PITCH_M, "racks_per_row": racks_per_row, "tray_above_rack_m": TRAY_M,
                      "slack_in_rack_m": SLACK_IN_RACK_M, "slack_between_racks_m": SLACK_BETWEEN_RACKS_M,
                      "server_height_u": node_h, "switch_height_u": sw_h, "patch_panel_links": PANEL_LINKS,
-                     "u_m": U_M},
+                     "u_m": U_M, "halls": halls, "hall_pitch_m": floor.HALL_PITCH_M if halls > 1 else None},
+        rack_hall=rack_hall,
     )
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from fabric.cabling.layout import RackLayout, link_lengths_m, rack_layout
 from fabric.cabling.roles import PLAN_COLUMNS, RESERVED_ROLE, ROLE_NAMES
+from fabric.cost.bom import optical_groups
 from fabric.errors import DesignError
 from fabric.topology.fabric import LINK_KINDS, MEDIA, NIC
 
@@ -304,26 +305,31 @@ def cabling_plan(design_or_fabric, catalog=None, *, racks_per_row: int | None = 
     combo = np.stack([medium.astype(float), speed, reach], axis=1)
     uniq, inv = np.unique(combo, axis=0, return_inverse=True)
     inv = np.asarray(inv).ravel()
-    for i, (m, s, r) in enumerate(uniq.tolist()):
-        c = cat.cable_for(_CABLE_KIND[MEDIA[int(m)]], s, r)
+    def cable_index(c) -> int:
         if c.model not in cable_models:
             cable_models.append(c.model)
             cable_len.append(c.reach_m)
-        cable[:L][inv == i] = cable_models.index(c.model)
+        return cable_models.index(c.model)
+
+    for i, (m, s, r) in enumerate(uniq.tolist()):
+        if int(m) != _OPTICS:           # optical links: the fibre of their modules' medium, below
+            cable[:L][inv == i] = cable_index(cat.cable_for(_CABLE_KIND[MEDIA[int(m)]], s, r))
     optic_models: list = []
     a_optic = np.full(rows_total, -1, np.int64)
     b_optic = np.full(rows_total, -1, np.int64)
-    optical = medium == _OPTICS
-    for k in np.unique(kind[optical]).tolist():
-        for s in np.unique(speed[optical & (kind == k)]).tolist():
-            sel = np.flatnonzero(optical & (kind == k) & (speed == s))
-            longest = float(reach[sel].max())
-            sw_tx = cat.transceiver_for(s, longest, "switch", cage_bps=sw.cage_bps)
-            a_tx = cat.transceiver_for(s, longest, "nic") if LINK_KINDS[k] == "nic-leaf" else sw_tx
-            for tx, arr in ((a_tx, a_optic), (sw_tx, b_optic)):
-                if tx.model not in optic_models:
-                    optic_models.append(tx.model)
-                arr[sel] = optic_models.index(tx.model)
+    row_of = np.full(fabric.link_a.shape[0], -1, np.int64)
+    row_of[links] = np.arange(L)
+    for g in optical_groups(fabric, cat):       # the bill of materials' modules and fibres, link by link
+        rows_g = row_of[g.links]
+        rows_g = rows_g[rows_g >= 0]
+        a_tx = g.nic_module if g.nic_module is not None else g.switch_module
+        for tx, arr in ((a_tx, a_optic), (g.switch_module, b_optic)):
+            if tx.model not in optic_models:
+                optic_models.append(tx.model)
+            arr[rows_g] = optic_models.index(tx.model)
+        r_g = reach[rows_g]
+        for length, fibre in g.fibre_by_length.items():
+            cable[rows_g[r_g == length]] = cable_index(fibre)
 
     names, nic_iface = _node_names(fabric, reserved)
     a_node = np.concatenate([a, -1 - res_slot]) if n_res else a

@@ -76,15 +76,16 @@ class Catalog:
 
     # -- selection -----------------------------------------------------------------------------------------
 
-    def transceiver_for(self, speed_bps: float, reach_m: float, side: str, cage_bps: float | None = None
-                        ) -> Transceiver:
+    def transceiver_for(self, speed_bps: float, reach_m: float, side: str, cage_bps: float | None = None,
+                        medium: str | None = None) -> Transceiver:
         """The cheapest module for one port of ``speed_bps`` over ``reach_m`` metres on ``side`` ("nic"/"switch").
 
         On the switch side modules are compared by price per port, so a twin-port module wins when it is cheaper
         per port; on the NIC side each port takes a module of its own, so they are compared by module price.
         Modules whose ``side`` is "any" fit both sides. ``cage_bps``: the switch cage's bandwidth
         (:attr:`SwitchModel.cage_bps`); a module carrying more (a twin-port 2 x 400G module in a 400G QSFP-DD
-        cage) does not fit. Ties go to the lower power, then the model id.
+        cage) does not fit. ``medium``: only modules for that fibre ("multimode" / "singlemode"). Ties go to the
+        lower power, then the model id.
         """
         if side not in ("nic", "switch", "any"):
             raise CatalogError(f"transceiver side must be 'nic', 'switch' or 'any', got {side!r}")
@@ -93,6 +94,7 @@ class Catalog:
             if math.isclose(t.speed_bps, speed_bps, rel_tol=1e-9) and t.reach_m >= reach_m
             and (t.side == "any" or side == "any" or t.side == side)
             and (cage_bps is None or t.speed_bps * t.ports_per_module <= cage_bps * (1 + 1e-9))
+            and (medium is None or t.medium == medium)
         ]
         if not fits:
             same_speed = [
@@ -101,6 +103,7 @@ class Catalog:
             ]
             have = f"at that speed the catalog has: {', '.join(same_speed)}" if same_speed else "none at that speed"
             cage = "" if cage_bps is None else f" that fits a {bps_to_gbps(cage_bps):g} Gb/s switch cage"
+            cage += "" if medium is None else f" for {medium} fibre"
             raise CatalogError(
                 f"no transceiver for {bps_to_gbps(speed_bps):g} Gb/s over {reach_m:g} m on the {side} side{cage} "
                 f"({have}); add one to the catalog or shorten the link"
@@ -112,16 +115,19 @@ class Catalog:
             t.model,
         ))
 
-    def cable_for(self, kind: str, speed_bps: float, reach_m: float) -> Cable:
+    def cable_for(self, kind: str, speed_bps: float, reach_m: float, medium: str | None = None) -> Cable:
         """The cheapest ``kind`` cable ("dac", "acc", "aoc", "fibre") for ``speed_bps`` at least ``reach_m`` long.
 
-        Fibre rows with speed 0 fit any speed. Ties go to the shorter cable, then the model id.
+        Fibre rows with speed 0 fit any speed. ``medium``: a fibre for modules of that medium (rows without a
+        medium fit any). Ties go to the shorter cable, then the model id.
         """
-        fits = [c for c in self.cables.values() if c.kind == kind and c.fits_speed(speed_bps) and c.reach_m >= reach_m]
+        fits = [c for c in self.cables.values() if c.kind == kind and c.fits_speed(speed_bps) and c.reach_m >= reach_m
+                and (medium is None or c.medium is None or c.medium == medium)]
         if not fits:
             kinds = sorted({c.kind for c in self.cables.values()})
             raise CatalogError(
-                f"no {kind} cable for {bps_to_gbps(speed_bps):g} Gb/s over {reach_m:g} m "
+                f"no {kind} cable{'' if medium is None else ' (' + medium + ')'} for {bps_to_gbps(speed_bps):g} Gb/s "
+                f"over {reach_m:g} m "
                 f"(cable kinds in the catalog: {', '.join(kinds)}); add one to the catalog, pick another kind "
                 f"or shorten the link"
             )

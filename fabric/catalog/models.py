@@ -123,7 +123,8 @@ class Transceiver:
 @dataclass(frozen=True)
 class Cable:
     """A cable: ``kind`` dac (passive copper), acc (active copper), aoc (active optical) or fibre, up to ``reach_m``
-    long; ``speed_bps`` 0 means any speed (passive fibre)."""
+    long; ``speed_bps`` 0 means any speed (passive fibre). ``medium`` (fibre): "multimode" or "singlemode", the
+    modules it carries light for; None: not given, taken to fit any module."""
 
     model: str
     kind: str
@@ -132,6 +133,7 @@ class Cable:
     price_usd: float
     power_w: float
     source: str
+    medium: str | None = None
 
     def fits_speed(self, speed_bps: float) -> bool:
         """True when this cable carries links of ``speed_bps`` (passive fibre, speed 0, carries any)."""

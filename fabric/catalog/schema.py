@@ -201,6 +201,7 @@ TABLES: dict[str, TableSpec] = {
         _text("model"), Column("kind", "choice", choices=("dac", "acc", "aoc", "fibre")),
         _gbps("speed_gbps", "speed_bps", strict=False), Column("reach_m", strict=True), _price(),
         Column("power_w"), _text("source"),
+        Column("medium", "choice", choices=("multimode", "singlemode"), optional=True),
     )),
     "gpus": TableSpec("gpus", GpuModel, (
         _text("model"), _price(), Column("power_w"), _gbps("scale_up_gbps", "scale_up_bps", strict=False),

@@ -10,8 +10,10 @@ Counting rules (documented in docs/cost.md):
 - every other link is one cable with its ends built in, no transceivers: passive copper (DAC, no power) in the
   rack, active copper (ACC) or an active optical cable (AOC, both with the catalog row's power) to the next rack;
   which link gets which is decided by the builder from the rack layout (:mod:`fabric.topology.racks`);
-- each link takes the cheapest catalog cable of its medium and speed at least as long as the link; the optical
-  links of one kind share the module model that covers the longest of them;
+- each link takes the cheapest catalog cable of its medium and speed at least as long as the link (its length is
+  the builder's, from the floor: :mod:`fabric.topology.floor`); an optical link takes the cheapest switch-side
+  module that reaches its length, the NIC-side module and the fibre of that module's medium (multimode inside a
+  hall, single-mode between halls: :func:`optical_groups`);
 - NVLink/NVSwitch and the PCIe GPU-NIC attachment are part of the server and are not network items;
 - ports of reserved node slots (e.g. a SuperPOD's UFM node) are counted as used on the leaves, not costed;
 - ``storage_isolation`` buys a separate storage/checkpoint network: one extra NIC per node (the cheapest Ethernet
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import math
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -33,7 +36,7 @@ import numpy as np
 
 from fabric.topology.fabric import LINK_KINDS, MEDIA, SWITCH, Fabric
 
-__all__ = ["BomItem", "BillOfMaterials", "bill_of_materials"]
+__all__ = ["BomItem", "BillOfMaterials", "bill_of_materials", "optical_groups", "optics_for_length", "OpticalGroup"]
 
 _OPTICS = MEDIA.index("optics")
 #: Catalog cable kind of each cable-only medium (no transceivers: the cable's ends are part of it).
@@ -146,6 +149,91 @@ def _switch_end_modules(fabric: Fabric, optical: np.ndarray, ports_per_module: i
     return {fabric.tier_names[t]: int(modules[tiers == t].sum()) for t in np.unique(tiers)}
 
 
+@dataclass(frozen=True)
+class OpticalGroup:
+    """Optical links of one kind and speed that take the same modules: ``nic_module`` (the NIC end of a server
+    link, else None), ``switch_module`` and the fibre of their medium per length (``fibre_by_length``); ``links``
+    are link ids."""
+
+    kind: str
+    speed_bps: float
+    nic_module: object
+    switch_module: object
+    links: np.ndarray
+    fibre_by_length: dict
+
+    @property
+    def medium(self) -> str:
+        return self.switch_module.medium
+
+
+def optics_for_length(cat, speed_bps: float, length_m: float, cage_bps, nic_end: bool):
+    """``(NIC-side module or None, switch-side module, fibre)`` of one optical link ``length_m`` long: the
+    cheapest switch-side module (per port) that reaches it, with the NIC-side module and the fibre of the same
+    medium; when the catalog lacks one of those for that medium, the next medium that has all three. A
+    :class:`~fabric.errors.CatalogError` names what is missing when no medium has them."""
+    from fabric.errors import CatalogError
+
+    first_error = None
+    tried = []
+    for medium in (None, "multimode", "singlemode"):
+        try:
+            sw_tx = cat.transceiver_for(speed_bps, length_m, "switch", cage_bps=cage_bps, medium=medium)
+            if sw_tx.model in tried:
+                continue
+            tried.append(sw_tx.model)
+            nic_tx = cat.transceiver_for(speed_bps, length_m, "nic", medium=sw_tx.medium) if nic_end else None
+            fibre = cat.cable_for("fibre", speed_bps, length_m, medium=sw_tx.medium)
+            return nic_tx, sw_tx, fibre
+        except CatalogError as err:
+            first_error = first_error or err
+    raise first_error
+
+
+#: optical groups per link-length array and catalog (the bill of materials and the rack power both ask)
+_GROUPS: dict = {}
+
+
+def optical_groups(fabric: Fabric, cat) -> list[OpticalGroup]:
+    """The fabric's optical links grouped by the modules they take (:func:`optics_for_length` of each link's
+    length), per link kind and speed: what the bill of materials counts and the rack power and cabling plan
+    place. Kept for the last few fabrics (a built fabric's arrays are shared by its copies)."""
+    key = (id(fabric.link_reach_m), id(cat), fabric.design.switch_model)
+    hit = _GROUPS.get(key)
+    if hit is not None and hit[0]() is fabric.link_reach_m and hit[1]() is cat:
+        return hit[2]
+    out = _optical_groups(fabric, cat)
+    if len(_GROUPS) >= 16:
+        _GROUPS.clear()
+    _GROUPS[key] = (weakref.ref(fabric.link_reach_m), weakref.ref(cat), out)
+    return out
+
+
+def _optical_groups(fabric: Fabric, cat) -> list[OpticalGroup]:
+    sw = cat.switch(fabric.design.switch_model)
+    out = []
+    for kind, speed, sel in _links_by_kind_and_speed(fabric):
+        optical = sel[fabric.link_medium[sel] == _OPTICS]
+        if not optical.size:
+            continue
+        reach = fabric.link_reach_m[optical]
+        if reach.min() == reach.max():
+            lengths, inv = [float(reach[0])], None
+        else:
+            u, inv = np.unique(reach, return_inverse=True)
+            lengths = u.tolist()
+        groups: dict = {}
+        for i, length in enumerate(lengths):
+            nic_tx, sw_tx, fibre = optics_for_length(cat, speed, length, sw.cage_bps, kind == "nic-leaf")
+            g = groups.setdefault((None if nic_tx is None else nic_tx.model, sw_tx.model), [nic_tx, sw_tx, [], {}])
+            g[2].append(i)
+            g[3][length] = fibre
+        for nic_tx, sw_tx, idx, fibres in groups.values():
+            links = optical if inv is None else optical[np.isin(inv, idx)]
+            out.append(OpticalGroup(kind, speed, nic_tx, sw_tx, links, fibres))
+    return out
+
+
 def _links_by_kind_and_speed(fabric: Fabric):
     """``(kind, speed_bps, link ids)`` of the network links, per kind and per link speed (uplinks may run at
     another speed than the NIC ports: ``Design.uplink_gbps``)."""
@@ -202,24 +290,26 @@ def _bill_of_materials(fabric: Fabric, cat) -> BillOfMaterials:
     cables: dict[str, int] = {}
     transceivers: dict[str, int] = {}
     links = fabric.link_counts()
+    optics = optical_groups(fabric, cat)
     for kind, speed, sel in _links_by_kind_and_speed(fabric):
         medium_of, reach_of = fabric.link_medium[sel], fabric.link_reach_m[sel]
-        optical = sel[medium_of == _OPTICS]
-        if optical.size:
-            # modules for the longest optical link of the kind (one model serves all of them, so twin-port
-            # modules pair ports of one switch whatever their lengths); fibre by length below
-            reach = float(fabric.link_reach_m[optical].max())
-            if kind == "nic-leaf":                    # NIC ends: one NIC-side module per port
-                tx = cat.transceiver_for(speed, reach, "nic")
-                items.append(BomItem("transceiver", tx.model, f"{kind} (NIC end)", optical.size, tx.price_usd,
+        fibres: dict = {}
+        for g in optics:
+            if g.kind != kind or g.speed_bps != speed:
+                continue
+            # modules of each group (twin-port modules pair ports of one switch within a group); fibre below
+            if g.nic_module is not None:              # NIC ends: one NIC-side module per port
+                tx = g.nic_module
+                items.append(BomItem("transceiver", tx.model, f"{kind} (NIC end)", g.links.size, tx.price_usd,
                                      tx.power_w, tx.source))
-                transceivers[tx.model] = transceivers.get(tx.model, 0) + int(optical.size)
-            tx = cat.transceiver_for(speed, reach, "switch", cage_bps=sw.cage_bps)
-            for tier, modules in _switch_end_modules(fabric, optical, tx.ports_per_module).items():
+                transceivers[tx.model] = transceivers.get(tx.model, 0) + int(g.links.size)
+            tx = g.switch_module
+            for tier, modules in _switch_end_modules(fabric, g.links, tx.ports_per_module).items():
                 if modules:
                     items.append(BomItem("transceiver", tx.model, f"{kind} ({tier} end)", modules,
                                          tx.price_usd, tx.power_w, tx.source))
                     transceivers[tx.model] = transceivers.get(tx.model, 0) + modules
+            fibres.update(g.fibre_by_length)
         # cables: one per link, by medium and length (optics first, as the lines above)
         counts: dict[str, list] = {}
         present = np.flatnonzero(np.bincount(medium_of, minlength=len(MEDIA)))
@@ -231,7 +321,7 @@ def _bill_of_materials(fabric: Fabric, cat) -> BillOfMaterials:
                 groups = list(zip(*[a.tolist() for a in np.unique(lengths, return_counts=True)]))
             for reach, n in groups:
                 medium = MEDIA[code]
-                cable = cat.cable_for("fibre" if medium == "optics" else _CABLE_KIND[medium], speed, reach)
+                cable = fibres[reach] if medium == "optics" else cat.cable_for(_CABLE_KIND[medium], speed, reach)
                 counts.setdefault(cable.model, [cable, 0])[1] += n
         for cable, n in counts.values():
             items.append(BomItem("cable", cable.model, kind, n, cable.price_usd, cable.power_w, cable.source))

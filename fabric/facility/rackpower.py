@@ -20,19 +20,20 @@ One definition of each figure, used by every page, the CLI (``fabric build``, ``
   :data:`DEFAULT_PUE`).
 
 Compute racks plus network racks add up to the IT power exactly. Cables by reach class (facts.md section 10): in the
-rack (passive copper reaches ~2-3 m), the neighbouring rack (active copper, ~5-7 m), the row or hall (AOC or
-multimode optics, up to ~100 m), across halls (single-mode optics, 500 m and more).
+rack (passive copper reaches ~2-3 m), the neighbouring rack (active copper, ~5-7 m), one hall (AOC or multimode
+optics, bought as runs of up to 50 m), between halls (single-mode optics, the run between the halls: the floor of
+:mod:`fabric.topology.floor`).
 """
 
 from __future__ import annotations
 
 import math
-import re
 import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
+from fabric.cost.bom import optical_groups
 from fabric.topology import racks
 from fabric.topology.fabric import LINK_KINDS, MEDIA
 
@@ -43,8 +44,8 @@ __all__ = ["rack_report", "place_power", "Placement", "it_power_w", "nic_power_w
 NETWORK_RACK_SWITCHES = 16
 #: Reach classes: (name, longest link in metres).
 REACH_CLASSES = (("in rack (copper, <= 3 m)", 3.0), ("neighbouring rack (active copper, <= 7 m)", 7.0),
-                 ("row or hall (AOC or multimode, <= 100 m)", 100.0),
-                 ("across halls (single-mode)", math.inf))
+                 ("in one hall (AOC or multimode, <= 50 m)", 50.0),
+                 ("between halls (single-mode)", math.inf))
 #: PUE used when none is given (the economics default, facts.md section 11).
 DEFAULT_PUE = 1.3
 _NETWORK = [LINK_KINDS.index(k) for k in LINK_KINDS if k not in ("nvlink", "pcie")]
@@ -53,7 +54,6 @@ _NETWORK_KIND = np.isin(np.arange(len(LINK_KINDS)), _NETWORK)
 _K = {k: i for i, k in enumerate(LINK_KINDS)}
 _OPTICS = MEDIA.index("optics")
 _CABLE_KIND = {"copper": "dac", "active_copper": "acc", "aoc": "aoc"}
-_END = re.compile(r"^(?P<kind>[\w-]+) \((?P<tier>\w+) end\)$")
 
 
 def nic_power_w(bom) -> float:
@@ -147,11 +147,11 @@ def _place_power(fabric, bom, cat) -> Placement:
             rack_w += in_racks(every_node, item.unit_power_w)
             placed += item.power_w
     sel = np.flatnonzero(fabric.link_kind == _K["nic-leaf"])
-    nic_end = [i for i in bom.items if i.category == "transceiver" and i.where == "nic-leaf (NIC end)"]
-    if nic_end:
-        optical = sel[fabric.link_medium[sel] == _OPTICS]
-        rack_w += in_racks(node_of_nic(fabric.link_a[optical]), nic_end[0].unit_power_w)
-        placed += sum(i.power_w for i in nic_end)
+    optics = optical_groups(fabric, cat)        # the bill of materials' modules, link by link
+    for g in optics:
+        if g.nic_module is not None:
+            rack_w += in_racks(node_of_nic(fabric.link_a[g.links]), g.nic_module.power_w)
+            placed += g.nic_module.power_w * g.links.size
     # powered server cables (ACC, AOC): the model the bill of materials chose for each medium and length
     for code in np.unique(fabric.link_medium[sel]).tolist():
         medium = MEDIA[code]
@@ -168,25 +168,10 @@ def _place_power(fabric, bom, cat) -> Placement:
     n_sw = fabric.n_switches
     sw_w = np.full(n_sw, cat.switch(d.switch_model).power_w)
     tier_of = fabric.node_tier[fabric.switch_base:fabric.switch_base + n_sw]
-    optical = np.flatnonzero((fabric.link_medium == _OPTICS) & _NETWORK_KIND[fabric.link_kind])
-    opt_kind, opt_cap = fabric.link_kind[optical], fabric.link_capacity_bps[optical]
-    names = list(fabric.tier_names)
-    switch_ends: dict = {}          # (link kind, speed) -> the switch ends of its optical links and their tiers
-    for item in bom.items:
-        m = _END.match(item.where) if item.category == "transceiver" else None
-        if not m or m.group("tier") == "NIC":
-            continue
-        tx = cat.transceiver(item.model)
-        group = (m.group("kind"), tx.speed_bps)
-        if group not in switch_ends:    # both ends' modules of one link kind and speed: its links picked once
-            ids = optical[(opt_kind == _K[group[0]]) & (np.abs(opt_cap - tx.speed_bps) <= 1e-9 * tx.speed_bps)]
-            ends = np.concatenate([fabric.link_a[ids], fabric.link_b[ids]])
-            ends = ends[(ends >= fabric.switch_base) & (ends < fabric.switch_base + n_sw)] - fabric.switch_base
-            switch_ends[group] = (ends, tier_of[ends])
-        ends, tiers = switch_ends[group]
-        # integer tiers: a string compare per end is slow at a million links
-        ends = ends[tiers == (names.index(m.group("tier")) if m.group("tier") in names else -1)]
-        sw_w += -(-np.bincount(ends, minlength=n_sw) // tx.ports_per_module) * tx.power_w
+    for g in optics:
+        ends = np.concatenate([fabric.link_a[g.links], fabric.link_b[g.links]])
+        ends = ends[(ends >= fabric.switch_base) & (ends < fabric.switch_base + n_sw)] - fabric.switch_base
+        sw_w += -(-np.bincount(ends, minlength=n_sw) // g.switch_module.ports_per_module) * g.switch_module.power_w
     placed += float(sw_w.sum())
     sw_rack = np.full(n_sw, -1, np.int64)
     if d.family == "regions":               # the leaves of Clos regions sit in their servers' racks

@@ -30,6 +30,7 @@ import numpy as np
 from fabric.design.schema import Design
 from fabric.errors import DesignError
 from fabric.limits import current_limits
+from fabric.topology import floor as floors
 from fabric.topology import racks, sizing
 from fabric.topology.fabric import GPU, LINK_KINDS, MEDIA, NIC, NVSWITCH, SWITCH, Fabric
 
@@ -41,14 +42,11 @@ __all__ = ["build_fabric", "required_tiers", "cabling_key", "clear_fabric_cache"
 REACH_IN_RACK_M = racks.REACH_IN_RACK_M
 #: a server to a leaf in another rack of its row (rail-optimized leaves sit in a network rack)
 REACH_ENDPOINT_OPTICS_M = racks.REACH_ROW_M
-#: leaf to spine within a hall
-REACH_LEAF_SPINE_M = 50.0
-#: spine to core across halls (single-mode optics)
-REACH_SPINE_CORE_M = 300.0
+#: a switch-to-switch link (leaf-spine, spine-core, dragonfly global) within a hall; between halls the link is bought
+#: at the longest run between the two halls of the floor (fabric.topology.floor)
+REACH_LEAF_SPINE_M = floors.IN_HALL_REACH_M
 #: dragonfly links inside a group (a few adjacent racks)
 REACH_DFLY_LOCAL_M = 20.0
-#: dragonfly links between groups
-REACH_DFLY_GLOBAL_M = 100.0
 #: propagation delay in fibre or copper
 PROPAGATION_S_PER_M = 5e-9
 
@@ -621,6 +619,8 @@ def _build(design: Design, cat, sw, nic, gpu, link_speed, hw) -> Fabric:
                                        tor_slots=racks.top_of_rack_slots(design, slots))[node_slot]
     ep_media, ep_reach = racks.endpoint_media(cat, link_speed, design.endpoint_cabling, np.repeat(distance, Q),
                                               why=_apart_reason(design, plane_plans[0].info, per_rack))
+    floor_halls = _floor(design, plane_plans[0], slots, per_rack, P)
+    rack_hall, leaf_hall, spine_hall, core_hall = floor_halls[:4]
     nic_ports = np.empty((n_nics, nic.ports), np.int64)
     reserved_ports = []
     base = switch_base
@@ -645,12 +645,15 @@ def _build(design: Design, cat, sw, nic, gpu, link_speed, hw) -> Fabric:
         if design.family == "dragonfly":
             (la, lb), (ga, gb) = plan.leaf_spine, plan.spine_core
             links.add(leaf0 + la, leaf0 + lb, "router-local", "optics", link_speed, REACH_DFLY_LOCAL_M)
-            links.add(leaf0 + ga, leaf0 + gb, "router-global", "optics", link_speed, REACH_DFLY_GLOBAL_M)
+            links.add(leaf0 + ga, leaf0 + gb, "router-global", "optics", link_speed,
+                      floors.switch_link_reach_m(leaf_hall[ga], leaf_hall[gb]))
         else:
             la, lb = plan.leaf_spine
-            links.add(leaf0 + la, spine0 + lb, "leaf-spine", "optics", hw.leaf.up_bps, REACH_LEAF_SPINE_M)
+            links.add(leaf0 + la, spine0 + lb, "leaf-spine", "optics", hw.leaf.up_bps,
+                      floors.switch_link_reach_m(leaf_hall[la], spine_hall[lb]))
             sa, sb = plan.spine_core
-            links.add(spine0 + sa, core0 + sb, "spine-core", "optics", hw.spine.up_bps, REACH_SPINE_CORE_M)
+            links.add(spine0 + sa, core0 + sb, "spine-core", "optics", hw.spine.up_bps,
+                      floors.switch_link_reach_m(spine_hall[sa], core_hall[sb]))
         base += n_sw
     n_switches = base - switch_base
 
@@ -702,7 +705,7 @@ def _build(design: Design, cat, sw, nic, gpu, link_speed, hw) -> Fabric:
                  "reserved_node_slots": design.reserved_node_slots, "link_speed_gbps": link_speed / 1e9,
                  "uplink_speed_gbps": [hw.leaf.up_bps / 1e9, hw.spine.up_bps / 1e9],
                  "switch_model": sw.model, "nic_model": nic.model, "scale_up_size": dom,
-                 "nodes_per_rack": per_rack, "racks": math.ceil(slots / per_rack),
+                 "nodes_per_rack": per_rack, "racks": math.ceil(slots / per_rack), "halls": floor_halls[4],
                  "endpoint_media": {MEDIA[m]: int(c) * P
                                     for m, c in enumerate(np.bincount(ep_media, minlength=len(MEDIA))) if c}})
     return Fabric(
@@ -715,7 +718,25 @@ def _build(design: Design, cat, sw, nic, gpu, link_speed, hw) -> Fabric:
         link_latency_s=reach * PROPAGATION_S_PER_M, link_reach_m=reach,
         gpu_node=gpu_ids // gpn, gpu_domain=gpu_ids // dom, gpu_nics=gpu_nics, nic_ports=nic_ports,
         structure=info, reserved_links=reserved,
+        floor=floors.Floor(floor_halls[4], rack_hall, np.tile(np.concatenate([leaf_hall, spine_hall, core_hall]),
+                                                              len(plane_plans)), floor_halls[5]),
     )
+
+
+def _floor(design: Design, plan: _Plane, slots: int, per_rack: int, planes: int) -> tuple:
+    """The halls of the floor (:func:`fabric.topology.floor.plan_floor`) for one plane's plan: each leaf's pod is
+    the pod of the spines it reaches (a dragonfly's: its group)."""
+    leaf_pod = np.full(plan.n_leaves, -1, np.int64)
+    spine_pod = np.asarray(plan.spine_group, np.int64)[:plan.n_spines]
+    if design.family == "dragonfly":
+        leaf_pod = np.asarray(plan.leaf_group, np.int64)[:plan.n_leaves]
+    elif plan.n_spines:
+        la, lb = plan.leaf_spine
+        leaf_pod[la] = spine_pod[lb]
+    return floors.plan_floor(slots=slots, per_rack=per_rack, slot_leaves=plan.ep_leaf,
+                             leaf_pod=leaf_pod, n_leaves=plan.n_leaves, n_spines=plan.n_spines,
+                             n_cores=plan.n_cores, spine_pod=spine_pod, planes=planes,
+                             tor_leaves=racks.has_top_of_rack_leaves(design))
 
 
 def _plan_dragonfly(design: Design, slots: int, Q: int, radix: int) -> _Plane:

@@ -90,6 +90,8 @@ class Fabric:
     reserved_links: dict = field(default_factory=dict)
     #: the cabling's key (:func:`fabric.topology.build.cabling_key`): equal keys, equal arrays (for caches)
     cache_key: str = ""
+    #: the halls of its racks and switches (:class:`fabric.topology.floor.Floor`; None: not laid out)
+    floor: Any = None
 
     # ------------------------------------------------------------------ sizes
     @property
