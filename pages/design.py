@@ -8,6 +8,7 @@ import math
 import pandas as pd
 import streamlit as st
 
+from fabric.cost.bom import floor_sentence
 from pages import _common as C
 from fabric.errors import FabricError
 from fabric.evaluate import SCENARIO_PRESETS
@@ -248,6 +249,8 @@ st.caption(f"One row per item and place; totals are count x catalog unit price (
            f"servers. Total {fig_text['network_capex_usd']}, {fig_text['network_power_w']}.")
 if bom.get("partial_pod"):
     st.info(C.md_text(bom["partial_pod"]["text"]))
+if floor_sentence(bom):
+    st.caption(C.md_text(floor_sentence(bom)))
 
 if design.regions:
     from fabric.ui_support.regions_view import region_table

@@ -128,6 +128,7 @@ def run(args) -> int:
           f"network share of capex {bom.to_dict()['network_share_of_capex']:.1%}")
     if pod is not None:
         print(pod.text())
+    print(bom.floor_text())
     print()
     print(_rack_lines(racks, design))
     return 0

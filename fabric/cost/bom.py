@@ -36,7 +36,8 @@ import numpy as np
 
 from fabric.topology.fabric import LINK_KINDS, MEDIA, SWITCH, Fabric
 
-__all__ = ["BomItem", "BillOfMaterials", "bill_of_materials", "optical_groups", "optics_for_length", "OpticalGroup"]
+__all__ = ["BomItem", "BillOfMaterials", "bill_of_materials", "optical_groups", "optics_for_length", "OpticalGroup",
+           "floor_sentence"]
 
 _OPTICS = MEDIA.index("optics")
 #: Catalog cable kind of each cable-only medium (no transceivers: the cable's ends are part of it).
@@ -84,6 +85,10 @@ class BillOfMaterials:
     compute_power_w: float
     gpus: int
     structure: dict = field(default_factory=dict)
+    #: the floor the lengths were taken from (:meth:`fabric.topology.floor.Floor.to_dict`; {}: not laid out)
+    floor: dict = field(default_factory=dict)
+    #: links on single-mode optics (between halls) and what their modules and fibre cost, in dollars
+    single_mode: dict = field(default_factory=dict)
 
     @property
     def cost_usd(self) -> float:
@@ -127,7 +132,14 @@ class BillOfMaterials:
             "items": [i.to_dict() for i in self.items],
             "structure": {k: v for k, v in self.structure.items()},
             "partial_pod": self.partial_pod(),
+            "floor": dict(self.floor),
+            "single_mode": dict(self.single_mode),
         }
+
+    def floor_text(self) -> str:
+        """The floor the bill was priced on and its single-mode share, in words ("" when not laid out)."""
+        return floor_sentence(self.to_dict())
+
 
     def partial_pod(self) -> dict | None:
         """A partly filled last pod built as a full one, and its cost (:mod:`fabric.cost.partial_pod`); None when
@@ -136,6 +148,21 @@ class BillOfMaterials:
 
         pod = partial_pod_of(self.structure, self)
         return pod.to_dict() if pod is not None else None
+
+
+def floor_sentence(bom: dict) -> str:
+    """The floor a bill (its ``to_dict`` form, or any dict with its ``floor``, ``single_mode`` and ``cost_usd``)
+    was priced on and its single-mode share, in words; "" when it was not laid out."""
+    from fabric.topology.floor import floor_text
+
+    if not bom.get("floor"):
+        return ""
+    out = floor_text(bom["floor"])
+    sm = bom.get("single_mode") or {}
+    if sm.get("links"):
+        out += (f" {sm['links']:,} links run on single-mode optics, ${sm['cost_usd']:,.0f} of modules and fibre "
+                f"({sm['cost_usd'] / bom['cost_usd']:.1%} of the network capex).")
+    return out
 
 
 def _switch_end_modules(fabric: Fabric, optical: np.ndarray, ports_per_module: int):
@@ -332,10 +359,17 @@ def _bill_of_materials(fabric: Fabric, cat) -> BillOfMaterials:
 
     per_gpu_server = gpu.server_price_usd / gpu.server_gpus
     per_gpu_power = gpu.server_power_w / gpu.server_gpus
+    single_models = {g.switch_module.model for g in optics if g.medium == "singlemode"}
+    single_models |= {g.nic_module.model for g in optics if g.medium == "singlemode" and g.nic_module is not None}
+    single_models |= {f.model for g in optics if g.medium == "singlemode" for f in g.fibre_by_length.values()}
+    single = {"links": int(sum(g.links.size for g in optics if g.medium == "singlemode")),
+              "cost_usd": float(sum(i.price_usd for i in items if i.category in ("transceiver", "cable")
+                                    and i.model in single_models))}
     return BillOfMaterials(
         items=tuple(items), switches=switches, links=links, cables=cables, transceivers=transceivers,
         nics=fabric.n_nics, compute_cost_usd=fabric.n_gpus * per_gpu_server,
         compute_power_w=fabric.n_gpus * per_gpu_power, gpus=fabric.n_gpus, structure=dict(fabric.structure),
+        floor=fabric.floor.to_dict() if fabric.floor is not None else {}, single_mode=single,
     )
 
 

@@ -73,7 +73,7 @@ def record_facts(record, *, what_ifs=WHAT_IFS, fixes: bool = True) -> dict:
          "gpus": int(R.design.gpus), "gpu_model": R.design.gpu_model, "gpus_per_node": int(R.design.gpus_per_node)}
     bom = bill_of_materials(build_fabric(R.design, ctx.catalog), ctx.catalog).to_dict()
     d["bom"] = {k: bom[k] for k in ("switches", "links", "cables", "transceivers", "nics", "cost_usd", "power_w",
-                                     "cost_per_gpu_usd", "by_category", "partial_pod")}
+                                     "cost_per_gpu_usd", "by_category", "partial_pod", "floor", "single_mode")}
     d["racks"] = dict(R.racks)
     fl = R.failures
     d["resilience"] = fl["primary"]
@@ -162,7 +162,15 @@ def _bom_lines(d: dict) -> list[str]:
             f"Racks and power: {r['compute_racks']:,} compute racks, busiest rack {f['max_rack_power_w']}"
             + (f" (limit {r['rack_power_limit_w'] / 1e3:,.1f} kW)" if r.get("rack_power_limit_w") else "")
             + f"; IT power {f['it_power_w']}, facility power {f['facility_power_w']} (IT x PUE {r['pue']:g})."] \
-        + ([m["partial_pod"]["text"]] if m.get("partial_pod") else [])
+        + ([m["partial_pod"]["text"]] if m.get("partial_pod") else []) + _floor_lines(m)
+
+
+def _floor_lines(m: dict) -> list[str]:
+    """The floor the bill was priced on, with its single-mode share (fabric.cost.bom)."""
+    from fabric.cost.bom import floor_sentence
+
+    text = floor_sentence(m)
+    return [text] if text else []
 
 
 def _resilience_lines(d: dict) -> list[str]:

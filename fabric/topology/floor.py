@@ -91,7 +91,8 @@ def floor_text(floor: dict) -> str:
     size = (f"halls of {floor['hall_rows']} rows x {floor['hall_row_racks']} racks ({floor['rack_pitch_m']:g} m "
             f"rack pitch, {floor['row_pitch_m']:g} m rows, halls {floor['hall_pitch_m']:g} m apart)")
     where = ("racks in one hall" if halls == 1 else f"racks in {halls:,} {size}; pods kept whole in a hall where "
-             f"they fit, spines in their pod's middle hall, cores in the middle hall")
+             f"they fit, a leaf in its servers' hall, spines in their pod's middle hall, cores (if any) in a hall of "
+             f"their own in the middle")
     return (f"Floor: {where if halls > 1 else where + ' (' + size + ')'}; links inside a hall bought as "
             f"{floor['in_hall_reach_m']:g} m multimode runs, links between halls at their longest run, single-mode.")
 
