@@ -78,6 +78,25 @@ def test_search_in_a_worker_process_gives_the_in_process_front(workload, referen
     assert not any(_alive(p) for p in pids), "worker processes outlived their finished search"
 
 
+def test_server_process_evaluates_nothing_when_the_search_has_its_own_driver(workload, reference):
+    """issue 39 item 6: with worker processes the search is driven from a process of its own, so no evaluation
+    (and none of its memory) happens in the server process; on a server thread it shares the evaluations."""
+    from fabric.search import GLOBAL_CACHE
+
+    job = _job(workload, workers=1).start()
+    assert _wait_for(lambda: job.worker_pids())
+    driver = job.worker_pids()[0]
+    assert driver != os.getpid() and _alive(driver)
+    assert job.wait(300) and job.snapshot().state == "done"
+    assert _front_keys(job.snapshot().front) == _front_keys(reference.front)
+    assert len(GLOBAL_CACHE) == 0               # every record was made in the driver or its worker
+    assert not _alive(driver) and job.worker_pids() == []
+    on_thread = _job(workload, workers=1, isolated=False).start()
+    assert on_thread.wait(300) and on_thread.snapshot().state == "done"
+    assert _front_keys(on_thread.snapshot().front) == _front_keys(reference.front)
+    assert len(GLOBAL_CACHE) > 0                # the server thread evaluated its share
+
+
 def test_cancelled_search_releases_its_worker_processes(workload):
     job = _job(workload, workers=1).start()
     assert _wait_for(lambda: job.snapshot().generation >= 1 and job.worker_pids())

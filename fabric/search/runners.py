@@ -100,7 +100,8 @@ class InProcessRunner:
 _CONTEXT_IDS = itertools.count(1)
 #: What a worker imports before its first task; a fork server started with them (:func:`start_fork_server`) makes
 #: each new worker a fork of a process that has them already.
-WORKER_MODULES = ("fabric.search.runners", "fabric.search.records", "fabric.search.plan_space.inner")
+WORKER_MODULES = ("fabric.search.runners", "fabric.search.records", "fabric.search.plan_space.inner",
+                  "fabric.ui_support.search_process")
 
 
 def worker_context():

@@ -4,7 +4,8 @@
   recommended design of a front;
 - :mod:`~fabric.ui_support.urlstate`: the view (workload choice, constraints, designs) to and from URL query
   parameters;
-- :mod:`~fabric.ui_support.jobs`: a search running on a background thread, polled by the page;
+- :mod:`~fabric.ui_support.jobs`: a search running in the background (its driver in a process of its own:
+  :mod:`~fabric.ui_support.search_process`), polled by the page;
 - :mod:`~fabric.ui_support.charts`: the plotly figures every page (and the HTML report) draws;
 - :mod:`~fabric.ui_support.topology_view`: an aggregated, tiered drawing of a built fabric;
 - :mod:`~fabric.ui_support.compare`: gene-by-gene differences and "what money buys" between designs;

@@ -1,12 +1,15 @@
-"""A search running on a background thread, so the page that started it never freezes.
+"""A search running in the background, so the page that started it never freezes.
 
-The worker thread calls :func:`fabric.search.run_search` and writes what the per-generation callback tells it into
-this plain object; the page keeps the object (one per browser session) and polls :meth:`SearchJob.snapshot`. The
-worker makes no UI calls. Cancelling sets a ``threading.Event`` that the search checks between generations.
+A thread of the server starts the search and follows it: :func:`fabric.search.run_search` runs (in a driver
+process, below, or on the thread) and what its per-generation callback tells is written into this plain object; the
+page keeps the object (one per browser session) and polls :meth:`SearchJob.snapshot`. Nothing here makes UI calls.
+Cancelling sets an event that the search checks between generations.
 
-On a server the evaluations run in worker processes (``workers``, default ``FABRIC_SEARCH_WORKERS`` or 1), which
-end when the search ends, is cancelled, or is abandoned: a page calls :meth:`SearchJob.touch` while its browser tab
-is open, and a reaper thread cancels a search untouched for ``search_abandon_after_s``. At most
+On a server the search is driven from a process of its own (:mod:`fabric.ui_support.search_process`: the server
+never holds a search's memory) and its evaluations run there and in worker processes (``workers``, default
+``FABRIC_SEARCH_WORKERS`` or 1; 0: all on the thread, in the server process), which end when the search ends, is
+cancelled, or is abandoned: a page calls :meth:`SearchJob.touch` while its browser tab is open, and a reaper
+thread cancels a search untouched for ``search_abandon_after_s``. At most
 ``max_concurrent_searches`` run at once; later ones wait in the queue (state "queued"). A job given a
 ``state_dir`` saves its inputs and its progress there (:mod:`fabric.ui_support.saved_searches`), so
 :meth:`SearchJob.resume` continues it after a server restart, and :meth:`SearchJob.continued` goes on with a search
@@ -241,10 +244,14 @@ class SearchJob:
     search_id: str = ""
     label: str = ""
     abandon_after_s: float = field(default_factory=lambda: float(current_limits().search_abandon_after_s))
+    #: with worker processes, drive the search from a process of its own (fabric.ui_support.search_process), so
+    #: the server never holds a search's memory; False: on this thread, sharing the evaluations with the workers
+    isolated: bool = True
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _runner: object | None = field(default=None, repr=False)
+    _driver: object | None = field(default=None, repr=False)
     _t0: float = 0.0
     _t_end: float | None = None
     _state: str = "new"
@@ -396,7 +403,11 @@ class SearchJob:
         return self._abandoned
 
     def worker_pids(self) -> list[int]:
-        """Process ids of the search's live worker processes (empty when evaluating in-process or ended)."""
+        """Process ids of the search's live processes: its driver process (when isolated) and its worker processes
+        (empty when evaluating in-process or ended)."""
+        driver = self._driver
+        if driver is not None:
+            return ([driver.pid] if driver.pid else []) + list(driver.worker_pids)
         runner = self._runner
         return runner.worker_pids() if runner is not None and hasattr(runner, "worker_pids") else []
 
@@ -449,6 +460,9 @@ class SearchJob:
     def _progress(self, p) -> None:
         if p.generation >= 2 and hasattr(self._runner, "spawn"):
             self._runner.spawn()        # the first front is on the page: start the worker processes (see _run)
+        self._take_progress(p)
+
+    def _take_progress(self, p) -> None:
         with self._lock:
             self._generation = p.generation
             self._evaluations = p.evaluations
@@ -468,6 +482,9 @@ class SearchJob:
                 self._finish("cancelled")
                 return
             catalog = catalog_for_constraints(self.catalog, self.constraints)
+            if self.workers and self.isolated:
+                self._run_driver(catalog)
+                return
             # The first generations are evaluated here, and the worker processes start once the first front is on
             # the page, after the second generation (their start would compete with the first front and the
             # browser drawing it on a 2-core machine: a fork of the fork server costs little, a spawned
@@ -489,6 +506,33 @@ class SearchJob:
         finally:
             if self._runner is not None:
                 self._runner.close()    # (run_search closes it too; this is for a plan phase that failed)
+
+    def _run_driver(self, catalog) -> None:
+        """The search in a driver process of its own (fabric.ui_support.search_process): its reports applied here
+        as the thread's own would be."""
+        from fabric.ui_support.saved_searches import state_file
+        from fabric.ui_support.search_process import start_driver
+
+        args = dict(workload=self.workload, constraints=self.constraints, budget_evals=self.budget_evals,
+                    seed=self.seed, pop_size=self.pop_size, samples=self.samples, catalog=catalog,
+                    state_path=state_file(self.state_dir, self.search_id) if self.state_dir is not None else None,
+                    transport_overrides=self.transport_overrides, workers=self.workers)
+        self._driver = start_driver(args)
+        try:
+            for msg in self._driver.messages(should_cancel=self._cancel.is_set):
+                if msg[0] == "phase":
+                    with self._lock:
+                        self._phase = msg[1]
+                elif msg[0] == "progress":
+                    self._take_progress(msg[1])
+                elif msg[0] == "done":
+                    self._driver = None
+                    self._done(msg[1])
+                elif msg[0] == "failed":
+                    self._driver = None
+                    self._finish("failed", error=msg[1])
+        finally:
+            self._driver = None
 
     def _done(self, res) -> None:
         """Keep the finished search's result."""
