@@ -20,13 +20,15 @@ __all__ = ["Driver", "start_driver", "drive"]
 
 def drive(conn, cancel, args: dict) -> None:
     """The driver process: run the search described by ``args`` (``workload``, ``constraints``, ``budget_evals``,
-    ``seed``, ``pop_size``, ``samples``, ``catalog``, ``state_path``, ``transport_overrides``, ``workers``) on
+    ``seed``, ``pop_size``, ``samples``, ``catalog``, ``state_path``, ``transport_overrides``, ``workers``,
+    ``server_pid``: it ends with its workers when that process is gone) on
     ``workers`` worker processes that it shares the evaluations with, and send ``("phase", name)``,
     ``("progress", progress, worker pids)``, then ``("done", result)`` or ``("failed", message)`` on ``conn``."""
     from fabric.search import run_search
     from fabric.search.runners import ProcessRunner
 
     runner = ProcessRunner(int(args["workers"]), share=True, autospawn=False)
+    _watch_server(args.get("server_pid"), runner)
 
     def progress(p) -> None:
         if p.generation >= 2:
@@ -57,6 +59,35 @@ def drive(conn, cancel, args: dict) -> None:
     finally:
         runner.close()
         conn.close()
+
+
+def _watch_server(server_pid, runner, period_s: float = 0.5) -> None:
+    """End this driver and its workers at once when the server process that started it is gone (a crash: nobody
+    reads the search any more, and its saved state lets a restarted server resume it)."""
+    import os
+    import signal
+    import threading
+    import time
+
+    if not server_pid:
+        return
+
+    def watch():
+        while True:
+            time.sleep(period_s)
+            try:
+                os.kill(int(server_pid), 0)
+            except ProcessLookupError:
+                for pid in runner.worker_pids():
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                os._exit(1)
+            except OSError:
+                pass
+
+    threading.Thread(target=watch, name="fabric-search-server-watch", daemon=True).start()
 
 
 class Driver:
@@ -114,7 +145,10 @@ def start_driver(args: dict) -> Driver:
     """Start :func:`drive` for ``args`` in a process of its own (the search workers' context)."""
     from fabric.search.runners import worker_context
 
+    import os
+
     ctx = worker_context()
+    args = dict(args, server_pid=os.getpid())
     recv, send = ctx.Pipe(duplex=False)
     cancel = ctx.Event()
     proc = ctx.Process(target=drive, args=(send, cancel, args), name="fabric-search-driver")
