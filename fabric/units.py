@@ -3,7 +3,7 @@
 __all__ = [
     "GBPS", "GB", "MB", "KB", "GIB", "MIB", "KIB", "US", "NS", "MS",
     "gbps_to_bps", "bps_to_gbps", "bps_to_bytes_per_s", "bytes_per_s_to_bps", "time_unit", "time_text",
-    "TIME_DIGITS", "range_text",
+    "TIME_DIGITS", "range_text", "change_text",
 ]
 
 #: Significant digits of every duration fabric writes (pages, brief, report, CLI): one figure reads the same
@@ -71,3 +71,8 @@ def range_text(low: float, high: float, fmt=time_text, sep: str = " to ") -> str
     one value when both ends read the same (``191.2 ms``, never ``191.2 ms to 191.2 ms``)."""
     a, b = fmt(min(low, high)), fmt(max(low, high))
     return a if a == b else f"{a}{sep}{b}"
+
+
+def change_text(x: float) -> str:
+    """A relative change in words: under 0.05 % it is "no change" (never "+0.0 %"), else signed to 0.1 %."""
+    return "no change" if abs(x) < 0.0005 else f"{x:+.1%}"

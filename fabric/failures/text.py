@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from fabric.units import change_text
+
 __all__ = ["RULE_TEXT", "verdict_text", "uplinks_text", "uplinks_value", "evaluated_failures", "resilience_lines"]
 
 #: The rule in one paragraph (the Constraints page's help, the Design page's caption).
@@ -129,6 +131,6 @@ def resilience_lines(r: dict, time_text: Callable[[float], str], healthy_p99_s: 
         elif f["state"] == "partitions":
             lines.append(f"Worst {what} failure {where} ({f['failed']}): partitions the fabric.")
         else:
-            delta = f" ({f['p99_s'] / base - 1:+.1%})" if base else ""
+            delta = f" ({change_text(f['p99_s'] / base - 1)})" if base else ""
             lines.append(f"Worst {what} failure {where} ({f['failed']}): p99 {time_text(f['p99_s'])}{delta}.")
     return lines

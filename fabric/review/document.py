@@ -200,8 +200,10 @@ def _what_if_lines(d: dict) -> list[str]:
 
 
 def _change(x: float) -> str:
-    """A relative change; under 0.05 % it is no change at all, said so (never "+0.0 %")."""
-    return "no change" if abs(x) < 0.0005 else f"{x:+.1%}"
+    """A relative change (fabric.units.change_text)."""
+    from fabric.units import change_text
+
+    return change_text(x)
 
 
 def _fix_lines(d: dict) -> list[str]:

@@ -40,7 +40,9 @@ def plan_summary(plan, checks) -> str:
     """One sentence: rows, racks, floor, checks."""
     lay = plan.layout
     bad = [c for c in checks if not c.ok]
+    halls = int(lay.assumptions.get("halls") or 1)
+    where = f"in {halls:,} halls, rows of {lay.racks_per_row}" if halls > 1 else f"in rows of {lay.racks_per_row}"
     return (f"{plan.rows:,} cables planned port by port over {lay.n_racks:,} racks ({lay.compute_racks:,} compute) "
-            f"in rows of {lay.racks_per_row}; " + ("every check passes." if not bad else
+            f"{where}; " + ("every check passes." if not bad else
                                                      f"{len(bad)} check(s) FAILED: " + "; ".join(c.name for c in bad)
                                                      + "."))
