@@ -26,7 +26,6 @@ power are reported beside them (``compute_cost_usd``, ``compute_power_w``) for t
 
 from __future__ import annotations
 
-import math
 import threading
 import weakref
 from collections import OrderedDict
@@ -34,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fabric.topology.fabric import LINK_KINDS, MEDIA, SWITCH, Fabric
+from fabric.topology.fabric import LINK_KINDS, MEDIA, Fabric
 
 __all__ = ["BomItem", "BillOfMaterials", "bill_of_materials", "optical_groups", "optics_for_length", "OpticalGroup",
            "floor_sentence"]
@@ -265,7 +264,7 @@ def _links_by_kind_and_speed(fabric: Fabric):
     """``(kind, speed_bps, link ids)`` of the network links, per kind and per link speed (uplinks may run at
     another speed than the NIC ports: ``Design.uplink_gbps``)."""
     for kind in _NETWORK_KINDS:
-        sel = np.flatnonzero(fabric.link_kind == LINK_KINDS.index(kind))
+        sel = fabric.links_of_kind(kind)
         if not sel.size:
             continue
         caps = fabric.link_capacity_bps[sel]

@@ -146,7 +146,7 @@ def _place_power(fabric, bom, cat) -> Placement:
         if item.category == "cable" and item.where == "storage network":
             rack_w += in_racks(every_node, item.unit_power_w)
             placed += item.power_w
-    sel = np.flatnonzero(fabric.link_kind == _K["nic-leaf"])
+    sel = fabric.links_of_kind("nic-leaf")
     optics = optical_groups(fabric, cat)        # the bill of materials' modules, link by link
     for g in optics:
         if g.nic_module is not None:

@@ -32,7 +32,8 @@ from fabric.errors import DesignError
 from fabric.limits import current_limits
 from fabric.topology import floor as floors
 from fabric.topology import racks, sizing
-from fabric.topology.fabric import GPU, LINK_KINDS, MEDIA, NIC, NVSWITCH, SWITCH, Fabric
+from fabric.topology.fabric import (GPU, LINK_KINDS, MEDIA, NIC, NVSWITCH, SWITCH, Fabric, remember_kind_counts,
+                                   remember_kind_index)
 
 __all__ = ["build_fabric", "required_tiers", "cabling_key", "clear_fabric_cache", "OPERATIONAL_FIELDS"]
 
@@ -86,6 +87,22 @@ class _Links:
             self.medium.append(np.asarray(medium, np.int8))
         self.cap.append(np.full(n, float(cap_bps)))
         self.reach.append(np.broadcast_to(np.asarray(reach_m, float), (n,)).copy())
+
+    def kind_counts(self) -> np.ndarray:
+        """Links per kind (index: LINK_KINDS)."""
+        out = np.zeros(len(LINK_KINDS), np.int64)
+        for k in self.kind:
+            out[int(k[0])] += k.shape[0]
+        return out
+
+    def kind_index(self) -> dict:
+        """Kind code -> ascending link ids (the chunks were added in order)."""
+        parts: dict = {}
+        start = 0
+        for k in self.kind:
+            parts.setdefault(int(k[0]), []).append(np.arange(start, start + k.shape[0]))
+            start += k.shape[0]
+        return {k: np.concatenate(v) for k, v in parts.items()}
 
     def arrays(self):
         # one copy: concatenate straight into the dtype (concatenating then astype copied every array twice)
@@ -674,6 +691,8 @@ def _build(design: Design, cat, sw, nic, gpu, link_speed, hw) -> Fabric:
     links.add(attach_a, gpu_nics.ravel(), "pcie", "pcie", nic.ports * nic.port_speed_bps, 0.3)
 
     a, b, kind, medium, cap, reach = links.arrays()
+    remember_kind_counts(kind, links.kind_counts())
+    remember_kind_index(kind, links.kind_index())
     if a.shape[0] > limits.max_design_links:
         raise DesignError(f"the design has {a.shape[0]:,} links, above the limit max_design_links = "
                           f"{limits.max_design_links:,} (set FABRIC_LIMIT_MAX_DESIGN_LINKS to raise it)")

@@ -49,6 +49,40 @@ def _kind_counts(link_kind: np.ndarray) -> np.ndarray:
     return counts
 
 
+#: link ids of each kind of a fabric's ``link_kind`` array (shared by the copies of one build), for the last few
+_KIND_INDEX: dict = {}
+
+
+def kind_index(link_kind: np.ndarray, kind: int) -> np.ndarray:
+    """The ids of the links of kind code ``kind`` (ascending), kept per array: the bill of materials, the rack
+    power and the cabling ask for them per kind, and a pass over a million 8-bit kinds takes milliseconds."""
+    hit = _KIND_INDEX.get(id(link_kind))
+    if hit is None or hit[0]() is not link_kind:
+        if len(_KIND_INDEX) >= 32:
+            _KIND_INDEX.clear()
+        hit = (weakref.ref(link_kind), {})
+        _KIND_INDEX[id(link_kind)] = hit
+    table = hit[1]
+    if kind not in table:
+        table[kind] = np.flatnonzero(link_kind == kind)
+    return table[kind]
+
+
+def remember_kind_index(link_kind: np.ndarray, index: dict) -> None:
+    """Keep ``index`` (kind code -> ascending link ids) for the ``link_kind`` array a builder made."""
+    if len(_KIND_INDEX) >= 32:
+        _KIND_INDEX.clear()
+    _KIND_INDEX[id(link_kind)] = (weakref.ref(link_kind), dict(index))
+
+
+def remember_kind_counts(link_kind: np.ndarray, counts: np.ndarray) -> None:
+    """Keep ``counts`` (links per kind) for the ``link_kind`` array a builder made (it knows them without a pass
+    over the links)."""
+    if len(_KIND_COUNTS) >= 32:
+        _KIND_COUNTS.clear()
+    _KIND_COUNTS[id(link_kind)] = (weakref.ref(link_kind), np.asarray(counts, np.int64))
+
+
 @dataclass(frozen=True, eq=False)
 class Fabric:
     """A built network. See the module docstring for the node-id layout.
@@ -119,6 +153,10 @@ class Fabric:
         counts = np.bincount(tiers, minlength=len(self.tier_names)) if tiers.size else np.zeros(0, int)
         return {self.tier_names[t]: int(c) for t, c in enumerate(counts) if c}
 
+    def links_of_kind(self, kind: str) -> np.ndarray:
+        """Ids of the links of ``kind`` (a LINK_KINDS name), ascending; shared: do not write to it."""
+        return kind_index(self.link_kind, LINK_KINDS.index(kind))
+
     def link_counts(self, *, network_only: bool = True) -> dict[str, int]:
         """Physical links per kind; ``network_only`` leaves out NVLink and PCIe attachments."""
         counts = _kind_counts(self.link_kind)
@@ -135,7 +173,7 @@ class Fabric:
         for k, name in enumerate(LINK_KINDS):
             if name in ("nvlink", "pcie"):
                 continue
-            sel = np.flatnonzero(self.link_kind == k)
+            sel = kind_index(self.link_kind, k)
             if sel.size:
                 out[name] = float(self.link_capacity_bps[sel[0]]) / 1e9
         return out

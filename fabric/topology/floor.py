@@ -116,18 +116,10 @@ def plan_floor(*, slots: int, per_rack: int, slot_leaves: np.ndarray, leaf_pod: 
     every = np.asarray(slot_leaves, np.int64)          # (slots, ports): every port's leaf, rails included
     joined = np.zeros(n_racks, bool)        # joined[r]: rack r and rack r + 1 share a leaf
     if n_racks > 1 and n_leaves:
-        rack_of_port = np.repeat(np.arange(every.shape[0]) // per_rack, every.shape[1])
-        leaf = every.ravel()
-        ok = (leaf >= 0) & (leaf < n_leaves)
-        lo = np.full(n_leaves, n_racks, np.int64)
-        hi = np.full(n_leaves, -1, np.int64)
-        np.minimum.at(lo, leaf[ok], rack_of_port[ok])
-        np.maximum.at(hi, leaf[ok], rack_of_port[ok])
-        span = hi > lo
-        edges = np.zeros(n_racks + 1, np.int64)
-        np.add.at(edges, lo[span], 1)
-        np.add.at(edges, hi[span], -1)
-        joined = np.cumsum(edges)[:n_racks] > 0
+        # a leaf holds consecutive slots on each port (a top-of-rack leaf its rack's servers, a rail leaf its
+        # unit's): racks share a leaf when one port's leaf is the same on both sides of their boundary
+        last = np.minimum(np.arange(1, n_racks) * per_rack - 1, slots - 1)
+        joined[:-1] = (every[last] == every[np.minimum(last + 1, slots - 1)]).any(axis=1)
     # network racks each pod brings (per plane, all planes): its leaves when not top-of-rack, and its spines
     n_pods = int(max(pod_of_rack.max(initial=0), spine_pod.max(initial=-1), 0)) + 1
     leaves_of = np.bincount(leaf_pod[leaf_pod >= 0], minlength=n_pods) if not tor_leaves else np.zeros(n_pods)
@@ -173,12 +165,13 @@ def plan_floor(*, slots: int, per_rack: int, slot_leaves: np.ndarray, leaf_pod: 
     # floor's middle hall
     leaf_hall = np.zeros(n_leaves, np.int64)
     if n_leaves:
+        # a leaf's racks are never split by a hall boundary: the hall of the rack of its mean slot
         flat = every.ravel()
-        order = np.argsort(flat, kind="stable")             # ports grouped by leaf, in slot order
-        leaves, first, count = np.unique(flat[order], return_index=True, return_counts=True)
-        mid = order[first + (count - 1) // 2] // every.shape[1]
-        ok = (leaves >= 0) & (leaves < n_leaves)
-        leaf_hall[leaves[ok]] = rack_hall[mid[ok] // per_rack]
+        ok = (flat >= 0) & (flat < n_leaves)
+        slot_of = np.repeat(np.arange(every.shape[0]), every.shape[1])
+        count = np.bincount(flat[ok], minlength=n_leaves)
+        mean = np.bincount(flat[ok], weights=slot_of[ok], minlength=n_leaves) / np.maximum(count, 1)
+        leaf_hall = np.where(count > 0, rack_hall[np.minimum(mean.astype(np.int64) // per_rack, n_racks - 1)], 0)
     pod_hall = np.zeros(n_pods, np.int64)
     for p in range(n_pods):
         h = rack_hall[pod_of_rack == p]
