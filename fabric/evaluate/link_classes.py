@@ -106,8 +106,14 @@ def _class_members(cinv: np.ndarray, n_classes: int):
 def _classes(kind, keys, k, ball, n, slow, bg, total_bytes) -> list[LinkClass]:
     """Group members with equal (balls, links, slow links, background in 1 % steps) into classes."""
     bg_pct = np.rint(np.clip(bg, 0.0, 0.95) * 100).astype(np.int64)
-    sig = np.stack([k, n, slow, bg_pct], axis=1)
-    csig, cinv = _unique_rows(sig)
+    if k.size and n.min() == n.max() and slow.min() == slow.max() and bg_pct.min() == bg_pct.max():
+        # the common case (a NIC's ports, a tier's uplink groups): only the balls differ; the same classes, in
+        # the same order, as the rows' grouping below
+        uk, cinv = _group_index(np.asarray(k, np.int64))
+        csig = np.empty((uk.size, 4), np.int64)
+        csig[:, 0], csig[:, 1], csig[:, 2], csig[:, 3] = uk, n.flat[0], slow.flat[0], bg_pct.flat[0]
+    else:
+        csig, cinv = _unique_rows(np.stack([k, n, slow, bg_pct], axis=1))
     ball = np.broadcast_to(np.asarray(ball, dtype=float), k.shape)
     out = []
     for c, (kk, nn, sl, bp), m in zip(range(len(csig)), csig.tolist(), _class_members(cinv, len(csig))):
