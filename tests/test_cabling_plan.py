@@ -241,3 +241,18 @@ def test_design_of_regions_is_cabled_and_checked():
     plan.b_node[i], plan.b_node[j] = plan.b_node[j], plan.b_node[i]
     bad = _rails(plan)
     assert not bad.ok and "2 take more rails than their region's" in bad.detail
+
+
+def test_dragonfly_plan_optics_equal_the_bill():
+    # a dragonfly router is the first end of some global links and the second of others: its twin-port modules
+    # pair its ports over both (the bill's rule); counted side by side the plan bought 256 modules more
+    from fabric.cabling.checks import plan_checks
+    from fabric.cabling.plan import cabling_plan
+    from fabric.catalog import default_catalog
+    from fabric.design.schema import Design
+    from fabric.topology import build_fabric
+
+    cat = default_catalog()
+    fab = build_fabric(Design(name="df", gpus=16384, family="dragonfly"), cat)
+    checks = {c.name: c for c in plan_checks(cabling_plan(fab, catalog=cat), catalog=cat)}
+    assert checks["counts equal the bill of materials"].ok, checks["counts equal the bill of materials"].detail

@@ -78,24 +78,23 @@ def _counts_equal_bom(plan, bom, catalog) -> Check:
     # optics: NIC ends one module per port; switch ends as many modules per switch as its optical ports need
     plan_tx: dict = {}
     fab = plan.fabric
-    for side, node, optic, port in (("a", plan.a_node, plan.a_optic, plan.a_port),
-                                    ("b", plan.b_node, plan.b_optic, plan.b_port)):
-        has = (optic >= 0) & bought
-        for i, model in enumerate(plan.optic_models):
-            sel = has & (optic == i)
+    for i, model in enumerate(plan.optic_models):
+        count, keys = 0, []
+        for node, optic in ((plan.a_node, plan.a_optic), (plan.b_node, plan.b_optic)):
+            sel = (optic == i) & bought
             if not sel.any():
                 continue
             n = node[sel]
             is_nic = (n >= fab.nic_base) & (n < fab.nic_base + fab.n_nics)
-            count = int(is_nic.sum())
-            ppm = catalog.transceiver(model).ports_per_module
-            kinds = plan.role[sel][~is_nic]
-            sws = n[~is_nic].astype(np.int64)
-            if sws.size:
-                # modules per (switch, link kind): the bill of materials' rule, ports paired on one switch
-                key = sws * 16 + kinds
-                _, per = np.unique(key, return_counts=True)
-                count += int((-(-per // ppm)).sum())
+            count += int(is_nic.sum())
+            keys.append(n[~is_nic].astype(np.int64) * 16 + plan.role[sel][~is_nic])
+        keys = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+        if keys.size:
+            # modules per (switch, link kind), the ends on both sides of the rows together (a dragonfly router is
+            # the first end of some links and the second of others): the bill's rule, ports paired on one switch
+            _, per = np.unique(keys, return_counts=True)
+            count += int((-(-per // catalog.transceiver(model).ports_per_module)).sum())
+        if count:
             plan_tx[model] = plan_tx.get(model, 0) + count
     bom_tx = dict(bom.transceivers)
     switches_plan = {name: int(c) for name, c in zip(*np.unique(
