@@ -305,3 +305,19 @@ def test_a_search_that_cannot_be_continued_says_why(workload, tmp_path):
         unsaved.continued(100)
     with pytest.raises(FabricError, match="positive whole number"):
         running.continued(0)
+
+
+def test_plan_search_with_its_own_driver_keeps_the_shortlist_in_the_server(workload):
+    """A plan objective's shortlist is ranked on the server's thread (phase "plans") and kept there, so the next
+    search of the same inputs starts at once; the search itself runs in the driver process."""
+    from fabric.search import prepare as prep
+    from fabric.ui_support.plans_view import plan_objective
+
+    prep._PREPARED.clear()
+    job = SearchJob(plan_objective(workload), Constraints(gpus=256), budget_evals=60, seed=SEED, samples=SAMPLES,
+                    workers=1).start()
+    assert job.wait(300)
+    snap = job.snapshot()
+    assert snap.state == "done", snap.error
+    assert snap.front and all(r.get("plan") for r in snap.front)
+    assert len(prep._PREPARED) == 1                 # the shortlist, ranked here and kept for the next search

@@ -483,7 +483,9 @@ class SearchJob:
                 return
             catalog = catalog_for_constraints(self.catalog, self.constraints)
             if self.workers and self.isolated:
-                self._run_driver(catalog)
+                # a plan objective's shortlist is ranked here and kept in this process for the next search of the
+                # same inputs (fabric.ui_support.plans_view); the search itself runs in the driver
+                self._run_driver(catalog, self._prepared(catalog))
                 return
             # The first generations are evaluated here, and the worker processes start once the first front is on
             # the page, after the second generation (their start would compete with the first front and the
@@ -507,23 +509,20 @@ class SearchJob:
             if self._runner is not None:
                 self._runner.close()    # (run_search closes it too; this is for a plan phase that failed)
 
-    def _run_driver(self, catalog) -> None:
-        """The search in a driver process of its own (fabric.ui_support.search_process): its reports applied here
-        as the thread's own would be."""
+    def _run_driver(self, catalog, workload) -> None:
+        """The search of ``workload`` (prepared) in a driver process of its own (fabric.ui_support.search_process):
+        its reports applied here as the thread's own would be."""
         from fabric.ui_support.saved_searches import state_file
         from fabric.ui_support.search_process import start_driver
 
-        args = dict(workload=self.workload, constraints=self.constraints, budget_evals=self.budget_evals,
+        args = dict(workload=workload, constraints=self.constraints, budget_evals=self.budget_evals,
                     seed=self.seed, pop_size=self.pop_size, samples=self.samples, catalog=catalog,
                     state_path=state_file(self.state_dir, self.search_id) if self.state_dir is not None else None,
                     transport_overrides=self.transport_overrides, workers=self.workers)
         self._driver = start_driver(args)
         try:
             for msg in self._driver.messages(should_cancel=self._cancel.is_set):
-                if msg[0] == "phase":
-                    with self._lock:
-                        self._phase = msg[1]
-                elif msg[0] == "progress":
+                if msg[0] == "progress":
                     self._take_progress(msg[1])
                 elif msg[0] == "done":
                     self._driver = None

@@ -5,6 +5,7 @@ built and evaluated) takes hundreds of MB; on a thread of the server that memory
 concurrent sessions stack it. :func:`start_driver` starts :func:`drive` in a fresh process of the worker context
 (a fork of the fork server, which has fabric imported already: no second of imports), and :class:`Driver` reads
 what it reports over a pipe: the per-generation progress, the worker processes' ids, then the result or the error.
+A plan objective's shortlist is ranked before, in the server (kept there for the next search of the same inputs).
 Cancelling sets an event the search checks between generations, as on a thread.
 """
 
@@ -19,11 +20,12 @@ __all__ = ["Driver", "start_driver", "drive"]
 
 
 def drive(conn, cancel, args: dict) -> None:
-    """The driver process: run the search described by ``args`` (``workload``, ``constraints``, ``budget_evals``,
-    ``seed``, ``pop_size``, ``samples``, ``catalog``, ``state_path``, ``transport_overrides``, ``workers``,
-    ``server_pid``: it ends with its workers when that process is gone) on
-    ``workers`` worker processes that it shares the evaluations with, and send ``("phase", name)``,
-    ``("progress", progress, worker pids)``, then ``("done", result)`` or ``("failed", message)`` on ``conn``."""
+    """The driver process: run the search ``args`` describes (``workload``, prepared: a plan objective comes with
+    its shortlist, which the server ranked and keeps for the next search of the same inputs; ``constraints``,
+    ``budget_evals``, ``seed``, ``pop_size``, ``samples``, ``catalog``, ``state_path``, ``transport_overrides``;
+    ``workers``: worker processes it shares the evaluations with; ``server_pid``: it ends with its workers when that
+    process is gone) and send ``("progress", progress, worker pids)`` per generation, then ``("done", result)`` or
+    ``("failed", message)`` on ``conn``."""
     from fabric.search import run_search
     from fabric.search.runners import ProcessRunner
 
@@ -39,15 +41,7 @@ def drive(conn, cancel, args: dict) -> None:
                    runner.worker_pids()))
 
     try:
-        workload = args["workload"]
-        from fabric.ui_support.plans_view import is_plan_objective, prepared_objective
-
-        if is_plan_objective(workload):
-            conn.send(("phase", "plans"))
-            workload = prepared_objective(workload, args["constraints"], args["catalog"], seed=args["seed"],
-                                          samples=args["samples"], transport_overrides=args["transport_overrides"])
-            conn.send(("phase", ""))
-        res = run_search(workload, args["constraints"], budget_evals=args["budget_evals"], seed=args["seed"],
+        res = run_search(args["workload"], args["constraints"], budget_evals=args["budget_evals"], seed=args["seed"],
                          pop_size=args["pop_size"], samples=args["samples"], runner=runner, catalog=args["catalog"],
                          callback=progress, cancel=cancel, state_path=args["state_path"],
                          transport_overrides=args["transport_overrides"])
