@@ -32,8 +32,8 @@ SESSION_TRACES = [("s1-mixtral.json", "mixtral-8x7b.json"), ("s2-llama3.json", "
                   ("s3-dlrm.json", "dlrm-dcnv2.json"), ("s4-serving.json", "llama3-70b-serving.json"),
                   ("s5-kineto.pt.trace.json.gz", "kineto/llama3-70b.rank0.pt.trace.json.gz")]
 DEFAULT_EVALS, SEED, SAMPLES = 300, 0, 256
-#: the server's process tree (streamlit, at most four search workers, the multiprocessing helper) stays below
-#: this; measured about 1.0 GiB at peak on the development machine (docs/reliability.md)
+#: the server's process tree (streamlit, at most four searches' drivers and workers, the multiprocessing helper)
+#: stays below this; measured about 1.0 GiB at peak on the development machine (docs/reliability.md)
 PEAK_RSS_LIMIT_BYTES = 2 * 2 ** 30
 
 
@@ -130,7 +130,8 @@ def test_five_sessions_each_get_their_own_correct_front(dashboard, browser, sess
     assert "ScriptRunContext" not in dashboard.log.read_text(errors="replace")   # no worker ran the app
     print(f"5 sessions: {wall_s:.1f} s, peak server tree RSS {watch.peak_rss_bytes / 2 ** 20:.0f} MiB, "
           f"peak workers {watch.peak_workers}")
-    assert 1 <= watch.peak_workers <= 4                        # max_concurrent_searches = 4: the fifth queued
+    # max_concurrent_searches = 4 (the fifth queued), each a driver process and its worker (search_process.py)
+    assert 1 <= watch.peak_workers <= 2 * 4
     assert watch.peak_rss_bytes < PEAK_RSS_LIMIT_BYTES
 
 
