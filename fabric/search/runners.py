@@ -137,13 +137,14 @@ class ProcessRunner:
     pure, so the results are the same wherever they run.
 
     If a worker process dies (killed, out of memory), the pool is rebuilt and the batch evaluated again, up to
-    ``retries`` times.
+    ``retries`` times. ``start_method`` ("spawn", ...) overrides :func:`worker_context` (a process that is itself a
+    child of the fork server, the dashboard's search driver, would start a fork server of its own).
     """
 
     name = "processes"
 
     def __init__(self, workers: int, *, retries: int = 3, warm_start: bool = True, share: bool = False,
-                 autospawn: bool = True):
+                 autospawn: bool = True, start_method: str | None = None):
         if workers < 1:
             raise FabricError(f"--workers must be at least 1, got {workers}")
         self.workers = workers
@@ -151,6 +152,8 @@ class ProcessRunner:
         self.warm_start = warm_start
         self.share = share
         self.autospawn = autospawn
+        #: multiprocessing start method of the workers (None: :func:`worker_context`'s)
+        self.start_method = start_method
         self.restarts = 0
         self.in_process = 0
         self._pool = None
@@ -176,7 +179,8 @@ class ProcessRunner:
 
     def _new_pool(self):
         # no process starts until a task is submitted: a search whose records are all cached never starts one
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=worker_context())
+        ctx = worker_context() if self.start_method is None else mp.get_context(self.start_method)
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=ctx)
         self._started = None
 
     def ready(self) -> bool:

@@ -520,18 +520,21 @@ class SearchJob:
                     state_path=state_file(self.state_dir, self.search_id) if self.state_dir is not None else None,
                     transport_overrides=self.transport_overrides, workers=self.workers)
         self._driver = start_driver(args)
+        end = ("failed", "the search process ended without a result; start the search again")
         try:
             for msg in self._driver.messages(should_cancel=self._cancel.is_set):
                 if msg[0] == "progress":
                     self._take_progress(msg[1])
-                elif msg[0] == "done":
-                    self._driver = None
-                    self._done(msg[1])
-                elif msg[0] == "failed":
-                    self._driver = None
-                    self._finish("failed", error=msg[1])
+                elif msg[0] in ("done", "failed"):
+                    end = msg
         finally:
             self._driver = None
+        # the driver and its workers have ended (messages() waits for them): only now does the search give up its
+        # slot, so the next queued search never runs beside a finishing one's processes
+        if end[0] == "done":
+            self._done(end[1])
+        else:
+            self._finish("failed", error=end[1])
 
     def _done(self, res) -> None:
         """Keep the finished search's result."""

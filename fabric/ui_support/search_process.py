@@ -29,7 +29,9 @@ def drive(conn, cancel, args: dict) -> None:
     from fabric.search import run_search
     from fabric.search.runners import ProcessRunner
 
-    runner = ProcessRunner(int(args["workers"]), share=True, autospawn=False)
+    # spawned workers: this process is a child of the server's fork server, and a forkserver pool here would start
+    # a fork server of its own (a third process per search)
+    runner = ProcessRunner(int(args["workers"]), share=True, autospawn=False, start_method="spawn")
     _watch_server(args.get("server_pid"), runner)
 
     def progress(p) -> None:
