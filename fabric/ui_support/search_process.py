@@ -29,9 +29,11 @@ def drive(conn, cancel, args: dict) -> None:
     from fabric.search import run_search
     from fabric.search.runners import ProcessRunner
 
-    # spawned workers: this process is a child of the server's fork server, and a forkserver pool here would start
-    # a fork server of its own (a third process per search)
-    runner = ProcessRunner(int(args["workers"]), share=True, autospawn=False, start_method="spawn")
+    # workers forked from this process (fabric imported: they start at once): a forkserver pool here, in a child of
+    # the server's fork server, would start a fork server of its own (a third process per search), and spawned
+    # workers spend a second importing. Forking is safe here: besides this thread only the server watch runs, which
+    # sleeps and holds no lock, and the pool forks its workers before it starts its own thread.
+    runner = ProcessRunner(int(args["workers"]), share=True, autospawn=False, start_method="fork")
     _watch_server(args.get("server_pid"), runner)
 
     def progress(p) -> None:
