@@ -55,20 +55,10 @@ def _children_cpu_s() -> float:
     """CPU seconds (user + system) of this process's live child processes and of the children they reaped (Linux
     ``/proc``; 0 elsewhere): the search's worker processes are children of the fork server, itself a child of this
     process that outlives the pool, so ``RUSAGE_CHILDREN`` does not count them."""
-    if not os.path.isdir("/proc"):
-        return 0.0
-    me, tick, total = os.getpid(), os.sysconf("SC_CLK_TCK"), 0
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()      # from field 3 (state): ppid is field 4, utime 14 .. cstime 17
-        if int(fields[1]) == me:
-            total += sum(int(x) for x in fields[11:15])
+    from procfs import process_stats
+
+    me, tick = os.getpid(), os.sysconf("SC_CLK_TCK")
+    total = sum(sum(int(x) for x in f[11:15]) for f in process_stats().values() if int(f[1]) == me)
     return total / tick
 
 

@@ -39,17 +39,11 @@ def _status_kib(pid: int | str, field: str) -> int:
 
 def _tree_rss_kib(root: int) -> int:
     """Resident memory of ``root`` and every process below it (Linux /proc)."""
+    from procfs import process_stats
+
     children: dict = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(d))
+    for pid, fields in process_stats().items():
+        children.setdefault(int(fields[1]), []).append(pid)
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()

@@ -10,6 +10,8 @@ evaluates anything the record did not.
 
 from __future__ import annotations
 
+from fabric.units import change_text
+
 __all__ = ["record_facts", "design_sections", "WHAT_IFS", "serving_facts", "serving_text", "case_rows"]
 
 #: Scenario presets a record is shown under in the brief and the Design report.
@@ -194,16 +196,9 @@ def _what_if_lines(d: dict) -> list[str]:
         if w["p99_s"] is None:
             out.append(f"{w['scenario']}: {w.get('error', 'n/a')}.")
             continue
-        out.append(f"{w['scenario']}: {which} step {_t(w['p99_s'])} ({_change(w['change'])})"
+        out.append(f"{w['scenario']}: {which} step {_t(w['p99_s'])} ({change_text(w['change'])})"
                    + "".join(f"; '{n}' {serving_text(m)}" for n, m in (w.get("serving") or {}).items()) + ".")
     return out
-
-
-def _change(x: float) -> str:
-    """A relative change (fabric.units.change_text)."""
-    from fabric.units import change_text
-
-    return change_text(x)
 
 
 def _fix_lines(d: dict) -> list[str]:
