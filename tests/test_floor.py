@@ -117,3 +117,23 @@ def test_hyperscale_floor_prices_single_mode(name):
     single = sum(i.price_usd for i in bom.items if i.category == "transceiver"
                  and cat.transceiver(i.model).medium == "singlemode")
     assert single > 0.1 * bom.cost_usd
+
+
+def test_cli_says_the_same_floor_as_the_bill(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from fabric.design import design_to_dict
+
+    cat = default_catalog()
+    d = preset_design("fat-tree", 20480).replace(tiers=3, oversubscription=(1.0, 1.0))
+    bom = bill_of_materials(build_fabric(d, cat), cat)
+    f = tmp_path / "d.json"
+    f.write_text(json.dumps(design_to_dict(d)))
+    text = subprocess.run([sys.executable, "-m", "fabric.cli.main", "build", str(f)], capture_output=True, text=True)
+    assert text.returncode == 0, text.stderr
+    assert bom.floor_text() in text.stdout and "20,480 links run on single-mode optics" in text.stdout
+    js = json.loads(subprocess.run([sys.executable, "-m", "fabric.cli.main", "build", str(f), "--json"],
+                                   capture_output=True, text=True).stdout)
+    assert js["floor"]["halls"] == 4 and js["single_mode"] == bom.single_mode
