@@ -117,10 +117,15 @@ def test_chunks_do_not_split_a_cabling_over_two_workers():
     chunks = _chunks(items, 2, key=lambda it: it[0])
     assert [it for c in chunks for it in c] == items                      # every design once, in order
     for left, right in zip(chunks, chunks[1:]):
-        assert left[-1][0] != right[0][0]                                 # no cabling on both sides of a cut
-    # by hand: size 4 (25 items, 2 workers x 4 chunks); a chunk grows to the end of its last cabling:
-    # a a a b | c c c c + c c | d d e e + the other 11 e (one cabling, one chunk)
-    assert [len(c) for c in chunks] == [4, 6, 15]
+        # no cabling on both sides of a cut, but for the one with two chunks' worth of designs (13 >= 2 x 4)
+        assert left[-1][0] != right[0][0] or left[-1][0] == "e"
+    # by hand: size 4 (25 items, 2 workers x 4 chunks); a chunk grows to the end of its last cabling unless that
+    # cabling holds 8 designs or more: a a a b | c c c c + c c | d d e e | e e e e | e e e e | e e e
+    assert [len(c) for c in chunks] == [4, 6, 4, 4, 4, 3]
+    # the baselines' free policies (three cablings of 23 designs each, fabric.search.tuned) spread over 2 workers
+    tuned = [(k, i) for k in "xyz" for i in range(23)]
+    chunks = _chunks(tuned, 2, key=lambda it: it[0])
+    assert [len(c) for c in chunks] == [9, 9, 9, 9, 9, 9, 9, 6]           # size 9 = ceil(69 / 8)
     from fabric.reference.presets import preset_design
     from fabric.search.runners import _cabling_of
 

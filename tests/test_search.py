@@ -290,16 +290,27 @@ def test_the_evaluation_cache_is_capped_by_its_limit(monkeypatch):
 
 
 def test_process_runner_evaluates_in_process_until_its_workers_start_and_the_front_is_unchanged():
-    """Warm start: the batches asked for before the spawned worker has started (a new interpreter importing fabric,
-    about a second) are evaluated in the calling process; the front is the in-process one either way."""
+    """Warm start: the first batch is evaluated in the calling process, the worker spawned after it, and the
+    batches asked for while it starts (a new interpreter importing fabric, about a second) shared between the two;
+    the front is the in-process one either way."""
     from fabric.search.run import GLOBAL_CACHE
 
     cons = Constraints(**SMALL)
     ref = run_search(_workload(), cons, budget_evals=64, seed=13, pop_size=16, samples=32)
     GLOBAL_CACHE._d.clear()
     warm = ProcessRunner(1)
+    batches = []
+    here = warm._here
+
+    def counted(items):
+        batches.append(len(items))
+        return here(items)
+
+    warm._here = counted
     res = run_search(_workload(), cons, budget_evals=64, seed=13, pop_size=16, samples=32, runner=warm)
-    assert warm.in_process >= 16          # at least the first generation did not wait for the worker
+    assert warm.in_process == sum(batches) and warm.in_process < res.evaluations
+    # the first batch (the baselines) whole, then at least one chunk of the first generation did not wait
+    assert len(batches) >= 2 and warm._started is not None
     assert _front_set(res) == _front_set(ref)
     GLOBAL_CACHE._d.clear()
     cold = ProcessRunner(1, warm_start=False)

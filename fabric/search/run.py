@@ -614,16 +614,25 @@ def _failure_tasks(session, rows, bases, *, skip=()) -> list:
         if design is None:
             continue
         out.append((key, (design, session.workload, session.scenario, session.seed, session.samples,
-                          session.catalog, every, r.get("genome"), session.overrides)))
+                          session.catalog, every, r.get("genome"), session.overrides, r.get("p99_s"))))
     return out
 
 
-def failure_record_fields(design, workload, scenario, seed, samples, catalog, constraints, genome, overrides):
+def failure_record_fields(design, workload, scenario, seed, samples, catalog, constraints, genome, overrides,
+                          healthy_p99_s=None):
     """The failure figures of ``design``'s record (BLAST_COLUMNS' p99 under failure, its slowdown, the failure that
     sets it), made by the search's own record function with ``constraints`` asking for them; None when the design
-    cannot be evaluated. Module-level: the workers run it."""
-    from fabric.search.records import evaluate_record
+    cannot be evaluated. Module-level: the workers run it. ``healthy_p99_s``: the record's p99 step; for a plain
+    workload the failure figures are then made from it without evaluating the healthy design again (the same
+    figures: the record function passes the same p99 on); a robust or plan objective makes its record itself."""
+    from fabric.search.records import evaluate_record, failure_fields
 
+    if healthy_p99_s is not None and not hasattr(workload, "evaluate_record"):
+        try:
+            return failure_fields(design, workload, scenario, seed, samples, catalog, overrides,
+                                  float(healthy_p99_s))
+        except FabricError:
+            return None
     try:
         full = evaluate_record(design, workload, scenario, seed, samples, catalog, constraints, genome=genome,
                                transport_overrides=overrides)

@@ -47,7 +47,10 @@ def _chunks(items: list, n_workers: int, min_chunk: int = 4, cases: int = 1, key
     chunks per worker (balance); a design of a robust objective is ``cases`` evaluations, so its chunks are that
     many times smaller (down to one design: a generation then ends within about one design of its last worker).
     ``key``: a chunk is extended past its size while the next item has the same key (the search sends designs
-    sorted by cabling: a cabling split over two chunks is built, costed and modelled in two workers)."""
+    sorted by cabling: a cabling split over two chunks is built, costed and modelled in two workers), except a
+    cabling with two chunks' worth of designs or more, which is cut into chunks of about the size like any run
+    (the baselines' free policies are many designs of a few cablings: one chunk each left the other workers
+    idle while one evaluated them all, a second build costs far less)."""
     if not items:
         return []
     cases = max(1, int(cases))
@@ -55,10 +58,18 @@ def _chunks(items: list, n_workers: int, min_chunk: int = 4, cases: int = 1, key
     if key is None:
         return [items[i:i + size] for i in range(0, len(items), size)]
     keys = [key(it) for it in items]
+    run = [1] * len(items)                     # designs of each item's cabling (items come sorted by key)
+    i = 0
+    while i < len(items):
+        j = i + 1
+        while j < len(items) and keys[j] == keys[i]:
+            j += 1
+        run[i:j] = [j - i] * (j - i)
+        i = j
     out, start = [], 0
     while start < len(items):
         end = min(start + size, len(items))
-        while end < len(items) and keys[end] == keys[end - 1]:
+        while end < len(items) and keys[end] == keys[end - 1] and run[end] < 2 * size:
             end += 1
         out.append(items[start:end])
         start = end
@@ -129,10 +140,12 @@ class ProcessRunner:
 
     A new worker takes about a second to start (importing numpy, pandas and fabric) unless the fork server has them
     imported already (:func:`start_fork_server`). With ``warm_start`` (the default) the batches asked for before
-    every worker has started are evaluated in this process meanwhile; the workers start after the first batch that
-    needs them (their start would compete with it on a small machine), or, with ``autospawn=False``, when the
-    caller says so with :meth:`spawn` (the dashboard: after the second generation, once the first front is on the
-    page). With ``share``, this process also evaluates chunks of each batch alongside the workers (a dashboard's
+    the workers are started are evaluated in this process; the workers start after the first batch that needs
+    them (their start would compete with it on a small machine), or, with ``autospawn=False``, when the caller
+    says so with :meth:`spawn` (the dashboard: after the second generation, once the first front is on the page);
+    until every worker is up, this process shares each batch with them (it takes chunks from the back, the workers
+    take them from the front as they come up: a batch no longer waits in this process alone for workers that are
+    ready a second into it). With ``share``, this process also evaluates chunks of each batch alongside the workers (a dashboard's
     server, with one worker on a 2-core machine). ``in_process`` counts the evaluations made here. Evaluations are
     pure, so the results are the same wherever they run.
 
@@ -198,16 +211,18 @@ class ProcessRunner:
     def map(self, designs_with_meta: list) -> list[dict]:
         from concurrent.futures.process import BrokenProcessPool
 
-        if not self.ready():
+        if self._started is None and self.warm_start:
             out = self._here(designs_with_meta)
-            if self._started is None and self.autospawn:
+            if self.autospawn:
                 self.spawn()            # after the first batch (see the class docstring)
             return out
+        # workers still starting: this process shares the batch with them (they take chunks as they come up)
+        share = self.share or not self.ready()
         for attempt in range(self.retries + 1):
             try:
-                chunks = _chunks(designs_with_meta, self.workers + (1 if self.share else 0), cases=self._cases,
+                chunks = _chunks(designs_with_meta, self.workers + (1 if share else 0), cases=self._cases,
                                  key=_cabling_of)
-                return [rec for part in self._shared_map(chunks) for rec in part]
+                return [rec for part in self._shared_map(chunks, share) for rec in part]
             except BrokenProcessPool:
                 if attempt == self.retries:
                     raise FabricError(f"local worker processes kept dying ({self.retries + 1} attempts); "
@@ -218,10 +233,10 @@ class ProcessRunner:
                 self.spawn()
         raise AssertionError("unreachable")
 
-    def _shared_map(self, chunks: list) -> list:
+    def _shared_map(self, chunks: list, share: bool) -> list:
         """Each chunk's records, in order (see :meth:`share_map`)."""
         return self.share_map(_eval_chunk_in_worker, [(self._ctx_id, self._ctx, c) for c in chunks],
-                              here=lambda args: self._here(args[2]), share=self.share)
+                              here=lambda args: self._here(args[2]), share=share)
 
     def share_map(self, fn, args_list: list, *, here=None, share: bool = True) -> list:
         """``fn(*args)`` for each of ``args_list``, in order: the workers take them from the front; with ``share``

@@ -38,10 +38,12 @@ def tune_baselines(session, space, bases: list, base_recs: list[dict]) -> list[d
     from fabric.design.policy import best_free_policy, policy_options, policy_text
     from fabric.search.records import design_key
 
-    out = []
+    # every baseline's policies in one batch: a baseline's policies share its cabling, so one batch per baseline
+    # kept the workers of a parallel runner one busy and the others idle
+    tried, batch = [], []
     for d, rec in zip(bases, base_recs):
         if not rec.get("buildable", True):
-            out.append(rec)
+            tried.append(None)
             continue
         options = [d] + [o for o in policy_options(d) if o != d]
         genomes = [space.encode(o) for o in options]
@@ -49,7 +51,16 @@ def tune_baselines(session, space, bases: list, base_recs: list[dict]) -> list[d
         named = [o if i == 0 else o.replace(name=space.decode(g)[0].name if g is not None else
                                             f"{_short(d.name)} with {policy_text(o)}")
                  for i, (o, g) in enumerate(zip(options, genomes))]
-        rows = session.evaluate_designs([(o, g, ()) for o, g in zip(named, genomes)])
+        tried.append((options, genomes, len(batch)))
+        batch += [(o, g, ()) for o, g in zip(named, genomes)]
+    all_rows = session.evaluate_designs(batch) if batch else []
+    out = []
+    for d, rec, t in zip(bases, base_recs, tried):
+        if t is None:
+            out.append(rec)
+            continue
+        options, genomes, at = t
+        rows = all_rows[at:at + len(options)]
         for g, r in zip(genomes, rows):
             if g is None:               # a policy the constraints do not allow: judged, never on the front
                 session.outside.add(r["key"])
