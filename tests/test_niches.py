@@ -101,3 +101,41 @@ def test_one_shape_is_plain_rank_and_crowding():
     a = RankAndCrowding().do(problem, pop, n_survive=5, return_indices=True, random_state=np.random.default_rng(1))
     b = ShapeNiches(space).do(problem, pop, n_survive=5, return_indices=True, random_state=np.random.default_rng(1))
     assert sorted(a) == sorted(b)
+
+
+def _mutate(space, X, seed, linked=True):
+    from fabric.search.run import _ChoiceMutation
+
+    class _P:
+        xu = space.upper.astype(float)
+
+    m = _ChoiceMutation(space if linked else None, prob=1.0)
+    return m._do(_P(), np.asarray(X, dtype=np.int64), random_state=np.random.default_rng(seed))
+
+
+def test_a_split_mutation_redraws_a_region_ratio_half_of_the_time():
+    """A design of regions whose split changes also redraws one region's leaf ratio half of the time (the move of
+    two genes a split usually needs); nothing else changes, and a space without regions mutates as before."""
+    space = _space()
+    names = space.names
+    split, ra, rb = names.index("region_split"), names.index("region_a_oversub"), names.index("region_b_oversub")
+    fam = names.index("family")
+    x = _genome(space, "regions", ("moe",))
+    X = np.repeat(x[None, :], 8000, axis=0)
+    plain, linked = _mutate(space, X, 7, linked=False), _mutate(space, X, 7)
+    # the same draws decide every other gene: rows differ only in the ratio genes, and only where the split moved
+    moved = (linked[:, split] != x[split]) & (linked[:, fam] == x[fam])
+    other = [i for i in range(space.n_var) if i not in (ra, rb)]
+    assert (linked[:, other] == plain[:, other]).all()
+    diff = (linked != plain).any(axis=1)
+    assert not diff[~moved].any()
+    ratio_changed = lambda Y: ((Y[:, ra] != x[ra]) | (Y[:, rb] != x[rb]))[moved].mean()      # noqa: E731
+    n_ratio = len(space.gene("region_a_oversub").choices)
+    # half of the moved rows redraw one ratio, which lands on a new value (n - 1) / n of the time
+    expected = 0.5 * (n_ratio - 1) / n_ratio
+    assert moved.sum() > 400
+    assert ratio_changed(linked) - ratio_changed(plain) > 0.6 * expected
+    # without region genes the operator is the plain one
+    uniform = _space(("clos", "rail_optimized"))
+    Y = np.zeros((50, uniform.n_var), dtype=np.int64)
+    assert (_mutate(uniform, Y, 3) == _mutate(uniform, Y, 3, linked=False)).all()

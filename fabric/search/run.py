@@ -73,7 +73,22 @@ class SearchProgress:
 
 
 class _ChoiceMutation(Mutation):
-    """Random reset: each gene takes a new random choice with probability 1/n_var (at least one gene changes)."""
+    """Random reset: each gene takes a new random choice with probability 1/n_var (at least one gene changes).
+
+    With ``space`` holding designs of regions (:mod:`fabric.search.region_genes`), a design of regions whose
+    region split changes also redraws, half of the time, one of its regions' leaf ratios: a split that moves a job
+    to the other region usually wants that region's ratio changed too (the job brings or takes its traffic), a
+    move of two genes at once that independent resets make about once in a search (docs/regions.md)."""
+
+    def __init__(self, space=None, **kwargs):
+        super().__init__(**kwargs)
+        self._linked = None
+        if space is not None and "region_split" in space.names:
+            names = space.names
+            fam = space.genes[names.index("family")]
+            if "regions" in fam.choices:
+                self._linked = (names.index("family"), fam.choices.index("regions"), names.index("region_split"),
+                                names.index("region_a_oversub"), names.index("region_b_oversub"))
 
     def _do(self, problem, X, *args, random_state=None, **kwargs):
         X = X.copy()
@@ -82,6 +97,13 @@ class _ChoiceMutation(Mutation):
         force = random_state.integers(0, m, n)
         hit[np.arange(n), force] = True
         new = random_state.integers(0, problem.xu + 1, size=(n, m))
+        if self._linked is not None:
+            fam, regions, split, ra, rb = self._linked
+            link = random_state.random(n) < 0.5
+            which = np.where(random_state.random(n) < 0.5, ra, rb)
+            rows = np.flatnonzero(link & hit[:, split] & (np.where(hit[:, fam], new[:, fam], X[:, fam]) == regions)
+                                  & (new[:, split] != X[:, split]))
+            hit[rows, which[rows]] = True
         return np.where(hit, new, X)
 
 
@@ -452,7 +474,7 @@ def run_search(workload, constraints: Constraints, *, budget_evals: int | None =
         problem = _Problem(space, session.evaluate_genomes, n_obj, len(_CONSTRAINT_ORDER))
         niches = shape_niches_for(space)    # designs of regions: every region split keeps a foothold
         algorithm = NSGA2(pop_size=pop_size, sampling=Population.new(X=initial), crossover=UX(prob=0.9),
-                          mutation=_ChoiceMutation(prob=1.0), repair=_Canonical(space), eliminate_duplicates=True,
+                          mutation=_ChoiceMutation(space, prob=1.0), repair=_Canonical(space), eliminate_duplicates=True,
                           **({"survival": niches} if niches is not None else {}))
         # the loop below decides when to stop; pymoo's own convergence test is state a resume could not restore
         algorithm.setup(problem, termination=NoTermination(), seed=seed, verbose=False)
