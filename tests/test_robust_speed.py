@@ -131,3 +131,21 @@ def test_chunks_do_not_split_a_cabling_over_two_workers():
 
     d = preset_design("fat-tree")
     assert _cabling_of((d, None, ())) == _cabling_of((replace(d, routing="adaptive", qps_per_connection=4), None, ()))
+
+
+def test_chunks_of_slow_evaluations_shrink_towards_the_end_of_a_batch():
+    """Evaluations of 100,000-GPU fabrics (tenths of a second each): chunks of about 1 / (2 x workers) of what is
+    left, down to one design, so two workers end a batch within one design of each other."""
+    designs = list(range(40))
+    assert [len(c) for c in _chunks(designs, 2)] == [5] * 8                  # fast: equal chunks, as before
+    chunks = _chunks(designs, 2, slow=True)
+    assert [x for c in chunks for x in c] == designs
+    # by hand: ceil(left / 4) capped at the equal size 5: 40..20 left -> 5 each, then 20 -> 5, 15 -> 4, 11 -> 3,
+    # 8 -> 2, 6 -> 2, 4 -> 1, 3 -> 1, 2 -> 1, 1 -> 1
+    assert [len(c) for c in chunks] == [5, 5, 5, 5, 5, 4, 3, 2, 2, 1, 1, 1, 1]
+    # a cabling shorter than two chunks still stays in one chunk
+    items = [(k, i) for k, n in [("a", 30), ("b", 3), ("c", 7)] for i in range(n)]
+    chunks = _chunks(items, 2, key=lambda it: it[0], slow=True)
+    assert [it for c in chunks for it in c] == items
+    for left, right in zip(chunks, chunks[1:]):
+        assert left[-1][0] != right[0][0] or left[-1][0] == "a"

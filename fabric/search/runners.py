@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import multiprocessing as mp
+import time
 from concurrent.futures import ProcessPoolExecutor
 
 from fabric.errors import FabricError
@@ -42,7 +43,8 @@ def _worker_ready() -> bool:
     return True
 
 
-def _chunks(items: list, n_workers: int, min_chunk: int = 4, cases: int = 1, key=None) -> list[list]:
+def _chunks(items: list, n_workers: int, min_chunk: int = 4, cases: int = 1, key=None,
+            slow: bool = False) -> list[list]:
     """Designs in chunks of about equal work: at least ``min_chunk`` evaluations each (task overhead), about four
     chunks per worker (balance); a design of a robust objective is ``cases`` evaluations, so its chunks are that
     many times smaller (down to one design: a generation then ends within about one design of its last worker).
@@ -50,13 +52,28 @@ def _chunks(items: list, n_workers: int, min_chunk: int = 4, cases: int = 1, key
     sorted by cabling: a cabling split over two chunks is built, costed and modelled in two workers), except a
     cabling with two chunks' worth of designs or more, which is cut into chunks of about the size like any run
     (the baselines' free policies are many designs of a few cablings: one chunk each left the other workers
-    idle while one evaluated them all, a second build costs far less)."""
+    idle while one evaluated them all, a second build costs far less).
+    ``slow``: evaluations take long enough (tens of ms and more: 100,000-GPU fabrics) that a task's overhead does
+    not count: the chunks then shrink towards the end of the batch (each about 1 / (2 x workers) of what is left,
+    down to one design), so the workers end a batch within about one design of each other, not one chunk."""
     if not items:
         return []
     cases = max(1, int(cases))
-    size = max(math.ceil(min_chunk / cases), math.ceil(len(items) / (4 * max(1, n_workers) * cases)), 1)
+    n, w = len(items), max(1, n_workers)
+    size = max(math.ceil(min_chunk / cases), math.ceil(n / (4 * w * cases)), 1)
+
+    def cut(start: int) -> int:
+        """Where the chunk beginning at ``start`` ends before it is extended to the end of its cabling."""
+        step = max(1, min(size, math.ceil((n - start) / (2 * w * cases)))) if slow else size
+        return min(start + step, n)
+
     if key is None:
-        return [items[i:i + size] for i in range(0, len(items), size)]
+        out, start = [], 0
+        while start < n:
+            end = cut(start)
+            out.append(items[start:end])
+            start = end
+        return out
     keys = [key(it) for it in items]
     run = [1] * len(items)                     # designs of each item's cabling (items come sorted by key)
     i = 0
@@ -68,7 +85,7 @@ def _chunks(items: list, n_workers: int, min_chunk: int = 4, cases: int = 1, key
         i = j
     out, start = [], 0
     while start < len(items):
-        end = min(start + size, len(items))
+        end = cut(start)
         while end < len(items) and keys[end] == keys[end - 1] and run[end] < 2 * size:
             end += 1
         out.append(items[start:end])
@@ -109,6 +126,8 @@ class InProcessRunner:
 
 
 _CONTEXT_IDS = itertools.count(1)
+#: Worker seconds per evaluation from which a batch's chunks shrink towards its end (``_chunks``' ``slow``).
+SLOW_EVALUATION_S = 0.02
 #: What a worker imports before its first task; a fork server started with them (:func:`start_fork_server`) makes
 #: each new worker a fork of a process that has them already.
 WORKER_MODULES = ("fabric.search.runners", "fabric.search.records", "fabric.search.plan_space.inner",
@@ -169,6 +188,8 @@ class ProcessRunner:
         self.start_method = start_method
         self.restarts = 0
         self.in_process = 0
+        #: worker seconds per evaluation in the last batch (0 before one): sizes the chunks (:func:`_chunks`)
+        self.seconds_per_evaluation = 0.0
         self._pool = None
         self._ctx = None
         self._started: list | None = None
@@ -220,9 +241,15 @@ class ProcessRunner:
         share = self.share or not self.ready()
         for attempt in range(self.retries + 1):
             try:
-                chunks = _chunks(designs_with_meta, self.workers + (1 if share else 0), cases=self._cases,
-                                 key=_cabling_of)
-                return [rec for part in self._shared_map(chunks, share) for rec in part]
+                t = time.perf_counter()
+                n_workers = self.workers + (1 if share else 0)
+                chunks = _chunks(designs_with_meta, n_workers, cases=self._cases, key=_cabling_of,
+                                 slow=self.seconds_per_evaluation >= SLOW_EVALUATION_S)
+                out = [rec for part in self._shared_map(chunks, share) for rec in part]
+                if designs_with_meta:
+                    self.seconds_per_evaluation = ((time.perf_counter() - t) * n_workers
+                                                   / (len(designs_with_meta) * self._cases))
+                return out
             except BrokenProcessPool:
                 if attempt == self.retries:
                     raise FabricError(f"local worker processes kept dying ({self.retries + 1} attempts); "
