@@ -139,3 +139,30 @@ def test_a_split_mutation_redraws_a_region_ratio_half_of_the_time():
     uniform = _space(("clos", "rail_optimized"))
     Y = np.zeros((50, uniform.n_var), dtype=np.int64)
     assert (_mutate(uniform, Y, 3) == _mutate(uniform, Y, 3, linked=False)).all()
+
+
+def test_splits_of_a_cluster_the_jobs_fill_keep_region_a_on_the_largest_job():
+    """When the jobs fill the cluster exactly in whole servers, a split and its complement are the same cluster
+    with A and B named the other way round: only the splits whose region A holds the largest job are genes, and
+    each dropped split builds the same regions as the kept complement with A and B swapped."""
+    from fabric.search.region_genes import regions_for
+
+    full = Workload(jobs=(_job("moe", 128), _job("dense", 64), _job("serve", 64)))
+    cons = Constraints(gpus=256, families=("clos", "rail_optimized", "regions"), switch_models=("ib-ndr-64x400",),
+                       nic_models=("nic-cx7-400",))
+    kept = DesignSpace(cons, workload=full).gene("region_split").choices
+    assert kept == (("moe",), ("dense", "moe"), ("moe", "serve"))
+    # spare GPUs (224 of 256 used, _space): the mirror images differ in where the spares sit, all 6 are kept
+    assert len(_space().gene("region_split").choices) == 6
+    every = [("dense",), ("moe",), ("serve",), ("dense", "moe"), ("dense", "serve"), ("moe", "serve")]
+    kw = dict(gpus=256, gpus_per_node=8, domain=8, jobs=full.jobs)
+    for split in every:
+        if split in kept:
+            continue
+        complement = tuple(sorted({"moe", "dense", "serve"} - set(split)))
+        assert complement in kept
+        a, b = regions_for(split, "clos", "rail_optimized", 2.0, 4.0, 1.0, **kw)
+        a2, b2 = regions_for(complement, "rail_optimized", "clos", 4.0, 2.0, 1.0, **kw)
+        for x, y in ((a, b2), (b, a2)):
+            assert (x["nodes"], x["family"], x["oversubscription"], sorted(x.get("jobs", []))) == \
+                   (y["nodes"], y["family"], y["oversubscription"], sorted(y.get("jobs", [])))

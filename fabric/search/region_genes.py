@@ -5,7 +5,8 @@ When the constraint ``families`` allows ``regions``, a design of family ``region
 - ``region_split`` (hardware where it sizes the regions, policy where it says who sits where): which of the
   workload's jobs region A holds; A is sized to hold them whole (whole servers and scale-up domains) and B holds
   the other jobs and every spare GPU. A workload of one job splits the cluster by share instead (A holds 1/4, 1/2
-  or 3/4 of the servers; the job spans both);
+  or 3/4 of the servers; the job spans both). Jobs that fill the cluster exactly keep only the splits whose A
+  holds the largest job (:func:`split_choices`: the others are the same clusters named the other way round);
 - ``region_a_family``, ``region_b_family``: each region's cabling (``clos`` or ``rail_optimized``, those the
   constraint ``families`` allows);
 - ``region_a_oversub``, ``region_b_oversub``: each region's leaf down:up; the design's ``oversub_spine`` gene is
@@ -27,15 +28,27 @@ REGION_GENES = ("region_split", "region_a_family", "region_b_family", "region_a_
 SHARES = (0.25, 0.5, 0.75)
 
 
-def split_choices(jobs) -> tuple:
+def split_choices(jobs, systems=()) -> tuple:
     """The ``region_split`` choices for ``jobs`` (compute jobs): every non-empty proper subset of their names,
-    smallest first, as sorted tuples; for fewer than two jobs, the :data:`SHARES` as floats."""
+    smallest first, as sorted tuples; for fewer than two jobs, the :data:`SHARES` as floats.
+
+    ``systems``: ``(GPUs, GPUs per whole scale-up domain)`` of each GPU system the search may choose. When on every
+    one the jobs fill the cluster exactly in whole domains, a split and its complement are one cluster with the
+    regions named the other way round (A sized to its jobs, B to the rest, no spare GPUs either side): only the
+    splits whose region A holds the largest job are kept. Region A's genes then always mean the same jobs' region,
+    and moving a job between the regions is one change of the split (the mirrored choices doubled the splits and
+    gave the same shape two sets of genes that crossover could not combine)."""
     names = sorted({j.name for j in jobs})
     if len(names) < 2:
         return SHARES
     out = []
     for k in range(1, len(names)):
         out += [tuple(c) for c in itertools.combinations(names, k)]
+    sizes = {j.name: int(j.world_size) for j in jobs}
+    total = sum(sizes.values())
+    if systems and all(total == gpus and all(v % unit == 0 for v in sizes.values()) for gpus, unit in systems):
+        anchor = min(sizes, key=lambda n: (-sizes[n], n))
+        out = [c for c in out if anchor in c]
     return tuple(out)
 
 

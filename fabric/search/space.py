@@ -142,7 +142,11 @@ class DesignSpace:
         from fabric.search.region_genes import split_choices
 
         fams = tuple(f for f in REGION_FAMILIES if f in c.families) or REGION_FAMILIES
-        return (Gene("region_split", split_choices(self._jobs)), Gene("region_a_family", fams),
+        systems = []
+        for f in self._fields.values():
+            dom = f["scale_up_size"] or f["gpus_per_node"]
+            systems.append((int(f["gpus"]), math.lcm(int(f["gpus_per_node"]), int(dom))))
+        return (Gene("region_split", split_choices(self._jobs, systems)), Gene("region_a_family", fams),
                 Gene("region_b_family", fams), Gene("region_a_oversub", oversub), Gene("region_b_oversub", oversub))
 
     def _gene(self, name: str) -> Gene:
