@@ -75,14 +75,8 @@ def _chunks(items: list, n_workers: int, min_chunk: int = 4, cases: int = 1, key
             start = end
         return out
     keys = [key(it) for it in items]
-    run = [1] * len(items)                     # designs of each item's cabling (items come sorted by key)
-    i = 0
-    while i < len(items):
-        j = i + 1
-        while j < len(items) and keys[j] == keys[i]:
-            j += 1
-        run[i:j] = [j - i] * (j - i)
-        i = j
+    # designs of each item's cabling (the items come sorted by key)
+    run = [m for _, g in itertools.groupby(keys) for m in [len(list(g))] for _ in range(m)]
     out, start = [], 0
     while start < len(items):
         end = cut(start)
@@ -164,8 +158,8 @@ class ProcessRunner:
     says so with :meth:`spawn` (the dashboard: after the second generation, once the first front is on the page);
     until every worker is up, this process shares each batch with them (it takes chunks from the back, the workers
     take them from the front as they come up: a batch no longer waits in this process alone for workers that are
-    ready a second into it). With ``share``, this process also evaluates chunks of each batch alongside the workers (a dashboard's
-    server, with one worker on a 2-core machine). ``in_process`` counts the evaluations made here. Evaluations are
+    ready a second into it). With ``share``, this process also evaluates chunks of each batch alongside the
+    workers (a dashboard's server, with one worker on a 2-core machine). ``in_process`` counts the evaluations made here. Evaluations are
     pure, so the results are the same wherever they run.
 
     If a worker process dies (killed, out of memory), the pool is rebuilt and the batch evaluated again, up to
