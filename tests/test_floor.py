@@ -34,6 +34,18 @@ def test_cross_hall_run_by_hand():
     assert cross_hall_length_m([0, 0, 5, 2], [1, 2, 2, 2]).tolist() == [83.0, 116.0, 148.0, 0.0]
 
 
+
+def test_switch_link_reach_of_many_links_by_hand():
+    """A long array of links (the builder's 100,000s, looked up per pair of halls) gets the lengths worked out by
+    hand above: 50 m inside a hall, 83 / 116 / 148 m one, two, three halls apart, whatever the halls' numbers."""
+    from fabric.topology.floor import switch_link_reach_m
+
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(2, 6, 1000), rng.integers(2, 6, 1000)
+    want = np.array([50.0, 83.0, 116.0, 148.0])[np.abs(a - b)]
+    assert switch_link_reach_m(a, b).tolist() == want.tolist()
+    assert switch_link_reach_m(a[:3], b[:3]).tolist() == want[:3].tolist()      # a few links: the same
+
 def test_three_tier_fat_tree_on_four_halls_by_hand():
     # 20,480 H100 on 64-port NDR at 1:1, 3 tiers: a leaf takes 4 DGX (32 ports down), one rack of 4 DGX (40.8 kW);
     # pods of 32 leaves with 32 spines (2 network racks): 34 racks a pod, 9 pods fill a hall of 315 racks, so 20

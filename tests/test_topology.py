@@ -163,6 +163,24 @@ def test_dual_plane_splits_each_nic():
     assert per_plane[0] == per_plane[1]
 
 
+
+def test_switch_labels_count_within_tier_and_plane():
+    """``node_label`` numbers a switch among the switches of its tier and plane: the dual-plane fabric above has
+    8 leaves and 4 spines per plane, plane 0's switches first (leaves, then spines), so the first switch of plane 1
+    is ``leaf0@p1`` and the last one ``spine3@p1``; GPUs, NICs and NVSwitches keep their own numbering."""
+    d = Design(family="rail_optimized", gpus=1024, nic_model="nic-2x200-dual", switch_model="eth-51t-64x800",
+               transport="roce", planes=2)
+    f = build_fabric(d)
+    sb = f.switch_base
+    got = [f.node_label(n) for n in range(sb, f.nvswitch_base)]
+    want = [f"leaf{i}@p0" for i in range(8)] + [f"spine{i}@p0" for i in range(4)] \
+        + [f"leaf{i}@p1" for i in range(8)] + [f"spine{i}@p1" for i in range(4)]
+    assert got == want
+    assert f.node_label(5) == "gpu5" and f.node_label(f.nic_base + 3) == "nic3"
+    assert f.node_label(f.nvswitch_base + 1) == "nvswitch1"
+    one = build_fabric(d.replace(planes=1))
+    assert one.node_label(one.switch_base + one.n_switches - 1) == f"spine{one.switch_counts()['spine'] - 1}"
+
 def test_nvl72_scale_up_domain():
     f = build_fabric(Design(gpus=144, gpu_model="gb200-nvl72", gpus_per_node=4, scale_up_size=72,
                             switch_model="ib-xdr-144x800", nic_model="nic-cx8-800"))

@@ -10,7 +10,9 @@ import numpy as np
 from fabric.evaluate.bounds import RESOURCES, cut_bound_per_byte
 from fabric.evaluate.collectives import bandwidth_factor, lower_bound_time
 from fabric.evaluate.step_exposure import exposed_time
-from fabric.topology.fabric import LINK_KINDS
+from fabric.topology.fabric import LINK_KINDS, kind_index
+
+_NVLINK = LINK_KINDS.index("nvlink")
 
 __all__ = ["line_rate_bound", "op_lower_bound_terms", "bound_split", "binding", "nvlink_bytes_per_s",
            "gpu_net_bytes_per_s"]
@@ -56,8 +58,9 @@ def binding(terms: dict) -> str:
 
 
 def nvlink_bytes_per_s(fabric) -> float:
-    nv = fabric.link_kind == LINK_KINDS.index("nvlink")
-    return float(fabric.link_capacity_bps[nv][0]) / 8.0 if nv.any() else 0.0
+    """Bytes per second of one NVLink (scale-up) link of ``fabric``; 0 without scale-up links."""
+    nv = kind_index(fabric.link_kind, _NVLINK)        # the builder's per-kind link ids: no pass over every link
+    return float(fabric.link_capacity_bps[nv[0]]) / 8.0 if nv.size else 0.0
 
 
 def gpu_net_bytes_per_s(fabric) -> float:

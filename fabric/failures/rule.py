@@ -62,14 +62,14 @@ import numpy as np
 
 from fabric.arrays import unique
 from fabric.evaluate.detour import nvlink_detour
-from fabric.topology.fabric import LINK_KINDS
+from fabric.topology.fabric import LINK_KINDS, kind_index
 
 __all__ = ["single_failure_analysis", "EXACT_MAX_PAIRS"]
 
 #: Above this many distinct switch-to-switch pairs the candidates are structural (see the module docstring).
 EXACT_MAX_PAIRS = 5_000
 _ENDPOINT_KINDS = {LINK_KINDS.index(k) for k in ("nvlink", "pcie", "nic-leaf")}
-_SWITCH_LINK = np.array([i not in _ENDPOINT_KINDS for i in range(len(LINK_KINDS))])
+_SWITCH_KINDS = [i for i in range(len(LINK_KINDS)) if i not in _ENDPOINT_KINDS]
 _LEAF_SPINE = LINK_KINDS.index("leaf-spine")
 
 
@@ -92,11 +92,16 @@ def _switch_graph(fabric):
 
 def _switch_graph_of(fabric):
     ns, sb = fabric.n_switches, fabric.switch_base
-    sel = _SWITCH_LINK[fabric.link_kind]
-    u = fabric.link_a[sel].astype(np.int64) - sb
-    v = fabric.link_b[sel].astype(np.int64) - sb
+    # the switch-to-switch links by the builder's per-kind link ids (a mask over every link, NIC and NVLink ones
+    # included, cost as much as the rest); their order does not matter, the codes are sorted below
+    ids = [kind_index(fabric.link_kind, k) for k in _SWITCH_KINDS]
+    sel = np.concatenate(ids) if len(ids) != 1 else ids[0]
+    u = np.take(fabric.link_a, sel) - sb
+    v = np.take(fabric.link_b, sel) - sb
     lo, hi = np.minimum(u, v), np.maximum(u, v)
-    codes = lo * ns + hi
+    # (lo, hi) packed with a power-of-two stride: the same order as lo x ns + hi, unpacked by shifts, not divisions
+    shift = max(1, int(ns).bit_length())
+    codes = (lo << shift) | hi
     # the builder emits links switch by switch, so the codes are nearly sorted: a merge sort then takes about a
     # third of the time of numpy's default sort (which is faster on shuffled codes)
     nearly = codes.size > 1 and np.count_nonzero(codes[1:] < codes[:-1]) * 20 < codes.size
@@ -104,11 +109,14 @@ def _switch_graph_of(fabric):
     if codes.size:
         first = np.r_[True, codes[1:] != codes[:-1]]
         starts = np.flatnonzero(first)
-        mult = np.diff(np.r_[starts, codes.size])
+        mult = np.diff(starts, append=codes.size)
         codes = codes[first]
     else:
         mult = np.zeros(0, np.int64)
-    return np.stack([codes // ns, codes % ns], axis=1), mult
+    ends = np.empty((2, codes.size), np.int64)           # each end's column contiguous (what the passes read)
+    np.right_shift(codes, shift, out=ends[0])
+    np.bitwise_and(codes, (1 << shift) - 1, out=ends[1])
+    return ends.T, mult
 
 
 def _labels(n: int, pairs: np.ndarray, keep: np.ndarray | None = None) -> np.ndarray:
@@ -118,12 +126,17 @@ def _labels(n: int, pairs: np.ndarray, keep: np.ndarray | None = None) -> np.nda
     p = pairs if keep is None else pairs[keep]
     lab = np.arange(n)
     u, v = p[:, 0], p[:, 1]
+    first = True
     while u.size:
-        lu, lv = lab[u], lab[v]                  # roots: ``lab`` is kept fully compressed
+        if first:                                # every node its own root: the roots are the ends themselves
+            lu, lv, first = u, v, False
+        else:
+            lu, lv = np.take(lab, u), np.take(lab, v)    # roots: ``lab`` is kept fully compressed
         diff = lu != lv
         if not diff.any():
             break
-        u, v, lu, lv = u[diff], v[diff], lu[diff], lv[diff]
+        if not diff.all():
+            u, v, lu, lv = u[diff], v[diff], lu[diff], lv[diff]
         np.minimum.at(lab, np.maximum(lu, lv), np.minimum(lu, lv))
         while True:
             nxt = lab[lab]
@@ -149,21 +162,22 @@ class _Endpoints:
 
     def __init__(self, fabric, per_rail: bool, detour: bool = False):
         sb = fabric.switch_base
-        ports = fabric.nic_ports.astype(np.int64)                       # (NICs, ports): switch node ids
+        ports = np.asarray(fabric.nic_ports, np.int64)                  # (NICs, ports): switch node ids
         n_nics, n_ports = ports.shape
         npn = max(1, int(fabric.design.nics_per_node))
         nic = np.repeat(np.arange(n_nics), n_ports)
         port = np.tile(np.arange(n_ports), n_nics)
         sw = ports.ravel() - sb
         cabled = (sw >= 0) & (sw < fabric.n_switches)
-        self.switch = sw[cabled]
-        self.port = port[cabled]
-        self.nic = nic[cabled]
-        self.node = (nic // npn)[cabled]
-        self.cls = ((nic % npn) * n_ports + port)[cabled] if per_rail else port[cabled]
+        pick = (lambda a: a) if cabled.all() else (lambda a: a[cabled])   # noqa: E731  (every port cabled: no copy)
+        self.switch = pick(sw)
+        self.port = pick(port)
+        self.nic = pick(nic)
+        self.node = pick(nic // npn)
+        self.cls = pick((nic % npn) * n_ports + port) if per_rail else self.port
         self.n_classes = (npn * n_ports) if per_rail else n_ports
         # per GPU: the switches of every port of every NIC it uses
-        g_sw = ports[fabric.gpu_nics - fabric.nic_base].reshape(fabric.n_gpus, -1) - sb
+        g_sw = np.take(ports, fabric.gpu_nics - fabric.nic_base, axis=0).reshape(fabric.n_gpus, -1) - sb
         g_sw = np.where((g_sw >= 0) & (g_sw < fabric.n_switches), g_sw, -1)
         lo, hi = _per_row(np.minimum, g_sw), _per_row(np.maximum, g_sw)
         self.own_home = np.where((lo == hi) & (lo >= 0), lo, -1)       # single-homed: the one switch
@@ -338,9 +352,14 @@ def _up_pairs(pairs: np.ndarray, sw_tier: np.ndarray):
     """(lower, upper) switch of every distinct pair that joins two tiers (a leaf and its spine, ...)."""
     if not len(pairs):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    t0, t1 = sw_tier[pairs[:, 0]], sw_tier[pairs[:, 1]]
-    lo = np.where(t0 <= t1, pairs[:, 0], pairs[:, 1])
-    hi = np.where(t0 <= t1, pairs[:, 1], pairs[:, 0])
+    a, b = pairs[:, 0], pairs[:, 1]
+    t0, t1 = np.take(sw_tier, a), np.take(sw_tier, b)
+    if not (t0 > t1).any():
+        # the builder numbers a plane's leaves before its spines before its cores: the lower id is the lower end
+        up = np.flatnonzero(t1 > t0)
+        return np.take(a, up), np.take(b, up)
+    lo = np.where(t0 <= t1, a, b)
+    hi = np.where(t0 <= t1, b, a)
     up = sw_tier[hi] > sw_tier[lo]
     return lo[up], hi[up]
 

@@ -191,9 +191,12 @@ class Fabric:
         if k == NVSWITCH:
             return f"nvswitch{node - self.nvswitch_base}"
         tier = self.tier_names[int(self.node_tier[node])]
-        same = np.flatnonzero((self.node_kind == SWITCH) & (self.node_tier == self.node_tier[node])
-                              & (self.node_plane == self.node_plane[node]))
-        idx = int(np.searchsorted(same, node))
+        # switches hold the ids from switch_base on (the module docstring's layout): count those of the same tier
+        # and plane before this one there, not over every GPU and NIC of the fabric
+        before = slice(min(self.switch_base, node), node)
+        same = (self.node_kind[before] == SWITCH) & (self.node_tier[before] == self.node_tier[node]) \
+            & (self.node_plane[before] == self.node_plane[node])
+        idx = int(np.count_nonzero(same))
         plane = f"@p{int(self.node_plane[node])}" if self.planes > 1 else ""
         return f"{tier}{idx}{plane}"
 

@@ -63,6 +63,14 @@ def switch_link_reach_m(hall_a, hall_b) -> np.ndarray:
     """The length a switch-to-switch link is bought at: :data:`IN_HALL_REACH_M` inside a hall, else the run
     between the halls (:func:`cross_hall_length_m`)."""
     hall_a, hall_b = np.asarray(hall_a, np.int64), np.asarray(hall_b, np.int64)
+    if hall_a.size > 64 and hall_a.shape == hall_b.shape:
+        # 100,000s of links between a few halls: the lengths of every pair of halls, looked up
+        lo = min(int(hall_a.min()), int(hall_b.min()))
+        n = max(int(hall_a.max()), int(hall_b.max())) - lo + 1
+        if lo >= 0 and n <= 256:
+            h = np.arange(n)
+            table = switch_link_reach_m(h[:, None], h[None, :])
+            return table[hall_a - lo, hall_b - lo] if lo else table[hall_a, hall_b]
     return np.where(hall_a == hall_b, IN_HALL_REACH_M, cross_hall_length_m(hall_a, hall_b))
 
 
