@@ -251,14 +251,14 @@ def _max_same_domain(dom: np.ndarray) -> int:
 
 def _split_nvlink(src, dst, per, steps, domain_of) -> NetPhase:
     """Keep network flows; fold flows inside a domain into the per-GPU NVLink byte figure."""
-    same = domain_of[src] == domain_of[dst]
+    same = np.take(domain_of, src) == np.take(domain_of, dst)      # np.take: several times faster than indexing
     if not same.any():                  # nothing to fold: the arrays are the caller's own, kept as they are
         return NetPhase(src, dst, per, steps, nvlink_bytes_per_byte=0.0)
     # the busiest GPU's NVLink egress inside this phase
-    counts = np.bincount(src[same], weights=per[same])
+    counts = np.bincount(np.compress(same, src), weights=np.compress(same, per))
     nv = float(counts.max())
     keep = np.flatnonzero(~same)
-    return NetPhase(src[keep], dst[keep], per[keep], steps, nvlink_bytes_per_byte=nv)
+    return NetPhase(np.take(src, keep), np.take(dst, keep), np.take(per, keep), steps, nvlink_bytes_per_byte=nv)
 
 
 def algorithm_for(kind: str, requested: str | None, size_bytes: float, shape: GroupShape,

@@ -15,6 +15,7 @@ from fabric.evaluate.flows import algorithm_for, group_shape
 from fabric.evaluate.innetwork import runs_on_trees, tree_traffic
 from fabric.evaluate.lower_bound import binding, bound_split, gpu_net_bytes_per_s, nvlink_bytes_per_s
 from fabric.evaluate.network_models import healthy_model
+from fabric.evaluate.patterns import shared_shape
 from fabric.evaluate.placement import group_instances
 from fabric.evaluate.step_exposure import exposed_time
 from fabric.evaluate.traffic import canonical_kind, traffic_samples
@@ -49,11 +50,15 @@ def run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storage
         group = job.group(op.group)
         size = float(op.bytes)
         if op.group not in shapes:
-            skey = None if memo is None else ("shape", group, job.world_size, gpus_of_rank.tobytes())
+            placed = gpus_of_rank.tobytes()
+            skey = None if memo is None else ("shape", group, job.world_size, placed)
             shapes[op.group] = memo.get(skey) if skey is not None else None
             if shapes[op.group] is None:
-                shapes[op.group] = group_shape(gpus_of_rank[group_instances(group, job.world_size)],
-                                               fabric.gpu_domain)
+                # kept across evaluations too (fabric.evaluate.patterns): placements and domains repeat
+                shapes[op.group] = shared_shape(
+                    placed, group, job.world_size, fabric.gpu_domain,
+                    lambda g=group: group_shape(gpus_of_rank[group_instances(g, job.world_size)],
+                                                fabric.gpu_domain))
                 if skey is not None:
                     memo[skey] = shapes[op.group]
         shape = shapes[op.group]

@@ -16,6 +16,7 @@ from fabric.evaluate.flows import op_traffic
 from fabric.evaluate.innetwork import tree_phase_load
 from fabric.evaluate.lower_bound import line_rate_bound, nvlink_bytes_per_s
 from fabric.evaluate.network import phase_load, sample_phase_factor
+from fabric.evaluate.patterns import shared_traffic
 
 __all__ = ["TrafficSamples", "TrafficPlan", "traffic_plan", "traffic_samples", "canonical_kind"]
 
@@ -81,8 +82,11 @@ def traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, alg
         # NIC ports, which do not depend on the model's failures, are kept for the next models too
         memo = table if tr is not None else None
     if tr is None:
-        tr = op_traffic(kind, size_bytes, shape.members, fabric.gpu_domain, in_network=hardware.in_network,
-                        algorithm=algorithm, nvls=hardware.nvls, hardware=hardware, shape=shape)
+        tr = shared_traffic(shape, fabric.gpu_domain, kind, algorithm,
+                            size_bytes if algorithm.startswith("hierarchical") else None, hardware,
+                            lambda: op_traffic(kind, size_bytes, shape.members, fabric.gpu_domain,
+                                               in_network=hardware.in_network, algorithm=algorithm,
+                                               nvls=hardware.nvls, hardware=hardware, shape=shape))
         if plans is not None:
             table[tr_key] = tr
     loads = tuple(phase_load(ph, model, qps=flows, pxn=design.pxn, routing=design.routing,
