@@ -46,6 +46,19 @@ def test_switch_link_reach_of_many_links_by_hand():
     assert switch_link_reach_m(a, b).tolist() == want.tolist()
     assert switch_link_reach_m(a[:3], b[:3]).tolist() == want[:3].tolist()      # a few links: the same
 
+
+def test_link_lengths_grouped_as_numpy_groups_them():
+    """The bill's groups of link lengths (counted for whole metres, sorted otherwise) are numpy's unique lengths
+    and inverse, on the builder's lengths and on fractional ones."""
+    from fabric.cost.bom import _lengths_index
+
+    rng = np.random.default_rng(1)
+    for reach in (rng.choice([50.0, 83.0, 116.0, 148.0], 5000), rng.choice([1.0, 2.5, 3.0, 7.25], 5000),
+                  np.array([3.0, 3.0, 1.0]), rng.choice([1e7, 2e7], 10)):
+        got_u, got_inv = _lengths_index(reach)
+        want_u, want_inv = np.unique(reach, return_inverse=True)
+        assert got_u.tolist() == want_u.tolist() and got_inv.tolist() == want_inv.ravel().tolist()
+
 def test_three_tier_fat_tree_on_four_halls_by_hand():
     # 20,480 H100 on 64-port NDR at 1:1, 3 tiers: a leaf takes 4 DGX (32 ports down), one rack of 4 DGX (40.8 kW);
     # pods of 32 leaves with 32 spines (2 network racks): 34 racks a pod, 9 pods fill a hall of 315 racks, so 20

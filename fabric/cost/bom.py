@@ -167,9 +167,19 @@ def floor_sentence(bom: dict) -> str:
 def _switch_end_modules(fabric: Fabric, optical: np.ndarray, ports_per_module: int):
     """Switch-side modules per switch tier: optical link ends on each switch, rounded up per switch (``optical``:
     link ids or a mask over the links)."""
-    ends = np.concatenate([fabric.link_a[optical], fabric.link_b[optical]])
-    ends = ends[(ends >= fabric.switch_base) & (ends < fabric.switch_base + fabric.n_switches)]
-    per_switch = np.bincount(ends - fabric.switch_base, minlength=fabric.n_switches)
+    sb, ns = fabric.switch_base, fabric.n_switches
+    ids = np.flatnonzero(optical) if optical.dtype == bool else optical
+    per_switch = np.zeros(ns, np.int64)
+    for side in (fabric.link_a, fabric.link_b):
+        ends = np.take(side, ids)
+        if not ends.size:
+            continue
+        lo, hi = int(ends.min()), int(ends.max())
+        if hi < sb or lo >= sb + ns:                  # no switch at this end (a NIC's end of a server link)
+            continue
+        if lo < sb or hi >= sb + ns:
+            ends = ends[(ends >= sb) & (ends < sb + ns)]
+        per_switch += np.bincount(ends - sb, minlength=ns)
     modules = -(-per_switch // ports_per_module)
     tiers = fabric.node_tier[fabric.switch_base:fabric.switch_base + fabric.n_switches]
     return {fabric.tier_names[t]: int(modules[tiers == t].sum()) for t in np.unique(tiers)}
@@ -239,14 +249,15 @@ def _optical_groups(fabric: Fabric, cat) -> list[OpticalGroup]:
     sw = cat.switch(fabric.design.switch_model)
     out = []
     for kind, speed, sel in _links_by_kind_and_speed(fabric):
-        optical = sel[fabric.link_medium[sel] == _OPTICS]
+        is_optical = np.take(fabric.link_medium, sel) == _OPTICS
+        optical = sel if is_optical.all() else sel[is_optical]
         if not optical.size:
             continue
-        reach = fabric.link_reach_m[optical]
+        reach = np.take(fabric.link_reach_m, optical)
         if reach.min() == reach.max():
             lengths, inv = [float(reach[0])], None
         else:
-            u, inv = np.unique(reach, return_inverse=True)
+            u, inv = _lengths_index(reach)
             lengths = u.tolist()
         groups: dict = {}
         for i, length in enumerate(lengths):
@@ -260,19 +271,48 @@ def _optical_groups(fabric: Fabric, cat) -> list[OpticalGroup]:
     return out
 
 
+def _lengths_index(reach: np.ndarray):
+    """``(distinct lengths ascending, index of each link's length)``: ``np.unique(reach, return_inverse=True)``,
+    by counting when the lengths are whole metres in a small range (they are: rounded up runs and in-hall
+    classes), else by sorting."""
+    lo, hi = float(reach.min()), float(reach.max())
+    if lo >= 0 and hi - lo < 1e6 and lo == int(lo):
+        codes = (reach - lo).astype(np.int64)
+        if np.array_equal(codes, reach - lo):         # every length a whole number of metres
+            present = np.flatnonzero(np.bincount(codes))
+            lookup = np.zeros(int(present[-1]) + 1, np.int64)
+            lookup[present] = np.arange(present.size)
+            return present.astype(np.float64) + lo, np.take(lookup, codes)
+    u, inv = np.unique(reach, return_inverse=True)
+    return u, inv.ravel()
+
+
+_BY_SPEED: dict = {}
+
+
 def _links_by_kind_and_speed(fabric: Fabric):
     """``(kind, speed_bps, link ids)`` of the network links, per kind and per link speed (uplinks may run at
-    another speed than the NIC ports: ``Design.uplink_gbps``)."""
+    another speed than the NIC ports: ``Design.uplink_gbps``); kept per link array (the bill of materials and
+    its optical groups both ask)."""
+    caps_all = fabric.link_capacity_bps
+    hit = _BY_SPEED.get(id(caps_all))
+    if hit is not None and hit[0]() is caps_all and hit[1]() is fabric.link_kind:
+        return hit[2]
+    out = []
     for kind in _NETWORK_KINDS:
         sel = fabric.links_of_kind(kind)
         if not sel.size:
             continue
-        caps = fabric.link_capacity_bps[sel]
+        caps = np.take(caps_all, sel)
         if caps.min() == caps.max():                  # the common case: one speed per kind
-            yield kind, float(caps[0]), sel
+            out.append((kind, float(caps[0]), sel))
             continue
         for speed in np.unique(caps).tolist():
-            yield kind, float(speed), sel[caps == speed]
+            out.append((kind, float(speed), sel[caps == speed]))
+    if len(_BY_SPEED) >= 16:
+        _BY_SPEED.clear()
+    _BY_SPEED[id(caps_all)] = (weakref.ref(caps_all), weakref.ref(fabric.link_kind), out)
+    return out
 
 
 _CACHE: "OrderedDict[tuple, tuple]" = OrderedDict()
@@ -318,7 +358,7 @@ def _bill_of_materials(fabric: Fabric, cat) -> BillOfMaterials:
     links = fabric.link_counts()
     optics = optical_groups(fabric, cat)
     for kind, speed, sel in _links_by_kind_and_speed(fabric):
-        medium_of, reach_of = fabric.link_medium[sel], fabric.link_reach_m[sel]
+        medium_of, reach_of = np.take(fabric.link_medium, sel), np.take(fabric.link_reach_m, sel)
         fibres: dict = {}
         for g in optics:
             if g.kind != kind or g.speed_bps != speed:
@@ -338,9 +378,10 @@ def _bill_of_materials(fabric: Fabric, cat) -> BillOfMaterials:
             fibres.update(g.fibre_by_length)
         # cables: one per link, by medium and length (optics first, as the lines above)
         counts: dict[str, list] = {}
-        present = np.flatnonzero(np.bincount(medium_of, minlength=len(MEDIA)))
-        for code in sorted(present.tolist(), key=lambda c: (c != _OPTICS, c)):
-            lengths = reach_of[medium_of == code]
+        # the media present (a compare per medium: a count over 8-bit codes converts them first)
+        present = [c for c in range(len(MEDIA)) if (medium_of == c).any()]
+        for code in sorted(present, key=lambda c: (c != _OPTICS, c)):
+            lengths = reach_of if len(present) == 1 else reach_of[medium_of == code]
             if lengths.min() == lengths.max():        # the common case: one length per kind and medium
                 groups = [(float(lengths[0]), int(lengths.size))]
             else:

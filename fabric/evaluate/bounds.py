@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fabric.topology.fabric import LINK_KINDS
+from fabric.topology.fabric import LINK_KINDS, kind_index
 
 __all__ = ["RESOURCES", "Cuts", "fabric_cuts", "cut_bound_per_byte"]
 
@@ -100,13 +100,13 @@ def fabric_cuts(fabric, pod_of_switch: np.ndarray | None = None) -> tuple[Cuts, 
     if fabric.family == "dragonfly" or fabric.n_switches == 0:
         return ()
     kind = fabric.link_kind
-    ls = np.flatnonzero(kind == _LS)
+    ls = kind_index(kind, _LS)                  # the builder's per-kind link ids: no pass over every link
     if ls.size == 0:
         return ()
     sb, ns = fabric.switch_base, fabric.n_switches
     G = fabric.n_gpus
     nic_rows = fabric.gpu_nics - fabric.nic_base
-    leaf = (fabric.nic_ports[nic_rows].reshape(G, -1) - sb)               # switch index of every GPU port
+    leaf = (np.take(fabric.nic_ports, nic_rows, axis=0).reshape(G, -1) - sb)   # switch index of every GPU port
     dom = np.repeat(fabric.gpu_domain, leaf.shape[1])
     n_dom = int(fabric.gpu_domain.max()) + 1
     label = _components(dom, leaf.ravel(), ns, n_dom)
@@ -116,7 +116,7 @@ def fabric_cuts(fabric, pod_of_switch: np.ndarray | None = None) -> tuple[Cuts, 
     c = _cuts("leaf uplinks", leaf_label, np.bincount(label, weights=up_bytes, minlength=ns))
     if c is not None:
         out.append(c)
-    sc = np.flatnonzero(kind == _SC)
+    sc = kind_index(kind, _SC)
     if sc.size and pod_of_switch is not None and (pod_of_switch >= 0).any():
         pods = int(pod_of_switch.max()) + 1
         pod = pod_of_switch[leaf.ravel()]

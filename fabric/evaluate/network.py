@@ -44,7 +44,7 @@ from fabric.evaluate.detour import dead_nics, detour_flows
 from fabric.evaluate.link_classes import (
     LinkClass, _class_members, _classes, _group_classes, _unique_rows,
 )
-from fabric.topology.fabric import LINK_KINDS
+from fabric.topology.fabric import LINK_KINDS, kind_index
 
 __all__ = ["NetworkModel", "LinkClass", "PhaseLoad", "PairUnits", "PathSample", "phase_load", "port_loads",
            "sample_phase_factor", "PATH_SAMPLE_BUDGET"]
@@ -119,10 +119,9 @@ class NetworkModel:
         if self._cabling is None:
             f = self.fabric
             sb, ns = f.switch_base, f.n_switches
-            ls = f.link_kind == _LS
+            ids = kind_index(f.link_kind, _LS)
             if self.alive_links is not None:
-                ls = ls & self.alive_links
-            ids = np.flatnonzero(ls)
+                ids = ids[self.alive_links[ids]]
             leaf = f.link_a[ids] - sb
             order = np.lexsort((f.link_b[ids], leaf))
             ids, leaf = ids[order], leaf[order]
@@ -162,15 +161,22 @@ class NetworkModel:
             healthy = None
         sb, ns = fabric.switch_base, fabric.n_switches
         a, b, kind = fabric.link_a, fabric.link_b, fabric.link_kind
-        alive = np.ones(fabric.n_links, bool)
-        if len(failed_links):
-            alive[np.asarray(failed_links, dtype=np.int64)] = False
-        for s in failed_switches:
-            alive &= (a != s) & (b != s)
-        ls = (kind == _LS)
-        leaf_end = a[ls & alive]
-        leaf_up = np.bincount(leaf_end - sb, minlength=ns).astype(np.int64)
-        had = np.bincount(a[ls] - sb, minlength=ns)
+        # the links of a kind by the builder's per-kind ids (masks over every link, NIC and NVLink ones included,
+        # cost more than the rest of a healthy model); ``alive`` only when something failed
+        ls_ids, sc_ids = kind_index(kind, _LS), kind_index(kind, _SC)
+        alive = None
+        if len(failed_links) or len(failed_switches):
+            alive = np.ones(fabric.n_links, bool)
+            if len(failed_links):
+                alive[np.asarray(failed_links, dtype=np.int64)] = False
+            for s in failed_switches:
+                alive &= (a != s) & (b != s)
+
+        def live(ids: np.ndarray) -> np.ndarray:
+            return ids if alive is None else ids[alive[ids]]
+
+        had = np.bincount(np.take(a, ls_ids) - sb, minlength=ns)
+        leaf_up = (had if alive is None else np.bincount(np.take(a, live(ls_ids)) - sb, minlength=ns)).astype(np.int64)
         dead_leaf = np.zeros(ns, bool)            # failed leaves (their NICs' other ports carry on: dualtor.py)
         for s in failed_switches:
             if int(fabric.node_tier[s]) == 0:
@@ -184,18 +190,18 @@ class NetworkModel:
                               f"spine: the fabric is partitioned (fail fewer links or spines, or add spines)")
         slow = np.zeros(ns, np.int64)
         for s in slow_switches:
-            m = ls & alive & (b == s)
+            m = live(ls_ids)
+            m = m[np.take(b, m) == s]
             slow += np.bincount(a[m] - sb, minlength=ns)
         pod = np.full(ns, -1, np.int64)
         pod_bins = np.zeros(0, np.int64)
         if healthy is not None:
             pod = healthy.pod_of_switch
             if healthy.pod_bins.size:
-                sc = (kind == _SC) & alive
-                pod_bins = np.bincount(pod[a[sc] - sb], minlength=healthy.pod_bins.size)
-        elif (kind == _SC).any():
+                pod_bins = np.bincount(pod[np.take(a, live(sc_ids)) - sb], minlength=healthy.pod_bins.size)
+        elif sc_ids.size:
             # a leaf's pod is identified by the lowest spine it reaches (leaves of a pod share their spines)
-            la, lb = a[ls], b[ls]
+            la, lb = np.take(a, ls_ids), np.take(b, ls_ids)
             first_spine = np.full(ns, np.iinfo(np.int64).max)
             np.minimum.at(first_spine, la - sb, lb)
             spine_pod_key = np.full(ns, np.iinfo(np.int64).max)
@@ -206,18 +212,16 @@ class NetworkModel:
             valid = keys != -1
             uniq, inv = np.unique(keys[valid], return_inverse=True)
             pod[valid] = inv
-            sc = (kind == _SC) & alive
-            pod_bins = np.bincount(pod[a[sc] - sb], minlength=uniq.shape[0])
+            pod_bins = np.bincount(pod[np.take(a, live(sc_ids)) - sb], minlength=uniq.shape[0])
         is_dfly = fabric.family == "dragonfly"
         s = fabric.structure
         group_bps = {}
-        for link_kind, groups in ((_LS, ("leaf uplinks", "leaf downlinks")),
-                                  (_SC, ("pod core uplinks", "pod core downlinks"))):
-            of_kind = np.flatnonzero(kind == link_kind)
+        for of_kind, groups in ((ls_ids, ("leaf uplinks", "leaf downlinks")),
+                                (sc_ids, ("pod core uplinks", "pod core downlinks"))):
             if of_kind.size:
                 group_bps.update(dict.fromkeys(groups, float(fabric.link_capacity_bps[of_kind[0]])))
         return cls(
-            alive_links=None if alive.all() else alive, slow_spines=tuple(int(x) for x in slow_switches),
+            alive_links=None if alive is None or alive.all() else alive, slow_spines=tuple(int(x) for x in slow_switches),
             fabric=fabric, leaf_up=leaf_up, leaf_slow=slow, slow_factor=float(slow_factor), pod_of_switch=pod,
             pod_bins=pod_bins, is_dragonfly=is_dfly,
             dfly_routers_per_group=int(s.get("routers_per_group", 0)),
@@ -690,10 +694,10 @@ def _path_sample(model: NetworkModel, up_cls, dn_cls, pu, pd, pk, pball, u, d, x
     up_leaves = np.flatnonzero(tangled_up)
     dn_leaves = np.flatnonzero(tangled_dn)
     leaves = np.union1d(up_leaves, dn_leaves)
-    ls = f.link_kind == _LS
+    ids = kind_index(f.link_kind, _LS)
     if model.alive_links is not None:
-        ls = ls & model.alive_links
-    ids = np.flatnonzero(ls & np.isin(f.link_a - sb, leaves))
+        ids = ids[model.alive_links[ids]]
+    ids = ids[np.isin(np.take(f.link_a, ids) - sb, leaves)]
     order = np.lexsort((f.link_b[ids], f.link_a[ids]))
     ids = ids[order]
     leaf_of = f.link_a[ids] - sb
