@@ -164,11 +164,18 @@ def floor_sentence(bom: dict) -> str:
     return out
 
 
-def _switch_end_modules(fabric: Fabric, optical: np.ndarray, ports_per_module: int):
-    """Switch-side modules per switch tier: optical link ends on each switch, rounded up per switch (``optical``:
-    link ids or a mask over the links)."""
+def _switch_end_modules(fabric: Fabric, per_switch: np.ndarray, ports_per_module: int):
+    """Switch-side modules per switch tier: the optical link ends on each switch (``per_switch``:
+    :func:`switch_ends`), rounded up per switch."""
+    modules = -(-per_switch // ports_per_module)
+    tiers = fabric.node_tier[fabric.switch_base:fabric.switch_base + fabric.n_switches]
+    return {fabric.tier_names[t]: int(modules[tiers == t].sum()) for t in np.unique(tiers)}
+
+
+def switch_ends(fabric: Fabric, links: np.ndarray) -> np.ndarray:
+    """Per switch (index from the switch base): the ends of ``links`` (link ids or a mask over the links) on it."""
     sb, ns = fabric.switch_base, fabric.n_switches
-    ids = np.flatnonzero(optical) if optical.dtype == bool else optical
+    ids = np.flatnonzero(links) if links.dtype == bool else links
     per_switch = np.zeros(ns, np.int64)
     for side in (fabric.link_a, fabric.link_b):
         ends = np.take(side, ids)
@@ -180,16 +187,15 @@ def _switch_end_modules(fabric: Fabric, optical: np.ndarray, ports_per_module: i
         if lo < sb or hi >= sb + ns:
             ends = ends[(ends >= sb) & (ends < sb + ns)]
         per_switch += np.bincount(ends - sb, minlength=ns)
-    modules = -(-per_switch // ports_per_module)
-    tiers = fabric.node_tier[fabric.switch_base:fabric.switch_base + fabric.n_switches]
-    return {fabric.tier_names[t]: int(modules[tiers == t].sum()) for t in np.unique(tiers)}
+    return per_switch
 
 
 @dataclass(frozen=True)
 class OpticalGroup:
     """Optical links of one kind and speed that take the same modules: ``nic_module`` (the NIC end of a server
     link, else None), ``switch_module`` and the fibre of their medium per length (``fibre_by_length``); ``links``
-    are link ids."""
+    are link ids, ``switch_ends`` their ends on each switch (:func:`switch_ends`: the bill's modules and the rack
+    power count them)."""
 
     kind: str
     speed_bps: float
@@ -197,6 +203,7 @@ class OpticalGroup:
     switch_module: object
     links: np.ndarray
     fibre_by_length: dict
+    switch_ends: np.ndarray | None = None
 
     @property
     def medium(self) -> str:
@@ -267,7 +274,7 @@ def _optical_groups(fabric: Fabric, cat) -> list[OpticalGroup]:
             g[3][length] = fibre
         for nic_tx, sw_tx, idx, fibres in groups.values():
             links = optical if inv is None else optical[np.isin(inv, idx)]
-            out.append(OpticalGroup(kind, speed, nic_tx, sw_tx, links, fibres))
+            out.append(OpticalGroup(kind, speed, nic_tx, sw_tx, links, fibres, switch_ends(fabric, links)))
     return out
 
 
@@ -370,7 +377,7 @@ def _bill_of_materials(fabric: Fabric, cat) -> BillOfMaterials:
                                      tx.power_w, tx.source))
                 transceivers[tx.model] = transceivers.get(tx.model, 0) + int(g.links.size)
             tx = g.switch_module
-            for tier, modules in _switch_end_modules(fabric, g.links, tx.ports_per_module).items():
+            for tier, modules in _switch_end_modules(fabric, g.switch_ends, tx.ports_per_module).items():
                 if modules:
                     items.append(BomItem("transceiver", tx.model, f"{kind} ({tier} end)", modules,
                                          tx.price_usd, tx.power_w, tx.source))

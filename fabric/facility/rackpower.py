@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fabric.cost.bom import optical_groups
+from fabric.cost.bom import optical_groups, switch_ends
 from fabric.topology import racks
-from fabric.topology.fabric import LINK_KINDS, MEDIA
+from fabric.topology.fabric import LINK_KINDS, MEDIA, kind_index
 
 __all__ = ["rack_report", "place_power", "Placement", "it_power_w", "nic_power_w", "facility_power_w", "NETWORK_RACK_SWITCHES",
            "REACH_CLASSES", "DEFAULT_PUE"]
@@ -49,8 +49,6 @@ REACH_CLASSES = (("in rack (copper, <= 3 m)", 3.0), ("neighbouring rack (active 
 #: PUE used when none is given (the economics default, facts.md section 11).
 DEFAULT_PUE = 1.3
 _NETWORK = [LINK_KINDS.index(k) for k in LINK_KINDS if k not in ("nvlink", "pcie")]
-#: link kind -> network link or not (a lookup: faster than ``np.isin`` over a million links)
-_NETWORK_KIND = np.isin(np.arange(len(LINK_KINDS)), _NETWORK)
 _K = {k: i for i, k in enumerate(LINK_KINDS)}
 _OPTICS = MEDIA.index("optics")
 _CABLE_KIND = {"copper": "dac", "active_copper": "acc", "aoc": "aoc"}
@@ -150,16 +148,18 @@ def _place_power(fabric, bom, cat) -> Placement:
     optics = optical_groups(fabric, cat)        # the bill of materials' modules, link by link
     for g in optics:
         if g.nic_module is not None:
-            rack_w += in_racks(node_of_nic(fabric.link_a[g.links]), g.nic_module.power_w)
+            rack_w += in_racks(node_of_nic(np.take(fabric.link_a, g.links)), g.nic_module.power_w)
             placed += g.nic_module.power_w * g.links.size
     # powered server cables (ACC, AOC): the model the bill of materials chose for each medium and length
-    for code in np.unique(fabric.link_medium[sel]).tolist():
+    medium_of = np.take(fabric.link_medium, sel)
+    for code in [c for c in range(len(MEDIA)) if (medium_of == c).any()]:      # the media present, in order
         medium = MEDIA[code]
         if medium not in _CABLE_KIND:
             continue
-        links = sel[fabric.link_medium[sel] == code]
-        for reach in np.unique(fabric.link_reach_m[links]).tolist():
-            grp = links[fabric.link_reach_m[links] == reach]
+        links = sel[medium_of == code]
+        reach_of = np.take(fabric.link_reach_m, links)
+        for reach in np.unique(reach_of).tolist():
+            grp = links[reach_of == reach]
             cable = cat.cable_for(_CABLE_KIND[medium], fabric.link_speed_bps, reach)
             if cable.power_w:
                 rack_w += in_racks(node_of_nic(fabric.link_a[grp]), cable.power_w)
@@ -169,9 +169,8 @@ def _place_power(fabric, bom, cat) -> Placement:
     sw_w = np.full(n_sw, cat.switch(d.switch_model).power_w)
     tier_of = fabric.node_tier[fabric.switch_base:fabric.switch_base + n_sw]
     for g in optics:
-        ends = np.concatenate([fabric.link_a[g.links], fabric.link_b[g.links]])
-        ends = ends[(ends >= fabric.switch_base) & (ends < fabric.switch_base + n_sw)] - fabric.switch_base
-        sw_w += -(-np.bincount(ends, minlength=n_sw) // g.switch_module.ports_per_module) * g.switch_module.power_w
+        per_switch = g.switch_ends if g.switch_ends is not None else switch_ends(fabric, g.links)
+        sw_w += -(-per_switch // g.switch_module.ports_per_module) * g.switch_module.power_w
     placed += float(sw_w.sum())
     sw_rack = np.full(n_sw, -1, np.int64)
     if d.family == "regions":               # the leaves of Clos regions sit in their servers' racks
@@ -224,11 +223,19 @@ def _reach_counts(fabric) -> np.ndarray:
     if hit is not None and hit[0]() is not fabric.link_reach_m:      # another build of that cabling (catalog)
         hit = None
     if hit is None:
-        net = _NETWORK_KIND[fabric.link_kind]
-        bounds = np.array([r for _, r in REACH_CLASSES[:-1]])
-        cls = np.searchsorted(bounds, fabric.link_reach_m[net], side="left")
+        # per class: the network links at most its reach and beyond the class before (as a sorted search of each
+        # length among the bounds counts them), kind by kind from the builder's per-kind link ids
+        bounds = [r for _, r in REACH_CLASSES[:-1]]
+        upto = np.zeros(len(bounds), np.int64)
+        total = 0
+        for k in _NETWORK:
+            reach = np.take(fabric.link_reach_m, kind_index(fabric.link_kind, int(k)))
+            total += reach.size
+            if reach.size:
+                upto += [np.count_nonzero(reach <= b) for b in bounds]
+        counts = np.diff(np.concatenate([[0], upto, [total]]))
         # a weak reference: the cache must not keep a dropped fabric's link arrays alive
-        hit = (weakref.ref(fabric.link_reach_m), np.bincount(cls, minlength=len(REACH_CLASSES)))
+        hit = (weakref.ref(fabric.link_reach_m), counts)
         if key is not None:
             if len(_CABLING_CACHE) > 256:
                 _CABLING_CACHE.clear()
