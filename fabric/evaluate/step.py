@@ -45,12 +45,14 @@ def run_job(job: Job, gpus_of_rank, model, seq, *, fabric, design, prof, storage
                                   nic_bytes_per_s=gpu_net_bytes_per_s(fabric),
                                   in_network=design.in_network_reduction and prof.in_network_reduction)
     forced_nccl = NCCL_ALGOS.get(design.nccl_algo) if design.nccl_algo else None
+    placed = None
     for op in job.ops:
         kind = canonical_kind(op.kind)
         group = job.group(op.group)
         size = float(op.bytes)
         if op.group not in shapes:
-            placed = gpus_of_rank.tobytes()
+            if placed is None:          # one bytes object per job: it keeps its hash for every group's lookups
+                placed = gpus_of_rank.tobytes()
             skey = None if memo is None else ("shape", group, job.world_size, placed)
             shapes[op.group] = memo.get(skey) if skey is not None else None
             if shapes[op.group] is None:

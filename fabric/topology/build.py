@@ -57,18 +57,15 @@ _M = {name: i for i, name in enumerate(MEDIA)}
 
 @dataclass
 class _Links:
-    """Accumulates link arrays chunk by chunk."""
+    """Accumulates link arrays chunk by chunk: per chunk its two end arrays and its kind, medium, capacity and
+    reach, each one value or one per link; :meth:`arrays` writes them into the fabric's arrays once (one value per
+    chunk is filled in, not made into an array first and copied)."""
 
-    a: list
-    b: list
-    kind: list
-    medium: list
-    cap: list
-    reach: list
+    chunks: list
 
     @classmethod
     def new(cls):
-        return cls([], [], [], [], [], [])
+        return cls([])
 
     def add(self, a, b, kind: str, medium, cap_bps: float, reach_m):
         """Links ``a[i] - b[i]``; ``medium`` is a MEDIA name or one MEDIA code per link, ``reach_m`` one value or
@@ -78,37 +75,40 @@ class _Links:
         n = a.shape[0]
         if n == 0:
             return
-        self.a.append(a)
-        self.b.append(b)
-        self.kind.append(np.full(n, _K[kind], np.int8))
-        if isinstance(medium, str):
-            self.medium.append(np.full(n, _M[medium], np.int8))
-        else:
-            self.medium.append(np.asarray(medium, np.int8))
-        self.cap.append(np.full(n, float(cap_bps)))
-        self.reach.append(np.broadcast_to(np.asarray(reach_m, float), (n,)).copy())
+        medium = _M[medium] if isinstance(medium, str) else np.asarray(medium, np.int8)
+        reach = np.asarray(reach_m, float)
+        self.chunks.append((a, b, _K[kind], medium, float(cap_bps), reach if reach.ndim else float(reach)))
 
     def kind_counts(self) -> np.ndarray:
         """Links per kind (index: LINK_KINDS)."""
         out = np.zeros(len(LINK_KINDS), np.int64)
-        for k in self.kind:
-            out[int(k[0])] += k.shape[0]
+        for a, _, k, *_ in self.chunks:
+            out[k] += a.shape[0]
         return out
 
     def kind_index(self) -> dict:
         """Kind code -> ascending link ids (the chunks were added in order)."""
         parts: dict = {}
         start = 0
-        for k in self.kind:
-            parts.setdefault(int(k[0]), []).append(np.arange(start, start + k.shape[0]))
-            start += k.shape[0]
-        return {k: np.concatenate(v) for k, v in parts.items()}
+        for a, _, k, *_ in self.chunks:
+            parts.setdefault(k, []).append((start, start + a.shape[0]))
+            start += a.shape[0]
+        return {k: np.arange(v[0][0], v[0][1]) if len(v) == 1 else np.concatenate([np.arange(*r) for r in v])
+                for k, v in parts.items()}
 
     def arrays(self):
-        # one copy: concatenate straight into the dtype (concatenating then astype copied every array twice)
-        cat = lambda xs, dt: np.concatenate(xs, dtype=dt, casting="unsafe") if xs else np.zeros(0, dt)  # noqa: E731
-        return (cat(self.a, np.int64), cat(self.b, np.int64), cat(self.kind, np.int8), cat(self.medium, np.int8),
-                cat(self.cap, np.float64), cat(self.reach, np.float64))
+        n = sum(c[0].shape[0] for c in self.chunks)
+        a, b = np.empty(n, np.int64), np.empty(n, np.int64)
+        kind, medium = np.empty(n, np.int8), np.empty(n, np.int8)
+        cap, reach = np.empty(n), np.empty(n)
+        start = 0
+        for ca, cb, ck, cm, cc, cr in self.chunks:
+            end = start + ca.shape[0]
+            a[start:end], b[start:end] = ca, cb
+            kind[start:end], medium[start:end] = ck, cm
+            cap[start:end], reach[start:end] = cc, cr
+            start = end
+        return a, b, kind, medium, cap, reach
 
 
 @dataclass
@@ -725,8 +725,8 @@ def _build(design: Design, cat, sw, nic, gpu, link_speed, hw) -> Fabric:
                  "uplink_speed_gbps": [hw.leaf.up_bps / 1e9, hw.spine.up_bps / 1e9],
                  "switch_model": sw.model, "nic_model": nic.model, "scale_up_size": dom,
                  "nodes_per_rack": per_rack, "racks": math.ceil(slots / per_rack), "halls": floor_halls[4],
-                 "endpoint_media": {MEDIA[m]: int(c) * P
-                                    for m, c in enumerate(np.bincount(ep_media, minlength=len(MEDIA))) if c}})
+                 "endpoint_media": {MEDIA[m]: c * P for m in range(len(MEDIA))     # (a count of 8-bit codes
+                                    for c in [int(np.count_nonzero(ep_media == m))] if c}})   # converts them first)
     return Fabric(
         design=design, family=design.family, tier_names=tier_names, link_speed_bps=link_speed,
         n_gpus=G, nic_base=nic_base, n_nics=n_nics, switch_base=switch_base, n_switches=n_switches,
