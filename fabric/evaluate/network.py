@@ -354,7 +354,10 @@ def _port_flows(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str
     npn = f.design.nics_per_node
     forward = 0.0
     if (pxn or model.force_pxn) and model.rail_based and src_nic.size:
-        s_loc, d_loc = (src_nic - f.nic_base) % npn, (dst_nic - f.nic_base) % npn
+        if npn & (npn - 1) == 0:        # a NIC's index in its server by a mask (ids >= nic_base; % is slow)
+            s_loc, d_loc = (src_nic - f.nic_base) & (npn - 1), (dst_nic - f.nic_base) & (npn - 1)
+        else:
+            s_loc, d_loc = (src_nic - f.nic_base) % npn, (dst_nic - f.nic_base) % npn
         cross = s_loc != d_loc
         if cross.any():
             # the bytes first cross NVLink to the source node's GPU on the destination rail: a hop of its own,
