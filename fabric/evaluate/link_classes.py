@@ -78,12 +78,28 @@ def _unique_rows(sig: np.ndarray):
 
 
 def _group_classes(kind: str, keys: np.ndarray, qps: np.ndarray, bytes_: np.ndarray, n_of_key, slow_of_key,
-                   bg_of_key=None) -> list[LinkClass]:
+                   bg_of_key=None, sq: np.ndarray | None = None) -> list[LinkClass]:
+    """Classes of the link groups ``keys`` (one per flow) load: per group its balls (flows x QPs with the same sum
+    of squares), their size, its links and slow links. ``sq``: the flows' ``bytes_ ** 2 / qps`` when the caller has
+    them (two calls over the same flows)."""
     if keys.size == 0:
         return []
-    uniq, inv = _group_index(keys)
-    B = np.bincount(inv, weights=bytes_)
-    B2 = np.bincount(inv, weights=bytes_ * bytes_ / qps)
+    if sq is None:
+        sq = bytes_ * bytes_ / qps
+    lo, hi = int(keys.min()), int(keys.max())
+    span = hi - lo + 1
+    if span <= 4 * keys.size + 65536:
+        # switch ids: sums per id by counting, read off at the ids present (the same sums, in the same order, as
+        # over the ids renumbered 0 .. groups - 1)
+        off = keys - lo if lo else keys
+        uniq = np.flatnonzero(np.bincount(off, minlength=span))
+        B = np.take(np.bincount(off, weights=bytes_, minlength=span), uniq)
+        B2 = np.take(np.bincount(off, weights=sq, minlength=span), uniq)
+        uniq = uniq + lo
+    else:
+        uniq, inv = _group_index(keys)
+        B = np.bincount(inv, weights=bytes_)
+        B2 = np.bincount(inv, weights=sq)
     k_eff = np.maximum(1, np.rint(B * B / np.maximum(B2, 1e-300))).astype(np.int64)
     ball = B / k_eff
     n = np.asarray(n_of_key(uniq), dtype=np.int64)

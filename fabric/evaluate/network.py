@@ -579,8 +579,9 @@ def _leaf_classes(model: NetworkModel, sl, dl, pc, qc, xp, routing: str, samples
     bg_up = lambda k: model.background_of("leaf uplinks", k)         # noqa: E731
     bg_dn = lambda k: model.background_of("leaf downlinks", k)       # noqa: E731
     if routing != "ecmp":
-        return (_group_classes("leaf uplinks", sl, qc, pc, up_n, slow, bg_up)
-                + _group_classes("leaf downlinks", dl, qc, pc, up_n, slow, bg_dn)), []
+        sq = pc * pc / qc                   # the same flows up and down
+        return (_group_classes("leaf uplinks", sl, qc, pc, up_n, slow, bg_up, sq)
+                + _group_classes("leaf downlinks", dl, qc, pc, up_n, slow, bg_dn, sq)), []
     u, d = sl - sb, dl - sb
     intra = ~xp
     ui, di, p_in, q_in = _pick(intra, u, d, pc, qc)
