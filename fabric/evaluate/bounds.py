@@ -65,14 +65,20 @@ class Cuts:
     monotone: bool                # island ids never decrease with the GPU id (runs of sorted members are islands)
 
 
-def _components(dom: np.ndarray, node: np.ndarray, n_nodes: int, n_dom: int) -> np.ndarray:
+def _components(dom: np.ndarray, node: np.ndarray, n_nodes: int, n_dom: int,
+                starts: np.ndarray | None = None) -> np.ndarray:
     """Connected components of the bipartite graph domain -- node (edges ``dom[i] -- node[i]``): the smallest node
-    id of each node's component (label propagation; converges in a step or two for real fabrics)."""
+    id of each node's component (label propagation; converges in a step or two for real fabrics). ``starts``: where
+    each domain's edges begin when they come domain by domain, every domain in order (each domain's minimum is
+    then one segmented reduction instead of a scatter)."""
     label = np.arange(n_nodes)
     big = np.iinfo(np.int64).max
     while True:
-        of_dom = np.full(n_dom, big)
-        np.minimum.at(of_dom, dom, label[node])
+        if starts is not None:
+            of_dom = np.minimum.reduceat(np.take(label, node), starts)
+        else:
+            of_dom = np.full(n_dom, big)
+            np.minimum.at(of_dom, dom, label[node])
         new = label.copy()
         np.minimum.at(new, node, of_dom[dom])
         new = new[new]                                # jump along labels: fewer rounds on long chains
@@ -109,8 +115,12 @@ def fabric_cuts(fabric, pod_of_switch: np.ndarray | None = None) -> tuple[Cuts, 
     leaf = (np.take(fabric.nic_ports, nic_rows, axis=0).reshape(G, -1) - sb)   # switch index of every GPU port
     dom = np.repeat(fabric.gpu_domain, leaf.shape[1])
     n_dom = int(fabric.gpu_domain.max()) + 1
-    label = _components(dom, leaf.ravel(), ns, n_dom)
-    up_bytes = np.bincount(fabric.link_a[ls] - sb, weights=fabric.link_capacity_bps[ls] / 8.0, minlength=ns)
+    starts = None
+    if G % n_dom == 0 and np.array_equal(fabric.gpu_domain, np.arange(G) // (G // n_dom)):
+        starts = np.arange(n_dom) * (G // n_dom * leaf.shape[1])     # the builder's domains: GPUs in order
+    label = _components(dom, leaf.ravel(), ns, n_dom, starts)
+    up_bytes = np.bincount(np.take(fabric.link_a, ls) - sb, weights=np.take(fabric.link_capacity_bps, ls) / 8.0,
+                           minlength=ns)
     out = []
     leaf_label = label[leaf[:, 0]]
     c = _cuts("leaf uplinks", leaf_label, np.bincount(label, weights=up_bytes, minlength=ns))
@@ -120,9 +130,9 @@ def fabric_cuts(fabric, pod_of_switch: np.ndarray | None = None) -> tuple[Cuts, 
     if sc.size and pod_of_switch is not None and (pod_of_switch >= 0).any():
         pods = int(pod_of_switch.max()) + 1
         pod = pod_of_switch[leaf.ravel()]
-        plabel = _components(dom, pod, pods, n_dom)
-        core_bytes = np.bincount(pod_of_switch[fabric.link_a[sc] - sb], weights=fabric.link_capacity_bps[sc] / 8.0,
-                                 minlength=pods)
+        plabel = _components(dom, pod, pods, n_dom, starts)
+        core_bytes = np.bincount(pod_of_switch[np.take(fabric.link_a, sc) - sb],
+                                 weights=np.take(fabric.link_capacity_bps, sc) / 8.0, minlength=pods)
         c = _cuts("pod uplinks", plabel[pod_of_switch[leaf[:, 0]]], np.bincount(plabel, weights=core_bytes,
                                                                                     minlength=pods))
         if c is not None:
