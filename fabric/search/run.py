@@ -673,6 +673,10 @@ def _prefetch_failure_figures(session, rows, bases) -> None:
     tasks = _failure_tasks(session, rows, bases)
     if len(tasks) < 2:
         return
+    # the largest fabrics first (their failures take longest: up to 5x a small design's), so that the workers end
+    # together instead of one waiting on a large baseline handed out last; the figures are kept by design key
+    size = {r.get("key"): int(r.get("cable_count") or 0) for r in rows}
+    tasks = sorted(tasks, key=lambda t: -size.get(t[0], 0))
     results = runner.share_map(failure_record_fields, [args for _, args in tasks], share=runner.share)
     session.failure_figures = {key: r for (key, _), r in zip(tasks, results) if r is not None}
 
