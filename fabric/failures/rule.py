@@ -169,7 +169,8 @@ class _Endpoints:
         port = np.tile(np.arange(n_ports), n_nics)
         sw = ports.ravel() - sb
         cabled = (sw >= 0) & (sw < fabric.n_switches)
-        pick = (lambda a: a) if cabled.all() else (lambda a: a[cabled])   # noqa: E731  (every port cabled: no copy)
+        self.all_cabled = every = bool(cabled.all())
+        pick = (lambda a: a) if every else (lambda a: a[cabled])   # noqa: E731  (every port cabled: no copy)
         self.switch = pick(sw)
         self.port = pick(port)
         self.nic = pick(nic)
@@ -177,12 +178,18 @@ class _Endpoints:
         self.cls = pick((nic % npn) * n_ports + port) if per_rail else self.port
         self.n_classes = (npn * n_ports) if per_rail else n_ports
         # per GPU: the switches of every port of every NIC it uses
-        g_sw = np.take(ports, fabric.gpu_nics - fabric.nic_base, axis=0).reshape(fabric.n_gpus, -1) - sb
-        g_sw = np.where((g_sw >= 0) & (g_sw < fabric.n_switches), g_sw, -1)
-        lo, hi = _per_row(np.minimum, g_sw), _per_row(np.maximum, g_sw)
+        g_sw = np.take(ports, fabric.gpu_nics - fabric.nic_base, axis=0).reshape(fabric.n_gpus, -1)
+        if every:
+            # every port on a switch: each GPU's lowest and highest switch, made local on the reduced columns
+            lo, hi = _per_row(np.minimum, g_sw) - sb, _per_row(np.maximum, g_sw) - sb
+            self.gpu_cables = np.full(fabric.n_gpus, g_sw.shape[1], np.int64)   # NIC-to-switch cables a GPU can use
+        else:
+            g_sw = g_sw - sb
+            g_sw = np.where((g_sw >= 0) & (g_sw < fabric.n_switches), g_sw, -1)
+            lo, hi = _per_row(np.minimum, g_sw), _per_row(np.maximum, g_sw)
+            self.gpu_cables = _per_row(np.add, (g_sw >= 0).astype(np.int64))
         self.own_home = np.where((lo == hi) & (lo >= 0), lo, -1)       # single-homed: the one switch
         self.gpu_home = self.own_home
-        self.gpu_cables = _per_row(np.add, (g_sw >= 0).astype(np.int64))   # NIC-to-switch cables a GPU can use
         if detour and fabric.n_gpus:
             # the GPU reaches every NIC of its server over NVLink: the server's ports are its ports
             node = fabric.gpu_node.astype(np.int64)
@@ -199,8 +206,10 @@ class _Endpoints:
 def _wholly_on(fabric) -> np.ndarray:
     """Per switch: the servers whose every NIC port is cabled to it."""
     npn = max(1, int(fabric.design.nics_per_node))
-    ports = fabric.nic_ports.astype(np.int64).reshape(-1, npn * fabric.nic_ports.shape[1]) - fabric.switch_base
-    lo, hi = _per_row(np.minimum, ports), _per_row(np.maximum, ports)
+    ports = np.asarray(fabric.nic_ports, np.int64).reshape(-1, npn * fabric.nic_ports.shape[1])
+    # each server's lowest and highest port node, made local to the switches on the reduced columns
+    lo = _per_row(np.minimum, ports) - fabric.switch_base
+    hi = _per_row(np.maximum, ports) - fabric.switch_base
     home = lo[(lo == hi) & (lo >= 0) & (lo < fabric.n_switches)]
     return np.bincount(home, minlength=fabric.n_switches)
 
@@ -250,7 +259,7 @@ def single_failure_analysis(fabric, *, max_listed: int = 10, pxn: bool | None = 
     pairs, mult = _switch_graph(fabric)
     ep = _Endpoints(fabric, per_rail, detour)
     cut, servers, gpus_out, n_nodes, gpus_of_node, (s_of, n_of) = _out_per_switch(fabric, ep)
-    sw_tier = fabric.node_tier[fabric.switch_base:fabric.switch_base + ns].astype(np.int64)
+    sw_tier = fabric.node_tier[fabric.switch_base:fabric.switch_base + ns]          # 8-bit tiers: compared only
     lo_up, hi_up = _up_pairs(pairs, sw_tier)
 
     def splits(labels: np.ndarray, dead_switch: int = -1, out_nodes: np.ndarray | None = None) -> bool:
