@@ -81,3 +81,33 @@ def test_evaluations_with_kept_patterns_equal_fresh_ones():
             assert np.array_equal(ev.step_samples_s, want.step_samples_s)
             assert [o.time_p99_s for o in ev.ops] == [o.time_p99_s for o in want.ops]
     clear_patterns()
+
+
+def test_a_failure_scenario_takes_the_kept_healthy_cuts_and_gives_the_same_step():
+    """A failure scenario's network model takes the pods and cuts of the healthy model of its cabling (made once,
+    also for another copy of the same build: each design gets its own copy): the step is the one made with no model
+    kept, and the cuts are the healthy model's own."""
+    from fabric.evaluate import Scenario
+    from fabric.evaluate import network_models as nm
+    from fabric.topology import build_fabric
+    from fabric.topology.build import clear_fabric_cache
+
+    wl = preset_workload("llama3-70b", gpus=1024)
+    d = Design(gpus=1024, tiers=3)
+    sc = Scenario(name="x", fail_switches=("spine1",))
+    clear_fabric_cache()
+    nm._HEALTHY_MODELS.clear()
+    first = evaluate(d, wl, sc, seed=2, samples=64)
+    kept = nm._HEALTHY_MODELS[build_fabric(d).cache_key]
+    copy = build_fabric(d.replace(routing="adaptive"))          # another design, the same build's arrays
+    assert copy is not kept.fabric and copy.link_a is kept.fabric.link_a
+    model, _ = nm.network_model(copy, sc, np.random.default_rng(0), 64)
+    assert model.cuts and model.cuts is kept.cuts
+    again = evaluate(d, wl, sc, seed=2, samples=64)
+    assert np.array_equal(first.step_samples_s, again.step_samples_s)
+    clear_fabric_cache()
+    nm._HEALTHY_MODELS.clear()
+    alone = nm.NetworkModel.build(copy, failed_switches=[copy.switch_base + int(np.flatnonzero(
+        copy.node_tier[copy.switch_base:copy.switch_base + copy.n_switches] == 1)[1])])
+    assert [c.capacity_bytes_per_s.tolist() for c in alone.cuts] == \
+        [c.capacity_bytes_per_s.tolist() for c in kept.cuts]

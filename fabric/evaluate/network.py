@@ -157,8 +157,9 @@ class NetworkModel:
               healthy: NetworkModel | None = None):
         """Derive the model; ``failed_links`` are link ids, switches are node ids. ``healthy``: the model of the
         same fabric without failures, whose pods and cuts (which depend on the cabling only) are taken."""
-        if healthy is not None and healthy.fabric is not fabric:
-            healthy = None
+        if healthy is not None and (healthy.fabric.link_a is not fabric.link_a
+                                    or healthy.fabric.link_capacity_bps is not fabric.link_capacity_bps):
+            healthy = None                  # another build (the copies of one build share its link arrays)
         sb, ns = fabric.switch_base, fabric.n_switches
         a, b, kind = fabric.link_a, fabric.link_b, fabric.link_kind
         # the links of a kind by the builder's per-kind ids (masks over every link, NIC and NVLink ones included,

@@ -73,8 +73,9 @@ def network_model(fabric, scenario: Scenario, rng: np.random.Generator, samples:
                tuple(int(x) for x in slow_sw), float(slow_factor))
     if slot is not None and key is not None and key in slot["models"]:
         return slot["models"][key], key
-    # the healthy model of this cabling, when kept, gives the pods and cuts (they do not depend on failures)
-    healthy = _HEALTHY_MODELS.get(fabric.cache_key) if fabric.cache_key else None
+    # the healthy model of this cabling gives the pods and cuts (they do not depend on failures): made once and
+    # kept, so that a design's many failure scenarios (fabric.failures.resilience) do not each find them again
+    healthy = healthy_model(fabric) if fabric.cache_key else None
     model = NetworkModel.build(fabric, failed_links=failed, failed_switches=failed_sw, slow_switches=slow_sw,
                                slow_factor=slow_factor, healthy=healthy)
     if slot is not None and key is not None:
