@@ -39,7 +39,7 @@ def _domain_bytes(gpu_domain: np.ndarray) -> bytes:
     if hit is not None and hit[0]() is gpu_domain:
         return hit[1]
     out = np.ascontiguousarray(gpu_domain, np.int64).tobytes()
-    if len(_DOMAINS) >= 64:
+    if len(_DOMAINS) >= 16:
         _DOMAINS.clear()
     try:
         _DOMAINS[id(gpu_domain)] = (weakref.ref(gpu_domain), out)
