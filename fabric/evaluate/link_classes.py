@@ -92,8 +92,11 @@ def _group_classes(kind: str, keys: np.ndarray, qps: np.ndarray, bytes_: np.ndar
         # switch ids: sums per id by counting, read off at the ids present (the same sums, in the same order, as
         # over the ids renumbered 0 .. groups - 1)
         off = keys - lo if lo else keys
-        uniq = np.flatnonzero(np.bincount(off, minlength=span))
-        B = np.take(np.bincount(off, weights=bytes_, minlength=span), uniq)
+        full = np.bincount(off, weights=bytes_, minlength=span)
+        # the ids present: where bytes were summed (every flow carries some: a sum of positive numbers is positive),
+        # else by counting the flows
+        uniq = np.flatnonzero(full if bytes_.min() > 0 else np.bincount(off, minlength=span))
+        B = np.take(full, uniq)
         B2 = np.take(np.bincount(off, weights=sq, minlength=span), uniq)
         uniq = uniq + lo
     else:
