@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["unique"]
+__all__ = ["unique", "group_index"]
 
 #: below this many elements numpy's own ``np.unique`` is used (either way is fast)
 _SMALL = 256
@@ -28,3 +28,19 @@ def unique(a) -> np.ndarray:
     keep[0] = True
     np.not_equal(s[1:], s[:-1], out=keep[1:])
     return s[keep]
+
+
+def group_index(keys: np.ndarray):
+    """``(unique keys, inverse)`` of an integer array (``np.unique(keys, return_inverse=True)``): by counting when
+    the keys span a small range (switch ids, whole metres), else by sorting."""
+    lo, hi = int(keys.min()), int(keys.max())
+    span = hi - lo + 1
+    if span <= 4 * keys.size + 65536:
+        off = keys - lo if lo else keys
+        present = np.bincount(off, minlength=span) > 0
+        uniq = np.flatnonzero(present)
+        lookup = np.zeros(span, np.int64)
+        lookup[uniq] = np.arange(uniq.size)
+        return uniq + lo, np.take(lookup, off)
+    uniq, inv = np.unique(keys, return_inverse=True)
+    return uniq, inv.ravel()

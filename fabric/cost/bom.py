@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fabric.arrays import group_index
 from fabric.topology.fabric import LINK_KINDS, MEDIA, Fabric
 
 __all__ = ["BomItem", "BillOfMaterials", "bill_of_materials", "optical_groups", "optics_for_length", "OpticalGroup",
@@ -286,10 +287,8 @@ def _lengths_index(reach: np.ndarray):
     if lo >= 0 and hi - lo < 1e6 and lo == int(lo):
         codes = (reach - lo).astype(np.int64)
         if np.array_equal(codes, reach - lo):         # every length a whole number of metres
-            present = np.flatnonzero(np.bincount(codes))
-            lookup = np.zeros(int(present[-1]) + 1, np.int64)
-            lookup[present] = np.arange(present.size)
-            return present.astype(np.float64) + lo, np.take(lookup, codes)
+            present, inv = group_index(codes)
+            return present.astype(np.float64) + lo, inv
     u, inv = np.unique(reach, return_inverse=True)
     return u, inv.ravel()
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fabric.arrays import group_index
+
 __all__ = ["LinkClass"]
 
 
@@ -40,26 +42,13 @@ class LinkClass:
     hashed: bool = False
 
 
-def _group_index(keys: np.ndarray):
-    """``(unique keys, inverse)``: by counting when the keys span a small range (switch ids), else by sorting."""
-    lo, hi = int(keys.min()), int(keys.max())
-    span = hi - lo + 1
-    if span <= 4 * keys.size + 65536:
-        off = keys - lo if lo else keys
-        present = np.bincount(off, minlength=span) > 0
-        uniq = np.flatnonzero(present)
-        lookup = np.zeros(span, np.int64)
-        lookup[uniq] = np.arange(uniq.size)
-        return uniq + lo, np.take(lookup, off)
-    uniq, inv = np.unique(keys, return_inverse=True)
-    return uniq, inv.ravel()
 
 
 def _unique_rows(sig: np.ndarray):
     """``(unique rows, inverse)`` of an integer matrix, rows in lexicographic order: what ``np.unique(sig, axis=0,
     return_inverse=True)`` gives, without its sort of the rows as opaque records (slow on 100,000s of rows). Each
     row is packed into one integer (column offsets and spans keep the order lexicographic) and grouped by
-    :func:`_group_index`; rows whose spans do not fit 62 bits go the general way."""
+    :func:`fabric.arrays.group_index`; rows whose spans do not fit 62 bits go the general way."""
     if sig.shape[0] == 0 or sig.dtype.kind not in "iu":
         csig, cinv = np.unique(sig, axis=0, return_inverse=True)
         return csig, cinv.ravel()
@@ -72,7 +61,7 @@ def _unique_rows(sig: np.ndarray):
     for j in range(span.size - 2, -1, -1):
         stride[j] = stride[j + 1] * span[j + 1]
     key = (sig - lo) @ stride if sig.shape[1] > 1 else sig[:, 0] - lo[0]
-    uniq, inv = _group_index(np.asarray(key, dtype=np.int64))
+    uniq, inv = group_index(np.asarray(key, dtype=np.int64))
     csig = (uniq[:, None] // stride) % span + lo
     return csig.astype(sig.dtype, copy=False), inv
 
@@ -100,7 +89,7 @@ def _group_classes(kind: str, keys: np.ndarray, qps: np.ndarray, bytes_: np.ndar
         B2 = np.take(np.bincount(off, weights=sq, minlength=span), uniq)
         uniq = uniq + lo
     else:
-        uniq, inv = _group_index(keys)
+        uniq, inv = group_index(keys)
         B = np.bincount(inv, weights=bytes_)
         B2 = np.bincount(inv, weights=sq)
     k_eff = np.maximum(1, np.rint(B * B / np.maximum(B2, 1e-300))).astype(np.int64)
@@ -128,7 +117,7 @@ def _classes(kind, keys, k, ball, n, slow, bg, total_bytes) -> list[LinkClass]:
     if k.size and n.min() == n.max() and slow.min() == slow.max() and bg_pct.min() == bg_pct.max():
         # the common case (a NIC's ports, a tier's uplink groups): only the balls differ; the same classes, in
         # the same order, as the rows' grouping below
-        uk, cinv = _group_index(np.asarray(k, np.int64))
+        uk, cinv = group_index(np.asarray(k, np.int64))
         csig = np.empty((uk.size, 4), np.int64)
         csig[:, 0], csig[:, 1], csig[:, 2], csig[:, 3] = uk, n.flat[0], slow.flat[0], bg_pct.flat[0]
     else:

@@ -222,7 +222,8 @@ class NetworkModel:
             if of_kind.size:
                 group_bps.update(dict.fromkeys(groups, float(fabric.link_capacity_bps[of_kind[0]])))
         return cls(
-            alive_links=None if alive is None or alive.all() else alive, slow_spines=tuple(int(x) for x in slow_switches),
+            alive_links=None if alive is None or alive.all() else alive,
+            slow_spines=tuple(int(x) for x in slow_switches),
             fabric=fabric, leaf_up=leaf_up, leaf_slow=slow, slow_factor=float(slow_factor), pod_of_switch=pod,
             pod_bins=pod_bins, is_dragonfly=is_dfly,
             dfly_routers_per_group=int(s.get("routers_per_group", 0)),

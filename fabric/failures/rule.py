@@ -169,7 +169,7 @@ class _Endpoints:
         port = np.tile(np.arange(n_ports), n_nics)
         sw = ports.ravel() - sb
         cabled = (sw >= 0) & (sw < fabric.n_switches)
-        self.all_cabled = every = bool(cabled.all())
+        every = bool(cabled.all())
         pick = (lambda a: a) if every else (lambda a: a[cabled])   # noqa: E731  (every port cabled: no copy)
         self.switch = pick(sw)
         self.port = pick(port)
