@@ -308,3 +308,41 @@ def test_cli_prints_what_the_trees_did(tmp_path):
                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "spine0 is down: it held 16 of the 32 trees the healthy fabric builds" in out.stdout
+
+
+# ---------------------------------------------------------------- placements kept by cabling across builds
+
+def test_healthy_placement_kept_across_builds_failed_ones_not():
+    """A healthy fabric's trees are placed once per cabling and group: a rebuild of the same cabling (the fabric and
+    healthy-model caches emptied, as a search's worker meets a cabling again) reuses the placement and gives the
+    same evaluation; a failure scenario places its own trees (its spine is gone)."""
+    from fabric.evaluate import innetwork
+    from fabric.evaluate.network_models import _HEALTHY_MODELS
+    from fabric.topology.build import clear_fabric_cache
+
+    innetwork._HEALTHY_PLACEMENTS.clear()
+    clear_fabric_cache()
+    _HEALTHY_MODELS.clear()
+    calls = []
+    real = innetwork.place_trees
+
+    def counting(shape, fabric, model, limit=innetwork.NO_LIMIT):
+        calls.append(model.alive_links is None)
+        return real(shape, fabric, model, limit)
+
+    innetwork.place_trees = counting
+    try:
+        first = evaluate(fabric_a("ecmp"), WL_A, samples=32)
+        assert calls == [True]
+        clear_fabric_cache()
+        _HEALTHY_MODELS.clear()
+        again = evaluate(fabric_a("ecmp"), WL_A, samples=32)
+        assert calls == [True]                          # the same cabling and group: placed once
+        assert again.step_time_s == first.step_time_s
+        assert again.ops[0].aggregation_trees == first.ops[0].aggregation_trees == 32
+        failed = evaluate(fabric_a("ecmp"), WL_A, scenario=SPINE, samples=32)
+        assert calls[1:] and not any(calls[1:])        # placed again on the failed fabric only
+        # spine0 gone: 16 uplinks per leaf, 16 trees on spine1 (as test_spine_down_costs_at_least_what_one_of_its_cables_costs counts)
+        assert (failed.ops[0].aggregation_trees, failed.ops[0].fallback_instances) == (16, 16)
+    finally:
+        innetwork.place_trees = real

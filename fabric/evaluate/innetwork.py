@@ -43,6 +43,8 @@ the trees did is kept as figures (``story``: :func:`_story`) and said in words b
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -380,18 +382,49 @@ def place_trees(shape: GroupShape, fabric, model: NetworkModel, limit: int = NO_
 
 #: Placements kept per network model (they depend on its failures and the group, not on the job or the seed).
 PLACEMENTS_PER_MODEL = 16
+#: Placements on healthy fabrics kept across builds, keyed by cabling (a search meets a cabling again after its
+#: fabric left the build cache: placing the trees again cost it about a tenth of its time), up to this many bytes.
+HEALTHY_PLACEMENT_BYTES = 64 * 2 ** 20
+_HEALTHY_PLACEMENTS: OrderedDict = OrderedDict()
+_HEALTHY_LOCK = threading.Lock()
+
+
+def _nbytes(p: TreePlacement) -> int:
+    return sum(v.nbytes for v in vars(p).values() if isinstance(v, np.ndarray))
+
+
+def _is_healthy(model: NetworkModel) -> bool:
+    """``model`` was built without failed or slow switches or links (what a fabric's trees depend on then is its
+    cabling only)."""
+    return (model.alive_links is None and not model.slow_spines and model.dead_nic is None
+            and (model.dead_leaf is None or not model.dead_leaf.any()))
 
 
 def _placed(shape: GroupShape, fabric, model: NetworkModel, limit: int) -> TreePlacement:
-    """:func:`place_trees`, kept on the model (a search evaluates many designs of one cabling on its models)."""
+    """:func:`place_trees`, kept on the model (a search evaluates many designs of one cabling on its models) and,
+    on a healthy fabric, by its cabling (:data:`HEALTHY_PLACEMENT_BYTES`)."""
     key = ("placement", limit, shape.members.shape, shape.members.tobytes())
     hit = model.tree_memo.get(key)
+    if hit is not None:
+        return hit
+    shared = (fabric.cache_key, *key) if fabric.cache_key and _is_healthy(model) else None
+    if shared is not None:
+        with _HEALTHY_LOCK:
+            hit = _HEALTHY_PLACEMENTS.get(shared)
+            if hit is not None:
+                _HEALTHY_PLACEMENTS.move_to_end(shared)
     if hit is None:
         hit = place_trees(shape, fabric, model, limit)
-        kept = [k for k in list(model.tree_memo) if k[0] == "placement"]
-        if len(kept) >= PLACEMENTS_PER_MODEL:
-            model.tree_memo.pop(kept[0], None)
-        model.tree_memo[key] = hit
+        if shared is not None:
+            with _HEALTHY_LOCK:
+                _HEALTHY_PLACEMENTS[shared] = hit
+                total = sum(_nbytes(p) for p in _HEALTHY_PLACEMENTS.values())
+                while len(_HEALTHY_PLACEMENTS) > 1 and total > HEALTHY_PLACEMENT_BYTES:
+                    total -= _nbytes(_HEALTHY_PLACEMENTS.popitem(last=False)[1])
+    kept = [k for k in list(model.tree_memo) if k[0] == "placement"]
+    if len(kept) >= PLACEMENTS_PER_MODEL:
+        model.tree_memo.pop(kept[0], None)
+    model.tree_memo[key] = hit
     return hit
 
 
