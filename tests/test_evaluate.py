@@ -423,3 +423,28 @@ def test_p99_breakdown_adds_ops_that_share_a_label():
     ops = tuple(CommOp("all_reduce", 64 << 20, "g", name="layer") for _ in range(3))
     ev = evaluate(Design(gpus=64), Workload(jobs=(Job("j", world_size=64, groups=(g,), ops=ops),)), samples=32)
     assert ev.p99_breakdown["ops"]["layer@g"] == pytest.approx(sum(o.exposed_in_p99_sample_s for o in ev.ops))
+
+
+def test_cuts_kept_by_cabling_across_builds():
+    """The cuts of a healthy fabric are found once per cabling: a rebuild (build caches emptied) gets the same cuts,
+    equal to finding them afresh; 64 one-GPU hosts on 2 leaves of 32 make two islands of 32 GPUs, each leaving its
+    leaf through 32 x 400 Gb/s (hand count)."""
+    from dataclasses import replace
+
+    from fabric.evaluate import bounds
+    from fabric.evaluate.network_models import _HEALTHY_MODELS
+    from fabric.topology import build_fabric
+    from fabric.topology.build import clear_fabric_cache
+
+    d = Design(gpus=64, gpus_per_node=1, tiers=2)
+    bounds._CUTS_CACHE.clear()
+    first = bounds.fabric_cuts(build_fabric(d))
+    clear_fabric_cache()
+    _HEALTHY_MODELS.clear()
+    again_fab = build_fabric(d)
+    assert bounds.fabric_cuts(again_fab) is first
+    fresh = bounds.fabric_cuts(replace(again_fab, cache_key=""))      # no key: found afresh, never kept
+    assert fresh is not first and len(fresh) == len(first) == 1
+    assert np.array_equal(fresh[0].island_of_gpu, first[0].island_of_gpu)
+    assert np.bincount(first[0].island_of_gpu).tolist() == [32, 32]
+    assert first[0].capacity_bytes_per_s.tolist() == [32 * 400e9 / 8] * 2

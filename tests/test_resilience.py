@@ -51,7 +51,7 @@ def test_a_leaf_with_a_single_spine_is_found():
     keep = ~drop
     cut = replace(fab, link_a=fab.link_a[keep], link_b=fab.link_b[keep], link_kind=fab.link_kind[keep],
                   link_medium=fab.link_medium[keep], link_capacity_bps=fab.link_capacity_bps[keep],
-                  link_latency_s=fab.link_latency_s[keep], link_reach_m=fab.link_reach_m[keep])
+                  link_reach_m=fab.link_reach_m[keep])
     got = R.failure_analysis(cut)
     assert got["partitions_on_single_failure"] and got["partitioning_switches"] == ["spine0"]
     assert got["min_uplink_switches"] == 1 and brute_force(cut)[0]

@@ -447,7 +447,7 @@ def test_cabling_patterns_are_told_apart():
     keep = np.ones(fab.n_links, bool)
     keep[ls[0]] = False
     cut = replace(fab, **{k: getattr(fab, k)[keep] for k in ("link_a", "link_b", "link_kind", "link_medium",
-                                                             "link_capacity_bps", "link_latency_s", "link_reach_m")})
+                                                             "link_capacity_bps", "link_reach_m")})
     pairs, mult = _switch_graph(cut)
     got = [cut.node_label(int(s) + cut.switch_base) for s in _switch_classes(cut, pairs, mult)]
     assert got == ["spine0", "spine1"] == classes_by_loop(cut)

@@ -48,8 +48,6 @@ REACH_ENDPOINT_OPTICS_M = racks.REACH_ROW_M
 REACH_LEAF_SPINE_M = floors.IN_HALL_REACH_M
 #: dragonfly links inside a group (a few adjacent racks)
 REACH_DFLY_LOCAL_M = 20.0
-#: propagation delay in fibre or copper
-PROPAGATION_S_PER_M = 5e-9
 
 _K = {name: i for i, name in enumerate(LINK_KINDS)}
 _M = {name: i for i, name in enumerate(MEDIA)}
@@ -734,7 +732,7 @@ def _build(design: Design, cat, sw, nic, gpu, link_speed, hw) -> Fabric:
         node_kind=node_kind, node_tier=node_tier_all, node_plane=node_plane_all, node_group=node_group_all,
         node_latency_s=latency,
         link_a=a, link_b=b, link_kind=kind, link_medium=medium, link_capacity_bps=cap,
-        link_latency_s=reach * PROPAGATION_S_PER_M, link_reach_m=reach,
+        link_reach_m=reach,
         gpu_node=gpu_ids // gpn, gpu_domain=gpu_ids // dom, gpu_nics=gpu_nics, nic_ports=nic_ports,
         structure=info, reserved_links=reserved,
         floor=floors.Floor(floor_halls[4], rack_hall, np.tile(np.concatenate([leaf_hall, spine_hall, core_hall]),

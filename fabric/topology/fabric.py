@@ -83,6 +83,10 @@ def remember_kind_counts(link_kind: np.ndarray, counts: np.ndarray) -> None:
     _KIND_COUNTS[id(link_kind)] = (weakref.ref(link_kind), np.asarray(counts, np.int64))
 
 
+#: propagation delay in fibre or copper (seconds per metre of link)
+PROPAGATION_S_PER_M = 5e-9
+
+
 @dataclass(frozen=True, eq=False)
 class Fabric:
     """A built network. See the module docstring for the node-id layout.
@@ -114,7 +118,6 @@ class Fabric:
     link_kind: np.ndarray
     link_medium: np.ndarray
     link_capacity_bps: np.ndarray
-    link_latency_s: np.ndarray
     link_reach_m: np.ndarray
     gpu_node: np.ndarray
     gpu_domain: np.ndarray
@@ -128,6 +131,12 @@ class Fabric:
     floor: Any = None
 
     # ------------------------------------------------------------------ sizes
+    @property
+    def link_latency_s(self) -> np.ndarray:
+        """Each link's propagation delay: its reach at :data:`PROPAGATION_S_PER_M` (made when asked: a search
+        builds many fabrics and never reads it)."""
+        return self.link_reach_m * PROPAGATION_S_PER_M
+
     @property
     def n_nodes(self) -> int:
         return int(self.node_kind.shape[0])
