@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["unique", "group_index"]
+__all__ = ["unique", "group_index", "unique_rows"]
 
 #: below this many elements numpy's own ``np.unique`` is used (either way is fast)
 _SMALL = 256
@@ -44,3 +44,25 @@ def group_index(keys: np.ndarray):
         return uniq + lo, np.take(lookup, off)
     uniq, inv = np.unique(keys, return_inverse=True)
     return uniq, inv.ravel()
+
+
+def unique_rows(sig: np.ndarray):
+    """``(unique rows, inverse)`` of an integer matrix, rows in lexicographic order: what ``np.unique(sig, axis=0,
+    return_inverse=True)`` gives, without its sort of the rows as opaque records (slow on 100,000s of rows). Each
+    row is packed into one integer (column offsets and spans keep the order lexicographic) and grouped by
+    :func:`group_index`; rows whose spans do not fit 62 bits go the general way."""
+    if sig.shape[0] == 0 or sig.dtype.kind not in "iu":
+        csig, cinv = np.unique(sig, axis=0, return_inverse=True)
+        return csig, cinv.ravel()
+    lo = sig.min(axis=0)
+    span = sig.max(axis=0) - lo + 1
+    if float(np.prod(span.astype(float))) >= 2.0 ** 62:
+        csig, cinv = np.unique(sig, axis=0, return_inverse=True)
+        return csig, cinv.ravel()
+    stride = np.ones(span.size, np.int64)
+    for j in range(span.size - 2, -1, -1):
+        stride[j] = stride[j + 1] * span[j + 1]
+    key = (sig - lo) @ stride if sig.shape[1] > 1 else sig[:, 0] - lo[0]
+    uniq, inv = group_index(np.asarray(key, dtype=np.int64))
+    csig = (uniq[:, None] // stride) % span + lo
+    return csig.astype(sig.dtype, copy=False), inv

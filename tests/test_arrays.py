@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fabric.arrays import unique
+from fabric.arrays import unique, unique_rows
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint32, np.uint64,
@@ -22,3 +22,16 @@ def test_unique_is_numpys_unique(dtype, n):
 def test_unique_of_floats_keeps_numpys_nan_rule():
     a = np.array([np.nan, 1.0, np.nan, 0.5] * 100)
     assert np.array_equal(unique(a), np.unique(a), equal_nan=True) and unique(a).size == 3
+
+
+@pytest.mark.parametrize("spread", [3, 10**6, 2**40])
+@pytest.mark.parametrize("shape", [(0, 3), (1, 3), (5_000, 3), (2_000, 1), (500, 5)])
+def test_unique_rows_is_numpys_unique_by_rows(shape, spread):
+    # small spans are packed into one integer per row; spans past 62 bits take numpy's own path: both give numpy's
+    # rows (lexicographic order) and inverse
+    rng = np.random.default_rng(shape[0] + shape[1])
+    sig = rng.integers(-spread, spread, shape)
+    got, inv = unique_rows(sig)
+    want, winv = np.unique(sig, axis=0, return_inverse=True)
+    assert got.dtype == sig.dtype and np.array_equal(got, want) and np.array_equal(inv, winv.ravel())
+    assert np.array_equal(got[inv], sig)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fabric.arrays import group_index
+from fabric.arrays import group_index, unique_rows
 
 __all__ = ["LinkClass"]
 
@@ -42,28 +42,6 @@ class LinkClass:
     hashed: bool = False
 
 
-
-
-def _unique_rows(sig: np.ndarray):
-    """``(unique rows, inverse)`` of an integer matrix, rows in lexicographic order: what ``np.unique(sig, axis=0,
-    return_inverse=True)`` gives, without its sort of the rows as opaque records (slow on 100,000s of rows). Each
-    row is packed into one integer (column offsets and spans keep the order lexicographic) and grouped by
-    :func:`fabric.arrays.group_index`; rows whose spans do not fit 62 bits go the general way."""
-    if sig.shape[0] == 0 or sig.dtype.kind not in "iu":
-        csig, cinv = np.unique(sig, axis=0, return_inverse=True)
-        return csig, cinv.ravel()
-    lo = sig.min(axis=0)
-    span = sig.max(axis=0) - lo + 1
-    if float(np.prod(span.astype(float))) >= 2.0 ** 62:
-        csig, cinv = np.unique(sig, axis=0, return_inverse=True)
-        return csig, cinv.ravel()
-    stride = np.ones(span.size, np.int64)
-    for j in range(span.size - 2, -1, -1):
-        stride[j] = stride[j + 1] * span[j + 1]
-    key = (sig - lo) @ stride if sig.shape[1] > 1 else sig[:, 0] - lo[0]
-    uniq, inv = group_index(np.asarray(key, dtype=np.int64))
-    csig = (uniq[:, None] // stride) % span + lo
-    return csig.astype(sig.dtype, copy=False), inv
 
 
 def _group_classes(kind: str, keys: np.ndarray, qps: np.ndarray, bytes_: np.ndarray, n_of_key, slow_of_key,
@@ -121,7 +99,7 @@ def _classes(kind, keys, k, ball, n, slow, bg, total_bytes) -> list[LinkClass]:
         csig = np.empty((uk.size, 4), np.int64)
         csig[:, 0], csig[:, 1], csig[:, 2], csig[:, 3] = uk, n.flat[0], slow.flat[0], bg_pct.flat[0]
     else:
-        csig, cinv = _unique_rows(np.stack([k, n, slow, bg_pct], axis=1))
+        csig, cinv = unique_rows(np.stack([k, n, slow, bg_pct], axis=1))
     ball = np.broadcast_to(np.asarray(ball, dtype=float), k.shape)
     out = []
     for c, (kk, nn, sl, bp), m in zip(range(len(csig)), csig.tolist(), _class_members(cinv, len(csig))):

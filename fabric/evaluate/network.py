@@ -37,13 +37,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fabric.arrays import unique_rows
 from fabric.evaluate.ballsbins import sample_max_load
 from fabric.evaluate.bounds import fabric_cuts
 from fabric.evaluate.computed import computed_busiest_balls
 from fabric.evaluate.detour import dead_nics, detour_flows
-from fabric.evaluate.link_classes import (
-    LinkClass, _class_members, _classes, _group_classes, _unique_rows,
-)
+from fabric.evaluate.link_classes import LinkClass, _class_members, _classes, _group_classes
 from fabric.topology.fabric import LINK_KINDS, kind_index
 
 __all__ = ["NetworkModel", "LinkClass", "PhaseLoad", "PairUnits", "PathSample", "phase_load", "port_loads",
@@ -677,7 +676,7 @@ def _pair_unit_classes(model: NetworkModel, pu, pd, k, ball, B, s, b):
     bgu = np.rint(np.clip(model.background_of("leaf uplinks", pu + sb), 0.0, 0.95) * 100).astype(np.int64)
     bgd = np.rint(np.clip(model.background_of("leaf downlinks", pd + sb), 0.0, 0.95) * 100).astype(np.int64)
     sig = np.stack([k, s, b, bgu, bgd], axis=1)
-    csig, cinv = _unique_rows(sig)
+    csig, cinv = unique_rows(sig)
     classes, joint = [], []
     for (kk, ss, bb, gu, gd), m in zip(csig.tolist(), _class_members(cinv, len(csig))):
         n = ss * bb
@@ -794,7 +793,7 @@ def _sample_paths(spec: PathSample, rng: np.random.Generator, samples: int) -> d
 def _count_per_member(*keys) -> np.ndarray:
     """For each member, how many members share its combination of keys."""
     stacked = np.stack([k.ravel() for k in keys], axis=1)
-    _, inv = _unique_rows(stacked)
+    _, inv = unique_rows(stacked)
     return np.bincount(inv)[inv]
 
 
