@@ -175,7 +175,9 @@ def _static(fabric, model: NetworkModel) -> dict:
         rank = np.arange(s_idx.size) - np.searchsorted(s_idx, s_idx, side="left")
         sc_core = np.full((n_blk, S, int(rank.max()) + 1), -1, np.int64)
         sc_core[blk[s_idx], loc[s_idx], rank] = c_idx
-    memo = {"blk": blk, "loc": loc, "spine_of": spine_of, "cnt": cnt, "sc_core": sc_core,
+    # each link's core by its place among the cores (-1: no link)
+    sc_core_loc = np.where(sc_core >= 0, loc[np.maximum(sc_core, 0)], -1)
+    memo = {"blk": blk, "loc": loc, "spine_of": spine_of, "cnt": cnt, "sc_core": sc_core, "sc_core_loc": sc_core_loc,
             "cores": np.flatnonzero(tier == 2)}
     model.tree_memo["static"] = memo
     return memo
@@ -198,7 +200,7 @@ class _Placer:
             return
         st = _static(fabric, model)
         self.blk, self.loc, self.spine_of, self.cnt = st["blk"], st["loc"], st["spine_of"], st["cnt"]
-        self.sc_core, self.cores = st["sc_core"], st["cores"]
+        self.sc_core, self.sc_core_loc, self.cores = st["sc_core"], st["sc_core_loc"], st["cores"]
         self.used = np.zeros_like(self.cnt)
         self.sc_used = np.zeros(self.sc_core.shape, bool)
 
@@ -272,16 +274,17 @@ class _Placer:
             self._record_up(u, np.full(u.size, spine), tree)
             return "", 2
         # several pods: a spine in each (with a free link to one core), the core at the root
-        links = avail[:, :, None] & (self.sc_core[ub] >= 0) & ~self.sc_used[ub]      # (pods, spines, links)
-        rr, jj, mm = np.nonzero(links)
-        if rr.size == 0:
+        sc_ub = self.sc_core[ub]
+        links = avail[:, :, None] & (sc_ub >= 0) & ~self.sc_used[ub]      # (pods, spines, links)
+        if not links.any():
             self.lacking = ("leaf uplinks" if not reach.any(axis=1).all() else
                             "switch tree slots" if not avail.any(axis=1).all() else "pod uplinks")
             return ("no spine of some pod has a free link to every leaf of the tree in the pod and towards the "
                     "cores; a link carries one tree"), 0
         cores = self.cores
-        seen = np.zeros((ub.size, cores.size), bool)
-        seen[rr, self.loc[self.sc_core[ub][rr, jj, mm]]] = True
+        seen = np.zeros((ub.size, cores.size), bool)           # pod x core: reached over a free link
+        at = self.sc_core_loc[ub] + (np.arange(ub.size) * cores.size)[:, None, None]
+        seen.reshape(-1)[at[links]] = True
         ok = seen.all(axis=0) & (self.trees_on[cores] < self.limit)
         if not ok.any():
             if seen.all(axis=0).any():
@@ -291,7 +294,7 @@ class _Placer:
             return "no core is reached over free links from a spine of every pod of the tree; a link carries " \
                    "one tree", 0
         core = int(cores[self._choose(ok, self.trees_on[cores], t)])
-        hit = links & (self.sc_core[ub] == core)
+        hit = links & (sc_ub == core)
         sp_ok = hit.any(axis=2)
         load = self.trees_on[np.maximum(self.spine_of[ub], 0)]
         S = sp_ok.shape[1]
