@@ -40,12 +40,11 @@ Dragonfly fabrics have no leaf uplinks: only the NIC and NVLink terms apply.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
+from fabric.lru import BytesLRU
 from fabric.topology.fabric import LINK_KINDS, kind_index
 
 __all__ = ["RESOURCES", "Cuts", "fabric_cuts", "cut_bound_per_byte"]
@@ -103,8 +102,8 @@ def _cuts(resource: str, label_of_gpu: np.ndarray, cap_of_label: np.ndarray) -> 
 #: Cuts kept by cabling (:func:`fabric_cuts`), up to this many bytes: a search meets a cabling again after its
 #: fabric left the build cache, and finding the cuts is most of a healthy network model's cost.
 CUTS_CACHE_BYTES = 64 * 2 ** 20
-_CUTS_CACHE: OrderedDict = OrderedDict()
-_CUTS_LOCK = threading.Lock()
+_CUTS_CACHE = BytesLRU(CUTS_CACHE_BYTES,
+                       lambda cuts: sum(c.island_of_gpu.nbytes + c.capacity_bytes_per_s.nbytes for c in cuts))
 
 
 def fabric_cuts(fabric, pod_of_switch: np.ndarray | None = None) -> tuple[Cuts, ...]:
@@ -116,18 +115,10 @@ def fabric_cuts(fabric, pod_of_switch: np.ndarray | None = None) -> tuple[Cuts, 
     if not fabric.cache_key:
         return _fabric_cuts(fabric, pod_of_switch)
     key = (fabric.cache_key, None if pod_of_switch is None else pod_of_switch.tobytes())
-    with _CUTS_LOCK:
-        hit = _CUTS_CACHE.get(key)
-        if hit is not None:
-            _CUTS_CACHE.move_to_end(key)
-            return hit
-    out = _fabric_cuts(fabric, pod_of_switch)
-    with _CUTS_LOCK:
-        _CUTS_CACHE[key] = out
-        size = lambda cuts: sum(c.island_of_gpu.nbytes + c.capacity_bytes_per_s.nbytes for c in cuts)  # noqa: E731
-        total = sum(size(v) for v in _CUTS_CACHE.values())
-        while len(_CUTS_CACHE) > 1 and total > CUTS_CACHE_BYTES:
-            total -= size(_CUTS_CACHE.popitem(last=False)[1])
+    out = _CUTS_CACHE.get(key)
+    if out is None:
+        out = _fabric_cuts(fabric, pod_of_switch)
+        _CUTS_CACHE.put(key, out)
     return out
 
 

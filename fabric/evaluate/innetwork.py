@@ -43,8 +43,6 @@ the trees did is kept as figures (``story``: :func:`_story`) and said in words b
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -52,6 +50,7 @@ import numpy as np
 from fabric.arrays import unique
 from fabric.evaluate.flows import GroupShape, algorithm_for, group_shape, rail_rows
 from fabric.evaluate.network import NetworkModel, PhaseLoad, _classes, _dragonfly_classes, port_loads
+from fabric.lru import BytesLRU
 from fabric.topology.fabric import LINK_KINDS
 
 __all__ = ["TreePlacement", "NO_LIMIT", "switch_tree_limit", "runs_on_trees", "place_trees", "tree_phase_load",
@@ -388,12 +387,8 @@ PLACEMENTS_PER_MODEL = 16
 #: Placements on healthy fabrics kept across builds, keyed by cabling (a search meets a cabling again after its
 #: fabric left the build cache: placing the trees again cost it about a tenth of its time), up to this many bytes.
 HEALTHY_PLACEMENT_BYTES = 64 * 2 ** 20
-_HEALTHY_PLACEMENTS: OrderedDict = OrderedDict()
-_HEALTHY_LOCK = threading.Lock()
-
-
-def _nbytes(p: TreePlacement) -> int:
-    return sum(v.nbytes for v in vars(p).values() if isinstance(v, np.ndarray))
+_HEALTHY_PLACEMENTS = BytesLRU(HEALTHY_PLACEMENT_BYTES,
+                               lambda p: sum(v.nbytes for v in vars(p).values() if isinstance(v, np.ndarray)))
 
 
 def _is_healthy(model: NetworkModel) -> bool:
@@ -412,18 +407,11 @@ def _placed(shape: GroupShape, fabric, model: NetworkModel, limit: int) -> TreeP
         return hit
     shared = (fabric.cache_key, *key) if fabric.cache_key and _is_healthy(model) else None
     if shared is not None:
-        with _HEALTHY_LOCK:
-            hit = _HEALTHY_PLACEMENTS.get(shared)
-            if hit is not None:
-                _HEALTHY_PLACEMENTS.move_to_end(shared)
+        hit = _HEALTHY_PLACEMENTS.get(shared)
     if hit is None:
         hit = place_trees(shape, fabric, model, limit)
         if shared is not None:
-            with _HEALTHY_LOCK:
-                _HEALTHY_PLACEMENTS[shared] = hit
-                total = sum(_nbytes(p) for p in _HEALTHY_PLACEMENTS.values())
-                while len(_HEALTHY_PLACEMENTS) > 1 and total > HEALTHY_PLACEMENT_BYTES:
-                    total -= _nbytes(_HEALTHY_PLACEMENTS.popitem(last=False)[1])
+            _HEALTHY_PLACEMENTS.put(shared, hit)
     kept = [k for k in list(model.tree_memo) if k[0] == "placement"]
     if len(kept) >= PLACEMENTS_PER_MODEL:
         model.tree_memo.pop(kept[0], None)
