@@ -448,3 +448,38 @@ def test_cuts_kept_by_cabling_across_builds():
     assert np.array_equal(fresh[0].island_of_gpu, first[0].island_of_gpu)
     assert np.bincount(first[0].island_of_gpu).tolist() == [32, 32]
     assert first[0].capacity_bytes_per_s.tolist() == [32 * 400e9 / 8] * 2
+
+
+def test_an_edited_catalog_never_reads_another_catalogs_cached_results():
+    """Two catalogs whose switch of one name differs (64 ports, then 32) build one design's cabling into other
+    fabrics (hand count: 64 one-GPU hosts on 2 leaves of 32 down and 32 up, then 4 leaves of 16 and 16): results
+    kept by cabling (the healthy network model, cuts, bills) must not cross from one to the other, while a copy of
+    equal content shares them."""
+    import pickle
+    from dataclasses import replace
+
+    from fabric.catalog import default_catalog
+    from fabric.catalog.catalog import Catalog
+    from fabric.evaluate.network_models import _HEALTHY_MODELS
+    from fabric.topology import build_fabric
+    from fabric.topology.build import clear_fabric_cache
+
+    cat = default_catalog()
+    d = Design(gpus=64, gpus_per_node=1, tiers=2)
+    sw = cat.switch(d.switch_model)
+    assert sw.ports == 64
+    tables = {n: dict(getattr(cat, n)) for n in ("switches", "nics", "transceivers", "cables", "gpus")}
+    tables["switches"][d.switch_model] = replace(sw, ports=32)
+    half = Catalog(**tables, source="half radix")
+    a, b = build_fabric(d, cat), build_fabric(d, half)
+    assert (a.structure["leaves"], b.structure["leaves"]) == (2, 4)
+    assert a.cache_key != b.cache_key
+    assert build_fabric(d, pickle.loads(pickle.dumps(cat))).cache_key == a.cache_key
+    wl = one_op("all_to_all", GIB, 64)
+    evaluate(d, wl, samples=32, catalog=cat)
+    after = evaluate(d, wl, samples=32, catalog=half)
+    clear_fabric_cache()
+    _HEALTHY_MODELS.clear()
+    fresh = evaluate(d, wl, samples=32, catalog=half)
+    assert after.step_time_s == fresh.step_time_s
+    assert after.cost_usd == fresh.cost_usd

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -39,6 +40,17 @@ class Catalog:
     def __reduce__(self):
         # read-only mapping proxies do not pickle: rebuild from plain dicts (catalogs travel to search workers)
         return (Catalog, tuple(dict(getattr(self, n)) for n in TABLE_NAMES) + (self.source,))
+
+    def fingerprint(self) -> str:
+        """A digest of every row of every table (equal for catalogs of equal content, whatever their source or
+        object): what caches of results that depend on the hardware key on (a built fabric's ``cache_key``). Made
+        once per catalog object."""
+        fp = self.__dict__.get("_fingerprint")
+        if fp is None:
+            text = repr([(name, list(getattr(self, name).items())) for name in TABLE_NAMES])
+            fp = hashlib.sha1(text.encode()).hexdigest()[:16]
+            object.__setattr__(self, "_fingerprint", fp)         # a frozen dataclass: set once, read after
+        return fp
 
     # -- lookups -------------------------------------------------------------------------------------------
 

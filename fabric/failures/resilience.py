@@ -225,13 +225,15 @@ def structural_failures(design, catalog=None) -> dict:
     import json
     from dataclasses import asdict
 
+    from fabric.catalog import default_catalog
     from fabric.topology import build_fabric
 
     d = asdict(design)
     for k in ("name", "routing", "qps_per_connection", "storage_routing", "transport", "in_network_reduction",
               "placement", "storage_isolation", "nccl_algo"):
         d.pop(k, None)
-    key = (json.dumps(d, sort_keys=True, default=str), id(catalog))
+    # the catalog by content, not by object: an id can be reused by another catalog once the first is gone
+    key = (json.dumps(d, sort_keys=True, default=str), (catalog or default_catalog()).fingerprint())
     hit = _STRUCTURE_CACHE.get(key)
     if hit is None:
         hit = failure_analysis(build_fabric(design, catalog))

@@ -585,7 +585,9 @@ def build_fabric(design: Design, catalog=None) -> Fabric:
         if hit is not None and hit[0] is resolved[0]:
             _CACHE.move_to_end(key)
             return replace(hit[1], design=design)
-    fabric = replace(_build(design, *resolved), cache_key=key)
+    # the cache key of what is derived from the fabric (models, cuts, bills, ...): the cabling and the catalog's
+    # content (a catalog edited between two builds of one cabling gives other arrays)
+    fabric = replace(_build(design, *resolved), cache_key=f"{key}|catalog {resolved[0].fingerprint()}")
     with _CACHE_LOCK:
         _CACHE[key] = (resolved[0], fabric)
         while len(_CACHE) > 1 and sum(f.n_links for _, f in _CACHE.values()) > CACHE_MAX_LINKS:

@@ -125,7 +125,8 @@ class Fabric:
     nic_ports: np.ndarray
     structure: dict = field(default_factory=dict)
     reserved_links: dict = field(default_factory=dict)
-    #: the cabling's key (:func:`fabric.topology.build.cabling_key`): equal keys, equal arrays (for caches)
+    #: the cabling's key (:func:`fabric.topology.build.cabling_key`) and the catalog's fingerprint: equal keys, equal
+    #: arrays (for caches)
     cache_key: str = ""
     #: the halls of its racks and switches (:class:`fabric.topology.floor.Floor`; None: not laid out)
     floor: Any = None
