@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: The floors, lowest first: a module may import modules of its own floor or below, never above.
 FLOORS = [
-    ("fabric", "fabric.errors", "fabric.units", "fabric.limits", "fabric.arrays"),
+    ("fabric", "fabric.errors", "fabric.units", "fabric.limits", "fabric.arrays", "fabric.lru"),
     ("fabric.catalog",),
     ("fabric.workload",),
     ("fabric.design",),
