@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["unique", "group_index", "unique_rows"]
+__all__ = ["unique", "group_index", "unique_rows", "any_per_row"]
 
 #: below this many elements numpy's own ``np.unique`` is used (either way is fast)
 _SMALL = 256
@@ -66,3 +66,15 @@ def unique_rows(sig: np.ndarray):
     uniq, inv = group_index(np.asarray(key, dtype=np.int64))
     csig = (uniq[:, None] // stride) % span + lo
     return csig.astype(sig.dtype, copy=False), inv
+
+
+def any_per_row(m: np.ndarray) -> np.ndarray:
+    """``m.any(axis=1)`` of a boolean matrix with few columns (NIC ports), without numpy's slow reduction over a
+    short inner axis: C-contiguous rows of 2, 4 or 8 bytes are read as one integer, others OR their columns."""
+    w = m.shape[1]
+    if w in (2, 4, 8) and m.flags.c_contiguous and m.dtype == np.bool_:
+        return m.view(f"u{w}").ravel() != 0
+    out = m[:, 0].copy()
+    for j in range(1, w):
+        out |= m[:, j]
+    return out

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fabric.arrays import unique, unique_rows
+from fabric.arrays import any_per_row, unique, unique_rows
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint32, np.uint64,
@@ -35,3 +35,15 @@ def test_unique_rows_is_numpys_unique_by_rows(shape, spread):
     want, winv = np.unique(sig, axis=0, return_inverse=True)
     assert got.dtype == sig.dtype and np.array_equal(got, want) and np.array_equal(inv, winv.ravel())
     assert np.array_equal(got[inv], sig)
+
+
+@pytest.mark.parametrize("cols", [1, 2, 3, 4, 5, 8])
+def test_any_per_row_is_numpys_any(cols):
+    # rows of 2, 4 or 8 bytes are read as one integer; other widths, and views that are not C-contiguous, OR columns
+    rng = np.random.default_rng(cols)
+    m = rng.random((1_000, cols)) < 0.2
+    m[:10] = False                                      # some rows all False, some all True
+    m[10:20] = True
+    for x in (m, np.asfortranarray(m), m[::2], np.zeros((0, cols), bool)):
+        got = any_per_row(x)
+        assert got.dtype == np.bool_ and np.array_equal(got, x.any(axis=1))

@@ -14,7 +14,7 @@ import numpy as np
 
 from fabric.errors import DesignError
 
-__all__ = ["check_leaf_failure", "usable_ports"]
+__all__ = ["check_leaf_failure", "ports_down"]
 
 
 def check_leaf_failure(fabric, leaf: int, name: str) -> None:
@@ -40,14 +40,20 @@ def check_leaf_failure(fabric, leaf: int, name: str) -> None:
                           f"servers in the job)")
 
 
-def usable_ports(fabric, dead_leaf: np.ndarray, si: np.ndarray, di: np.ndarray) -> np.ndarray:
-    """``(flows, ports)`` bool: the ports of each flow (NIC indices ``si`` -> ``di``) whose leaves are up at both
-    ends. DesignError when a flow has none (its two NICs share no plane that is up)."""
+def ports_down(fabric, dead_leaf: np.ndarray, si: np.ndarray, di: np.ndarray):
+    """The flows (NIC indices ``si`` -> ``di``) that lose a port to the failed leaves ``dead_leaf`` at either end,
+    and the ports each of them can still use: ``(rows, ok)``, ``rows`` their indices in ascending order, ``ok`` a
+    ``(rows, ports)`` bool of the ports whose leaves are up at both ends (every other flow keeps all its ports).
+    DesignError when a flow has none (its two NICs share no plane that is up)."""
+    from fabric.arrays import any_per_row
+
     up = ~dead_leaf[fabric.nic_ports - fabric.switch_base]         # per NIC and port: its leaf is up
-    ok = np.take(up, si, axis=0) & np.take(up, di, axis=0)
-    none = ~ok.any(axis=1)
+    hit = any_per_row(~up)                                          # per NIC: a port on a failed leaf
+    rows = np.flatnonzero(np.take(hit, si) | np.take(hit, di))
+    ok = np.take(up, np.take(si, rows), axis=0) & np.take(up, np.take(di, rows), axis=0)
+    none = ~any_per_row(ok)
     if none.any():
-        i = int(np.flatnonzero(none)[0])
+        i = int(rows[np.flatnonzero(none)[0]])
         raise DesignError(f"the scenario leaves NICs #{int(si[i])} and #{int(di[i])} no plane in common that is up: "
                           f"the fabric is partitioned for them (fail fewer leaves)")
-    return ok
+    return rows, ok

@@ -92,12 +92,14 @@ def _class_members(cinv: np.ndarray, n_classes: int):
 def _classes(kind, keys, k, ball, n, slow, bg, total_bytes) -> list[LinkClass]:
     """Group members with equal (balls, links, slow links, background in 1 % steps) into classes."""
     bg_pct = np.rint(np.clip(bg, 0.0, 0.95) * 100).astype(np.int64)
-    if k.size and n.min() == n.max() and slow.min() == slow.max() and bg_pct.min() == bg_pct.max():
-        # the common case (a NIC's ports, a tier's uplink groups): only the balls differ; the same classes, in
-        # the same order, as the rows' grouping below
-        uk, cinv = group_index(np.asarray(k, np.int64))
+    if k.size and slow.min() == slow.max() and bg_pct.min() == bg_pct.max() and n.min() >= 0:
+        # the common case (a NIC's ports, a tier's uplink groups, some of them short of a failed link): only the
+        # balls and the links differ, grouped as one number (balls x (most links + 1) + links): the same classes,
+        # in the same order, as the rows' grouping below
+        n_hi = int(n.max()) + 1
+        uk, cinv = group_index(np.asarray(k, np.int64) * n_hi + n)
         csig = np.empty((uk.size, 4), np.int64)
-        csig[:, 0], csig[:, 1], csig[:, 2], csig[:, 3] = uk, n.flat[0], slow.flat[0], bg_pct.flat[0]
+        csig[:, 0], csig[:, 1], csig[:, 2], csig[:, 3] = uk // n_hi, uk % n_hi, slow.flat[0], bg_pct.flat[0]
     else:
         csig, cinv = unique_rows(np.stack([k, n, slow, bg_pct], axis=1))
     ball = np.broadcast_to(np.asarray(ball, dtype=float), k.shape)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fabric.arrays import unique_rows
+from fabric.arrays import any_per_row, unique_rows
 from fabric.evaluate.ballsbins import sample_max_load
 from fabric.evaluate.bounds import fabric_cuts
 from fabric.evaluate.computed import computed_busiest_balls
@@ -298,18 +298,6 @@ class PhaseLoad:
     forward_nvlink: float = 0.0
 
 
-def _any_per_row(m: np.ndarray) -> np.ndarray:
-    """``m.any(axis=1)`` of a C-contiguous boolean matrix with few columns (NIC ports), without numpy's slow
-    reduction over a short inner axis: rows of 2, 4 or 8 bytes are read as one integer, others OR their columns."""
-    w = m.shape[1]
-    if w in (2, 4, 8) and m.flags.c_contiguous and m.dtype == np.bool_:
-        return m.view(f"u{w}").ravel() != 0
-    out = m[:, 0].copy()
-    for j in range(1, w):
-        out |= m[:, j]
-    return out
-
-
 @dataclass
 class _PortFlows:
     """A phase's flows on NIC ports: per entry (a flow after splitting over NICs and ports, a flow's ports in
@@ -318,7 +306,8 @@ class _PortFlows:
     entry, NIC index x ports + port, weighing ``w``; when ``even``, every port carries 1 / ``ports`` of each of its
     NIC's flows and ``ends`` / ``w`` are per flow at NIC index: a port's sums are then its NIC's, the same bytes in
     the same order); the NICs' port classes (several ports hashed or placed) and the NVLink forward hop (PXN,
-    detour)."""
+    detour). ``keep``: None, or per entry whether it carries bytes (a failed leaf: a flow's entries on ports it
+    lost weigh nothing; they count in no sum and are no flow)."""
 
     per: np.ndarray
     q_port: object
@@ -330,6 +319,7 @@ class _PortFlows:
     dst_leaf: np.ndarray
     port_cls: list
     forward: float
+    keep: np.ndarray | None = None
 
     def sums(self, side: int, n_nics: int) -> np.ndarray:
         """Bytes per op byte each NIC port sends (``side`` 0) or receives (1), over NIC index x ports + port."""
@@ -379,12 +369,17 @@ def _port_flows(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str
     si, di = src_nic - f.nic_base, dst_nic - f.nic_base
     port_cls = []
     q_port = float(qps)
-    use = None
+    down = None
     if ports > 1 and model.dead_leaf is not None and model.dead_leaf.any() and si.size:
-        from fabric.evaluate.dualtor import usable_ports
+        from fabric.evaluate.dualtor import ports_down
 
-        use = usable_ports(f, model.dead_leaf, si, di)          # a failed leaf: the ports up at both ends
-    n_use = ports if use is None else use.sum(axis=1)
+        down = ports_down(f, model.dead_leaf, si, di)       # a failed leaf: the flows that lose a port, what is left
+    n_use = ports
+    if down is not None:
+        rows, ok = down
+        n_rows = ok.sum(axis=1)
+        n_use = np.full(si.size, ports, np.int64)
+        n_use[rows] = n_rows
     if ports > 1 and routing in ("ecmp", "computed") and not phase.injection_only:
         # each flow leaves on one port (fabric.evaluate.ports): the NIC's ports are a group the flows are hashed
         # (or, computed, placed) onto, and a port carries on average qps / ports of them, each bytes / qps
@@ -393,36 +388,39 @@ def _port_flows(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str
 
             port_cls = port_classes(src_nic, per, float(qps), n_use, hashed=routing == "ecmp")
         q_port = float(qps) / ports
-    even = ports > 1 and use is None
-    if even:
-        # every port carries 1 / ports of each of its NIC's flows: a port's sums are its NIC's (the same flows in
-        # the same order, the same bytes), so the NICs stand for their ports in the sums
+    even = ports > 1 and down is None
+    keep = None
+    if ports > 1:
+        # every port carries 1 / ports of each of its NIC's flows: one entry per flow and port, in that order
         w = per * (1.0 / ports)
-        per = np.repeat(w, ports)
         src_leaf = np.take(f.nic_ports, si, axis=0).ravel()
         dst_leaf = np.take(f.nic_ports, di, axis=0).ravel()
-        ends = (si, di)
-    elif ports > 1:
-        # a failed leaf: each flow over the ports up at both ends, the entries of the others dropped; an entry's
-        # sending and receiving port (NIC index x ports + port) index the NIC ports' leaves row by row
-        w = use / n_use[:, None]
-        per = (per[:, None] * w).ravel()
-        ar = np.arange(ports)
-        ps, pd = (si[:, None] * ports + ar).ravel(), (di[:, None] * ports + ar).ravel()
-        hashed_ports = routing in ("ecmp", "computed")
-        q_port = np.repeat(float(qps) / n_use if hashed_ports else np.full(n_use.size, float(qps)), ports)
-        keep = per > 0
-        if not keep.all():
-            at = np.flatnonzero(keep)
-            per, ps, pd, q_port = np.take(per, at), np.take(ps, at), np.take(pd, at), np.take(q_port, at)
-        leaf_of_port = f.nic_ports.ravel()
-        src_leaf, dst_leaf = np.take(leaf_of_port, ps), np.take(leaf_of_port, pd)
-        ends, w = (ps, pd), per
+        if even:
+            # a port's sums are its NIC's (the same flows in the same order, the same bytes), so the NICs stand
+            # for their ports in the sums
+            per = np.repeat(w, ports)
+            ends = (si, di)
+        else:
+            # a failed leaf: a flow that lost a port runs over the ports up at both ends (its entries on the others
+            # weigh nothing and are left out through ``keep``); an entry's sending and receiving port (NIC index x
+            # ports + port) index the NIC ports' sums
+            at = (rows[:, None] * ports + np.arange(ports)).ravel()
+            per_rows = np.take(per, rows)
+            per = np.repeat(w, ports)
+            per[at] = (per_rows[:, None] * (ok / n_rows[:, None])).ravel()
+            if routing in ("ecmp", "computed"):
+                q_port = np.full(per.size, float(qps) / ports)
+                q_port[at] = np.repeat(float(qps) / n_rows, ports)
+            ar = np.arange(ports)
+            ends = ((si[:, None] * ports + ar).ravel(), (di[:, None] * ports + ar).ravel())
+            w = per
+            zero = per <= 0
+            keep = None if not zero.any() else ~zero
     else:
         src_leaf = np.take(f.nic_ports[:, 0], si)
         dst_leaf = np.take(f.nic_ports[:, 0], di)
         ends, w = (si, di), per
-    return _PortFlows(per, q_port, ends, w, even, ports, src_leaf, dst_leaf, port_cls, forward)
+    return _PortFlows(per, q_port, ends, w, even, ports, src_leaf, dst_leaf, port_cls, forward, keep)
 
 
 def port_loads(phase, model: NetworkModel, *, pxn: bool, routing: str = "ecmp") -> tuple[np.ndarray, np.ndarray]:
@@ -464,10 +462,16 @@ def _nic_flows(phase, model: NetworkModel, qps: int, pxn: bool, routing: str) ->
     if phase.injection_only:
         return out
     cross = src_leaf != dst_leaf
+    if pf.keep is not None:
+        cross &= pf.keep
     if cross.any():
         # flows (x QPs) that share a sending NIC port, at the port that sends across leaves with the fewest
-        per_port = np.bincount(ends[0]) * float(qps)
-        leaves = _any_per_row(cross.reshape(-1, ports)) if pf.even else cross
+        per_port = np.bincount(ends[0])
+        if pf.keep is not None:
+            # entries on lost ports are no flows
+            per_port -= np.bincount(np.take(ends[0], np.flatnonzero(~pf.keep)), minlength=per_port.size)
+        per_port = per_port * float(qps)
+        leaves = any_per_row(cross.reshape(-1, ports)) if pf.even else cross
         sends_out = np.bincount(np.take(ends[0], np.flatnonzero(leaves)), minlength=per_port.size) > 0
         out.flows_per_port = float(per_port[sends_out].min())
         q_port = pf.q_port

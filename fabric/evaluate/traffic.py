@@ -78,9 +78,9 @@ def traffic_plan(fabric, model, design, shape, kind: str, size_bytes: float, alg
         if hit is not None:
             return hit
         tr = table.get(tr_key)
-        # a pattern that another network model of this design used already (failure scenarios): its flows at the
-        # NIC ports, which do not depend on the model's failures, are kept for the next models too
-        memo = table if tr is not None else None
+        # the pattern's flows at the NIC ports, which do not depend on the model's failures above the leaves, are
+        # kept for the design's next network models (failure scenarios)
+        memo = table
     if tr is None:
         tr = shared_traffic(shape, fabric.gpu_domain, kind, algorithm,
                             size_bytes if algorithm.startswith("hierarchical") else None, hardware,
