@@ -374,6 +374,8 @@ def _port_flows(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str
         from fabric.evaluate.dualtor import ports_down
 
         down = ports_down(f, model.dead_leaf, si, di)       # a failed leaf: the flows that lose a port, what is left
+        if down[0].size == 0:
+            down = None                                     # none of this phase's flows: as healthy
     n_use = ports
     if down is not None:
         rows, ok = down
