@@ -391,13 +391,6 @@ _HEALTHY_PLACEMENTS = BytesLRU(HEALTHY_PLACEMENT_BYTES,
                                lambda p: sum(v.nbytes for v in vars(p).values() if isinstance(v, np.ndarray)))
 
 
-def _is_healthy(model: NetworkModel) -> bool:
-    """``model`` was built without failed or slow switches or links (what a fabric's trees depend on then is its
-    cabling only)."""
-    return (model.alive_links is None and not model.slow_spines and model.dead_nic is None
-            and (model.dead_leaf is None or not model.dead_leaf.any()))
-
-
 def _placed(shape: GroupShape, fabric, model: NetworkModel, limit: int) -> TreePlacement:
     """:func:`place_trees`, kept on the model (a search evaluates many designs of one cabling on its models) and,
     on a healthy fabric, by its cabling (:data:`HEALTHY_PLACEMENT_BYTES`)."""
@@ -405,7 +398,7 @@ def _placed(shape: GroupShape, fabric, model: NetworkModel, limit: int) -> TreeP
     hit = model.tree_memo.get(key)
     if hit is not None:
         return hit
-    shared = (fabric.cache_key, *key) if fabric.cache_key and _is_healthy(model) else None
+    shared = (fabric.cache_key, *key) if fabric.cache_key and model.healthy else None
     if shared is not None:
         hit = _HEALTHY_PLACEMENTS.get(shared)
     if hit is None:

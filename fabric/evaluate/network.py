@@ -99,6 +99,18 @@ class NetworkModel:
     dead_nic: np.ndarray | None = None
     _polar: dict | None = field(default=None, repr=False)
 
+    @property
+    def nic_ports_whole(self) -> bool:
+        """No failed leaf and no NIC without ports: a phase's flows at the NIC ports are those of the healthy fabric
+        (failures above the leaves do not change them)."""
+        return self.dead_nic is None and (self.dead_leaf is None or not self.dead_leaf.any())
+
+    @property
+    def healthy(self) -> bool:
+        """Built without failed or slow switches or links (per-sample random faults aside): what depends on the
+        model then depends on its fabric's cabling only."""
+        return self.alive_links is None and not self.slow_spines and self.nic_ports_whole
+
     def polar_shares(self) -> dict:
         """Where a polarized flow lands on a pod's core-facing links (computed on first use, healthy cabling):
         :func:`fabric.evaluate.polarization.polarized_shares`."""
@@ -508,7 +520,7 @@ def phase_load(phase, model: NetworkModel, *, qps: int, pxn: bool, routing: str 
         if simple:
             return _all_pairs_load(phase, model, qps)
     key = nf = None
-    if memo is not None and (model.dead_leaf is None or not model.dead_leaf.any()) and model.dead_nic is None:
+    if memo is not None and model.nic_ports_whole:
         key = ("nic flows", id(phase), id(f), int(qps), bool((pxn or model.force_pxn) and model.rail_based),
                routing)
         hit = memo.get(key)
